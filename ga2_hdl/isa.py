@@ -1,0 +1,532 @@
+"""The GA-2 instruction set, defined once.
+
+Everything that knows about GA-2 instructions takes it from here: the golden
+model, the assembler and disassembler, the Amaranth decoder, the compiler and
+the generated documentation.  This module is plain data and integer arithmetic:
+it imports nothing of the project's and no Amaranth, so anyone may read it.
+
+What lives here
+  * the machine's sizes and constants (word width, memory sizes, LAT);
+  * the 128-bit instruction word: its fields and their bit positions;
+  * one :class:`OpSpec` per operation: op code, assembly operands (and which
+    bits of which field each one occupies), the unit that executes it, the
+    busy-time formula, and the legality rules whose failure halts the machine;
+  * the arithmetic primitives the units implement bit for bit (requantizer,
+    exp table, 40-bit divider, fixed-point softmax), which the golden model
+    and the RTL unit tests share.
+
+Adding an instruction: add an :class:`OpSpec` to ``OPS`` (and its semantics in
+``golden.py`` and its unit in the RTL); see ``docs/extending.md``.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+# --------------------------------------------------------------------------
+# Machine constants
+# --------------------------------------------------------------------------
+
+WORD_BITS = 32                 #: every memory word is 32 bits
+WORD_MASK = (1 << WORD_BITS) - 1
+INSTR_BITS = 128               #: one instruction word
+SPAD_WORDS = 4096              #: scratchpad size in words
+EXT_WORDS_DEFAULT = 8192       #: external memory size in words (the book's early chapters use 2048)
+LAT = 8                        #: external-memory latency in cycles, paid once per load
+FETCH_ISSUE_CYCLES = 2         #: every instruction, HALT included, costs fetch + issue
+INT8_MIN, INT8_MAX = -127, 127 #: -128 is never produced by any unit
+Q16_ONE = 1 << 16              #: probabilities are Q0.16: 65536 = 1.0
+EXP_TABLE_SIZE = 256
+DIV_BITS = 40                  #: width of the softmax unit's unsigned divider
+SOFTMAX_NUMERATOR = 1 << 38    #: r = floor(2**38 / S)
+SOFTMAX_OUT_SHIFT = 22         #: p = (e * r + 2**21) >> 22
+MM_MAX_MN = 4                  #: the systolic array is 4 x 4
+MM_MAX_K = 64                  #: the operand row memories hold 64 values
+
+
+# --------------------------------------------------------------------------
+# The instruction word
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Field:
+    """A field of the 128-bit instruction word: bits [lsb + width - 1 : lsb]."""
+    name: str
+    lsb: int
+    width: int
+
+    @property
+    def msb(self) -> int:
+        return self.lsb + self.width - 1
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+
+#: The fields, most significant first.  ``op`` is 4 bits; the rest are operands.
+FIELDS: tuple[Field, ...] = (
+    Field("op", 124, 4),
+    Field("a", 108, 16),
+    Field("b", 92, 16),
+    Field("c", 76, 16),
+    Field("d", 52, 24),
+    Field("e", 46, 6),
+    Field("f", 38, 8),
+    Field("g", 30, 8),
+    Field("h", 22, 8),
+    Field("fl", 18, 4),
+    Field("x", 0, 18),
+)
+FIELD = {f.name: f for f in FIELDS}
+OPERAND_FIELDS = tuple(f.name for f in FIELDS if f.name != "op")
+
+assert sum(f.width for f in FIELDS) == INSTR_BITS
+
+
+class IsaError(ValueError):
+    """An instruction, program or file that the ISA does not allow."""
+
+
+class Unit(enum.Enum):
+    """The unit whose busy counter an instruction's busy time is added to."""
+    NONE = "none"     # HALT
+    DMA = "dma"       # LD, ST
+    MATRIX = "mm"     # MM
+    VECTOR = "vec"    # RQ, SM, VADD, AMAX
+
+
+class Counter(enum.IntEnum):
+    """The five counters the machine reports at HALT, in this order."""
+    TOTAL = 0
+    MATRIX = 1
+    DMA = 2
+    VECTOR = 3
+    INSTRUCTIONS = 4
+
+
+COUNTER_NAMES = ("total", "matrix", "dma", "vector", "instructions")
+UNIT_COUNTER = {Unit.MATRIX: Counter.MATRIX, Unit.DMA: Counter.DMA, Unit.VECTOR: Counter.VECTOR}
+
+
+class ErrorCode(enum.IntEnum):
+    """What the machine reports when an instruction is illegal.
+
+    The check happens at issue.  A faulting instruction does not execute and
+    changes no memory; it costs its fetch and issue cycles (2) and is not
+    counted as executed; the machine then halts with this code and the
+    faulting instruction's address.  ``OK`` is a normal HALT.
+    """
+    OK = 0
+    BAD_OPCODE = 1        #: op code 8..15
+    SPAD_RANGE = 2        #: a scratchpad operand region leaves 0 .. SPAD_WORDS-1
+    EXT_RANGE = 3         #: an external-memory region leaves 0 .. ext_words-1
+    BAD_SHAPE = 4         #: MM with M or N outside 1..4 or K outside 1..64
+    ZERO_LENGTH = 5       #: a length operand of 0
+    OVERLAP = 6           #: RQ/SM/VADD operands that overlap without being identical
+    NO_HALT = 7           #: execution ran past the last instruction of the program
+
+
+# --------------------------------------------------------------------------
+# Operands and operations
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Operand:
+    """An assembly operand: ``name`` occupies bits [lsb + width - 1 : lsb] of field ``field``."""
+    name: str
+    field: str
+    lsb: int = 0
+    width: int | None = None     # None: the whole field
+    doc: str = ""
+
+    @property
+    def bits(self) -> int:
+        return FIELD[self.field].width - self.lsb if self.width is None else self.width
+
+    def get(self, fields: Mapping[str, int]) -> int:
+        return (fields[self.field] >> self.lsb) & ((1 << self.bits) - 1)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A run of memory words an instruction touches (for range and overlap checks)."""
+    memory: str           # "spad" or "ext"
+    start: int
+    length: int
+    role: str             # e.g. "dst", "src", "A"
+
+    @property
+    def end(self) -> int:  # one past the last word
+        return self.start + self.length
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One operation: everything the project needs to know about it, in one place."""
+    code: int
+    mnemonic: str
+    unit: Unit
+    operands: tuple[Operand, ...]
+    meaning: str
+    busy_formula: str                          # the busy time, as documentation
+    busy: Callable[["Instruction"], int]       # the busy time, computed
+    regions: Callable[["Instruction"], tuple[Region, ...]] = lambda ins: ()
+    lengths: tuple[str, ...] = ()              # operands that must not be zero
+    disjoint_or_same: bool = False             # spad regions identical or disjoint (RQ, SM, VADD)
+    defaults: Mapping[str, str | int] = field(default_factory=dict)  # assembly defaults
+
+    def operand(self, name: str) -> Operand:
+        for o in self.operands:
+            if o.name == name:
+                return o
+        raise KeyError(name)
+
+
+def _span(start: int, rows: int, stride: int, cols: int) -> int:
+    """Words from ``start`` to the last element of a rows x cols strided block, inclusive."""
+    return (rows - 1) * stride + cols
+
+
+def _mm_regions(i: "Instruction") -> tuple[Region, ...]:
+    M, K, N = i.M, i.K, i.N
+    if i.tb:
+        b_len = _span(i.B, N, i.ldb, K)
+    else:
+        b_len = _span(i.B, K, i.ldb, N)
+    return (
+        Region("spad", i.A, _span(i.A, M, i.lda, K), "A"),
+        Region("spad", i.B, b_len, "B"),
+        Region("spad", i.dst, _span(i.dst, M, i.ldc, N), "dst"),
+    )
+
+
+_O = Operand
+OPS: tuple[OpSpec, ...] = (
+    OpSpec(0, "HALT", Unit.NONE, (),
+           "stop; the counters hold their final values (an all-zero word is HALT)",
+           "0", lambda i: 0),
+    OpSpec(1, "LD", Unit.DMA,
+           (_O("dst", "a", doc="scratchpad destination"), _O("src", "b", doc="external source"),
+            _O("len", "c", doc="words")),
+           "scratch[dst+i] = ext[src+i] for i < len",
+           "len + LAT + 1", lambda i: i.len + LAT + 1,
+           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("ext", i.src, i.len, "src")),
+           lengths=("len",)),
+    OpSpec(2, "ST", Unit.DMA,
+           (_O("src", "a", doc="scratchpad source"), _O("dst", "b", doc="external destination"),
+            _O("len", "c", doc="words")),
+           "ext[dst+i] = scratch[src+i] for i < len",
+           "len + 2", lambda i: i.len + 2,
+           lambda i: (Region("spad", i.src, i.len, "src"), Region("ext", i.dst, i.len, "dst")),
+           lengths=("len",)),
+    OpSpec(3, "MM", Unit.MATRIX,
+           (_O("dst", "a", doc="C"), _O("A", "b", doc="A (M x K)"), _O("B", "c", doc="B (K x N)"),
+            _O("M", "f"), _O("K", "g"), _O("N", "h"),
+            _O("tb", "fl", 0, 1, doc="B is stored transposed"),
+            _O("lda", "d", 0, 12), _O("ldb", "d", 12, 12), _O("ldc", "x", 0, 12)),
+           "C = A x B, int8 inputs (low byte, signed), wrap-around int32 sums; A[m][k] at A+m*lda+k; "
+           "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n; M, N in 1..4, K in 1..64",
+           "M*K + K*N + (K+M+N-2) + M*N + 7",
+           lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7,
+           _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"}),
+    OpSpec(4, "RQ", Unit.VECTOR,
+           (_O("dst", "a"), _O("src", "b"), _O("len", "c"),
+            _O("m", "d", doc="24-bit mantissa"), _O("s", "e", doc="shift"),
+            _O("relu", "fl", 0, 1)),
+           "dst[i] = clamp(round_half_away(acc[i]*m / 2^s), -127, 127) (relu: clamp at 0 from below)",
+           "len + 2", lambda i: i.len + 2,
+           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
+           lengths=("len",), disjoint_or_same=True, defaults={"relu": 0}),
+    OpSpec(5, "SM", Unit.VECTOR,
+           (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
+           "dst = softmax of int8 scores src[0..len) (real value x/16), Q0.16 probabilities",
+           "3*len + 41 + 6", lambda i: 3 * i.len + 41 + 6,
+           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
+           lengths=("len",), disjoint_or_same=True),
+    OpSpec(6, "VADD", Unit.VECTOR,
+           (_O("dst", "a"), _O("src1", "b"), _O("src2", "c"), _O("len", "d", 0, 16)),
+           "dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127)",
+           "2*len + 2", lambda i: 2 * i.len + 2,
+           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src1, i.len, "src1"),
+                      Region("spad", i.src2, i.len, "src2")),
+           lengths=("len",), disjoint_or_same=True),
+    OpSpec(7, "AMAX", Unit.VECTOR,
+           (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
+           "dst[0] = index of the first maximum of the signed int32 src[0..len)",
+           "len + 3", lambda i: i.len + 3,
+           lambda i: (Region("spad", i.dst, 1, "dst"), Region("spad", i.src, i.len, "src")),
+           lengths=("len",)),
+)
+del _O
+
+OP_BY_CODE: dict[int, OpSpec] = {o.code: o for o in OPS}
+OP_BY_NAME: dict[str, OpSpec] = {o.mnemonic: o for o in OPS}
+assert len(OP_BY_CODE) == len(OPS) and len(OP_BY_NAME) == len(OPS)
+
+
+# --------------------------------------------------------------------------
+# Instructions
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Instruction:
+    """One decoded instruction: its op code and the raw value of every field.
+
+    Operand names of the operation are attributes: ``ins.dst``, ``ins.len``,
+    ``ins.M`` ... (see :data:`OPS`).  Build one with :func:`make`, or with
+    :meth:`decode` from a 128-bit word.
+    """
+    op: int
+    a: int = 0
+    b: int = 0
+    c: int = 0
+    d: int = 0
+    e: int = 0
+    f: int = 0
+    g: int = 0
+    h: int = 0
+    fl: int = 0
+    x: int = 0
+
+    def __post_init__(self):
+        for f in FIELDS:
+            v = getattr(self, f.name)
+            if not isinstance(v, int) or not 0 <= v <= f.mask:
+                raise IsaError(f"field {f.name}={v!r} does not fit in {f.width} bits")
+
+    # -- views
+    @property
+    def spec(self) -> OpSpec:
+        try:
+            return OP_BY_CODE[self.op]
+        except KeyError:
+            raise IsaError(f"undefined op code {self.op}") from None
+
+    @property
+    def mnemonic(self) -> str:
+        return self.spec.mnemonic
+
+    @property
+    def fields(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in OPERAND_FIELDS}
+
+    def __getattr__(self, name):
+        # Only called for names that are not dataclass fields: operand names.
+        spec = OP_BY_CODE.get(object.__getattribute__(self, "op"))
+        if spec is not None:
+            for o in spec.operands:
+                if o.name == name:
+                    return o.get({f: object.__getattribute__(self, f) for f in OPERAND_FIELDS})
+        raise AttributeError(name)
+
+    def operands(self) -> dict[str, int]:
+        return {o.name: o.get(self.fields) for o in self.spec.operands}
+
+    # -- encoding
+    def encode(self) -> int:
+        word = 0
+        for f in FIELDS:
+            word |= getattr(self, f.name) << f.lsb
+        return word
+
+    @classmethod
+    def decode(cls, word: int) -> "Instruction":
+        if not 0 <= word < (1 << INSTR_BITS):
+            raise IsaError(f"instruction word {word:#x} is not a 128-bit value")
+        return cls(**{f.name: (word >> f.lsb) & f.mask for f in FIELDS})
+
+    # -- timing
+    def busy(self) -> int:
+        """The executing unit's busy time in cycles (0 for HALT)."""
+        return self.spec.busy(self)
+
+    def cycles(self) -> int:
+        """Fetch + issue + busy time."""
+        return FETCH_ISSUE_CYCLES + self.busy()
+
+    def __str__(self) -> str:
+        from_op = OP_BY_CODE.get(self.op)
+        if from_op is None:
+            return f"<undefined op {self.op}>"
+        return " ".join([from_op.mnemonic] + [f"{k}={v}" for k, v in self.operands().items()])
+
+
+def make(mnemonic: str, **operands: int) -> Instruction:
+    """Build an instruction from its operation's own operand names.
+
+    ``make("MM", dst=0, A=100, B=200, M=4, K=16, N=4)``; missing operands take
+    the operation's defaults (``lda=K``, ``ldb=N``, ``ldc=N``, flags 0), or 0.
+    """
+    try:
+        spec = OP_BY_NAME[mnemonic.upper()]
+    except KeyError:
+        raise IsaError(f"unknown operation {mnemonic!r}") from None
+    names = {o.name for o in spec.operands}
+    unknown = set(operands) - names
+    if unknown:
+        raise IsaError(f"{spec.mnemonic} has no operand {', '.join(sorted(unknown))} "
+                       f"(operands: {', '.join(o.name for o in spec.operands) or 'none'})")
+    values = dict(operands)
+    for name, default in spec.defaults.items():
+        if name not in values:
+            values[name] = values[default] if isinstance(default, str) else default
+    fields = {f: 0 for f in OPERAND_FIELDS}
+    for o in spec.operands:
+        v = values.get(o.name, 0)
+        if not isinstance(v, int) or not 0 <= v < (1 << o.bits):
+            raise IsaError(f"{spec.mnemonic} operand {o.name}={v!r} does not fit in {o.bits} bits")
+        fields[o.field] |= v << o.lsb
+    return Instruction(spec.code, **fields)
+
+
+HALT = Instruction(0)
+
+
+# --------------------------------------------------------------------------
+# Legality: what halts the machine with an error code
+# --------------------------------------------------------------------------
+
+def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCode, str]:
+    """The error the hardware raises at issue for ``ins``, and why (``(OK, "")`` if legal).
+
+    Checked in this order, the first failure wins: op code; MM shape; zero
+    lengths; memory ranges (in the order of the operation's regions); overlap.
+    """
+    spec = OP_BY_CODE.get(ins.op)
+    if spec is None:
+        return ErrorCode.BAD_OPCODE, f"undefined op code {ins.op}"
+    if spec.code == OP_BY_NAME["MM"].code:
+        if not (1 <= ins.M <= MM_MAX_MN and 1 <= ins.N <= MM_MAX_MN and 1 <= ins.K <= MM_MAX_K):
+            return ErrorCode.BAD_SHAPE, (f"MM shape M={ins.M} K={ins.K} N={ins.N}: M and N must be in "
+                                         f"1..{MM_MAX_MN}, K in 1..{MM_MAX_K}")
+    for name in spec.lengths:
+        if getattr(ins, name) == 0:
+            return ErrorCode.ZERO_LENGTH, f"{spec.mnemonic} {name}=0"
+    regions = spec.regions(ins)
+    for r in regions:
+        size = SPAD_WORDS if r.memory == "spad" else ext_words
+        if r.end > size:
+            code = ErrorCode.SPAD_RANGE if r.memory == "spad" else ErrorCode.EXT_RANGE
+            return code, (f"{spec.mnemonic} {r.role} words {r.start}..{r.end - 1} lie outside the "
+                          f"{'scratchpad' if r.memory == 'spad' else 'external memory'} of {size} words")
+    if spec.disjoint_or_same:
+        spad = [r for r in regions if r.memory == "spad"]
+        for i, p in enumerate(spad):
+            for q in spad[i + 1:]:
+                if p.start != q.start and p.start < q.end and q.start < p.end:
+                    return ErrorCode.OVERLAP, (f"{spec.mnemonic} {p.role} {p.start}..{p.end - 1} and "
+                                               f"{q.role} {q.start}..{q.end - 1} overlap without being identical")
+    return ErrorCode.OK, ""
+
+
+# --------------------------------------------------------------------------
+# Timing of whole programs
+# --------------------------------------------------------------------------
+
+def program_counters(program: Sequence[Instruction]) -> list[int]:
+    """The five counters [total, matrix, dma, vector, instructions] of a legal program.
+
+    Instructions run one at a time in order up to the first HALT; each costs
+    fetch + issue + its unit's busy time; HALT costs fetch + issue and is not
+    counted as an executed instruction.
+    """
+    counters = [0] * len(Counter)
+    for ins in program:
+        counters[Counter.TOTAL] += FETCH_ISSUE_CYCLES
+        if ins.op == 0:
+            return counters
+        busy = ins.busy()
+        counters[Counter.TOTAL] += busy
+        counters[UNIT_COUNTER[ins.spec.unit]] += busy
+        counters[Counter.INSTRUCTIONS] += 1
+    raise IsaError("program has no HALT")
+
+
+# --------------------------------------------------------------------------
+# Arithmetic primitives (shared by the golden model and the RTL unit tests)
+# --------------------------------------------------------------------------
+
+def to_signed(value: int, bits: int) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def int8_of(word: int) -> int:
+    """The int8 an operand word holds: its low byte, signed."""
+    return to_signed(word, 8)
+
+
+def int32_of(word: int) -> int:
+    return to_signed(word, 32)
+
+
+def word_of(value: int) -> int:
+    """A Python int as a 32-bit memory word (two's complement)."""
+    return value & WORD_MASK
+
+
+def clamp(v: int, lo: int, hi: int) -> int:
+    return lo if v < lo else hi if v > hi else v
+
+
+def round_half_away(num: int, shift: int) -> int:
+    """round(num / 2**shift), ties away from zero, in integers."""
+    if shift == 0:
+        return num
+    mag = abs(num)
+    q = (mag + (1 << (shift - 1))) >> shift
+    return q if num >= 0 else -q
+
+
+def requantize(acc: int, mantissa: int, shift: int, relu: bool = False) -> int:
+    """The requantizer: clamp(round_half_away(acc * m / 2**s), -127 (or 0), 127)."""
+    return clamp(round_half_away(acc * mantissa, shift), 0 if relu else INT8_MIN, INT8_MAX)
+
+
+def _exp_table() -> tuple[int, ...]:
+    # T[d] = round(65535 * exp(-d/16)), ties up (no entry is near a tie).
+    return tuple(int(math.floor(65535 * math.exp(-d / 16) + 0.5)) for d in range(EXP_TABLE_SIZE))
+
+
+EXP_TABLE: tuple[int, ...] = _exp_table()
+
+
+def divide_u40(num: int, den: int) -> tuple[int, int]:
+    """The 40-bit unsigned divider: (quotient, remainder).
+
+    A zero divisor gives the all-ones quotient and the numerator as remainder,
+    which is what a restoring divider naturally produces.
+    """
+    mask = (1 << DIV_BITS) - 1
+    if not (0 <= num <= mask and 0 <= den <= mask):
+        raise ValueError("divider operands are 40-bit unsigned")
+    if den == 0:
+        return mask, num
+    return num // den, num % den
+
+
+def softmax_q16(scores: Iterable[int]) -> list[int]:
+    """The softmax unit on int8 scores (real value x/16): Q0.16 probabilities."""
+    xs = list(scores)
+    m = max(xs)
+    e = [EXP_TABLE[m - x] for x in xs]
+    r, _ = divide_u40(SOFTMAX_NUMERATOR, sum(e))
+    half = 1 << (SOFTMAX_OUT_SHIFT - 1)
+    return [(ei * r + half) >> SOFTMAX_OUT_SHIFT for ei in e]
+
+
+def mantissa_shift(ratio: float) -> tuple[int, int]:
+    """A positive real ratio as (m, s) with 2**23 <= m < 2**24 and ratio ~ m / 2**s."""
+    if not ratio > 0:
+        raise ValueError(f"requantization ratio must be positive, got {ratio}")
+    s = 23 - math.floor(math.log2(ratio))
+    m = round(ratio * (1 << s))
+    if m >= 1 << 24:
+        m >>= 1
+        s -= 1
+    if not ((1 << 23) <= m < (1 << 24) and 0 <= s < (1 << FIELD["e"].width)):
+        raise ValueError(f"ratio {ratio} cannot be represented as a 24-bit mantissa and a 6-bit shift")
+    return m, s

@@ -1,0 +1,111 @@
+"""The one simulator interface: run a program or a bundle, get memory and counters.
+
+Four implementations, chosen by name: ``golden`` (the instruction-level model),
+``amaranth`` (Amaranth's simulator on the RTL), ``icarus`` and ``verilator``
+(the exported Verilog).  Callers use :func:`get_simulator`; nothing else knows
+how a simulator is started.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+from ga2_hdl.isa import Instruction
+from ga2_hdl.results import Mismatch, RunResult
+
+#: name -> "module:factory"; the module is imported only when the simulator is asked for.
+SIMULATORS: dict[str, str] = {
+    "golden": "gen.sim_golden:GoldenSimulator",
+    "amaranth": "gen.sim_amaranth:AmaranthSimulator",
+    "icarus": "gen.sim_verilog:IcarusSimulator",
+    "verilator": "gen.sim_verilog:VerilatorSimulator",
+}
+
+
+class SimulatorError(RuntimeError):
+    """A simulator could not be run (missing binary, failed build, malformed output)."""
+
+
+@dataclass
+class BundleReport:
+    """What replaying a bundle in one simulator gave."""
+    simulator: str
+    programs: int
+    results: list[RunResult]
+    mismatch: Mismatch | None
+    wall_seconds: float
+    build_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.mismatch is None and len(self.results) == self.programs
+
+    @property
+    def cycles(self) -> int:
+        return sum(r.counters[0] for r in self.results)
+
+    @property
+    def cycles_per_second(self) -> float:
+        run = self.wall_seconds - self.build_seconds
+        return self.cycles / run if run > 0 else float("inf")
+
+    def line(self) -> str:
+        """The one-line verdict every simulator prints."""
+        if self.passed:
+            return (f"PASS: {self.programs} programs match the golden model (memory and all five cycle "
+                    f"counters), {self.cycles} cycles in total")
+        if self.mismatch is not None:
+            return f"MISMATCH: {self.mismatch}"
+        return f"FAIL: {len(self.results)} of {self.programs} programs ran"
+
+
+class Simulator(Protocol):
+    name: str
+
+    def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
+                    ext_words: int | None = None, vcd: str | None = None) -> RunResult:
+        """Run one program on an external-memory image; return its end state."""
+
+    def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> BundleReport:
+        """Run every program of a bundle and compare each with its expected result."""
+
+
+def get_simulator(name: str, **options) -> Simulator:
+    try:
+        target = SIMULATORS[name]
+    except KeyError:
+        raise SimulatorError(f"unknown simulator {name!r}; choose from {', '.join(SIMULATORS)}") from None
+    module, factory = target.split(":")
+    return getattr(importlib.import_module(module), factory)(**options)
+
+
+def parse_sims(text: str) -> list[str]:
+    """'amaranth,icarus' -> ['amaranth', 'icarus'], checked against the known names."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    for n in names:
+        if n not in SIMULATORS:
+            raise SimulatorError(f"unknown simulator {n!r}; choose from {', '.join(SIMULATORS)}")
+    return names
+
+
+def replay_with(sim: Simulator, bundle, run_one: Callable[[int], RunResult],
+                progress: Callable[[int, int], None] | None = None) -> BundleReport:
+    """Shared loop for simulators that run a bundle one program at a time."""
+    from ga2_hdl.results import first_mismatch
+    t0 = time.perf_counter()
+    results: list[RunResult] = []
+    mismatch = None
+    n = len(bundle.programs)
+    for i, entry in enumerate(bundle.programs):
+        got = run_one(i)
+        results.append(got)
+        mismatch = first_mismatch(entry.expected, got, program=i)
+        if progress:
+            progress(i + 1, n)
+        if mismatch:
+            break
+    return BundleReport(sim.name, n, results, mismatch, time.perf_counter() - t0)
