@@ -33,6 +33,7 @@ WORD_BITS = 32                 #: every memory word is 32 bits
 WORD_MASK = (1 << WORD_BITS) - 1
 INSTR_BITS = 128               #: one instruction word
 SPAD_WORDS = 4096              #: scratchpad size in words
+IMEM_WORDS = 1024              #: instruction memory of our chip, in 128-bit words
 EXT_WORDS_DEFAULT = 8192       #: external memory size in words (the book's early chapters use 2048)
 LAT = 8                        #: external-memory latency in cycles, paid once per load
 FETCH_ISSUE_CYCLES = 2         #: every instruction, HALT included, costs fetch + issue
@@ -126,7 +127,8 @@ class ErrorCode(enum.IntEnum):
     BAD_SHAPE = 4         #: MM with M or N outside 1..4 or K outside 1..64
     ZERO_LENGTH = 5       #: a length operand of 0
     OVERLAP = 6           #: RQ/SM/VADD operands that overlap without being identical
-    NO_HALT = 7           #: execution ran past the last instruction of the program
+    NO_HALT = 7           #: the program counter ran past the last instruction-memory word
+                          #: (loaders refuse a program without HALT, so only stale memory can do this)
 
 
 # --------------------------------------------------------------------------
@@ -185,21 +187,21 @@ class OpSpec:
         raise KeyError(name)
 
 
-def _span(start: int, rows: int, stride: int, cols: int) -> int:
-    """Words from ``start`` to the last element of a rows x cols strided block, inclusive."""
+def _span(rows: int, stride: int, cols: int) -> int:
+    """Words from the first to the last element of a rows x cols block with row stride ``stride``."""
     return (rows - 1) * stride + cols
 
 
 def _mm_regions(i: "Instruction") -> tuple[Region, ...]:
     M, K, N = i.M, i.K, i.N
     if i.tb:
-        b_len = _span(i.B, N, i.ldb, K)
+        b_len = _span(N, i.ldb, K)
     else:
-        b_len = _span(i.B, K, i.ldb, N)
+        b_len = _span(K, i.ldb, N)
     return (
-        Region("spad", i.A, _span(i.A, M, i.lda, K), "A"),
+        Region("spad", i.A, _span(M, i.lda, K), "A"),
         Region("spad", i.B, b_len, "B"),
-        Region("spad", i.dst, _span(i.dst, M, i.ldc, N), "dst"),
+        Region("spad", i.dst, _span(M, i.ldc, N), "dst"),
     )
 
 
