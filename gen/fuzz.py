@@ -1,0 +1,496 @@
+"""Random and directed GA-2 programs, and the differential fuzz loop.
+
+* :func:`random_program` draws one VALID program: random data in external
+  memory, loads first, then a random mix of every compute operation (random
+  shapes, strides, transposition, lengths; operands identical or disjoint
+  where the ISA asks it), and stores at the end so every result reaches
+  external memory, where all simulators can be compared.  Each program stays
+  within a few thousand cycles so that the slow simulators can run many.
+* :func:`directed_suite` is the fixed list of corner cases: each operation
+  alone, length-one operands, the largest tiles, the longest vectors memory
+  allows, rounding ties, saturation, relu, softmax tails, an immediate HALT,
+  and one illegal program per error code the hardware can raise.
+* :func:`fuzz` puts n random programs in a bundle (expected results from the
+  golden model) and replays it in each named simulator.
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Callable, Sequence
+
+from ga2_hdl import isa
+from ga2_hdl.bundle import Bundle
+from ga2_hdl.isa import ErrorCode, Instruction, make
+
+SPAD = isa.SPAD_WORDS
+DEFAULT_MAX_CYCLES = 3000
+Region = tuple[int, int]          # (start, length)
+
+
+# ----------------------------------------------------------------------------- random data
+
+def _word(value: int) -> int:
+    return value & isa.WORD_MASK
+
+
+def random_word(rng: random.Random) -> int:
+    """A data word of a random kind: int8, small int, int32 accumulator, or raw bits.
+
+    Raw bits matter: int8 operands read only the low byte of a word, int32
+    operands the whole word.
+    """
+    kind = rng.random()
+    if kind < 0.40:
+        return _word(rng.randint(-128, 127))               # an int8, sign-extended (-128 included)
+    if kind < 0.55:
+        return _word(rng.randint(-4, 4))
+    if kind < 0.80:
+        return _word(rng.randint(-(1 << 20), 1 << 20))     # a typical accumulator
+    if kind < 0.95:
+        return rng.getrandbits(32)                         # anything: junk above the low byte
+    return rng.choice([0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7F, 0x80, 0x81, 0xFF])
+
+
+# ----------------------------------------------------------------------------- regions
+
+def _disjoint(a: Region, b: Region) -> bool:
+    return a[0] + a[1] <= b[0] or b[0] + b[1] <= a[0]
+
+
+def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit: int = SPAD) -> int | None:
+    """A random start for ``length`` words inside 0..limit-1, disjoint from every region in ``avoid``."""
+    if length > limit:
+        return None
+    for _ in range(64):
+        s = rng.randrange(0, limit - length + 1)
+        if all(_disjoint((s, length), r) for r in avoid):
+            return s
+    return None
+
+
+def _source_start(rng: random.Random, span: int, filled: Sequence[Region]) -> int:
+    """A start for a source of ``span`` words, usually where loaded or computed data lies."""
+    if filled and rng.random() < 0.85:
+        r = rng.choice(filled)
+        s = r[0] + rng.randrange(r[1])
+    else:
+        s = rng.randrange(SPAD)
+    return max(0, min(s, SPAD - span))
+
+
+# ----------------------------------------------------------------------------- operations
+
+class _Builder:
+    """Accumulates a program while keeping it legal and within its cycle budget."""
+
+    def __init__(self, rng: random.Random, ext_words: int, max_cycles: int):
+        self.rng = rng
+        self.ext_words = ext_words
+        self.code: list[Instruction] = []
+        self.cycles = isa.FETCH_ISSUE_CYCLES          # the final HALT
+        self.max_cycles = max_cycles
+        self.filled: list[Region] = []                # scratchpad regions holding data
+        self.results: list[Region] = []               # regions computed, to be stored at the end
+
+    def fits(self, ins: Instruction, reserve: int = 0) -> bool:
+        return self.cycles + ins.cycles() + reserve <= self.max_cycles
+
+    def emit(self, ins: Instruction) -> None:
+        code, why = isa.check(ins, self.ext_words)
+        assert code == ErrorCode.OK, f"generator made an illegal instruction {ins}: {why}"
+        self.code.append(ins)
+        self.cycles += ins.cycles()
+
+    def store_reserve(self) -> int:
+        """Cycles the final stores of the results so far will need."""
+        return sum(n + 2 + isa.FETCH_ISSUE_CYCLES for _, n in self.results)
+
+    def try_emit(self, ins: Instruction, result: Region | None) -> bool:
+        extra = (result[1] + 2 + isa.FETCH_ISSUE_CYCLES) if result else 0
+        if not self.fits(ins, self.store_reserve() + extra):
+            return False
+        self.emit(ins)
+        if result:
+            self.filled.append(result)
+            self.results.append(result)
+        return True
+
+    # -- compute operations
+    def mm(self) -> bool:
+        rng = self.rng
+        M, N = rng.randint(1, 4), rng.randint(1, 4)
+        K = rng.choice([rng.randint(1, 8), rng.randint(1, 64), 64, 1])
+        tb = rng.randint(0, 1)
+
+        def stride(rows: int, natural: int) -> int:
+            # rows == 1: the stride is never used, so any 12-bit value is legal
+            if rows == 1 and rng.random() < 0.3:
+                return rng.getrandbits(12)
+            pick = rng.random()
+            if pick < 0.5:
+                return natural
+            if pick < 0.8:
+                return natural + rng.randint(1, 9)
+            return rng.randint(0, natural)        # rows overlap (or repeat): reads only, legal
+
+        lda = stride(M, K)
+        ldb = stride(N, K) if tb else stride(K, N)
+        # C rows must not share words (the ISA leaves no order among them to rely on)
+        ldc = rng.getrandbits(12) if M == 1 and rng.random() < 0.3 else N + rng.choice([0, 0, 1, 3])
+        a_span = (M - 1) * lda + K
+        b_span = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
+        c_span = (M - 1) * ldc + N if M > 1 else N
+        if max(a_span, b_span) > SPAD or c_span > 64:
+            return False
+        A = _source_start(rng, a_span, self.filled)
+        B = A if rng.random() < 0.1 and a_span <= SPAD - A and b_span <= SPAD - A \
+            else _source_start(rng, b_span, self.filled)
+        dst = _free_start(rng, c_span, [(A, a_span), (B, b_span)])
+        if dst is None:
+            return False
+        ins = make("MM", dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
+        return self.try_emit(ins, (dst, c_span))
+
+    def _unary(self, op: str, max_len: int) -> bool:
+        rng = self.rng
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, max_len)])
+        src = _source_start(rng, n, self.filled)
+        dst = src if rng.random() < 0.3 else _free_start(rng, n, [(src, n)])
+        if dst is None:
+            return False
+        if op == "RQ":
+            m = rng.randrange(1 << 23, 1 << 24) if rng.random() < 0.85 else rng.getrandbits(24)
+            s = rng.randint(16, 44) if rng.random() < 0.8 else rng.randint(0, 63)
+            ins = make("RQ", dst=dst, src=src, len=n, m=m, s=s, relu=rng.randint(0, 1))
+        else:
+            ins = make(op, dst=dst, src=src, len=n)
+        return self.try_emit(ins, (dst, n))
+
+    def rq(self) -> bool:
+        return self._unary("RQ", 160)
+
+    def sm(self) -> bool:
+        return self._unary("SM", 64)
+
+    def vadd(self) -> bool:
+        rng = self.rng
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, 160)])
+        s1 = _source_start(rng, n, self.filled)
+        if rng.random() < 0.2:
+            s2 = s1
+        else:
+            s2 = _free_start(rng, n, [(s1, n)])
+            if s2 is None:
+                return False
+            if rng.random() < 0.7 and self.filled:   # prefer real data for the second operand too
+                cand = _source_start(rng, n, self.filled)
+                if cand == s1 or _disjoint((cand, n), (s1, n)):
+                    s2 = cand
+        pick = rng.random()
+        if pick < 0.2:
+            dst = s1
+        elif pick < 0.3:
+            dst = s2
+        else:
+            dst = _free_start(rng, n, [(s1, n), (s2, n)])
+            if dst is None:
+                return False
+        return self.try_emit(make("VADD", dst=dst, src1=s1, src2=s2, len=n), (dst, n))
+
+    def amax(self) -> bool:
+        rng = self.rng
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, 160)])
+        src = _source_start(rng, n, self.filled)
+        # AMAX reads everything before writing its one word, so dst may lie inside src.
+        dst = src + rng.randrange(n) if rng.random() < 0.25 else _free_start(rng, 1, [(src, n)])
+        if dst is None:
+            return False
+        return self.try_emit(make("AMAX", dst=dst, src=src, len=n), (dst, 1))
+
+    def round_trip(self) -> bool:
+        """ST a region out and LD it back elsewhere: external memory read after write."""
+        rng = self.rng
+        if not self.filled:
+            return False
+        start, n = rng.choice(self.filled)
+        n = min(n, 48, self.ext_words)
+        ext_at = rng.randrange(0, self.ext_words - n + 1)
+        back = _free_start(rng, n, [(start, n)])
+        if back is None:
+            return False
+        st = make("ST", src=start, dst=ext_at, len=n)
+        ld = make("LD", dst=back, src=ext_at, len=n)
+        if not self.fits(st, ld.cycles() + self.store_reserve() + n + 2 + isa.FETCH_ISSUE_CYCLES):
+            return False
+        self.emit(st)
+        self.emit(ld)
+        self.filled.append((back, n))
+        self.results.append((back, n))
+        return True
+
+
+def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *,
+                   max_cycles: int = DEFAULT_MAX_CYCLES) -> tuple[list[Instruction], list[int]]:
+    """One valid random program and its external-memory image (``ext_words`` words).
+
+    Loads come first, then 1..8 compute operations (any of MM, RQ, SM, VADD,
+    AMAX, and sometimes a store-and-reload), then one store per result.  The
+    program takes at most ``max_cycles`` cycles.
+    """
+    if ext_words < 16:
+        raise ValueError(f"random programs need an external memory of at least 16 words, not {ext_words}")
+    b = _Builder(rng, ext_words, max_cycles)
+
+    # Input data somewhere in external memory.
+    n_in = rng.randint(8, min(320, ext_words // 2))
+    in_base = rng.randrange(0, ext_words - n_in + 1)
+    ext = [0] * ext_words
+    for i in range(n_in):
+        ext[in_base + i] = random_word(rng)
+
+    # Loads: pieces of the input (sometimes reaching past it into zeros) to random scratchpad places.
+    for _ in range(rng.randint(1, 4)):
+        n = rng.randint(1, min(n_in, 160))
+        src = rng.randrange(in_base, in_base + n_in)
+        src = min(src, ext_words - n)
+        dst = _free_start(rng, n, b.filled) if rng.random() < 0.8 else rng.randrange(0, SPAD - n + 1)
+        if dst is None:
+            continue
+        ins = make("LD", dst=dst, src=src, len=n)
+        if b.fits(ins, 400):
+            b.emit(ins)
+            b.filled.append((dst, n))
+
+    ops = [b.mm, b.rq, b.sm, b.vadd, b.amax]
+    for _ in range(rng.randint(1, 8)):
+        op = b.round_trip if rng.random() < 0.08 else rng.choice(ops)
+        op()
+
+    # Stores: every result to a random place in external memory.
+    for start, n in b.results:
+        dst = rng.randrange(0, ext_words - n + 1)
+        b.emit(make("ST", src=start, dst=dst, len=n))
+    b.code.append(isa.HALT)
+    assert b.cycles <= max_cycles and len(b.code) <= isa.IMEM_WORDS
+    return b.code, ext
+
+
+# ----------------------------------------------------------------------------- directed programs
+
+def _image(ext_words: int, pieces: dict[int, Sequence[int]]) -> list[int]:
+    ext = [0] * ext_words
+    for at, words in pieces.items():
+        if at + len(words) > ext_words:
+            raise ValueError(f"directed data at {at}..{at + len(words) - 1} does not fit {ext_words} words")
+        ext[at:at + len(words)] = [_word(w) for w in words]
+    return ext
+
+
+def _ld(dst: int, src: int, n: int) -> Instruction:
+    return make("LD", dst=dst, src=src, len=n)
+
+
+def _st(src: int, dst: int, n: int) -> Instruction:
+    return make("ST", src=src, dst=dst, len=n)
+
+
+def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, list[Instruction], list[int]]]:
+    """Named corner-case programs ``(name, code, ext)`` for an external memory of ``ext_words``.
+
+    Needs at least 512 words of external memory; the longest-vector programs
+    use min(SPAD_WORDS, ext_words // 2) words.
+    """
+    if ext_words < 512:
+        raise ValueError(f"the directed suite needs at least 512 words of external memory, not {ext_words}")
+    rng = random.Random(20240611)      # fixed data: the suite is the same every time
+    out: list[tuple[str, list[Instruction], list[int]]] = []
+    H = isa.HALT
+    OUT = ext_words // 2                # results go to the upper half of external memory
+
+    def add(name: str, code: list[Instruction], pieces: dict[int, Sequence[int]] | None = None) -> None:
+        out.append((name, code + [H], _image(ext_words, pieces or {})))
+
+    def int8s(n: int) -> list[int]:
+        return [rng.randint(-128, 127) for _ in range(n)]
+
+    # --- the shortest programs
+    out.append(("halt_immediately", [H], [0] * ext_words))
+    add("halt_after_ld", [_ld(0, 0, 12)], {0: list(range(1, 13))})
+
+    # --- each operation alone (with the loads and stores needed to see it)
+    add("ld_st_12", [_ld(0, 0, 12), _st(0, OUT, 12)], {0: [rng.getrandbits(32) for _ in range(12)]})
+    a, bm = int8s(3 * 5), int8s(5 * 2)
+    add("mm_3x5x2", [_ld(0, 0, 15), _ld(100, 20, 10), make("MM", dst=200, A=0, B=100, M=3, K=5, N=2),
+                     _st(200, OUT, 6)], {0: a, 20: bm})
+    add("mm_3x5x2_tb", [_ld(0, 0, 15), _ld(100, 20, 10),
+                        make("MM", dst=200, A=0, B=100, M=3, K=5, N=2, tb=1, ldb=5), _st(200, OUT, 6)],
+        {0: a, 20: bm})
+    accs = [rng.randint(-(1 << 20), 1 << 20) for _ in range(20)]
+    add("rq_20", [_ld(0, 0, 20), make("RQ", dst=50, src=0, len=20, m=(1 << 23) + 12345, s=30),
+                  _st(50, OUT, 20)], {0: accs})
+    add("sm_16", [_ld(0, 0, 16), make("SM", dst=50, src=0, len=16), _st(50, OUT, 16)], {0: int8s(16)})
+    add("vadd_20", [_ld(0, 0, 40), make("VADD", dst=100, src1=0, src2=20, len=20), _st(100, OUT, 20)],
+        {0: int8s(40)})
+    add("amax_20", [_ld(0, 0, 20), make("AMAX", dst=100, src=0, len=20), _st(100, OUT, 1)],
+        {0: [rng.randint(-(1 << 31), (1 << 31) - 1) for _ in range(20)]})
+
+    # --- length-one operands
+    add("len1_all", [_ld(0, 0, 1), _ld(1, 1, 1), make("MM", dst=2, A=0, B=1, M=1, K=1, N=1),
+                     make("RQ", dst=3, src=2, len=1, m=1 << 23, s=23),
+                     make("SM", dst=4, src=0, len=1), make("VADD", dst=5, src1=0, src2=1, len=1),
+                     make("AMAX", dst=6, src=0, len=1), _st(2, OUT, 1), _st(3, OUT + 1, 1), _st(4, OUT + 2, 1),
+                     _st(5, OUT + 3, 1), _st(6, OUT + 4, 1)], {0: [-7, 100]})
+
+    # --- the largest tiles: 4x64 by 64x4, B plain and transposed, extreme values
+    big_a = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(256)]
+    big_b = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(256)]
+    for tb in (0, 1):
+        add(f"mm_4x64x4{'_tb' if tb else ''}",
+            [_ld(0, 0, 256), _ld(256, 256, 256),
+             make("MM", dst=600, A=0, B=256, M=4, K=64, N=4, tb=tb, ldb=64 if tb else 4), _st(600, OUT, 16)],
+            {0: big_a, 256: big_b})
+    add("mm_4x64x4_min_products", [_ld(0, 0, 256), make("MM", dst=600, A=0, B=0, M=4, K=64, N=4, tb=1, ldb=64),
+                                   _st(600, OUT, 16)], {0: [-128] * 256})
+    # strides: padded rows, overlapping rows (lda < K), a repeated row (lda = 0), padded C
+    add("mm_strides", [_ld(0, 0, 300),
+                       make("MM", dst=1000, A=0, B=100, M=4, K=7, N=3, lda=29, ldb=11, ldc=9),
+                       make("MM", dst=1100, A=5, B=130, M=3, K=9, N=4, tb=1, lda=2, ldb=13, ldc=4),
+                       make("MM", dst=1200, A=17, B=200, M=4, K=6, N=2, lda=0, ldb=2, ldc=2),
+                       _st(1000, OUT, 40), _st(1100, OUT + 40, 12), _st(1200, OUT + 60, 8)],
+        {0: [rng.getrandbits(32) for _ in range(300)]})
+    # unused stride of a one-row A, one-column transposed B, one-row C
+    add("mm_unused_strides", [_ld(0, 0, 64), make("MM", dst=100, A=0, B=10, M=1, K=8, N=1, tb=1,
+                                                  lda=4095, ldb=4095, ldc=4095), _st(100, OUT, 1)],
+        {0: int8s(64)})
+
+    # --- the longest vectors memory allows (length fields up to bit 12)
+    long_n = min(SPAD, ext_words // 2)
+    long_data = [random_word(rng) for _ in range(long_n)]
+    add("long_ld_st", [_ld(0, 0, long_n), _st(0, OUT, long_n)], {0: long_data})
+    add("long_rq_inplace", [_ld(0, 0, long_n), make("RQ", dst=0, src=0, len=long_n, m=(1 << 24) - 1, s=40),
+                            _st(0, OUT, long_n)], {0: long_data})
+    add("long_sm_inplace", [_ld(0, 0, long_n), make("SM", dst=0, src=0, len=long_n), _st(0, OUT, long_n)],
+        {0: long_data})
+    add("long_vadd_all_same", [_ld(0, 0, long_n), make("VADD", dst=0, src1=0, src2=0, len=long_n),
+                               _st(0, OUT, long_n)], {0: long_data})
+    add("long_amax", [_ld(0, 0, long_n), make("AMAX", dst=0, src=0, len=long_n), _st(0, OUT, 1)],
+        {0: long_data})
+    half = long_n // 2
+    add("long_vadd_disjoint", [_ld(0, 0, long_n), make("VADD", dst=0, src1=0, src2=half, len=half),
+                               _st(0, OUT, half)], {0: long_data})
+
+    # --- requantizer: exact ties of both signs, saturation, relu, extreme m and s
+    tie_accs = [1, -1, 3, -3, 5, -5, 253, -253, 255, -255, 0, 2, -2]
+    add("rq_ties", [_ld(0, 0, len(tie_accs)),
+                    make("RQ", dst=100, src=0, len=len(tie_accs), m=1 << 23, s=24),        # acc / 2
+                    make("RQ", dst=200, src=0, len=len(tie_accs), m=3 << 22, s=25),        # acc * 3 / 8
+                    _st(100, OUT, len(tie_accs)), _st(200, OUT + 100, len(tie_accs))], {0: tie_accs})
+    sat = [0x7FFFFFFF, -0x80000000, 1 << 20, -(1 << 20), 254, -254, 255, -255, 256, -256, 127, -127, -128, 128]
+    add("rq_saturate_relu", [_ld(0, 0, len(sat)),
+                             make("RQ", dst=100, src=0, len=len(sat), m=1 << 23, s=23),
+                             make("RQ", dst=200, src=0, len=len(sat), m=1 << 23, s=23, relu=1),
+                             make("RQ", dst=300, src=0, len=len(sat), m=(1 << 24) - 1, s=63),
+                             make("RQ", dst=400, src=0, len=len(sat), m=(1 << 24) - 1, s=0, relu=1),
+                             make("RQ", dst=500, src=0, len=len(sat), m=(1 << 24) - 1, s=0),
+                             _st(100, OUT, len(sat)), _st(200, OUT + 20, len(sat)), _st(300, OUT + 40, len(sat)),
+                             _st(400, OUT + 60, len(sat)), _st(500, OUT + 80, len(sat))], {0: sat})
+
+    # --- softmax: equal scores, one winner, a range wider than the table's tail, junk high bits
+    add("sm_equal", [_ld(0, 0, 8), make("SM", dst=0, src=0, len=8), _ld(10, 0, 5),
+                     make("SM", dst=20, src=10, len=5), _st(0, OUT, 8), _st(20, OUT + 8, 5)], {0: [37] * 8})
+    wide = [127, -128, 0, -127, 126, 111, -1, 112]
+    add("sm_wide_range", [_ld(0, 0, len(wide)), make("SM", dst=50, src=0, len=len(wide)),
+                          _st(50, OUT, len(wide))], {0: wide})
+    junk = [(rng.getrandbits(24) << 8) | (x & 0xFF) for x in int8s(24)]
+    add("sm_low_byte_only", [_ld(0, 0, 24), make("SM", dst=50, src=0, len=24), _st(50, OUT, 24)], {0: junk})
+
+    # --- VADD saturation and AMAX ties
+    add("vadd_saturate", [_ld(0, 0, 12), make("VADD", dst=20, src1=0, src2=6, len=6), _st(20, OUT, 6)],
+        {0: [127, -128, 100, -100, 0x1FF, 0xFFFFFF80, 127, -128, 100, -100, 0x101, 0x80]})
+    add("amax_ties", [_ld(0, 0, 9), make("AMAX", dst=20, src=0, len=9), make("AMAX", dst=21, src=5, len=4),
+                      _st(20, OUT, 2)], {0: [-5, 7, 7, -0x80000000, 7, -1, -1, -0x80000000, -1]})
+
+    # --- bits outside the operation's operands are ignored
+    ignored = Instruction.decode(make("VADD", dst=20, src1=0, src2=6, len=6).encode()
+                                 | (0xAB << isa.FIELD["d"].lsb + 16) | (0x3F << isa.FIELD["e"].lsb)
+                                 | (0xE << isa.FIELD["fl"].lsb))
+    add("ignored_field_bits", [_ld(0, 0, 12), ignored, _st(20, OUT, 6)], {0: int8s(12)})
+
+    # --- illegal instructions: one program per error code the hardware can raise.  Each does
+    # some work first (so memory and counters are not trivial) and has work after the fault
+    # that must not happen.
+    pre = [_ld(0, 0, 12), _st(0, OUT, 12)]
+    post = [_st(0, OUT + 100, 12)]
+    data = {0: [rng.getrandbits(32) for _ in range(12)]}
+    illegal = {
+        ErrorCode.BAD_OPCODE: [Instruction(op=8, a=1, b=2, c=3), Instruction(op=15)],
+        ErrorCode.SPAD_RANGE: [make("LD", dst=SPAD - 11, src=0, len=12),
+                               make("MM", dst=SPAD - 3, A=0, B=0, M=2, K=4, N=2),
+                               make("VADD", dst=0, src1=0, src2=0, len=0x8000)],
+        ErrorCode.EXT_RANGE: [make("ST", src=0, dst=ext_words - 11, len=12),
+                              make("LD", dst=0, src=ext_words - 1, len=2)],
+        ErrorCode.BAD_SHAPE: [make("MM", dst=100, A=0, B=0, M=5, K=4, N=2),
+                              make("MM", dst=100, A=0, B=0, M=1, K=65, N=1),
+                              make("MM", dst=100, A=0, B=0, M=0, K=0, N=0, lda=4095)],
+        ErrorCode.ZERO_LENGTH: [make("RQ", dst=SPAD - 1, src=60000, len=0, m=1 << 23, s=0),
+                                make("SM", dst=0, src=0, len=0)],
+        ErrorCode.OVERLAP: [make("VADD", dst=1, src1=0, src2=0, len=4),
+                            make("SM", dst=10, src=5, len=6),
+                            make("RQ", dst=0, src=11, len=12, m=1 << 23, s=0)],
+    }
+    for code, cases in illegal.items():
+        for k, bad in enumerate(cases):
+            add(f"illegal_{code.name.lower()}_{k}", pre + [bad] + post, data)
+    return out
+
+
+# ----------------------------------------------------------------------------- the fuzz loop
+
+def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
+                  max_cycles: int = DEFAULT_MAX_CYCLES) -> Bundle:
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        code, ext = random_program(rng, ext_words, max_cycles=max_cycles)
+        items.append((f"random seed={seed} #{i}", code, ext))
+    return Bundle.from_programs(items, ext_words)
+
+
+def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int = isa.EXT_WORDS_DEFAULT,
+         max_cycles: int = DEFAULT_MAX_CYCLES, bundle_path: str | None = None,
+         progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
+
+    Returns ``{"programs", "seed", "ext_words", "cycles" (golden total),
+    "mismatches" (number of simulators that disagreed), "first_mismatch"
+    (text of the first disagreement, or None), "sims": {name: {...}}}``.
+    ``bundle_path`` keeps the bundle on disk so that a mismatch can be
+    replayed (``ga2 replay``).
+    """
+    from gen.simulator import get_simulator
+
+    t0 = time.perf_counter()
+    bundle = random_bundle(n, seed, ext_words, max_cycles)
+    gen_seconds = time.perf_counter() - t0
+    if bundle_path:
+        bundle.write(bundle_path)
+    report: dict = {"programs": n, "seed": seed, "ext_words": ext_words, "cycles": bundle.total_cycles,
+                    "generate_seconds": round(gen_seconds, 3), "mismatches": 0, "first_mismatch": None,
+                    "sims": {}}
+    for name in sims:
+        sim = get_simulator(name)
+        cb = (lambda done, total, _name=name: progress(_name, done, total)) if progress else None
+        rep = sim.run_bundle(bundle, progress=cb)
+        entry = {"passed": rep.passed, "programs_run": len(rep.results), "cycles": rep.cycles,
+                 "wall_seconds": round(rep.wall_seconds, 3), "line": rep.line(),
+                 "mismatch": str(rep.mismatch) if rep.mismatch else None}
+        if rep.mismatch is not None:
+            entry["mismatch_program"] = bundle.programs[rep.mismatch.program].name \
+                if rep.mismatch.program is not None else None
+        report["sims"][name] = entry
+        if not rep.passed:
+            report["mismatches"] += 1
+            if report["first_mismatch"] is None:
+                report["first_mismatch"] = f"{name}: {entry['mismatch'] or entry['line']}"
+    return report
