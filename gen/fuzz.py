@@ -468,8 +468,14 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).
     """
-    from gen.simulator import get_simulator
+    from gen.simulator import SimulatorError, get_simulator
 
+    simulators = {}
+    for name in sims:                      # fail before the work if a simulator is missing
+        try:
+            simulators[name] = get_simulator(name)
+        except ImportError as e:
+            raise SimulatorError(f"simulator {name!r} is not available here: {e}") from e
     t0 = time.perf_counter()
     bundle = random_bundle(n, seed, ext_words, max_cycles)
     gen_seconds = time.perf_counter() - t0
@@ -478,8 +484,7 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     report: dict = {"programs": n, "seed": seed, "ext_words": ext_words, "cycles": bundle.total_cycles,
                     "generate_seconds": round(gen_seconds, 3), "mismatches": 0, "first_mismatch": None,
                     "sims": {}}
-    for name in sims:
-        sim = get_simulator(name)
+    for name, sim in simulators.items():
         cb = (lambda done, total, _name=name: progress(_name, done, total)) if progress else None
         rep = sim.run_bundle(bundle, progress=cb)
         entry = {"passed": rep.passed, "programs_run": len(rep.results), "cycles": rep.cycles,
