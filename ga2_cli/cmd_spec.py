@@ -1,5 +1,73 @@
-"""Subcommands of `ga2` (not yet written)."""
+"""`ga2` subcommands of the speculative-decoding area.
+
+    ga2 mutate spec [--json FILE] [--jobs N] [--timeout S]
+
+Several areas add a target to `ga2 mutate` (`compiler`, `spec`): the first
+module to register creates the `mutate` command and keeps its sub-parser
+collection on the parser as ``targets``; see :func:`mutate_targets`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def mutate_targets(subparsers) -> argparse._SubParsersAction:
+    """The `ga2 mutate TARGET` collection, created by whichever area registers first."""
+    parser = subparsers.choices.get("mutate")
+    if parser is None:
+        parser = subparsers.add_parser(
+            "mutate", help="break copies of a component one line at a time and check that its tests notice",
+            description="Mutation testing: each target applies one-line changes to copies of its source "
+                        "and runs its checks against each; 'caught' is the expected outcome.")
+        parser.targets = parser.add_subparsers(dest="target", metavar="TARGET", required=True)
+    targets = getattr(parser, "targets", None)
+    if targets is None:
+        raise RuntimeError("`ga2 mutate` was registered without a `targets` sub-parser collection "
+                           "(see ga2_cli.cmd_spec.mutate_targets)")
+    return targets
 
 
 def register(subparsers) -> None:
-    pass
+    p = mutate_targets(subparsers).add_parser(
+        "spec", help="the nineteen broken versions of speculative decoding",
+        description="Apply each of the chapter's nineteen one-line changes to a copy of spec/ and run the "
+                    "five checks (block == step, exactness, causality on the chip, compiled == interpreter "
+                    "and close to float, the rule through the chip's loop) against it.")
+    p.add_argument("--json", metavar="FILE", help="also write the verdicts as JSON to FILE")
+    p.add_argument("--jobs", type=int, default=2, help="mutants checked at once (default 2)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per mutant (default 900)")
+    p.set_defaults(func=_mutate_spec)
+
+
+def _mutate_spec(args) -> int:
+    from spec.mutate import MUTANTS, run_mutants
+
+    if args.jobs < 1:
+        raise ValueError("--jobs must be at least 1")
+    print("NOTE: this deliberately breaks copies of spec/. 'caught' is EXPECTED: it shows the checks "
+          "notice the mistake.", flush=True)
+    done = []
+
+    def progress(verdict):
+        done.append(verdict)
+        print(f"  [{len(done)}/{len(MUTANTS)}] {verdict.name}: {verdict.status} ({verdict.seconds:.0f} s)",
+              file=sys.stderr, flush=True)
+
+    unbroken, problem, verdicts = run_mutants(jobs=args.jobs, timeout=args.timeout, progress=progress)
+    print(f"unbroken spec passes: {unbroken}")
+    if not unbroken:
+        print(f"  first problem of the unbroken version: {problem}")
+    for v in verdicts:
+        print(f"{v.name}: {v.status}")
+        print(f"    {v.how}")
+    caught = sum(v.status == "caught" for v in verdicts)
+    if unbroken:
+        print(f"\nspeculative decoding: {caught} of {len(MUTANTS)} broken versions caught")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,
+                       "mutants": [v.as_dict() for v in verdicts]}, f, indent=2)
+            f.write("\n")
+    return 0 if unbroken and caught == len(MUTANTS) else 1

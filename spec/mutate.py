@@ -1,0 +1,222 @@
+"""Test the tests: break copies of the spec package one line at a time and see the checks notice.
+
+Each mutant is a text substitution in the source of one module of ``spec``
+(it must match exactly once, or the runner refuses it).  The package is then
+loaded afresh from the changed sources under a private package name, so the
+installed ``spec`` is never touched and every other module sees the broken
+one (the chip's host loop calls the broken ``speculate``, and so on).  The
+five checks of ``spec.checks`` run against the copy in a child process; the
+mutant is *caught* if a check reports a problem, the code raises, or the run
+exceeds its time limit.
+
+The list follows the chapter's nineteen changes: the accept rule, the bonus
+token, the cache, the block, the draft chain, the verifier's mask and output
+assembly, the float block's mask, and the draft table.
+"""
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+#: the package's modules that the checks load, in dependency order
+MODULE_ORDER = ("tiny_lm", "verifier", "draft", "speculative", "graphs", "chip")
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str        #: what the change breaks, in words
+    module: str      #: module of spec/ whose source is changed
+    old: str         #: text that must occur exactly once
+    new: str         #: its replacement
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("accept rule: one more guess is accepted than agreed", "speculative",
+           "        tokens += guesses[:agreed] + [choices[agreed]]",
+           "        agreed = min(k, agreed + 1)\n        tokens += guesses[:agreed] + [choices[agreed]]"),
+    Mutant("accept rule: the first guess is not checked", "speculative",
+           "        agreed = 0\n",
+           "        agreed = 1 if k > 1 and guesses[0] != choices[0] else 0\n"),
+    Mutant("accept rule: guess i is compared with the target's choice after row i+1", "speculative",
+           "guesses[agreed] == choices[agreed]:", "guesses[agreed] == choices[agreed + 1]:"),
+    Mutant("accept rule: acceptance stops at the first agreement, not the first disagreement", "speculative",
+           "guesses[agreed] == choices[agreed]:", "guesses[agreed] != choices[agreed]:"),
+    Mutant("bonus token: the draft's token is kept instead of the target's", "speculative",
+           "tokens += guesses[:agreed] + [choices[agreed]]",
+           "tokens += guesses[:agreed] + [guesses[agreed] if agreed < k else choices[agreed]]"),
+    Mutant("bonus token: taken from the previous row", "speculative",
+           "tokens += guesses[:agreed] + [choices[agreed]]",
+           "tokens += guesses[:agreed] + [choices[max(0, agreed - 1)]]"),
+    Mutant("bonus token: not appended", "speculative",
+           "tokens += guesses[:agreed] + [choices[agreed]]",
+           "tokens += guesses[:agreed] + ([choices[agreed]] if agreed == 0 else [])"),
+    Mutant("cache: the rows of rejected guesses are kept", "speculative",
+           "new_keys[:agreed + 1]]\n        values += [list(r) for r in new_values[:agreed + 1]]",
+           "new_keys]\n        values += [list(r) for r in new_values]"),
+    Mutant("cache: the row of the bonus token's input is dropped", "speculative",
+           "new_keys[:agreed + 1]]\n        values += [list(r) for r in new_values[:agreed + 1]]",
+           "new_keys[:max(1, agreed)]]\n        values += [list(r) for r in new_values[:max(1, agreed)]]"),
+    Mutant("cache: values and keys swapped", "speculative",
+           "new_keys[:agreed + 1]]\n        values += [list(r) for r in new_values[:agreed + 1]]",
+           "new_values[:agreed + 1]]\n        values += [list(r) for r in new_keys[:agreed + 1]]"),
+    Mutant("block: the last committed token is left out of the block", "speculative",
+           "block = [tokens[-1]] + guesses", "block = guesses + [tokens[-1]]"),
+    Mutant("draft chain: every guess is made from the committed token, not the previous guess", "speculative",
+           "guess = draft(guess)", "guess = draft(tokens[-1])"),
+    Mutant("verifier mask: a row may see one later row", "graphs",
+           "visible = cache_len + row + 1", "visible = min(cache_len + block_len, cache_len + row + 2)"),
+    Mutant("verifier mask: a row cannot see itself", "graphs",
+           "visible = cache_len + row + 1", "visible = max(1, cache_len + row)"),
+    Mutant("verifier mask: keys see the prefix but values see everything", "graphs",
+           "g.slice_rows(values, 0, visible)", "g.slice_rows(values, 0, cache_len + block_len)"),
+    Mutant("verifier: the query of row i is row 0's", "graphs",
+           "g.slice_rows(q, row, 1)", "g.slice_rows(q, 0, 1)"),
+    Mutant("verifier: the rows of the attention output are concatenated in reverse", "graphs",
+           "g.concat_rows(stacked, row_out)", "g.concat_rows(row_out, stacked)"),
+    Mutant("verifier float block: the mask lets row i see the whole block", "verifier",
+           "j <= cache_len + i for j", "j <= cache_len + block_len - 1 for j"),
+    Mutant("draft table: the rule's next token is f(t)+1", "draft",
+           "table[t][next_token_rule(t)] = RULE_LOGIT", "table[t][(next_token_rule(t) + 1) % V] = RULE_LOGIT"),
+)
+
+
+class MutantError(ValueError):
+    """A mutant that cannot be applied (its text does not occur exactly once)."""
+
+
+def apply_mutant(source: str, mutant: Mutant) -> str:
+    count = source.count(mutant.old)
+    if count != 1:
+        raise MutantError(f"mutant {mutant.name!r}: the text to change occurs {count} times in "
+                          f"spec/{mutant.module}.py (must be exactly once): {mutant.old!r}")
+    return source.replace(mutant.old, mutant.new)
+
+
+def sources(mutant: Mutant | None = None) -> dict[str, str]:
+    """The package's module sources, with ``mutant`` applied."""
+    texts = {name: (PACKAGE_DIR / f"{name}.py").read_text() for name in MODULE_ORDER}
+    if mutant is not None:
+        if mutant.module not in texts:
+            raise MutantError(f"mutant {mutant.name!r}: no module spec/{mutant.module}.py among {MODULE_ORDER}")
+        texts[mutant.module] = apply_mutant(texts[mutant.module], mutant)
+    return texts
+
+
+_fresh_ids = itertools.count()
+
+
+def load_package_copy(texts: dict[str, str]):
+    """Execute the given module sources as a new package; return its modules as SpecModules."""
+    from .checks import SpecModules
+    package_name = f"_spec_copy_{next(_fresh_ids)}"
+    package = ModuleType(package_name)
+    package.__path__ = []          # a package, so relative imports resolve inside it
+    sys.modules[package_name] = package
+    modules = {}
+    for name in MODULE_ORDER:
+        full_name = f"{package_name}.{name}"
+        module = ModuleType(full_name)
+        module.__package__ = package_name
+        module.__file__ = str(PACKAGE_DIR / f"{name}.py")
+        sys.modules[full_name] = module   # dataclasses look their module up while the class is built
+        exec(compile(texts[name], f"<spec copy>/{name}.py", "exec"), module.__dict__)
+        setattr(package, name, module)
+        modules[name] = module
+    return SpecModules(modules["tiny_lm"], modules["draft"], modules["verifier"],
+                       modules["speculative"], modules["chip"])
+
+
+def first_problem(mutant: Mutant | None) -> str | None:
+    """Run the checks on a copy of the package with ``mutant`` applied; the first problem
+    found (the remaining checks are skipped: one problem is enough to catch a mutant),
+    or None if every check passes."""
+    from .checks import CHIP_CHECKS, FLOAT_CHECKS
+    mods = load_package_copy(sources(mutant))
+    for check in FLOAT_CHECKS + CHIP_CHECKS:
+        problems = check(mods)
+        if problems:
+            return f"{check.__name__}: {problems[0]}"
+    return None
+
+
+def _child(mutant: Mutant | None, conn) -> None:
+    try:
+        problem = first_problem(mutant)
+        conn.send(("ok", problem))
+    except Exception as exc:                      # a crash is a detection too
+        conn.send(("crash", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"))
+    finally:
+        conn.close()
+
+
+@dataclass
+class Verdict:
+    name: str
+    status: str          #: "caught", "NOT CAUGHT"
+    how: str             #: the problem reported, the exception, or "timeout"
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "status": self.status, "how": self.how, "seconds": round(self.seconds, 1)}
+
+
+def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress=None):
+    """The unbroken package first (it must pass), then every mutant, ``jobs`` at a time,
+    each in its own child process.  Returns (unbroken passes, unbroken problem, verdicts)."""
+    for m in mutants:                          # refuse a bad anchor before running anything
+        sources(m)
+    ctx = multiprocessing.get_context("fork")
+
+    def launch(mutant):
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(mutant, child), daemon=True)
+        proc.start()
+        child.close()
+        return proc, parent, time.monotonic()
+
+    def finish(proc, conn, started, deadline_hit=False):
+        if deadline_hit:
+            proc.kill()
+            proc.join()
+            return "timeout", f"no verdict after {timeout:.0f} s", time.monotonic() - started
+        kind, detail = conn.recv() if conn.poll() else ("crash", f"child exited with status {proc.exitcode}")
+        proc.join()
+        return kind, detail, time.monotonic() - started
+
+    proc, conn, started = launch(None)
+    answered = conn.poll(timeout)
+    kind, detail, _ = finish(proc, conn, started, deadline_hit=not answered)
+    unbroken_ok = kind == "ok" and detail is None
+    if not unbroken_ok:
+        return False, detail, []
+
+    verdicts: list[Verdict | None] = [None] * len(mutants)
+    pending = list(enumerate(mutants))
+    running = {}
+    while pending or running:
+        while pending and len(running) < max(1, jobs):
+            index, mutant = pending.pop(0)
+            running[index] = launch(mutant)
+        time.sleep(0.2)
+        for index, (proc, conn, started) in list(running.items()):
+            late = time.monotonic() - started > timeout
+            if proc.is_alive() and not conn.poll() and not late:
+                continue
+            kind, detail, seconds = finish(proc, conn, started, deadline_hit=late and not conn.poll())
+            del running[index]
+            if kind == "ok" and detail is None:
+                verdict = Verdict(mutants[index].name, "NOT CAUGHT", "every check passed", seconds)
+            else:
+                how = detail if kind == "ok" else f"{kind}: {detail.splitlines()[0]}"
+                verdict = Verdict(mutants[index].name, "caught", how, seconds)
+            verdicts[index] = verdict
+            if progress:
+                progress(verdict)
+    return True, None, verdicts
