@@ -1,0 +1,146 @@
+"""The instruction decoder and the issue-time legality check, generated from the ISA.
+
+Nothing here restates an encoding.  Operand bit positions come from
+:class:`ga2_hdl.isa.Operand` (:func:`operand`), the unit of each op code from
+:data:`ga2_hdl.isa.OPS`, and the legality check is built by *evaluating the
+ISA's own rules on hardware values*: :func:`ga2_hdl.isa.check` is written in
+terms of operand attributes (``ins.len``, ``ins.M`` ...) and of each op's
+``regions`` function, so :class:`IssueCheck` hands those functions an object
+whose attributes are Amaranth values and gets back the hardware expressions
+for every region's start and end.  Changing a rule in ``isa.py`` changes the
+hardware; a unit test compares the two on thousands of instructions.
+"""
+from __future__ import annotations
+
+import itertools
+
+from amaranth.hdl import Const, Module, Mux, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from . import isa
+from .layout import INSTRUCTION
+
+__all__ = ["operand", "unit_ops", "IssueCheck", "STATUS_BITS"]
+
+#: Width of the ``status`` output (holds any :class:`isa.ErrorCode`).
+STATUS_BITS = 4
+assert max(isa.ErrorCode) < 1 << STATUS_BITS
+
+
+def operand(ins, mnemonic: str, name: str) -> Value:
+    """Operand ``name`` of operation ``mnemonic``, sliced out of the instruction view ``ins``."""
+    o = isa.OP_BY_NAME[mnemonic].operand(name)
+    return getattr(ins, o.field)[o.lsb:o.lsb + o.bits]
+
+
+def unit_ops(unit: isa.Unit) -> tuple[int, ...]:
+    """The op codes executed by ``unit``."""
+    return tuple(spec.code for spec in isa.OPS if spec.unit == unit)
+
+
+class _HardwareOperands:
+    """Stands in for :class:`isa.Instruction` inside the ISA's rule functions.
+
+    Every operand of ``spec`` is an attribute holding its Amaranth value,
+    except the operands in ``fixed``, which hold Python ints (used for
+    one-bit flags the rules branch on, such as MM's ``tb``).
+    """
+
+    def __init__(self, ins, spec: isa.OpSpec, fixed: dict[str, int]):
+        for o in spec.operands:
+            setattr(self, o.name, fixed[o.name] if o.name in fixed else operand(ins, spec.mnemonic, o.name))
+
+
+def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
+    """``spec.regions`` as hardware: [(memory, start, end)] in the ISA's order.
+
+    A rule that branches on an operand (``if i.tb:``) cannot take a hardware
+    value; the rule is then evaluated once per value of the one-bit operands
+    and the results are multiplexed by those operands.
+    """
+    try:
+        return [(r.memory, r.start, r.end) for r in spec.regions(_HardwareOperands(ins, spec, {}))]
+    except TypeError as e:     # Amaranth refuses bool(Value): the rule branches on an operand
+        branching = e
+    flags = [o for o in spec.operands if o.bits == 1]
+    if not flags:
+        raise ValueError(f"{spec.mnemonic}: its region rule cannot be built as hardware") from branching
+    variants = {}
+    for values in itertools.product((0, 1), repeat=len(flags)):
+        fixed = {o.name: v for o, v in zip(flags, values)}
+        variants[values] = spec.regions(_HardwareOperands(ins, spec, fixed))
+    shapes = {tuple((r.memory, r.role) for r in rs) for rs in variants.values()}
+    if len(shapes) != 1:
+        raise ValueError(f"{spec.mnemonic}: the regions differ in number or kind between flag values")
+    flag_values = [operand(ins, spec.mnemonic, o.name) for o in flags]
+    out = []
+    for idx, (memory, _role) in enumerate(next(iter(shapes))):
+        start = end = None
+        for values, rs in variants.items():
+            match = Const(1)
+            for f, v in zip(flag_values, values):
+                match = match & (f == v)
+            start = rs[idx].start if start is None else Mux(match, rs[idx].start, start)
+            end = rs[idx].end if end is None else Mux(match, rs[idx].end, end)
+        out.append((memory, start, end))
+    return out
+
+
+class IssueCheck(wiring.Component):
+    """Combinational legality check of one instruction, exactly :func:`isa.check`.
+
+    Parameters
+    ----------
+    ext_words : int
+        Size of the external memory (the EXT_RANGE bound).
+
+    Ports
+    -----
+    ``ins``: In(INSTRUCTION), the instruction being issued.
+    ``error``: Out(STATUS_BITS), the :class:`isa.ErrorCode` of the first rule
+    that fails, in :func:`isa.check`'s order (op code, MM shape, zero lengths,
+    regions in order, overlap), or ``OK``.
+    """
+
+    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
+        if not 1 <= ext_words <= 1 << 16:
+            raise ValueError(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
+        self.ext_words = ext_words
+        super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
+
+    def _op_error(self, m: Module, spec: isa.OpSpec) -> Value:
+        """The error code of ``spec``'s rules, as a priority chain in isa.check's order."""
+        ins = self.ins
+        rules: list[tuple[Value, isa.ErrorCode]] = []
+        if spec.code == isa.OP_BY_NAME["MM"].code:
+            M, K, N = (operand(ins, "MM", n) for n in ("M", "K", "N"))
+            ok = ((M >= 1) & (M <= isa.MM_MAX_MN) & (N >= 1) & (N <= isa.MM_MAX_MN)
+                  & (K >= 1) & (K <= isa.MM_MAX_K))
+            rules.append((~ok, isa.ErrorCode.BAD_SHAPE))
+        for name in spec.lengths:
+            rules.append((operand(ins, spec.mnemonic, name) == 0, isa.ErrorCode.ZERO_LENGTH))
+        regions = _hardware_regions(ins, spec)
+        for memory, _start, end in regions:
+            size = isa.SPAD_WORDS if memory == "spad" else self.ext_words
+            code = isa.ErrorCode.SPAD_RANGE if memory == "spad" else isa.ErrorCode.EXT_RANGE
+            rules.append((end > size, code))
+        if spec.disjoint_or_same:
+            spad = [(s, e) for memory, s, e in regions if memory == "spad"]
+            for i, (ps, pe) in enumerate(spad):
+                for qs, qe in spad[i + 1:]:
+                    rules.append(((ps != qs) & (ps < qe) & (qs < pe), isa.ErrorCode.OVERLAP))
+        error = Const(isa.ErrorCode.OK, STATUS_BITS)
+        for cond, code in reversed(rules):     # the first rule in the list wins
+            error = Mux(cond, code, error)
+        return error
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.Switch(self.ins.op):
+            for spec in isa.OPS:
+                with m.Case(spec.code):
+                    m.d.comb += self.error.eq(self._op_error(m, spec))
+            with m.Default():
+                m.d.comb += self.error.eq(isa.ErrorCode.BAD_OPCODE)
+        return m

@@ -1,0 +1,96 @@
+"""The scratchpad: one 4096 x 32-bit memory shared by the execution units.
+
+The memory has one synchronous read port and one write port (the shape of a
+single dual-port block RAM).  Every execution unit owns a master port
+(:class:`ga2_hdl.layout.SpadPort`); the chip runs one instruction at a time,
+so at most one unit drives its enables in any cycle.  The arbitration is
+therefore not a priority scheme but a plain AND-OR multiplexer: each master's
+address and data are masked with its own enable and the results are ORed.
+An idle unit (enables low) contributes nothing, whatever its address lines
+hold, and no "which unit is busy" signal is needed.
+
+Two enables high in the same cycle would be a bug in the chip's control;
+:attr:`Scratchpad.conflict` flags it (a read-only debug signal that tests
+check; it changes nothing in the datapath).
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from . import isa
+from .layout import SPAD_ADDR_BITS, SpadPort
+
+__all__ = ["Scratchpad"]
+
+
+class Scratchpad(wiring.Component):
+    """The shared scratchpad and its port multiplexer.
+
+    Parameters
+    ----------
+    masters : tuple of str
+        Names of the units that reach the scratchpad; each gets a port
+        ``<name>: In(SpadPort())`` (the unit is the master).
+    depth : int
+        Words of memory (``isa.SPAD_WORDS``; a smaller depth is for unit tests).
+    init : sequence of int
+        Initial contents (default all zero).
+
+    Ports
+    -----
+    ``<name>``: In(SpadPort()) for every master.  Read: ``rd_en``/``rd_addr``
+    in cycle t give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all
+    masters and holds its value while no read is enabled).  Write:
+    ``wr_en``/``wr_addr``/``wr_data`` in cycle t update the word at the end of
+    cycle t.  A read and a write of one address in the same cycle return the
+    old word (never relied upon).
+    ``conflict``: Out(1), high in a cycle where more than one master enables a
+    read or more than one enables a write.
+
+    Attributes
+    ----------
+    memory : amaranth.lib.memory.Memory
+        The storage (testbenches may read or set ``memory.data[i]``).
+    """
+
+    def __init__(self, masters: tuple[str, ...] = ("dma", "matrix", "vector"), *,
+                 depth: int = isa.SPAD_WORDS, init=()):
+        if not masters or len(set(masters)) != len(masters):
+            raise ValueError(f"scratchpad masters must be distinct names, got {masters!r}")
+        if not 1 <= depth <= 1 << SPAD_ADDR_BITS:
+            raise ValueError(f"scratchpad depth {depth} does not fit a {SPAD_ADDR_BITS}-bit address")
+        self.masters = tuple(masters)
+        self.depth = depth
+        self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=depth, init=list(init))
+        super().__init__({**{name: In(SpadPort()) for name in self.masters}, "conflict": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.memory = self.memory
+        rd = self.memory.read_port()          # synchronous, not transparent
+        wr = self.memory.write_port()
+
+        ports = [getattr(self, name) for name in self.masters]
+        rd_addr = 0
+        wr_addr = 0
+        wr_data = 0
+        for p in ports:
+            rd_addr = rd_addr | (p.rd_addr & p.rd_en.replicate(SPAD_ADDR_BITS))
+            wr_addr = wr_addr | (p.wr_addr & p.wr_en.replicate(SPAD_ADDR_BITS))
+            wr_data = wr_data | (p.wr_data & p.wr_en.replicate(isa.WORD_BITS))
+            m.d.comb += p.rd_data.eq(rd.data)
+        any_of = functools.partial(functools.reduce, operator.or_)
+        m.d.comb += [
+            rd.en.eq(any_of(p.rd_en for p in ports)),
+            rd.addr.eq(rd_addr),
+            wr.en.eq(any_of(p.wr_en for p in ports)),
+            wr.addr.eq(wr_addr),
+            wr.data.eq(wr_data),
+            self.conflict.eq((sum(p.rd_en for p in ports) > 1) | (sum(p.wr_en for p in ports) > 1)),
+        ]
+        return m

@@ -1,0 +1,69 @@
+"""The external-memory model of chip_contract.md, as an Amaranth component (simulation only).
+
+At every rising edge: if ``ext_we``, ``mem[ext_addr] <= ext_wdata``; a
+pipeline of ``LAT`` stages of (valid, data) advances, with stage 0 taking
+(``ext_re``, the word at ``ext_addr`` as it was *before* this edge's write);
+the outputs ``ext_rvalid``/``ext_rdata`` are the last stage.  A request
+sampled at edge n is therefore seen by the chip at edge n + LAT.
+
+Built from a non-transparent synchronous read port (which *is* stage 0: it
+captures the old word at the edge) and LAT-1 registers.  Being hardware, the
+model costs the Python testbench nothing per cycle; a testbench loads and
+reads the contents through :attr:`ExternalMemoryModel.memory` (``data[i]``).
+The Verilog testbenches implement the same behaviour in Verilog.
+"""
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from ga2_hdl import isa
+
+__all__ = ["ExternalMemoryModel"]
+
+
+class ExternalMemoryModel(wiring.Component):
+    """``words`` x 32-bit external memory with read latency ``lat``.
+
+    Ports (named as on the chip; directions from the memory's side):
+    ``ext_addr``: In(16), ``ext_re``: In(1), ``ext_we``: In(1),
+    ``ext_wdata``: In(32), ``ext_rdata``: Out(32), ``ext_rvalid``: Out(1).
+    """
+
+    def __init__(self, words: int = isa.EXT_WORDS_DEFAULT, lat: int = isa.LAT, init=()):
+        if not 1 <= words <= 1 << 16:
+            raise ValueError(f"external memory of {words} words: 1 .. 65536 words are addressable")
+        if lat < 1:
+            raise ValueError(f"latency {lat}: the model needs at least one stage")
+        self.words = words
+        self.lat = lat
+        self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=words, init=list(init))
+        super().__init__({
+            "ext_addr": In(16), "ext_re": In(1), "ext_we": In(1), "ext_wdata": In(isa.WORD_BITS),
+            "ext_rdata": Out(isa.WORD_BITS), "ext_rvalid": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.memory = self.memory
+        rd = self.memory.read_port()           # non-transparent: the word before this edge's write
+        wr = self.memory.write_port()
+        addr_bits = len(rd.addr)
+        m.d.comb += [
+            rd.addr.eq(self.ext_addr[:addr_bits]),
+            rd.en.eq(self.ext_re),             # stage 0 data only matters when it is valid
+            wr.addr.eq(self.ext_addr[:addr_bits]),
+            wr.data.eq(self.ext_wdata),
+            wr.en.eq(self.ext_we),
+        ]
+        valid = self.ext_re
+        data = rd.data
+        first = Signal(name="stage0_valid")
+        m.d.sync += first.eq(valid)
+        valid = first
+        for i in range(1, self.lat):
+            v = Signal(name=f"stage{i}_valid")
+            d = Signal(isa.WORD_BITS, name=f"stage{i}_data")
+            m.d.sync += [v.eq(valid), d.eq(data)]
+            valid, data = v, d
+        m.d.comb += [self.ext_rvalid.eq(valid), self.ext_rdata.eq(data)]
+        return m
