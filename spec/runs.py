@@ -1,0 +1,144 @@
+"""The chapter's runs, as data: the seven-row table and the pieces of running example A.
+
+Each run returns the programs it executed (``ProgramRun`` records), so a caller
+can replay them on any simulator; cycles here are the ISA's prediction
+(``program_counters``), which the RTL must reproduce exactly.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .chip import PlainChip, ProgramRun, SpeculativeChip, compile_fixed_verifier, cycles_of, float_prefix_cache
+from .draft import draft_next, make_draft
+from .tiny_lm import make_model, rule_tokens
+
+#: tokens decoded by every run of the table
+TABLE_TOKENS = 32
+#: seed of the draft's noise in every run
+DRAFT_SEED = 1
+
+
+@dataclass
+class TableRow:
+    label: str
+    tokens: list[int]
+    reference: list[int]          #: the rule (structured) or the chip's plain greedy tokens (random)
+    log: list[ProgramRun]
+    accepted: int | None = None
+    proposed: int | None = None
+    blocks: int | None = None
+
+    @property
+    def tokens_equal(self) -> bool:
+        return self.tokens == self.reference
+
+    @property
+    def programs(self) -> int:
+        return len(self.log)
+
+    @property
+    def cycles(self) -> int:
+        return cycles_of(self.log)
+
+
+def plain_row(label, model, n, reference=None) -> TableRow:
+    run = PlainChip(model, n).generate(0, n)
+    return TableRow(label, run.tokens, run.tokens if reference is None else reference, run.log)
+
+
+def speculative_row(label, model, n, k, noise, reference) -> TableRow:
+    chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k)
+    run = chip.generate(0, n)
+    st = run.stats
+    return TableRow(label, run.tokens, reference, run.log, st.accepted, st.proposed, st.blocks)
+
+
+def structured_rows(n: int = TABLE_TOKENS, noises=(0.0, 3.0, 4.0), k: int = 3) -> list[TableRow]:
+    model = make_model("structured")
+    expected = rule_tokens(0, n)
+    rows = [plain_row("plain greedy decoding", model, n, expected)]
+    for noise in noises:
+        rows.append(speculative_row(f"k={k}, draft noise {noise:g}", model, n, k, noise, expected))
+    return rows
+
+
+def random_rows(n: int = TABLE_TOKENS, ks=(1, 3)) -> list[TableRow]:
+    model = make_model("random", 1)
+    plain = plain_row("random model: plain decoding", model, n)
+    rows = [plain]
+    for k in ks:
+        rows.append(speculative_row(f"random model: k={k}", model, n, k, 0.0, plain.tokens))
+    return rows
+
+
+def chapter_table(n: int = TABLE_TOKENS) -> list[TableRow]:
+    """The seven runs of the chapter's table."""
+    return structured_rows(n) + random_rows(n)
+
+
+# ---------------------------------------------------------------------------
+# Running example A
+# ---------------------------------------------------------------------------
+
+@dataclass
+class BlockTrace:
+    block: list[int]       #: [last committed token, guesses...]
+    choices: list[int]     #: the target's (chip's) choice after each row
+    accepted: int
+    new_tokens: list[int]
+
+
+def example_a_chip(n: int = 24, k: int = 3) -> tuple[SpeculativeChip, object]:
+    """The random target (seed 1) with its bigram draft (noise 0, seed 1) on the chip."""
+    model = make_model("random", 1)
+    Wd = make_draft(model, 0.0, DRAFT_SEED)
+    return SpeculativeChip(model, Wd, n, k), Wd
+
+
+def trace_blocks(chip: SpeculativeChip, Wd, blocks: int = 3, start: int = 0) -> tuple[list[int], list[BlockTrace]]:
+    """Speculative blocks one at a time, with the float draft and the chip's verifier,
+    keeping every intermediate the chapter prints."""
+    model, k = chip.model, chip.k
+    tokens, keys, values, traces = [start], [], [], []
+    for _ in range(blocks):
+        guesses, guess = [], tokens[-1]
+        for _ in range(k):
+            guess = draft_next(model, Wd, guess)
+            guesses.append(guess)
+        block = [tokens[-1]] + guesses
+        choices, new_keys, new_values = chip.verify(len(keys), block, keys, values)
+        accepted = 0
+        while accepted < k and guesses[accepted] == choices[accepted]:
+            accepted += 1
+        new = guesses[:accepted] + [choices[accepted]]
+        traces.append(BlockTrace(block, list(choices), accepted, new))
+        tokens += new
+        keys += new_keys[:accepted + 1]
+        values += new_values[:accepted + 1]
+    return tokens, traces
+
+
+@dataclass
+class Anatomy:
+    ops: dict[str, int]
+    words_loaded: int
+    counters: list[int] = field(default_factory=list)   #: total, matrix, dma, vector, instructions
+
+
+def anatomy(code) -> Anatomy:
+    """Instruction histogram, words loaded from external memory, and counters of a program."""
+    from ga2_hdl.isa import program_counters
+    ops = Counter(ins.mnemonic for ins in code)
+    loaded = sum(ins.len for ins in code if ins.mnemonic == "LD")
+    return Anatomy(dict(ops), loaded, program_counters(code))
+
+
+def causality_logits(blocks, prefix=(3, 8, 1, 12)) -> dict[tuple[int, ...], list[list[int]]]:
+    """Integer logits of every row of the sharp-attention verifier (random model seed 2,
+    Wq and Wk times 4; cache of 4, block of 4) for each block."""
+    from compiler import run
+    model = make_model("random", 2).with_sharp_attention(4.0)
+    program, make_inputs = compile_fixed_verifier(model, 4, 4)
+    keys, values = float_prefix_cache(model, prefix)
+    return {tuple(b): [list(r) for r in run(program, make_inputs(b, keys, values))["logits"][0]] for b in blocks}
