@@ -1,0 +1,177 @@
+"""Lowering: the planned graph to GA-2 instructions, one node at a time in node order.
+
+What each step emits (A, B are operand addresses; every tensor is row-major):
+
+* leaves (input, weight) emit nothing by themselves: a leaf is loaded (one LD
+  of the whole tensor) the first time a step needs it;
+* views emit nothing either, but a slice, a concatenation or a relu makes sure
+  its operands are in place (loading leaves) when its step comes;
+* matmul ``(m x k) @ (k x n)``: a temporary int32 accumulator of ``m * n``
+  words, one MM per 4 x 4 output tile (row tiles outer, column tiles inner,
+  edge tiles smaller), one RQ of the whole accumulator into the result
+  (relu fused), then the temporary is freed;
+* softmax: a temporary of Q0.16 probabilities, one SM per row, one RQ into the
+  result;
+* add: for each operand at a different scale, an RQ into a temporary at the
+  sum's scale; one VADD; the temporaries are freed;
+* argmax: one AMAX per row; output: one ST of the whole tensor.
+
+After each computing step (not after views and leaves) the buffers whose last
+use it was are released, unless reuse is off.  The program ends with HALT.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ga2_hdl import isa
+
+from .errors import CompileError
+from .graph import EXTERNAL_OPS, Graph, Node
+from .planner import AllocationError, Allocator, BufferPlan
+from .scales import ScalePlan
+
+
+@dataclass
+class Lowered:
+    code: list[isa.Instruction]
+    buffer_addr: dict[int, int]                  # buffer -> the address it was given (kept after release)
+    released: set[int]                           # buffers released by the end of the program
+    spad_high: int
+    steps: list[tuple[int, int]] = field(default_factory=list)   # (node id, first instruction index)
+
+
+class _Emitter:
+    def __init__(self, graph: Graph, scales: ScalePlan, buffers: BufferPlan, external: dict[str, dict],
+                 reuse: bool):
+        self.graph, self.scales, self.plan, self.external, self.reuse = graph, scales, buffers, external, reuse
+        self.alloc = Allocator()
+        self.code: list[isa.Instruction] = []
+        self.addr: dict[int, int] = {}           # buffer -> current address (live buffers only)
+        self.given: dict[int, int] = {}          # buffer -> address ever given
+        self.released: set[int] = set()
+        self.loaded: set[int] = set()
+        self.due = buffers.release_after()
+        self.step: Node | None = None
+
+    # -- memory
+    def _take(self, words: int, what: str) -> int:
+        try:
+            return self.alloc.alloc(words)
+        except AllocationError as e:
+            raise CompileError(f"{self.step.label()}: cannot place {what}: {e}") from None
+
+    def place(self, nid: int) -> int:
+        """The scratchpad address of tensor ``nid``, giving its buffer an address on first use."""
+        p = self.plan.placement[nid]
+        if p.buffer not in self.addr:
+            size = self.plan.buffers[p.buffer].size
+            self.addr[p.buffer] = self.given[p.buffer] = self._take(size, f"the {size}-word buffer of "
+                                                                          f"{self.graph.nodes[nid].label()}")
+        return self.addr[p.buffer] + p.offset
+
+    def operand(self, nid: int) -> int:
+        """The address of an operand, loading it from external memory first if it is a leaf not yet loaded."""
+        node = self.graph.nodes[nid]
+        if node.op in EXTERNAL_OPS and nid not in self.loaded:
+            dst = self.place(nid)
+            self.emit("LD", dst=dst, src=self.external[node.name]["addr"], len=node.size)
+            self.loaded.add(nid)
+        return self.place(nid)
+
+    def temporary(self, words: int, what: str) -> int:
+        return self._take(words, what)
+
+    def emit(self, mnemonic: str, **operands) -> None:
+        try:
+            self.code.append(isa.make(mnemonic, **operands))
+        except isa.IsaError as e:
+            raise CompileError(f"{self.step.label()}: {e}") from None
+
+    # -- steps
+    def lower(self, node: Node) -> None:
+        self.step = node
+        if node.op in EXTERNAL_OPS:
+            return
+        if node.op == "slice":
+            self.operand(node.inputs[0])
+            self.place(node.id)
+            return
+        if node.op in ("concat", "relu"):
+            for i in node.inputs:
+                self.operand(i)
+            self.place(node.id)
+            return
+        srcs = [self.operand(i) for i in node.inputs]
+        getattr(self, f"_{node.op}")(node, srcs)
+        if self.reuse:
+            for b in self.due.get(node.id, ()):
+                if b in self.addr:
+                    self.alloc.release(self.addr.pop(b), self.plan.buffers[b].size)
+                    self.released.add(b)
+
+    def _matmul(self, node: Node, srcs: list[int]) -> None:
+        a, b = (self.graph.nodes[i] for i in node.inputs)
+        m, k = a.shape
+        n = node.cols
+        transposed = node.attrs["transpose_b"]
+        if k > isa.MM_MAX_K:
+            raise CompileError(f"{node.label()}: inner dimension {k} exceeds the matrix unit's limit of "
+                               f"{isa.MM_MAX_K}")
+        out = self.place(node.id)
+        acc = self.temporary(m * n, f"the {m * n}-word accumulator")
+        tile = isa.MM_MAX_MN
+        for r0 in range(0, m, tile):
+            for c0 in range(0, n, tile):
+                self.emit("MM", dst=acc + r0 * n + c0, A=srcs[0] + r0 * k,
+                          B=srcs[1] + (c0 * k if transposed else c0),
+                          M=min(tile, m - r0), K=k, N=min(tile, n - c0), tb=int(transposed),
+                          lda=k, ldb=k if transposed else n, ldc=n)
+        rq = self.scales.matmul[node.id]
+        self.emit("RQ", dst=out, src=acc, len=m * n, m=rq.mantissa, s=rq.shift, relu=int(rq.relu))
+        self.alloc.release(acc, m * n)
+
+    def _softmax(self, node: Node, srcs: list[int]) -> None:
+        rows, cols = node.shape
+        out = self.place(node.id)
+        probs = self.temporary(node.size, f"the {node.size}-word probability buffer")
+        for r in range(rows):
+            self.emit("SM", dst=probs + r * cols, src=srcs[0] + r * cols, len=cols)
+        rq = self.scales.softmax[node.id]
+        self.emit("RQ", dst=out, src=probs, len=node.size, m=rq.mantissa, s=rq.shift)
+        self.alloc.release(probs, node.size)
+
+    def _add(self, node: Node, srcs: list[int]) -> None:
+        operands, temps = [], []
+        for k, src in enumerate(srcs):
+            rq = self.scales.add_rescale.get((node.id, k))
+            if rq is None:
+                operands.append(src)
+                continue
+            t = self.temporary(node.size, f"operand {k} rescaled")
+            temps.append(t)
+            self.emit("RQ", dst=t, src=src, len=node.size, m=rq.mantissa, s=rq.shift)
+            operands.append(t)
+        self.emit("VADD", dst=self.place(node.id), src1=operands[0], src2=operands[1], len=node.size)
+        for t in temps:
+            self.alloc.release(t, node.size)
+
+    def _argmax(self, node: Node, srcs: list[int]) -> None:
+        out = self.place(node.id)
+        width = self.graph.nodes[node.inputs[0]].cols
+        for r in range(node.rows):
+            self.emit("AMAX", dst=out + r, src=srcs[0] + r * width, len=width)
+
+    def _output(self, node: Node, srcs: list[int]) -> None:
+        self.emit("ST", src=srcs[0], dst=self.external[node.name]["addr"], len=node.size)
+
+
+def lower(graph: Graph, scales: ScalePlan, buffers: BufferPlan, external: dict[str, dict],
+          reuse: bool = True) -> Lowered:
+    """Emit the program for ``graph`` (ending in HALT) with the given plans."""
+    e = _Emitter(graph, scales, buffers, external, reuse)
+    steps = []
+    for node in graph.nodes:
+        steps.append((node.id, len(e.code)))
+        e.lower(node)
+    e.code.append(isa.HALT)
+    return Lowered(e.code, dict(e.given), e.released, e.alloc.high, steps)

@@ -1,0 +1,184 @@
+"""Where every tensor lives: scratchpad buffers, views, lifetimes, the allocator, external layout.
+
+**Buffers and views.** Each tensor that computes values (matmul, softmax,
+add), each input and weight, and each argmax gets a buffer of ``rows * cols``
+words, except the views, which live inside another tensor's buffer:
+
+* a relu is fused into its matmul: they share one place;
+* a concatenation's parts are placed in the concatenation's buffer, the first
+  part at offset 0, the second after it, so producing the parts *is* the
+  concatenation (consumers are planned before producers: nodes are visited
+  last to first);
+* a slice is an offset into its source's place: ``start * cols`` words further.
+
+A placement is ``(buffer, offset in words)``; every tensor is stored row-major
+with a row stride equal to its width, views included.
+
+**Lifetimes.** Node order is the emission order.  A buffer is live from the
+first step that writes or reads any of its members to the last such step;
+the view rule follows: a source stays alive while any of its slices is read,
+because the slice is a member of the source's buffer.  With reuse, a buffer
+is released after the last computing step that touches it (views and leaves
+are not steps: a buffer last touched by a view that nobody reads is never
+released).
+
+**Allocation** is lazy (a buffer gets an address when a step first needs it)
+and first fit over an address-ordered free list that coalesces on release.
+
+**External memory**: inputs and weights in node order from address 0, then the
+outputs in node order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ga2_hdl import isa
+
+from .errors import CompileError
+from .graph import EXTERNAL_OPS, Graph
+
+
+@dataclass
+class Buffer:
+    """A scratchpad region holding one or more tensors (members) at fixed offsets."""
+    id: int
+    size: int                                    # words
+    members: list[int] = field(default_factory=list)
+    first_step: int | None = None                # node ids of the first and last steps touching it
+    last_step: int | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    buffer: int
+    offset: int                                  # words from the buffer's start
+
+
+@dataclass
+class BufferPlan:
+    buffers: list[Buffer]
+    placement: dict[int, Placement]              # node -> where its tensor lives
+
+    def release_after(self) -> dict[int, list[int]]:
+        """step (node id) -> the buffers whose last use it is."""
+        due: dict[int, list[int]] = {}
+        for b in self.buffers:
+            if b.last_step is not None:
+                due.setdefault(b.last_step, []).append(b.id)
+        return due
+
+
+def plan_buffers(graph: Graph) -> BufferPlan:
+    """Give every tensor a place (a buffer and an offset) and every buffer its lifetime."""
+    nodes = graph.nodes
+    buffers: list[Buffer] = []
+    place: dict[int, Placement] = {}
+
+    def new_buffer(size: int) -> int:
+        buffers.append(Buffer(len(buffers), size))
+        return len(buffers) - 1
+
+    # Consumers before producers, so that a concatenation (or a fused relu) is placed
+    # before the tensors that will be written into it.
+    for n in reversed(nodes):
+        if n.op in ("output", "argmax", "slice"):
+            continue
+        if n.id not in place:
+            place[n.id] = Placement(new_buffer(n.size), 0)
+        here = place[n.id]
+        if n.op == "relu":
+            src = n.inputs[0]
+            if src in place:
+                raise CompileError(f"{nodes[src].label()} is needed in two places: as the operand of relu "
+                                   f"{n.label()} and elsewhere")
+            place[src] = here
+        elif n.op == "concat":
+            offset = here.offset
+            for part in n.inputs:
+                if part in place:
+                    raise CompileError(f"{nodes[part].label()} is a part of two concatenations (or already has "
+                                       f"a place of its own); {n.label()} would need a copy of it")
+                place[part] = Placement(here.buffer, offset)
+                offset += nodes[part].size
+
+    # A slice is an offset into its source's place.
+    users = graph.consumers()
+    for n in nodes:
+        if n.op == "slice":
+            for u in users[n.id]:
+                if nodes[u].op in ("concat", "relu"):
+                    raise CompileError(f"slice {n.label()} feeds {nodes[u].label()}: a view cannot be written "
+                                       f"into another buffer without a copy")
+            src = place[n.inputs[0]]
+            place[n.id] = Placement(src.buffer, src.offset + n.attrs["start"] * n.cols)
+
+    for n in nodes:
+        if n.op == "argmax":
+            place[n.id] = Placement(new_buffer(n.size), 0)
+
+    for nid, p in place.items():
+        buffers[p.buffer].members.append(nid)
+
+    # Lifetimes: every step that writes or reads a member (leaves are not steps).
+    for n in nodes:
+        if n.op in EXTERNAL_OPS:
+            continue
+        touched = ([n.id] if n.id in place else []) + [i for i in n.inputs if i in place]
+        for nid in touched:
+            b = buffers[place[nid].buffer]
+            if b.first_step is None:
+                b.first_step = n.id
+            b.last_step = n.id if b.last_step is None else max(b.last_step, n.id)
+    return BufferPlan(buffers, place)
+
+
+class AllocationError(Exception):
+    """The scratchpad has no free run of the requested size."""
+
+
+class Allocator:
+    """First fit over the free runs of the scratchpad, kept in address order and coalesced."""
+
+    def __init__(self, size: int = isa.SPAD_WORDS):
+        self.size = size
+        self.free: list[tuple[int, int]] = [(0, size)]   # (start, length), sorted, no two adjacent
+        self.high = 0                                     # one past the highest word ever handed out
+
+    def alloc(self, words: int) -> int:
+        for k, (start, length) in enumerate(self.free):
+            if length >= words:
+                if length == words:
+                    del self.free[k]
+                else:
+                    self.free[k] = (start + words, length - words)
+                self.high = max(self.high, start + words)
+                return start
+        raise AllocationError(f"the scratchpad has no free run of {words} words (free: "
+                              f"{sum(n for _, n in self.free)} words in {len(self.free)} pieces)")
+
+    def release(self, start: int, words: int) -> None:
+        runs = sorted(self.free + [(start, words)])
+        merged: list[tuple[int, int]] = []
+        for s, n in runs:
+            if merged and merged[-1][0] + merged[-1][1] == s:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((s, n))
+        self.free = merged
+
+
+def plan_external(graph: Graph, ext_words: int = isa.EXT_WORDS_DEFAULT) -> tuple[dict[str, dict], int]:
+    """External memory: ``{name: {"addr", "shape", "node", "kind", "words"}}`` and the words used."""
+    layout: dict[str, dict] = {}
+    top = 0
+    leaves = [n for n in graph.nodes if n.op in EXTERNAL_OPS]
+    outputs = [n for n in graph.nodes if n.op == "output"]
+    for n in leaves + outputs:
+        kind = "output" if n.op == "output" else n.op
+        layout[n.name] = {"addr": top, "shape": n.shape, "node": n.id, "kind": kind, "words": n.size}
+        top += n.size
+    if top > ext_words:
+        biggest = max(leaves + outputs, key=lambda n: n.size)
+        raise CompileError(f"external memory is full: the inputs, weights and outputs need {top} words, the "
+                           f"memory has {ext_words} (the largest is {biggest.label()})")
+    return layout, top

@@ -1,0 +1,192 @@
+"""Compiling a graph to a :class:`Program`, and running one.
+
+``compile_graph`` is the pipeline: calibrate and plan scales
+(:mod:`.scales`), plan buffers, views and external memory (:mod:`.planner`),
+emit instructions (:mod:`.lower`), check every instruction is legal for the
+machine.  ``ext_image`` builds the initial external memory (weights and
+inputs quantized with the program's scales); ``run`` executes on the golden
+model and reads the outputs back.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ga2_hdl import golden, isa
+from ga2_hdl.results import RunResult
+
+from .errors import CompileError
+from .graph import Graph, check_inputs
+from .lower import lower
+from .planner import BufferPlan, plan_buffers, plan_external
+from .scales import ScalePlan, plan_scales, quantize_matrix
+
+
+@dataclass
+class Program:
+    """A compiled graph: the code, where everything lives, and the scales it was compiled with."""
+    graph: Graph
+    code: list[isa.Instruction]                  # ends with HALT
+    ext: dict[str, dict]                         # name -> {"addr", "shape", "node", "kind", "words"}
+    plan: ScalePlan
+    buffers: BufferPlan
+    buffer_addr: dict[int, int]                  # buffer -> scratchpad address it was given
+    released: set[int]                           # buffers released (their words reused) during the program
+    spad_high: int                               # one past the highest scratchpad word used
+    ext_used: int                                # external words used by the layout
+    ext_words: int                               # the external memory it was compiled for
+    reuse: bool
+    steps: list[tuple[int, int]]                 # (node id, index of its first instruction)
+
+    @property
+    def scale(self) -> dict[int, float]:
+        """node id -> int8 scale (argmax nodes have none)."""
+        return self.plan.scale
+
+    @property
+    def notes(self) -> list[str]:
+        return self.plan.notes
+
+    def counters(self) -> list[int]:
+        """The five counters the program will end with: total, matrix, DMA, vector, instructions."""
+        return isa.program_counters(self.code)
+
+    def histogram(self) -> dict[str, int]:
+        """Instructions per mnemonic, HALT included."""
+        return dict(Counter(ins.mnemonic for ins in self.code))
+
+    def words_loaded(self) -> int:
+        return sum(ins.len for ins in self.code if ins.mnemonic == "LD")
+
+    def node_at(self, pc: int) -> int:
+        """The node whose step emitted instruction ``pc``."""
+        owner = self.steps[0][0]
+        for nid, first in self.steps:
+            if first > pc:
+                break
+            owner = nid
+        return owner
+
+    def address_of(self, nid: int) -> int:
+        """The scratchpad address of tensor ``nid`` (its buffer's address plus its offset)."""
+        p = self.buffers.placement.get(nid)
+        if p is None or p.buffer not in self.buffer_addr:
+            raise CompileError(f"{self.graph.nodes[nid].label()} has no place in the scratchpad")
+        return self.buffer_addr[p.buffer] + p.offset
+
+    def listing(self) -> str:
+        """The program, one instruction a line, each step headed by its node."""
+        starts = {first: nid for nid, first in self.steps}   # the last node starting at pc emitted it
+        lines = []
+        for pc, ins in enumerate(self.code):
+            if pc in starts:
+                lines.append(f"; {self.graph.nodes[starts[pc]].label()}")
+            lines.append(f"{pc:4d}  {ins}")
+        return "\n".join(lines)
+
+
+def compile_graph(graph: Graph, calib: Sequence[Mapping[str, Any]], ranges: Mapping[str, float] | None = None,
+                  reuse: bool = True, *, ext_words: int = isa.EXT_WORDS_DEFAULT) -> Program:
+    """Compile ``graph`` to a GA-2 program.
+
+    ``calib``: a list of input dicts (name -> 2-D array) whose float evaluation
+    sets every tensor's range; ``ranges``: ``{tag: range}`` fixing the range of
+    tagged tensors; ``reuse=False`` keeps every buffer alive to the end (for
+    reading every tensor back, and for testing the allocator).
+    """
+    if not isinstance(graph, Graph):
+        raise CompileError(f"compile_graph: expected a Graph, got {type(graph).__name__}")
+    if not any(n.op == "output" for n in graph.nodes):
+        raise CompileError("compile_graph: the graph has no output, so its program would compute nothing")
+    scales = plan_scales(graph, calib, ranges)
+    buffers = plan_buffers(graph)
+    external, used = plan_external(graph, ext_words)
+    low = lower(graph, scales, buffers, external, reuse)
+    prog = Program(graph, low.code, external, scales, buffers, low.buffer_addr, low.released, low.spad_high,
+                   used, ext_words, reuse, low.steps)
+    if len(prog.code) > isa.IMEM_WORDS:
+        raise CompileError(f"the program has {len(prog.code)} instructions; the instruction memory holds "
+                           f"{isa.IMEM_WORDS}")
+    for pc, ins in enumerate(prog.code):
+        code, why = isa.check(ins, ext_words)
+        if code != isa.ErrorCode.OK:     # a compiler bug, not the user's: say where it came from
+            raise CompileError(f"internal error: instruction {pc} ({ins}) of "
+                               f"{graph.nodes[prog.node_at(pc)].label()} is illegal: {why}")
+    return prog
+
+
+def ext_image(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = None) -> list[int]:
+    """The whole initial external memory: weights and ``inputs`` quantized with the program's scales."""
+    size = prog.ext_words if ext_words is None else ext_words
+    if prog.ext_used > size:
+        raise CompileError(f"ext_image: the program's layout needs {prog.ext_used} external words, the "
+                           f"memory has {size}")
+    given = check_inputs(prog.graph, inputs, "ext_image")
+    image = [0] * size
+    for name, entry in prog.ext.items():
+        if entry["kind"] == "output":
+            continue
+        node = prog.graph.nodes[entry["node"]]
+        values = node.attrs["array"] if entry["kind"] == "weight" else given[name]
+        flat = [q for row in quantize_matrix(values, prog.scale[node.id]) for q in row]
+        image[entry["addr"]:entry["addr"] + len(flat)] = [isa.word_of(q) for q in flat]
+    return image
+
+
+def _ints_of(prog: Program, nid: int, words: Sequence[int]) -> list[list[int]]:
+    """A tensor's words as ints: int32 indices for an argmax (or an output of one), else int8."""
+    node = prog.graph.nodes[nid]
+    source = prog.graph.nodes[node.inputs[0]] if node.op == "output" else node
+    convert = isa.int32_of if source.op == "argmax" else isa.int8_of
+    rows, cols = node.shape
+    return [[convert(int(words[r * cols + c])) for c in range(cols)] for r in range(rows)]
+
+
+def read_outputs(prog: Program, result: RunResult) -> dict[str, tuple[list[list[int]], list[list[float]]]]:
+    """``{output name: (ints, floats)}`` from a finished run; argmax outputs are indices (floats equal)."""
+    outs = {}
+    for name, entry in prog.ext.items():
+        if entry["kind"] != "output":
+            continue
+        nid = entry["node"]
+        ints = _ints_of(prog, nid, result.ext[entry["addr"]:entry["addr"] + entry["words"]])
+        argmax = prog.graph.nodes[prog.graph.nodes[nid].inputs[0]].op == "argmax"
+        scale = 1.0 if argmax else prog.scale[nid]
+        outs[name] = (ints, [[v * scale for v in row] for row in ints])
+    return outs
+
+
+def read_tensor(prog: Program, result: RunResult, nid: int) -> list[list[int]]:
+    """Tensor ``nid`` read back from the final scratchpad of a run with ``keep_spad``.
+
+    Meaningful for every tensor only when the program was compiled with
+    ``reuse=False``; refused for a tensor whose buffer was released.
+    """
+    if result.spad is None:
+        raise CompileError("read_tensor: the run did not keep the scratchpad (run with keep_spad=True)")
+    node = prog.graph.nodes[nid]
+    p = prog.buffers.placement.get(nid)
+    if p is None:
+        raise CompileError(f"read_tensor: {node.label()} has no place in the scratchpad")
+    if p.buffer in prog.released or p.buffer not in prog.buffer_addr:
+        raise CompileError(f"read_tensor: the buffer of {node.label()} was "
+                           f"{'released and may have been reused' if p.buffer in prog.released else 'never used'}")
+    start = prog.address_of(nid)
+    return _ints_of(prog, nid, result.spad[start:start + node.size])
+
+
+def execute(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = None, *,
+            keep_spad: bool = False) -> tuple[dict, RunResult]:
+    """Run on the golden model: ``(outputs as in run(), the RunResult)``; refuses a run that faults."""
+    size = prog.ext_words if ext_words is None else ext_words
+    result = golden.run(prog.code, ext_image(prog, inputs, size), ext_words=size, keep_spad=keep_spad)
+    if result.error != isa.ErrorCode.OK:
+        raise CompileError(f"the program halted with {result.error.name} at instruction {result.error_pc} "
+                           f"({prog.graph.nodes[prog.node_at(result.error_pc)].label()}): {result.message}")
+    return read_outputs(prog, result), result
+
+
+def run(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = None) -> dict:
+    """Run on the golden model: ``{output name: (ints 2-D list, floats 2-D list)}``."""
+    return execute(prog, inputs, ext_words)[0]

@@ -1,0 +1,64 @@
+"""The graph's meaning in floating point: the reference for calibration and error.
+
+Sums run left to right from zero in index order, as plain Python floats:
+calibrated ranges (hence scales, hence every integer the chip computes)
+depend on the last bits of these numbers, so the order is part of the
+compiler's definition, not a detail to vectorize.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from .graph import Graph, Matrix, check_inputs
+
+
+def _product(a: Matrix, b: Matrix, transpose_b: bool, factor: float) -> Matrix:
+    cols = b if transpose_b else [list(c) for c in zip(*b)]     # the columns of the right operand
+    return [[factor * sum(x * y for x, y in zip(row, col)) for col in cols] for row in a]
+
+
+def _softmax_rows(a: Matrix) -> Matrix:
+    out = []
+    for row in a:
+        top = max(row)
+        e = [math.exp(x - top) for x in row]
+        total = sum(e)
+        out.append([x / total for x in e])
+    return out
+
+
+def _first_max(row) -> int:
+    return row.index(max(row))
+
+
+def evaluate(graph: Graph, inputs: Mapping[str, Any]) -> dict[int, Matrix]:
+    """Every node's value in floating point: ``{node id: 2-D list}`` (argmax gives float indices)."""
+    given = check_inputs(graph, inputs, "evaluate")
+    value: dict[int, Matrix] = {}
+    for n in graph.nodes:
+        ops = [value[i] for i in n.inputs]
+        if n.op == "input":
+            value[n.id] = given[n.name]
+        elif n.op == "weight":
+            value[n.id] = n.attrs["array"]
+        elif n.op == "matmul":
+            value[n.id] = _product(ops[0], ops[1], n.attrs["transpose_b"], n.attrs["scale"])
+        elif n.op == "softmax":
+            value[n.id] = _softmax_rows(ops[0])
+        elif n.op == "add":
+            value[n.id] = [[x + y for x, y in zip(r, s)] for r, s in zip(ops[0], ops[1])]
+        elif n.op == "relu":
+            value[n.id] = [[max(0.0, x) for x in r] for r in ops[0]]
+        elif n.op == "concat":
+            value[n.id] = [list(r) for r in ops[0]] + [list(r) for r in ops[1]]
+        elif n.op == "slice":
+            first = n.attrs["start"]
+            value[n.id] = [list(r) for r in ops[0][first:first + n.attrs["count"]]]
+        elif n.op == "argmax":
+            value[n.id] = [[float(_first_max(r))] for r in ops[0]]
+        elif n.op == "output":
+            value[n.id] = ops[0]
+        else:
+            raise AssertionError(f"evaluate: no float semantics for {n.label()}")
+    return value
