@@ -226,6 +226,9 @@ class _Reader:
             if start < end:
                 self.fail(f"run {r} of the {what} starts at {start}, before the end of the previous run "
                           f"({end}): runs must be in increasing address order and not overlap")
+            if start >= ext_words:
+                self.fail(f"run {r} of the {what} starts at {start}, outside the external memory of "
+                          f"{ext_words} words")
             length = self.next(f"the length of run {r} of the {what}")
             if length == 0:
                 self.fail(f"run {r} of the {what} has length 0")
@@ -255,12 +258,14 @@ class _Reader:
                 self.fail(f"program {p} has {n_code} instructions; a program has 1 .. {isa.IMEM_WORDS}")
             code = []
             for k in range(n_code):
+                op_line = self.items[self.pos][0] if self.pos < len(self.items) else self.last_line
                 w = 0
                 for j in range(WORDS_PER_INSTRUCTION):
                     w = (w << isa.WORD_BITS) | self.next(f"word {j} of instruction {k} of program {p}")
                 code.append(Instruction.decode(w))
             if code[-1].op != isa.HALT.op:
-                self.fail(f"program {p} does not end with HALT")
+                self.fail_at(op_line, f"program {p} does not end with HALT (its last instruction has op code "
+                                      f"{code[-1].op})")
             ext = self.runs(ext_words, f"initial memory of program {p}")
             status = self.next(f"the expected status of program {p}")
             try:
