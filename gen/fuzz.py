@@ -71,9 +71,10 @@ def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit:
 
 def _source_start(rng: random.Random, span: int, filled: Sequence[Region]) -> int:
     """A start for a source of ``span`` words, usually where loaded or computed data lies."""
-    if filled and rng.random() < 0.85:
+    if filled and rng.random() < 0.92:
         r = rng.choice(filled)
-        s = r[0] + rng.randrange(r[1])
+        # mostly inside the region, sometimes running past its end
+        s = r[0] + rng.randrange(r[1] - span + 1 if span <= r[1] and rng.random() < 0.7 else r[1])
     else:
         s = rng.randrange(SPAD)
     return max(0, min(s, SPAD - span))
@@ -119,7 +120,7 @@ class _Builder:
     # -- compute operations
     def mm(self) -> bool:
         rng = self.rng
-        M, N = rng.randint(1, 4), rng.randint(1, 4)
+        M, N = rng.choice([rng.randint(1, 4), 4]), rng.choice([rng.randint(1, 4), 4])
         K = rng.choice([rng.randint(1, 8), rng.randint(1, 64), 64, 1])
         tb = rng.randint(0, 1)
 
@@ -234,7 +235,7 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
                    max_cycles: int = DEFAULT_MAX_CYCLES) -> tuple[list[Instruction], list[int]]:
     """One valid random program and its external-memory image (``ext_words`` words).
 
-    Loads come first, then 1..8 compute operations (any of MM, RQ, SM, VADD,
+    Loads come first, then 2..10 compute operations (any of MM, RQ, SM, VADD,
     AMAX, and sometimes a store-and-reload), then one store per result.  The
     program takes at most ``max_cycles`` cycles.
     """
@@ -263,12 +264,13 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
             b.filled.append((dst, n))
 
     ops = [b.mm, b.rq, b.sm, b.vadd, b.amax]
-    for _ in range(rng.randint(1, 8)):
+    for _ in range(rng.randint(2, 10)):
         op = b.round_trip if rng.random() < 0.08 else rng.choice(ops)
         op()
 
     # Stores: every result to a random place in external memory.
     for start, n in b.results:
+        n = min(n, ext_words)           # a tiny external memory sees the start of a long result
         dst = rng.randrange(0, ext_words - n + 1)
         b.emit(make("ST", src=start, dst=dst, len=n))
     b.code.append(isa.HALT)
