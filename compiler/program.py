@@ -75,6 +75,11 @@ class Program:
             raise CompileError(f"{self.graph.nodes[nid].label()} has no place in the scratchpad")
         return self.buffer_addr[p.buffer] + p.offset
 
+    def resident_nodes(self) -> list[int]:
+        """The tensors whose words are still in the scratchpad at HALT (their buffers never released)."""
+        return [nid for nid, p in self.buffers.placement.items()
+                if p.buffer in self.buffer_addr and p.buffer not in self.released]
+
     def listing(self) -> str:
         """The program, one instruction a line, each step headed by its node."""
         starts = {first: nid for nid, first in self.steps}   # the last node starting at pc emitted it

@@ -1,5 +1,59 @@
-"""Subcommands of `ga2` (not yet written)."""
+"""`ga2 mutate compiler`: the slice_rows mutation test of Capra.
+
+    ga2 mutate compiler [--json FILE] [--graphs N]
+
+Each of the chapter's ten one-line breakages of slice_rows (and one change that
+only looks like a bug) is applied to an in-memory copy of compiler/, and the
+slice battery is run against it (see compiler/mutate.py).
+"""
+from __future__ import annotations
+
+import json
+
+from .cmd_spec import mutate_targets
 
 
 def register(subparsers) -> None:
-    pass
+    p = mutate_targets(subparsers).add_parser(
+        "compiler", help="the ten broken copies of the compiler's slice_rows",
+        description="Apply each one-line change of slice_rows to a copy of the compiler (never to the files) "
+                    "and run the slice battery against it: random slice graphs compiled and run on the golden "
+                    "model against the interpreter, read back from the scratchpad, with and without reuse, "
+                    "against float, and the refusals.")
+    p.add_argument("--json", metavar="FILE", help="also write the verdicts as JSON to FILE")
+    p.add_argument("--graphs", type=int, default=40, help="random graphs in the battery (default 40)")
+    p.set_defaults(func=_mutate_compiler)
+
+
+def _mutate_compiler(args) -> int:
+    from compiler.mutate import EQUIVALENT_MUTANTS, SLICE_MUTANTS, run_mutation
+
+    if args.graphs < 1:
+        raise ValueError("--graphs must be at least 1")
+    print("NOTE: this script deliberately breaks copies of the compiler. 'caught' is EXPECTED: it shows the "
+          "battery notices the mistake.", flush=True)
+    unbroken, problem, verdicts = run_mutation(graphs=args.graphs)
+    print(f"unbroken compiler passes: {unbroken}")
+    if not unbroken:
+        print(f"  its first problem: {problem}")
+        print("no mutant was run: the battery must pass on the unbroken compiler first")
+    by_name = {v.name: v for v in verdicts}
+    broken = [by_name[m.name] for m in SLICE_MUTANTS if m.name in by_name]
+    for v in broken:
+        print(f"{v.name}: {v.status}")
+    caught = sum(v.status == "caught" for v in broken)
+    equivalent = [by_name[m.name] for m in EQUIVALENT_MUTANTS if m.name in by_name]
+    if unbroken:
+        print(f"\nslice_rows: {caught} of {len(SLICE_MUTANTS)} broken compilers caught")
+        print("\nA change that looks like a bug and is not:")
+        for v in equivalent:
+            verdict = "NOT CAUGHT (as it should be)" if v.status == "equivalent" else \
+                f"FLAGGED, which it should not be: {v.problem}"
+            print(f"EQUIVALENT in effect: {v.name}: {verdict}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,
+                       "mutants": [v.as_dict() for v in verdicts]}, f, indent=2)
+            f.write("\n")
+    ok = unbroken and caught == len(SLICE_MUTANTS) and all(v.status == "equivalent" for v in equivalent)
+    return 0 if ok else 1
