@@ -419,6 +419,18 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
                                  | (0xE << isa.FIELD["fl"].lsb))
     add("ignored_field_bits", [_ld(0, 0, 12), ignored, _st(20, OUT, 6)], {0: int8s(12)})
 
+    # --- a HALT word with junk in its unused fields is still HALT
+    out.append(("halt_with_unused_bits", [_ld(0, 0, 3), _st(0, OUT, 3), Instruction(op=0, a=0xFFFF, d=5, x=0x3FFFF)],
+                _image(ext_words, {0: [4, 5, 6]})))
+
+    # --- a program filling the whole instruction memory (its HALT at the last address)
+    fill = [_ld(0, 0, 16)]
+    while len(fill) < isa.IMEM_WORDS - 1:
+        k = len(fill)
+        fill.append(_st(k % 16, OUT + k % 256, 1) if k % 3 else make("VADD", dst=k % 16, src1=k % 16,
+                                                                      src2=(k + 5) % 16, len=1))
+    add("imem_full", fill, {0: int8s(16)})
+
     # --- illegal instructions: one program per error code the hardware can raise.  Each does
     # some work first (so memory and counters are not trivial) and has work after the fault
     # that must not happen.

@@ -92,6 +92,9 @@ def test_directed_suite_coverage():
             assert 1 in lens and max(lens) >= 4096, s.mnemonic
     assert ("halt_immediately", [isa.HALT]) == (suite[0][0], suite[0][1])
     assert results["halt_immediately"].counters == [2, 0, 0, 0, 0]
+    assert results["imem_full"].error_pc == isa.IMEM_WORDS - 1
+    assert results["imem_full"].counters[4] == isa.IMEM_WORDS - 1
+    assert results["halt_with_unused_bits"].error_pc == 2
     # corner values really occur: RQ ties/saturation, softmax equal and wide, VADD saturation
     out = results["rq_saturate_relu"].ext[4096:4096 + 14]
     assert 127 in out and isa.word_of(-127) in out and isa.word_of(-128) not in out
