@@ -1,0 +1,271 @@
+"""The vector unit: RQ, SM, VADD and AMAX on one scratchpad master port.
+
+:class:`VectorUnit` is what the chip instantiates.  It holds one engine per
+operation and routes ``start`` to the engine whose op code ``ins.op`` names;
+the engines share the instruction, the scratchpad read data and (through a
+multiplexer on ``ins.op``) the unit's single scratchpad port.  Only one
+instruction runs at a time and ``ins`` is held from the start cycle until
+done, so the multiplexer never switches under a running engine; every idle
+engine drives ``rd_en = wr_en = 0``, so the unit is quiet whenever it is idle.
+
+Every engine streams its operands through a short pipeline: the read of
+element i is issued in cycle t+1+i (t = the start cycle; one element per
+cycle, or per two cycles for VADD), its data comes back the next cycle (the
+scratchpad read is synchronous), and the element's result is written a fixed
+number of cycles later.  ``done`` is high in the cycle of the last write, so
+the busy time W is the number of read cycles plus the pipeline depth:
+
+=====  ===========================================================  ==========
+op     pipeline after the read of the last element                  W
+=====  ===========================================================  ==========
+RQ     data arrives, multiply (Requantizer stage 1, registered);     len + 2
+       round, saturate and write (stage 2)
+VADD   2 reads per element (src1[i], then src2[i]: one read port);  2*len + 2
+       src2[i] arrives and is added to src1[i] and clamped
+       (registered); write
+AMAX   data arrives and is registered (the SRAM output feeds no     len + 3
+       logic); compare with the best so far; write the index
+SM     see :mod:`ga2_hdl.softmax`: three passes and a division      3*len + 47
+=====  ===========================================================  ==========
+
+Identical source and destination regions work for RQ, SM and VADD: each
+element is read before it is written and no cycle reads and writes the same
+address (RQ writes element i while reading i+2; VADD writes element i while
+reading src2[i+1]).  AMAX writes its single result word after its last read,
+so its destination may lie anywhere, inside the source too.
+
+Operands come from ``ins`` through the ISA's operand definitions
+(``decoder.operand``), op codes from ``isa.OP_BY_NAME``.  Lengths are at
+least 1 (the sequencer refuses 0).
+"""
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from . import isa
+from .decoder import operand
+from .layout import INSTRUCTION, SPAD_ADDR_BITS, SpadPort
+from .requant import Requantizer
+from .softmax import SoftmaxUnit
+
+_INDEX = range(isa.SPAD_WORDS + 1)          # element counters: 0 .. len, len <= SPAD_WORDS
+
+
+def _addr(base, index):
+    """A scratchpad address: base + index, within the 12-bit address space."""
+    return (base + index)[:SPAD_ADDR_BITS]
+
+
+def _int8(word):
+    """The int8 a word holds: its low byte, signed."""
+    return word[:8].as_signed()
+
+
+class _Engine(wiring.Component):
+    """One operation's engine; same control contract as the unit."""
+    start: In(1)
+    ins: In(INSTRUCTION)
+    done: Out(1)
+    spad: Out(SpadPort())
+
+
+class RequantizeEngine(_Engine):
+    """RQ dst src len m s relu: dst[i] = requantize(int32 src[i]).  W = len + 2.
+
+    cycle t+1+i: read src[i];  t+2+i: the Requantizer's multiply stage;
+    t+3+i: its rounding stage, and the write of dst[i].  done with the last write.
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.requantizer = rq = Requantizer()
+        assert Requantizer.LATENCY == 1
+        dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
+
+        busy = Signal()
+        rd_index, wr_index = Signal(_INDEX), Signal(_INDEX)
+        reading = Signal()
+        v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()  # data on rd_data; q valid
+
+        with m.If(self.start):
+            m.d.sync += [busy.eq(1), rd_index.eq(0), wr_index.eq(0)]
+        m.d.comb += [
+            reading.eq(busy & (rd_index < length)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(_addr(src, rd_index)),
+            rq.acc.eq(self.spad.rd_data.as_signed()),
+            rq.mantissa.eq(operand(self.ins, "RQ", "m")),
+            rq.shift.eq(operand(self.ins, "RQ", "s")),
+            rq.relu.eq(operand(self.ins, "RQ", "relu")),
+        ]
+        m.d.sync += [v1.eq(reading), last1.eq(reading & (rd_index == length - 1)),
+                     v2.eq(v1), last2.eq(last1)]
+        with m.If(reading):
+            m.d.sync += rd_index.eq(rd_index + 1)
+
+        with m.If(v2):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(_addr(dst, wr_index)),
+                         self.spad.wr_data.eq(rq.q)]            # sign-extended to the word
+            m.d.sync += wr_index.eq(wr_index + 1)
+            with m.If(last2):
+                m.d.comb += self.done.eq(1)
+                m.d.sync += busy.eq(0)
+        return m
+
+
+class AddEngine(_Engine):
+    """VADD dst src1 src2 len: dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127).  W = 2*len + 2.
+
+    One read port, so element i takes two read slots: cycle t+1+2i reads
+    src1[i], t+2+2i reads src2[i]; src1[i] is held when it arrives; when
+    src2[i] arrives the sum is clamped into a register, written in t+4+2i.
+    done with the last write.
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
+        length = operand(self.ins, "VADD", "len")
+
+        busy = Signal()
+        slot = Signal(range(2 * isa.SPAD_WORDS + 1))    # read slots issued: 2 per element
+        wr_index = Signal(_INDEX)
+        reading = Signal()
+        v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
+        v2, last2 = Signal(), Signal()                      # a sum is ready to write
+        first_operand = Signal(signed(8))
+        total = Signal(signed(9))
+        clamped = Signal(signed(8))
+
+        with m.If(self.start):
+            m.d.sync += [busy.eq(1), slot.eq(0), wr_index.eq(0)]
+        m.d.comb += [
+            reading.eq(busy & (slot < 2 * length)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),
+        ]
+        m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == 2 * length - 1))]
+        with m.If(reading):
+            m.d.sync += slot.eq(slot + 1)
+
+        m.d.comb += [
+            total.eq(first_operand + _int8(self.spad.rd_data)),
+            clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),
+        ]
+        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1)]
+        with m.If(v1 & ~second1):
+            m.d.sync += first_operand.eq(_int8(self.spad.rd_data))
+        result = Signal(signed(8))
+        with m.If(v1 & second1):
+            m.d.sync += result.eq(clamped)
+
+        with m.If(v2):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(_addr(dst, wr_index)),
+                         self.spad.wr_data.eq(result)]          # sign-extended to the word
+            m.d.sync += wr_index.eq(wr_index + 1)
+            with m.If(last2):
+                m.d.comb += self.done.eq(1)
+                m.d.sync += busy.eq(0)
+        return m
+
+
+class ArgmaxEngine(_Engine):
+    """AMAX dst src len: dst[0] = index of the first maximum of int32 src[0..len).  W = len + 3.
+
+    cycle t+1+i: read src[i];  t+2+i: the word is registered with its index;
+    t+3+i: compared with the best so far (strictly greater replaces it, so
+    ties keep the first index);  t+len+3: the index is written, with done.
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
+
+        busy = Signal()
+        rd_index = Signal(_INDEX)
+        reading = Signal()
+        v1, last1, idx1 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data on rd_data
+        v2, last2, idx2 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data registered
+        value2 = Signal(signed(isa.WORD_BITS))
+        best = Signal(signed(isa.WORD_BITS))
+        best_index = Signal(SPAD_ADDR_BITS)
+        finish = Signal()                                              # all compared: write
+
+        with m.If(self.start):
+            m.d.sync += [busy.eq(1), rd_index.eq(0),
+                         best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
+        m.d.comb += [
+            reading.eq(busy & (rd_index < length)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(_addr(src, rd_index)),
+        ]
+        m.d.sync += [
+            v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
+            v2.eq(v1), last2.eq(last1), idx2.eq(idx1), value2.eq(self.spad.rd_data),
+            finish.eq(v2 & last2),
+        ]
+        with m.If(reading):
+            m.d.sync += rd_index.eq(rd_index + 1)
+        with m.If(v2 & (value2 > best)):
+            m.d.sync += [best.eq(value2), best_index.eq(idx2)]
+
+        with m.If(finish):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(_addr(dst, 0)),
+                         self.spad.wr_data.eq(best_index),
+                         self.done.eq(1)]
+            m.d.sync += busy.eq(0)
+        return m
+
+
+class VectorUnit(wiring.Component):
+    """The GA-2 vector unit: RQ, SM, VADD, AMAX (unit control contract).
+
+    Ports
+      start: In(1)             one-cycle pulse in the issue cycle t of a vector instruction
+      ins:   In(INSTRUCTION)   the instruction (whole decoded struct), stable from t until done
+      done:  Out(1)            high in cycle t + W only, W = isa busy time
+                               (RQ len+2, SM 3*len+47, VADD 2*len+2, AMAX len+3)
+      spad:  Out(SpadPort())   scratchpad master; rd_en = wr_en = 0 except in cycles t+1 .. t+W
+
+    ``start`` with an ``ins.op`` that is not a vector operation is ignored.
+    """
+
+    start: In(1)
+    ins: In(INSTRUCTION)
+    done: Out(1)
+    spad: Out(SpadPort())
+
+    #: the engine of each operation
+    ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
+
+    def elaborate(self, platform):
+        m = Module()
+        assert {op for op, spec in isa.OP_BY_NAME.items() if spec.unit is isa.Unit.VECTOR} == set(self.ENGINES)
+
+        engines = {}
+        for name, cls in self.ENGINES.items():
+            engine = engines[name] = cls()
+            m.submodules[name.lower()] = engine
+            m.d.comb += [
+                engine.ins.eq(self.ins),
+                engine.start.eq(self.start & (self.ins.op == isa.OP_BY_NAME[name].code)),
+                engine.spad.rd_data.eq(self.spad.rd_data),
+            ]
+            with m.If(engine.done):
+                m.d.comb += self.done.eq(1)
+
+        # The engine named by the instruction owns the port (idle engines drive the enables low).
+        with m.Switch(self.ins.op):
+            for name, engine in engines.items():
+                with m.Case(isa.OP_BY_NAME[name].code):
+                    m.d.comb += [
+                        self.spad.rd_en.eq(engine.spad.rd_en),
+                        self.spad.rd_addr.eq(engine.spad.rd_addr),
+                        self.spad.wr_en.eq(engine.spad.wr_en),
+                        self.spad.wr_addr.eq(engine.spad.wr_addr),
+                        self.spad.wr_data.eq(engine.spad.wr_data),
+                    ]
+        return m
