@@ -172,7 +172,7 @@ def causality_on_chip(mods: SpecModules) -> list[str]:
         for what, got, want, bound in checks:
             err = relative_error(got, want)
             if err > bound:
-                problems.append(f"(4) block row {i}: chip {what} differs from float by {err:.3f} (bound {bound})")
+                problems.append(f"(4) block row {i}: the chip's {what} is {err:.3f} away from float (bound {bound})")
     return problems
 
 

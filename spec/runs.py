@@ -142,3 +142,12 @@ def causality_logits(blocks, prefix=(3, 8, 1, 12)) -> dict[tuple[int, ...], list
     program, make_inputs = compile_fixed_verifier(model, 4, 4)
     keys, values = float_prefix_cache(model, prefix)
     return {tuple(b): [list(r) for r in run(program, make_inputs(b, keys, values))["logits"][0]] for b in blocks}
+
+
+def bundle_of(log, label: str = "run"):
+    """The programs of a run as a GA-2 bundle (expected results from the golden model),
+    ready to replay on any simulator of ``gen.simulator``."""
+    from ga2_hdl.bundle import Bundle
+    names = (f"{label} #{i} {r.kind}{'' if not r.shape else ' ' + 'x'.join(map(str, r.shape))}"
+             for i, r in enumerate(log))
+    return Bundle.from_programs((name, r.code, r.ext) for name, r in zip(names, log))
