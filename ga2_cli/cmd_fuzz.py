@@ -33,11 +33,11 @@ def cmd_fuzz(args) -> int:
         raise CommandError("--sims names no simulator")
     if args.programs < 1:
         raise CommandError("--programs must be at least 1")
-    print(f"fuzz: {args.programs} random programs, seed {args.seed}, ext_words {args.ext_words}, "
+    print(f"fuzz: {args.programs} random programs{' after the directed suite' if args.directed else ''}, seed {args.seed}, ext_words {args.ext_words}, "
           f"simulators {', '.join(sims)}", flush=True)
     try:
         report = fuzz(args.programs, args.seed, sims, ext_words=args.ext_words, max_cycles=args.max_cycles,
-                      bundle_path=args.keep_bundle, progress=_progress(sys.stdout))
+                      bundle_path=args.keep_bundle, directed=args.directed, progress=_progress(sys.stdout))
     except SimulatorError as e:
         raise CommandError(str(e)) from None
     for name, entry in report["sims"].items():
@@ -112,6 +112,7 @@ def register(subparsers) -> None:
     p.add_argument("--sims", default="golden", help="comma-separated simulators: golden, amaranth, icarus, verilator")
     p.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT)
     p.add_argument("--max-cycles", type=int, default=3000, help="cycle budget of each program (default 3000)")
+    p.add_argument("--directed", action="store_true", help="replay the directed corner-case suite first")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--keep-bundle", metavar="FILE", help="write the generated bundle (to replay a mismatch)")
     p.set_defaults(func=cmd_fuzz)

@@ -471,8 +471,12 @@ def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
     return Bundle.from_programs(items, ext_words)
 
 
+def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT) -> Bundle:
+    return Bundle.from_programs(directed_suite(ext_words), ext_words)
+
+
 def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int = isa.EXT_WORDS_DEFAULT,
-         max_cycles: int = DEFAULT_MAX_CYCLES, bundle_path: str | None = None,
+         max_cycles: int = DEFAULT_MAX_CYCLES, bundle_path: str | None = None, directed: bool = False,
          progress: Callable[[str, int, int], None] | None = None) -> dict:
     """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
 
@@ -480,7 +484,8 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     "mismatches" (number of simulators that disagreed), "first_mismatch"
     (text of the first disagreement, or None), "sims": {name: {...}}}``.
     ``bundle_path`` keeps the bundle on disk so that a mismatch can be
-    replayed (``ga2 replay``).
+    replayed (``ga2 replay``).  ``directed`` puts the directed suite first
+    (``programs`` then counts both).
     """
     from gen.simulator import SimulatorError, get_simulator
 
@@ -492,10 +497,12 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
             raise SimulatorError(f"simulator {name!r} is not available here: {e}") from e
     t0 = time.perf_counter()
     bundle = random_bundle(n, seed, ext_words, max_cycles)
+    if directed:
+        bundle.programs[:0] = directed_bundle(ext_words).programs
     gen_seconds = time.perf_counter() - t0
     if bundle_path:
         bundle.write(bundle_path)
-    report: dict = {"programs": n, "seed": seed, "ext_words": ext_words, "cycles": bundle.total_cycles,
+    report: dict = {"programs": len(bundle.programs), "random_programs": n, "seed": seed, "ext_words": ext_words, "cycles": bundle.total_cycles,
                     "generate_seconds": round(gen_seconds, 3), "mismatches": 0, "first_mismatch": None,
                     "sims": {}}
     for name, sim in simulators.items():

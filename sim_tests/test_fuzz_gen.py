@@ -122,6 +122,8 @@ def test_fuzz_report_and_bundle(tmp_path):
     assert b.total_cycles == rep["cycles"] == random_bundle(20, 3, 1024).total_cycles
     with pytest.raises(SimulatorError):
         fuzz(2, 1, ["nonesuch"])
+    rep = fuzz(3, 3, ["golden"], ext_words=1024, directed=True)
+    assert rep["programs"] == 3 + len(directed_suite(1024)) and rep["sims"]["golden"]["passed"]
 
 
 def test_fuzz_detects_a_wrong_simulator(monkeypatch):
