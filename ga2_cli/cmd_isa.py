@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from ga2_hdl import asm, golden, isa
 from ga2_hdl.bundle import Bundle, is_bundle_file
 from ga2_hdl.files import read_memory, read_program, write_memory, write_program
 from ga2_hdl.isa import ErrorCode
+from ga2_hdl.results import first_mismatch
 
 from .main import CommandError
 
@@ -55,7 +55,6 @@ def _golden_bundle(args) -> int:
     failures = 0
     for i, p in enumerate(bundle.programs):
         got = golden.run(p.code, p.ext, ext_words=bundle.ext_words)
-        from ga2_hdl.results import first_mismatch
         mm = first_mismatch(p.expected, got, program=i)
         status = "" if got.error == ErrorCode.OK else f"  status={got.error.name}@{got.error_pc}"
         note = f"  DIFFERS FROM BUNDLE: {mm}" if mm else ""
