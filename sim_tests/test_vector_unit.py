@@ -222,10 +222,10 @@ def test_start_for_another_unit_is_ignored():
     assert not any(any(s) for s in seen)
 
 
-@pytest.mark.slow
-def test_random_vector_programs():
-    rng = random.Random(76)
-    for _ in range(6):
+def random_vector_programs(seed, count):
+    """Random legal programs of RQ/SM/VADD/AMAX over a random scratchpad, identical regions included."""
+    rng = random.Random(seed)
+    for _ in range(count):
         image = [rng.getrandbits(32) if rng.random() < 0.5 else isa.word_of(rng.randrange(-128, 128))
                  for _ in range(isa.SPAD_WORDS)]
         program = []
@@ -244,4 +244,15 @@ def test_random_vector_programs():
                 ins = isa.make("AMAX", dst=a, src=b, len=n)
             if isa.check(ins)[0] == isa.ErrorCode.OK:
                 program.append(ins)
+        yield image, program
+
+
+def test_random_vector_programs():
+    for image, program in random_vector_programs(76, 2):
+        run_and_check(image, program)
+
+
+@pytest.mark.slow
+def test_random_vector_programs_many():
+    for image, program in random_vector_programs(77, 40):
         run_and_check(image, program)
