@@ -1,0 +1,204 @@
+"""GA2Chip: the whole accelerator (sequencer, instruction memory, units, scratchpad, counters).
+
+Block diagram::
+
+      imem_we/addr/wdata                                 ext_addr/re/we/wdata  ext_rdata/rvalid
+            |                                                     ^                  |
+            v                                                     |                  v
+    +----------------+ 128-bit   +--------------+  start/ins  +--------+   spad   +------------+
+    | instruction    |---------->| sequencer    |------------>|  DMA   |<-------->|            |
+    | memory (1024)  |  word     | FETCH/ISSUE/ |------------>| matrix |<-------->| scratchpad |
+    +----------------+           | WAIT         |------------>| vector |<-------->| 4096 x 32  |
+            ^ pc                 | issue check  |<--- done ---|        |          | (AND-OR    |
+            +--------------------| counters     |             +--------+          |  port mux) |
+                                 +--------------+                                 +------------+
+                                   status, status_pc, cnt_*, running, halted
+
+Sequencer.  ``start`` (while not running) clears the counters and status,
+sets pc = 0, and the next cycle is the first FETCH.
+
+* FETCH (1 cycle): the instruction memory reads word ``pc`` (synchronous read;
+  its output register then holds the word, unchanged, until the next FETCH,
+  which is how ``ins`` stays stable while a unit works).
+* ISSUE (1 cycle): decode and check (:class:`ga2_hdl.decoder.IssueCheck`,
+  exactly :func:`ga2_hdl.isa.check`).  HALT: halt with status OK.  A failing
+  check: halt with its :class:`~ga2_hdl.isa.ErrorCode`; the instruction does
+  nothing and is not counted.  Otherwise pulse ``start`` of the op's unit.
+* WAIT (the unit's W busy cycles): count them in the unit's counter; on the
+  unit's ``done`` (cycle t+W), pc += 1, instructions += 1, next is FETCH.
+
+``cnt_total`` counts every running cycle: from the first FETCH up to and
+including the ISSUE of the HALT (or of the faulting instruction).  A pc
+beyond the last instruction-memory word (only reachable with stale memory,
+never with a loaded program, which ends with HALT) costs a FETCH and an
+ISSUE and halts with NO_HALT at status_pc = that pc.
+
+Which unit runs which op, which counter it feeds, the operand bit positions
+and the legality rules all come from :mod:`ga2_hdl.isa`.
+"""
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from . import isa
+from .decoder import STATUS_BITS, IssueCheck, unit_ops
+from .dma import DMA, EXT_ADDR_BITS
+from .layout import INSTRUCTION
+from .matrix_unit import MatrixUnit
+from .sram import Scratchpad
+
+__all__ = ["GA2Chip", "COUNTER_PORTS"]
+
+#: the counter output ports, in the ISA's counter order
+COUNTER_PORTS = tuple(f"cnt_{name}" for name in isa.COUNTER_NAMES)
+COUNTER_BITS = 32
+STATUS_PC_BITS = 16
+
+#: the execution units, by the ISA's unit kind, and their scratchpad master names
+UNIT_NAMES = {isa.Unit.DMA: "dma", isa.Unit.MATRIX: "matrix", isa.Unit.VECTOR: "vector"}
+
+
+def _vector_unit():
+    try:
+        from .vector_unit import VectorUnit
+    except ImportError as e:
+        raise ImportError("GA2Chip needs ga2_hdl/vector_unit.py (class VectorUnit) for RQ, SM, VADD "
+                          "and AMAX") from e
+    return VectorUnit()
+
+
+class GA2Chip(wiring.Component):
+    """The GA-2 chip (exported Verilog module ``ga2_chip``).
+
+    Parameters
+    ----------
+    ext_words : int
+        External memory size in words (1 .. 65536): the EXT_RANGE legality bound.
+    imem_words : int
+        Instruction memory size in 128-bit words.
+
+    Ports (chip_contract.md)
+    ------------------------
+    ``start``: In(1); ``running``: Out(1); ``halted``: Out(1);
+    ``status``: Out(4) (ErrorCode); ``status_pc``: Out(16);
+    ``cnt_total``, ``cnt_matrix``, ``cnt_dma``, ``cnt_vector``, ``cnt_instructions``: Out(32);
+    ``imem_we``: In(1), ``imem_addr``: In(ceil_log2(imem_words)), ``imem_wdata``: In(128)
+    (writes are ignored while running);
+    ``ext_addr``: Out(16), ``ext_re``: Out(1), ``ext_we``: Out(1), ``ext_wdata``: Out(32),
+    ``ext_rdata``: In(32), ``ext_rvalid``: In(1).
+
+    Attributes (for testbenches): ``imem`` and ``spad.memory`` (the memories),
+    ``units`` (dict unit kind -> component), ``pc``.
+    """
+
+    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, imem_words: int = isa.IMEM_WORDS):
+        if not 1 <= ext_words <= 1 << EXT_ADDR_BITS:
+            raise ValueError(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
+        if not 1 <= imem_words < 1 << STATUS_PC_BITS:
+            raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
+        self.ext_words = ext_words
+        self.imem_words = imem_words
+        self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
+        self.spad = Scratchpad(tuple(UNIT_NAMES.values()))
+        self.issue_check = IssueCheck(ext_words)
+        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: _vector_unit()}
+        self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
+        super().__init__({
+            "start": In(1),
+            "running": Out(1),
+            "halted": Out(1),
+            "status": Out(STATUS_BITS),
+            "status_pc": Out(STATUS_PC_BITS),
+            **{name: Out(COUNTER_BITS) for name in COUNTER_PORTS},
+            "imem_we": In(1),
+            "imem_addr": In(max(1, ceil_log2(imem_words))),
+            "imem_wdata": In(isa.INSTR_BITS),
+            "ext_addr": Out(EXT_ADDR_BITS),
+            "ext_re": Out(1),
+            "ext_we": Out(1),
+            "ext_wdata": Out(isa.WORD_BITS),
+            "ext_rdata": In(isa.WORD_BITS),
+            "ext_rvalid": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.imem = self.imem
+        m.submodules.spad = self.spad
+        m.submodules.issue_check = check = self.issue_check
+        for kind, unit in self.units.items():
+            m.submodules[UNIT_NAMES[kind]] = unit
+            wiring.connect(m, unit.spad, getattr(self.spad, UNIT_NAMES[kind]))
+
+        dma = self.units[isa.Unit.DMA]
+        for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
+            m.d.comb += getattr(self, name).eq(getattr(dma, name))
+        for name in ("ext_rdata", "ext_rvalid"):
+            m.d.comb += getattr(dma, name).eq(getattr(self, name))
+
+        # ---- instruction memory: loaded through the port while idle, read in FETCH
+        imem_wr = self.imem.write_port()
+        imem_rd = self.imem.read_port()
+        m.d.comb += [
+            imem_wr.en.eq(self.imem_we & ~self.running),
+            imem_wr.addr.eq(self.imem_addr),
+            imem_wr.data.eq(self.imem_wdata),
+            imem_rd.addr.eq(self.pc),
+        ]
+        ins = data.View(INSTRUCTION, imem_rd.data)
+        m.d.comb += check.ins.eq(ins)
+        for unit in self.units.values():
+            m.d.comb += unit.ins.eq(ins)
+
+        # ---- counters
+        counters = {name: getattr(self, port) for name, port in zip(isa.COUNTER_NAMES, COUNTER_PORTS)}
+        unit_counter = {kind: counters[isa.COUNTER_NAMES[isa.UNIT_COUNTER[kind]]] for kind in self.units}
+        instructions = counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]]
+        total = counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]]
+
+        current = {kind: Signal(name=f"current_{UNIT_NAMES[kind]}") for kind in self.units}  # WAIT's unit
+        fetched_past_end = Signal()        # the FETCH was at pc >= imem_words
+
+        def halt(code):
+            m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
+            m.next = "IDLE"
+
+        with m.FSM(name="sequencer"):
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
+                    m.d.sync += [c.eq(0) for c in counters.values()]
+                    m.next = "FETCH"
+
+            with m.State("FETCH"):
+                m.d.comb += [self.running.eq(1), imem_rd.en.eq(1)]
+                m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words)]
+                m.next = "ISSUE"
+
+            with m.State("ISSUE"):
+                m.d.comb += self.running.eq(1)
+                m.d.sync += total.eq(total + 1)
+                with m.If(fetched_past_end):
+                    halt(isa.ErrorCode.NO_HALT)
+                with m.Elif(ins.op == isa.HALT.op):
+                    halt(isa.ErrorCode.OK)
+                with m.Elif(check.error != isa.ErrorCode.OK):
+                    halt(check.error)
+                with m.Else():
+                    for kind, unit in self.units.items():
+                        selected = ins.op.matches(*unit_ops(kind))
+                        m.d.comb += unit.start.eq(selected)
+                        m.d.sync += current[kind].eq(selected)
+                    m.next = "WAIT"
+
+            with m.State("WAIT"):
+                m.d.comb += self.running.eq(1)
+                m.d.sync += total.eq(total + 1)
+                for kind, unit in self.units.items():
+                    with m.If(current[kind]):
+                        m.d.sync += unit_counter[kind].eq(unit_counter[kind] + 1)
+                        with m.If(unit.done):
+                            m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
+                            m.next = "FETCH"
+        return m

@@ -1,0 +1,195 @@
+"""Amaranth's simulator on the GA-2 RTL, behind the simulator interface (name ``amaranth``).
+
+One simulation serves a whole bundle: the chip and the external-memory model
+(:class:`gen.extmem.ExternalMemoryModel`, the contract's model built as
+hardware, so it costs no Python per cycle) are elaborated once, and a single
+async testbench runs every program in turn, as the contract's loading
+procedure says:
+
+1. write the program through the chip's instruction-memory port (one word per cycle);
+2. bring the external memory to the program's image (only the words that differ
+   from what the previous program left are written);
+3. zero the scratchpad (the golden model starts every program from zeros;
+   the chip itself never clears it);
+4. pulse ``start`` for one cycle and sleep until ``halted`` rises (no per-cycle
+   wake-ups: the testbench waits on the edge of ``halted``, with a watchdog);
+5. read ``status``, ``status_pc``, the five counters and the whole external memory.
+
+The watchdog bound is derived from the program (every instruction's busy time
+plus fetch and issue, plus a margin), so a chip that never halts fails with a
+clear error instead of hanging.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+
+from ga2_hdl import golden, isa
+from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
+from ga2_hdl.isa import ErrorCode, Instruction
+from ga2_hdl.results import RunResult, first_mismatch
+
+from .extmem import ExternalMemoryModel
+from .simulator import BundleReport, SimulatorError
+
+__all__ = ["AmaranthSimulator", "ChipSimulation"]
+
+CLOCK_PERIOD = 1e-6            # simulated seconds per cycle (any value; only cycles matter)
+WATCHDOG_MARGIN = 64           # cycles beyond the program's own bound
+
+
+def cycle_bound(program: Sequence[Instruction]) -> int:
+    """An upper bound on the cycles ``program`` can take on the chip (for the watchdog)."""
+    total = 0
+    for ins in program:
+        total += isa.FETCH_ISSUE_CYCLES
+        if ins.op == isa.HALT.op:
+            break
+        if ins.op in isa.OP_BY_CODE:
+            total += ins.busy()
+    return total + WATCHDOG_MARGIN
+
+
+class ChipSimulation:
+    """The chip and its external memory, elaborated once; runs programs one after another."""
+
+    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
+        t0 = time.perf_counter()
+        self.ext_words = ext_words
+        self.chip = GA2Chip(ext_words=ext_words)
+        self.ext = ExternalMemoryModel(ext_words)
+        m = Module()
+        m.submodules.chip = self.chip
+        m.submodules.ext = self.ext
+        for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
+            m.d.comb += getattr(self.ext, name).eq(getattr(self.chip, name))
+        for name in ("ext_rdata", "ext_rvalid"):
+            m.d.comb += getattr(self.chip, name).eq(getattr(self.ext, name))
+        self.top = m
+        self._ext_rows = [self.ext.memory.data[i] for i in range(ext_words)]
+        self._spad_rows = [self.chip.spad.memory.data[i] for i in range(self.chip.spad.depth)]
+        self.build_seconds = time.perf_counter() - t0
+
+    def run(self, jobs: Sequence[tuple[Sequence[Instruction], Sequence[int]]], *,
+            vcd: str | None = None,
+            on_result: Callable[[int, RunResult], bool] | None = None) -> list[RunResult]:
+        """Run ``jobs`` = [(program, full external image)] in one simulation.
+
+        ``on_result(i, result)`` is called after each program; returning False stops the run.
+        """
+        chip = self.chip
+        results: list[RunResult] = []
+        ext_known = [0] * self.ext_words          # the model's memory starts all zero
+        spad_dirty = False
+
+        async def bench(ctx):
+            nonlocal ext_known, spad_dirty
+            for i, (program, image) in enumerate(jobs):
+                # 1. the program, through the instruction-memory port
+                ctx.set(chip.imem_we, 1)
+                for addr, ins in enumerate(program):
+                    ctx.set(chip.imem_addr, addr)
+                    ctx.set(chip.imem_wdata, ins.encode())
+                    await ctx.tick()
+                ctx.set(chip.imem_we, 0)
+                # 2. external memory: write only what differs from the current contents
+                for addr, (old, new) in enumerate(zip(ext_known, image)):
+                    if old != new:
+                        ctx.set(self._ext_rows[addr], new)
+                # 3. a zero scratchpad, as the golden model starts with
+                if spad_dirty:
+                    for row in self._spad_rows:
+                        if ctx.get(row):
+                            ctx.set(row, 0)
+                spad_dirty = True
+                # 4. start, then sleep until halted rises (or the watchdog fires)
+                ctx.set(chip.start, 1)
+                await ctx.tick()
+                ctx.set(chip.start, 0)
+                bound = cycle_bound(program)
+                halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
+                if not halted_edge:
+                    raise SimulatorError(f"program {i}: the chip did not halt within {bound} cycles "
+                                         f"(pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)})")
+                # 5. the end state
+                ext_known = [ctx.get(row) for row in self._ext_rows]
+                result = RunResult(
+                    counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
+                    ext=list(ext_known),
+                    error=ErrorCode(ctx.get(chip.status)),
+                    error_pc=ctx.get(chip.status_pc),
+                )
+                results.append(result)
+                if on_result is not None and on_result(i, result) is False:
+                    return
+                await ctx.tick()
+
+        t0 = time.perf_counter()
+        sim = Simulator(self.top)
+        sim.add_clock(CLOCK_PERIOD)
+        sim.add_testbench(bench)
+        self.build_seconds += time.perf_counter() - t0      # the simulator compiles the design here
+        if vcd:
+            with sim.write_vcd(vcd):
+                sim.run()
+        else:
+            sim.run()
+        return results
+
+
+def _prepare(program, ext, ext_words: int) -> tuple[list[Instruction], list[int]]:
+    code = golden.as_instructions(program)
+    golden.check_program(code)                   # the loader's rules: ends with HALT, fits imem
+    return code, golden.ext_image(ext, ext_words).tolist()
+
+
+class AmaranthSimulator:
+    """The RTL in Amaranth's Python simulator."""
+
+    name = "amaranth"
+
+    def __init__(self, ext_words: int | None = None):
+        self.ext_words = ext_words
+
+    def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
+                    ext_words: int | None = None, vcd: str | None = None) -> RunResult:
+        words = ext_words or self.ext_words or isa.EXT_WORDS_DEFAULT
+        job = _prepare(program, ext, words)
+        return ChipSimulation(words).run([job], vcd=vcd)[0]
+
+    def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> BundleReport:
+        n = len(bundle.programs)
+        if vcd and vcd_program is not None and not 0 <= vcd_program < n:
+            raise SimulatorError(f"--program {vcd_program}: the bundle has programs 0..{n - 1}")
+        t0 = time.perf_counter()
+        session = ChipSimulation(bundle.ext_words)
+        jobs = [(entry.code, list(entry.ext)) for entry in bundle.programs]
+        mismatch = None
+
+        def on_result(i: int, result: RunResult) -> bool:
+            nonlocal mismatch
+            mismatch = first_mismatch(bundle.programs[i].expected, result, program=i)
+            if progress:
+                progress(i + 1, n)
+            return mismatch is None
+
+        results = session.run(jobs, on_result=on_result)
+        wall = time.perf_counter() - t0
+        notes = []
+        if vcd:
+            # the waveform comes from a separate run of that one program, so that tracing does not
+            # slow down (or get measured with) the replay of the whole bundle
+            which = 0 if vcd_program is None else vcd_program
+            v0 = time.perf_counter()
+            traced = ChipSimulation(bundle.ext_words).run([jobs[which]], vcd=vcd)[0]
+            again = first_mismatch(bundle.programs[which].expected, traced, program=which)
+            notes.append(f"waveform of program {which} written to {vcd} in {time.perf_counter() - v0:.1f} s"
+                         + (f" (that run: {again})" if again else ""))
+            if again and mismatch is None:
+                mismatch = again
+        return BundleReport(self.name, n, results, mismatch, wall,
+                            build_seconds=session.build_seconds, notes=notes)
