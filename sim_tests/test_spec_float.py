@@ -103,7 +103,8 @@ def test_random_model_draft_and_the_tie_numpy_breaks_differently():
     """After token 1 the random model's table has an exact tie (successors 9 and 11 were
     each seen equally often).  Gauss-Jordan's rounding puts 11 ahead by a few ulps; LAPACK's
     LU solve returns an exact tie, so argmax takes 9.  Example A's third block ([11, 11, 11])
-    needs 11: this is why the draft is solved with the book's elimination, not numpy."""
+    needs 11: this is why the draft is solved with the book's elimination, not numpy.
+    (The chip's int8 draft program is not affected: its quantized logits pick 9 either way.)"""
     model = make_model("random", 1)
     table = target_logit_table(model)
     assert table[1][9] == table[1][11] == max(table[1])

@@ -29,10 +29,10 @@ from typing import Iterable, Sequence
 from compiler import compile_graph, ext_image, run
 from ga2_hdl.isa import Instruction, program_counters
 
-from .draft import Matrix, draft_next
+from .draft import draft_next
 from .graphs import decode_step_graph, draft_graph, verifier_graph
 from .speculative import SpecStats, speculate
-from .tiny_lm import V, TinyLM, argmax, float_step
+from .tiny_lm import V, Matrix, TinyLM, argmax, float_step
 from .verifier import float_block
 
 
@@ -161,7 +161,6 @@ class SpeculativeChip:
         self.verifier_programs: dict[tuple[int, int], object] = {}
         self._draft_program = None
         self.log: list[ProgramRun] = []
-        self.last_outputs: dict | None = None
         rk = rv = 0.0
 
         def recording_verify(cache_len, block, keys, values):
@@ -202,7 +201,6 @@ class SpeculativeChip:
         program = self.verifier_program(cache_len, len(block))
         inputs = _cache_inputs({"x": [list(self.model.embedding(t)) for t in block]}, keys, values)
         out = run(program, inputs)
-        self.last_outputs = out
         self.log.append(ProgramRun("verify", program.code, ext_image(program, inputs), (cache_len, len(block))))
         return ([row[0] for row in out["tok"][0]], [list(r) for r in out["k_new"][1]],
                 [list(r) for r in out["v_new"][1]])

@@ -89,7 +89,7 @@ class BlockTrace:
     new_tokens: list[int]
 
 
-def example_a_chip(n: int = 24, k: int = 3) -> tuple[SpeculativeChip, object]:
+def example_a_chip(n: int = 24, k: int = 3) -> tuple[SpeculativeChip, list[list[float]]]:
     """The random target (seed 1) with its bigram draft (noise 0, seed 1) on the chip."""
     model = make_model("random", 1)
     Wd = make_draft(model, 0.0, DRAFT_SEED)
