@@ -48,6 +48,18 @@ class Program:
     def notes(self) -> list[str]:
         return self.plan.notes
 
+    @property
+    def output_names(self) -> list[str]:
+        return [name for name, e in self.ext.items() if e["kind"] == "output"]
+
+    def output(self, name: str) -> dict:
+        """The external-memory entry of output ``name``, or a refusal listing the outputs there are."""
+        entry = self.ext.get(name)
+        if entry is None or entry["kind"] != "output":
+            raise CompileError(f"the program has no output named {name!r} (outputs: "
+                               f"{', '.join(self.output_names) or 'none'})")
+        return entry
+
     def counters(self) -> list[int]:
         """The five counters the program will end with: total, matrix, DMA, vector, instructions."""
         return isa.program_counters(self.code)

@@ -258,6 +258,9 @@ def test_run_time_refusals():
         for call in (C.run, C.interpret, C.ext_image):
             with pytest.raises(C.CompileError, match=why):
                 call(prog, inputs)
+    with pytest.raises(C.CompileError, match="no output named 'x' \\(outputs: o\\)"):
+        prog.output("x")
+    assert prog.output_names == ["o"] and prog.output("o")["kind"] == "output"
     with pytest.raises(C.CompileError, match="not given"):
         C.evaluate(g, {})
     with pytest.raises(C.CompileError, match="non-empty list"):
