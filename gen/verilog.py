@@ -40,6 +40,10 @@ CHIP_UNIT = "ga2_chip"
 ALIASES = {"chip": CHIP_UNIT}
 
 
+#: wiring.Component's own constructor parameters: not unit parameters
+_COMPONENT_PARAMS = ("signature", "src_loc_at")
+
+
 class ExportError(ValueError):
     """A unit that does not exist or cannot be built with the given parameters."""
 
@@ -84,7 +88,7 @@ class Export:
 def snake_case(name: str) -> str:
     """SystolicArray -> systolic_array, GA2Chip -> ga2_chip, DMA -> dma."""
     s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    s = re.sub(r"([a-z])([A-Z])", r"\1_\2", s)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
     return s.lower()
 
 
@@ -111,7 +115,8 @@ def units() -> tuple[dict[str, UnitInfo], dict[str, str]]:
                 continue
             sig = inspect.signature(cls.__init__)
             params = [p for p in list(sig.parameters.values())[1:]
-                      if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+                      if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                      and p.name not in _COMPONENT_PARAMS]
             if any(p.default is p.empty for p in params):
                 continue                # needs arguments: not exportable on its own
             name = snake_case(cls_name)

@@ -1,6 +1,6 @@
-// Verilator driver of the GA2 testbench (gen/tb/ga2_tb.sv): toggles the clock in a C++
+// Verilator driver of the GA2 testbench (gen/tb/ga2_tb.v): toggles the clock in a C++
 // loop, which measured about 3x faster than a SystemVerilog clock under --timing.
-// Time advances 5 ns per half period, as in gen/tb/icarus_top.sv, so both simulators
+// Time advances 5 ns per half period, as in gen/tb/icarus_top.v, so both simulators
 // write waveforms on the same time axis.  The exit status is 1 when the testbench ended
 // with $fatal (mismatch, timeout or bad bundle) and 0 after $finish.
 #include <memory>
