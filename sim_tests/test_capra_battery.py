@@ -34,7 +34,8 @@ def test_slice_battery():
     print(f"\n{report.summary()}")
     assert report.passed, "\n".join(report.problems)
     assert report.worst_error <= ERROR_BOUND
-    assert set(report.kinds) == set(SOURCE_KINDS), f"not every source kind was drawn: {report.kinds}"
+    assert set(report.kinds) == set(SOURCE_KINDS) | {"chain"}, f"not every kind was drawn: {report.kinds}"
+    assert report.kinds["chain"] == 20 and report.graphs == 60
     assert report.refusals == 5
 
 
