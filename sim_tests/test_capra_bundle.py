@@ -5,11 +5,8 @@ images built, and the pair put into a bundle (the golden model's expected
 memory and counters recorded).  The bundle survives its text round trip and
 replays on the simulators through the one simulator interface.
 
-The bundle replays on the golden model and on the RTL in Amaranth's simulator
-and in Verilator (about 20,000 cycles).  Icarus is listed as a strict expected
-failure while its runner reports a wrong halt address and counters for every
-program, however small (gen/sim_verilog.py); the marker must go when that is
-fixed (a strict xfail fails on success).
+The bundle (about 20,000 cycles) replays on the golden model and on the RTL in
+Amaranth's simulator, Icarus Verilog and Verilator.
 """
 from __future__ import annotations
 
@@ -22,10 +19,7 @@ from ga2_hdl.bundle import Bundle
 from gen.simulator import get_simulator
 from sim_tests.test_capra_anatomy import _model, _verify_calibration, build_decode_step, build_verify
 
-ICARUS_DEFECT = ("the Icarus runner reports halt pc 0 and counters [2, 0, 0, 0, 0] for every program, even "
-                 "LD/ST/HALT (upstream in gen/sim_verilog.py or the testbench, not the compiler)")
-SIMULATORS = ["golden", "amaranth", "verilator",
-              pytest.param("icarus", marks=pytest.mark.xfail(reason=ICARUS_DEFECT, strict=True))]
+SIMULATORS = ["golden", "amaranth", "icarus", "verilator"]
 
 
 @pytest.fixture(scope="module")
