@@ -100,9 +100,9 @@ class GA2Chip(wiring.Component):
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
-        self.spad = Scratchpad(tuple(UNIT_NAMES.values()))
         self.issue_check = IssueCheck(ext_words)
         self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: _vector_unit()}
+        self.spad = Scratchpad({UNIT_NAMES[kind]: unit.spad for kind, unit in self.units.items()})
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
         super().__init__({
             "start": In(1),
@@ -128,14 +128,19 @@ class GA2Chip(wiring.Component):
         m.submodules.spad = self.spad
         m.submodules.issue_check = check = self.issue_check
         for kind, unit in self.units.items():
-            m.submodules[UNIT_NAMES[kind]] = unit
-            wiring.connect(m, unit.spad, getattr(self.spad, UNIT_NAMES[kind]))
+            m.submodules[UNIT_NAMES[kind]] = unit      # their spad ports go to self.spad directly
 
+        # Pure wiring lives in small submodules of its own.  The hardware is the same; in
+        # Amaranth's simulator each module's combinational logic is one process that re-runs
+        # whenever any of its inputs changes, so wiring that changes every cycle (the external
+        # port during LD/ST) is kept apart from wiring that changes once per instruction (the
+        # instruction word's fan-out) and from the sequencer's own logic.
+        m.submodules.ext_port = ext_port = Module()
         dma = self.units[isa.Unit.DMA]
         for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
-            m.d.comb += getattr(self, name).eq(getattr(dma, name))
+            ext_port.d.comb += getattr(self, name).eq(getattr(dma, name))
         for name in ("ext_rdata", "ext_rvalid"):
-            m.d.comb += getattr(dma, name).eq(getattr(self, name))
+            ext_port.d.comb += getattr(dma, name).eq(getattr(self, name))
 
         # ---- instruction memory: loaded through the port while idle, read in FETCH
         imem_wr = self.imem.write_port()
@@ -147,9 +152,10 @@ class GA2Chip(wiring.Component):
             imem_rd.addr.eq(self.pc),
         ]
         ins = data.View(INSTRUCTION, imem_rd.data)
-        m.d.comb += check.ins.eq(ins)
+        m.submodules.ins_fanout = fanout = Module()
+        fanout.d.comb += check.ins.eq(ins)
         for unit in self.units.values():
-            m.d.comb += unit.ins.eq(ins)
+            fanout.d.comb += unit.ins.eq(ins)
 
         # ---- counters
         counters = {name: getattr(self, port) for name, port in zip(isa.COUNTER_NAMES, COUNTER_PORTS)}

@@ -30,8 +30,8 @@ A walks (outer m, stride lda; inner k); B walks (outer k, stride ldb; inner
 n) or, transposed, (outer n, stride ldb; inner k).  Each word read lands
 one cycle later in lane (m or n), position k of the A or B operand memory.
 """
-from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import isa
@@ -90,45 +90,45 @@ class MatrixUnit(wiring.Component):
 
         ins = self.ins
         dim_bits = max(self.size, self.max_k).bit_length()
+        addr = unsigned(SPAD_ADDR_BITS)
+        dim = unsigned(dim_bits)
         M_ins, K_ins, N_ins = (_operand(ins, n) for n in ("M", "K", "N"))
         tb = _operand(ins, "tb")
 
-        # registered shape
-        last_m = Signal(dim_bits)           # M-1
-        last_k = Signal(dim_bits)           # K-1
-        last_n = Signal(dim_bits)           # N-1
-
-        # the staging walker
-        ptr = Signal(SPAD_ADDR_BITS)        # address read this cycle
-        row = Signal(SPAD_ADDR_BITS)        # base address of the current outer index
-        stride = Signal(SPAD_ADDR_BITS)     # outer step (lda, then ldb)
-        inner = Signal(dim_bits)
-        outer = Signal(dim_bits)
-        inner_last = Signal(dim_bits)
-        outer_last = Signal(dim_bits)
-        in_b = Signal()                     # staging B (else A)
-        inner_is_lane = Signal()            # B not transposed: the inner index is the column n
-
-        # the word read this cycle lands next cycle at (bank, lane, k)
-        land_valid = Signal()
-        land_b = Signal()
-        land_lane = Signal(range(self.size))
-        land_k = Signal(range(self.max_k))
-
-        # streaming
-        step = Signal(dim_bits + 2)         # cycles since STREAM began
-        stream_last = Signal(dim_bits + 2)  # K+M+N-1: the cycle of the corner's last accumulation
-        mem_valid = Signal()                # operand memories deliver a step this cycle
-
-        # write-back walker and register
-        wb_m = Signal(dim_bits)
-        wb_n = Signal(dim_bits)
-        wb_row = Signal(SPAD_ADDR_BITS)
-        wb_addr = Signal(SPAD_ADDR_BITS)
-        out_valid = Signal()
-        out_last = Signal()
-        out_addr = Signal(SPAD_ADDR_BITS)
-        out_data = Signal(isa.WORD_BITS)
+        # The unit's registers, grouped by purpose (each group is one struct-typed register).
+        dims = Signal(data.StructLayout({
+            "last_m": dim, "last_k": dim, "last_n": dim,   # M-1, K-1, N-1
+            "stream_last": unsigned(dim_bits + 2),          # K+M+N-1: the corner's last accumulation
+        }), name="dims")
+        walk = Signal(data.StructLayout({                   # the staging walker
+            "ptr": addr,           # address read this cycle
+            "row": addr,           # base address of the current outer index
+            "stride": addr,        # outer step (lda, then ldb)
+            "inner": dim, "outer": dim, "inner_last": dim, "outer_last": dim,
+            "in_b": 1,             # staging B (else A)
+            "inner_is_lane": 1,    # B not transposed: the inner index is the column n
+        }), name="walk")
+        land = Signal(data.StructLayout({                   # where this cycle's read data lands
+            "valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),
+        }), name="land")
+        stream = Signal(data.StructLayout({
+            "step": unsigned(dim_bits + 2),                 # cycles since STREAM began
+            "mem_valid": 1,                                 # the operand memories deliver a step
+        }), name="stream")
+        wb = Signal(data.StructLayout({                     # the write-back walker
+            "m": dim, "n": dim, "row": addr, "addr": addr,
+        }), name="wb")
+        out = Signal(data.StructLayout({                    # the write-back register
+            "valid": 1, "last": 1, "addr": addr, "data": unsigned(isa.WORD_BITS),
+        }), name="out")
+        last_m, last_k, last_n, stream_last = dims.last_m, dims.last_k, dims.last_n, dims.stream_last
+        ptr, row, stride = walk.ptr, walk.row, walk.stride
+        inner, outer, inner_last, outer_last = walk.inner, walk.outer, walk.inner_last, walk.outer_last
+        in_b, inner_is_lane = walk.in_b, walk.inner_is_lane
+        land_valid, land_b, land_lane, land_k = land.valid, land.b, land.lane, land.k
+        step, mem_valid = stream.step, stream.mem_valid
+        wb_m, wb_n, wb_row, wb_addr = wb.m, wb.n, wb.row, wb.addr
+        out_valid, out_last, out_addr, out_data = out.valid, out.last, out.addr, out.data
 
         # ---- staged words land in the operand memories (one cycle after their read)
         for mem in (a_mem, b_mem):

@@ -12,7 +12,7 @@ enable (write granularity of one element): staging writes one lane's value,
 streaming reads the whole row.  The read is synchronous (address in cycle t,
 data in cycle t+1), as a block RAM's would be.
 """
-from amaranth.hdl import Const, Module, signed
+from amaranth.hdl import Const, Module, Mux, signed
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -59,7 +59,7 @@ class OperandRowMemory(wiring.Component):
         rd = self.memory.read_port()
         m.d.comb += [
             wr.addr.eq(self.wr_addr),
-            wr.en.eq(self.wr_en.replicate(self.lanes) & (Const(1, self.lanes) << self.wr_lane)),
+            wr.en.eq(Mux(self.wr_en, Const(1, self.lanes) << self.wr_lane, 0)),
             rd.addr.eq(self.rd_addr),
             rd.en.eq(self.rd_en),
             self.rd_data.eq(rd.data),

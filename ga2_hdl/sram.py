@@ -9,8 +9,9 @@ address and data are masked with its own enable and the results are ORed.
 An idle unit (enables low) contributes nothing, whatever its address lines
 hold, and no "which unit is busy" signal is needed.
 
-Two enables high in the same cycle would be a bug in the chip's control;
-:attr:`Scratchpad.conflict` flags it (a read-only debug signal that tests
+The scratchpad takes the units' master ports themselves (by reference) and
+multiplexes them.  Two enables high in the same cycle would be a bug in the
+chip's control; :attr:`Scratchpad.conflict` flags it (a read-only debug signal that tests
 check; it changes nothing in the datapath).
 """
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 import functools
 import operator
 
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Module, Mux, unsigned
 from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from . import isa
 from .layout import SPAD_ADDR_BITS, SpadPort
@@ -33,22 +34,26 @@ class Scratchpad(wiring.Component):
 
     Parameters
     ----------
-    masters : tuple of str
-        Names of the units that reach the scratchpad; each gets a port
-        ``<name>: In(SpadPort())`` (the unit is the master).
+    masters : dict of str -> SpadPort interface
+        The units' master ports (each unit's ``spad`` member, whose direction
+        is from the unit's side).  The scratchpad reads their requests and
+        drives their ``rd_data`` directly, so the chip needs no forwarding
+        assignments (which, in Amaranth's simulator, would re-run the chip's
+        whole combinational process every cycle a unit touches memory).
+        :meth:`master_port` makes a free-standing port for tests.
     depth : int
         Words of memory (``isa.SPAD_WORDS``; a smaller depth is for unit tests).
     init : sequence of int
         Initial contents (default all zero).
 
+    Behaviour of every master port: read: ``rd_en``/``rd_addr`` in cycle t
+    give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all masters and
+    holds its value while no read is enabled).  Write: ``wr_en``/``wr_addr``/
+    ``wr_data`` in cycle t update the word at the end of cycle t.  A read and a
+    write of one address in the same cycle return the old word (never relied upon).
+
     Ports
     -----
-    ``<name>``: In(SpadPort()) for every master.  Read: ``rd_en``/``rd_addr``
-    in cycle t give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all
-    masters and holds its value while no read is enabled).  Write:
-    ``wr_en``/``wr_addr``/``wr_data`` in cycle t update the word at the end of
-    cycle t.  A read and a write of one address in the same cycle return the
-    old word (never relied upon).
     ``conflict``: Out(1), high in a cycle where more than one master enables a
     read or more than one enables a write.
 
@@ -56,18 +61,24 @@ class Scratchpad(wiring.Component):
     ----------
     memory : amaranth.lib.memory.Memory
         The storage (testbenches may read or set ``memory.data[i]``).
+    masters : dict
+        The master ports, by name.
     """
 
-    def __init__(self, masters: tuple[str, ...] = ("dma", "matrix", "vector"), *,
-                 depth: int = isa.SPAD_WORDS, init=()):
-        if not masters or len(set(masters)) != len(masters):
-            raise ValueError(f"scratchpad masters must be distinct names, got {masters!r}")
+    def __init__(self, masters: dict, *, depth: int = isa.SPAD_WORDS, init=()):
+        if not masters:
+            raise ValueError("the scratchpad needs at least one master port")
         if not 1 <= depth <= 1 << SPAD_ADDR_BITS:
             raise ValueError(f"scratchpad depth {depth} does not fit a {SPAD_ADDR_BITS}-bit address")
-        self.masters = tuple(masters)
+        self.masters = dict(masters)
         self.depth = depth
         self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=depth, init=list(init))
-        super().__init__({**{name: In(SpadPort()) for name in self.masters}, "conflict": Out(1)})
+        super().__init__({"conflict": Out(1)})
+
+    @staticmethod
+    def master_port(name: str = "master"):
+        """A free-standing master port (signals a testbench can drive), as a unit's ``spad`` is."""
+        return SpadPort().create(path=(name,))
 
     def elaborate(self, platform):
         m = Module()
@@ -75,14 +86,16 @@ class Scratchpad(wiring.Component):
         rd = self.memory.read_port()          # synchronous, not transparent
         wr = self.memory.write_port()
 
-        ports = [getattr(self, name) for name in self.masters]
+        ports = list(self.masters.values())
         rd_addr = 0
         wr_addr = 0
         wr_data = 0
         for p in ports:
-            rd_addr = rd_addr | (p.rd_addr & p.rd_en.replicate(SPAD_ADDR_BITS))
-            wr_addr = wr_addr | (p.wr_addr & p.wr_en.replicate(SPAD_ADDR_BITS))
-            wr_data = wr_data | (p.wr_data & p.wr_en.replicate(isa.WORD_BITS))
+            # Mux(en, x, 0) rather than x & en.replicate(n): the same gates, but Amaranth's
+            # simulator evaluates a replicate bit by bit
+            rd_addr = rd_addr | Mux(p.rd_en, p.rd_addr, 0)
+            wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
+            wr_data = wr_data | Mux(p.wr_en, p.wr_data, 0)
             m.d.comb += p.rd_data.eq(rd.data)
         any_of = functools.partial(functools.reduce, operator.or_)
         m.d.comb += [

@@ -21,45 +21,64 @@ register.
 Cycles without ``valid`` feed zeros, which add nothing; ``run`` low freezes
 every register (the matrix unit stops the array outside its streaming
 phase); ``clear`` zeroes the accumulators and every pipeline register.
+
+Structure note.  Each processing element is a :class:`ProcessingElement`
+cell: a register holding its state (the two pass-through operands and the
+accumulator, as a struct) and its multiply-accumulate.  The cells are built
+into the array's own module, and their registers are the elements of one
+array-of-structs register (``cells``), as the skew stages are of one
+register per side.  The hardware is the same as with 16 PE submodules, but
+Amaranth's simulator runs one Python process per module and clock domain
+every cycle and pays per register updated: the chip's simulation speed is
+set by exactly these costs.
 """
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ProcessingElement", "SystolicArray"]
+__all__ = ["ProcessingElement", "SystolicArray", "OPERAND", "pe_state"]
 
 OPERAND = signed(8)
 
 
-class ProcessingElement(wiring.Component):
-    """One multiply-accumulate cell.
+class ProcessingElement:
+    """One multiply-accumulate cell, built into a module ``m``.
 
-    Ports: ``a_in``/``b_in``: In(signed(8)) operands this cycle;
-    ``a_out``/``b_out``: Out(signed(8)), the operands registered for the right
-    and lower neighbours; ``acc``: Out(signed(acc_bits)), the running sum;
-    ``run``: In(1) advance (else hold); ``clear``: In(1) zero everything.
+    ``state`` is the cell's register (a :func:`pe_state` struct): ``a`` and
+    ``b``, the operands registered for the right and lower neighbours
+    (:attr:`a_out`, :attr:`b_out`), and ``acc``, the running sum.  Each cycle
+    with ``run``: ``a <= a_in``, ``b <= b_in``, ``acc <= acc + a_in * b_in``
+    (truncated to the accumulator width: wrap-around).  ``clear`` zeroes all
+    three and wins over ``run``.
     """
 
-    def __init__(self, acc_bits: int = 32):
-        self.acc_bits = acc_bits
-        super().__init__({
-            "a_in": In(OPERAND), "b_in": In(OPERAND),
-            "a_out": Out(OPERAND), "b_out": Out(OPERAND),
-            "acc": Out(signed(acc_bits)),
-            "run": In(1), "clear": In(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        with m.If(self.clear):
-            m.d.sync += [self.a_out.eq(0), self.b_out.eq(0), self.acc.eq(0)]
-        with m.Elif(self.run):
+    def __init__(self, m: Module, state, a_in, b_in, *, run, clear):
+        self.state = state
+        with m.If(clear):
+            m.d.sync += state.eq(0)
+        with m.Elif(run):
             m.d.sync += [
-                self.a_out.eq(self.a_in),
-                self.b_out.eq(self.b_in),
-                self.acc.eq(self.acc + self.a_in * self.b_in),   # truncated to acc_bits: wraps
+                state.a.eq(a_in),
+                state.b.eq(b_in),
+                state.acc.eq(state.acc + a_in * b_in),
             ]
-        return m
+
+    @property
+    def a_out(self):
+        return self.state.a
+
+    @property
+    def b_out(self):
+        return self.state.b
+
+    @property
+    def acc(self):
+        return self.state.acc
+
+
+def pe_state(acc_bits: int = 32) -> data.StructLayout:
+    """The register of one processing element."""
+    return data.StructLayout({"a": OPERAND, "b": OPERAND, "acc": signed(acc_bits)})
 
 
 class SystolicArray(wiring.Component):
@@ -83,6 +102,8 @@ class SystolicArray(wiring.Component):
 
     A step presented in cycle c is accumulated by PE(i, j) at the end of
     cycle ``c + EDGE_LATENCY + i + j`` (with ``run`` high throughout).
+
+    Attribute ``pes[i][j]``: the :class:`ProcessingElement` cells.
     """
 
     EDGE_LATENCY = 1
@@ -92,6 +113,7 @@ class SystolicArray(wiring.Component):
             raise ValueError(f"array size {size}: at least 1")
         self.size = size
         self.acc_bits = acc_bits
+        self.pes = None
         super().__init__({
             "a": In(data.ArrayLayout(OPERAND, size)),
             "b": In(data.ArrayLayout(OPERAND, size)),
@@ -99,33 +121,37 @@ class SystolicArray(wiring.Component):
             "acc": Out(data.ArrayLayout(signed(acc_bits), size * size)),
         })
 
-    def _skew_lane(self, m: Module, value, lane: int, side: str):
-        """Register ``value`` at the edge and delay it ``lane`` more cycles; return the last stage."""
-        stage = value
-        for s in range(lane + 1):
-            reg = Signal(OPERAND, name=f"{side}{lane}_skew{s}")
-            with m.If(self.clear):
-                m.d.sync += reg.eq(0)
-            with m.Elif(self.run):
-                m.d.sync += reg.eq(stage)
-            stage = reg
-        return stage
+    def _skew(self, m: Module, lanes, side: str):
+        """Edge registers plus skew: lane i leaves after 1 + i cycles.
+
+        All lanes' delay lines live in one register: a triangle of 1 + 2 + ... + size stages.
+        """
+        n = self.size
+        starts = [i * (i + 1) // 2 for i in range(n)]        # first stage of lane i
+        stages = Signal(data.ArrayLayout(OPERAND, n * (n + 1) // 2), name=f"{side}_skew")
+        with m.If(self.clear):
+            m.d.sync += stages.eq(0)
+        with m.Elif(self.run):
+            for i in range(n):
+                m.d.sync += stages[starts[i]].eq(Mux(self.valid, lanes[i], 0))
+                for s in range(1, i + 1):
+                    m.d.sync += stages[starts[i] + s].eq(stages[starts[i] + s - 1])
+        return [stages[starts[i] + i] for i in range(n)]
 
     def elaborate(self, platform):
         m = Module()
         n = self.size
-        a_edge = [self._skew_lane(m, Mux(self.valid, self.a[i], 0), i, "a") for i in range(n)]
-        b_edge = [self._skew_lane(m, Mux(self.valid, self.b[j], 0), j, "b") for j in range(n)]
-        pes = [[ProcessingElement(self.acc_bits) for _ in range(n)] for _ in range(n)]
+        a_edge = self._skew(m, self.a, "a")
+        b_edge = self._skew(m, self.b, "b")
+        cells = Signal(data.ArrayLayout(pe_state(self.acc_bits), n * n), name="cells")
+        pes = [[None] * n for _ in range(n)]
         for i in range(n):
             for j in range(n):
-                pe = pes[i][j]
-                m.submodules[f"pe_{i}_{j}"] = pe
-                m.d.comb += [
-                    pe.a_in.eq(a_edge[i] if j == 0 else pes[i][j - 1].a_out),
-                    pe.b_in.eq(b_edge[j] if i == 0 else pes[i - 1][j].b_out),
-                    pe.run.eq(self.run),
-                    pe.clear.eq(self.clear),
-                    self.acc[i * n + j].eq(pe.acc),
-                ]
+                pes[i][j] = ProcessingElement(
+                    m, cells[i * n + j],
+                    a_in=a_edge[i] if j == 0 else pes[i][j - 1].a_out,
+                    b_in=b_edge[j] if i == 0 else pes[i - 1][j].b_out,
+                    run=self.run, clear=self.clear)
+                m.d.comb += self.acc[i * n + j].eq(pes[i][j].acc)
+        self.pes = pes
         return m

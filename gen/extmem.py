@@ -12,8 +12,8 @@ model costs the Python testbench nothing per cycle; a testbench loads and
 reads the contents through :attr:`ExternalMemoryModel.memory` (``data[i]``).
 The Verilog testbenches implement the same behaviour in Verilog.
 """
-from amaranth.hdl import Module, Signal, unsigned
-from amaranth.lib import memory, wiring
+from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ga2_hdl import isa
@@ -55,15 +55,16 @@ class ExternalMemoryModel(wiring.Component):
             wr.data.eq(self.ext_wdata),
             wr.en.eq(self.ext_we),
         ]
-        valid = self.ext_re
-        data = rd.data
-        first = Signal(name="stage0_valid")
-        m.d.sync += first.eq(valid)
-        valid = first
-        for i in range(1, self.lat):
-            v = Signal(name=f"stage{i}_valid")
-            d = Signal(isa.WORD_BITS, name=f"stage{i}_data")
-            m.d.sync += [v.eq(valid), d.eq(data)]
-            valid, data = v, d
-        m.d.comb += [self.ext_rvalid.eq(valid), self.ext_rdata.eq(data)]
+        # stage 0 is (a registered ext_re, the read port's data); stages 1 .. LAT-1 are one
+        # register (an array of (valid, data)) that shifts by one stage per cycle
+        stage = data.StructLayout({"valid": 1, "data": unsigned(isa.WORD_BITS)})
+        first_valid = Signal(name="stage0_valid")
+        m.d.sync += first_valid.eq(self.ext_re)
+        if self.lat == 1:
+            m.d.comb += [self.ext_rvalid.eq(first_valid), self.ext_rdata.eq(rd.data)]
+            return m
+        later = Signal(data.ArrayLayout(stage, self.lat - 1), name="stages")
+        entering = Cat(first_valid, rd.data)
+        m.d.sync += later.eq(Cat(entering, later.as_value()[:-stage.size]))
+        m.d.comb += [self.ext_rvalid.eq(later[-1].valid), self.ext_rdata.eq(later[-1].data)]
         return m

@@ -10,10 +10,14 @@ from ga2_hdl.sram import Scratchpad
 MASTERS = ("dma", "matrix", "vector")
 
 
+def _scratchpad(**kw):
+    return Scratchpad({name: Scratchpad.master_port(name) for name in MASTERS}, **kw)
+
+
 def _idle_all(ctx, dut, junk=0):
     """Every master idle, with (possibly non-zero) junk on its address and data lines."""
     for name in MASTERS:
-        p = getattr(dut, name)
+        p = dut.masters[name]
         ctx.set(p.rd_en, 0)
         ctx.set(p.wr_en, 0)
         ctx.set(p.rd_addr, junk & 0xFFF)
@@ -24,13 +28,13 @@ def _idle_all(ctx, dut, junk=0):
 def test_each_master_reads_and_writes_through_the_mux():
     rng = random.Random(1)
     init = [rng.getrandbits(32) for _ in range(isa.SPAD_WORDS)]
-    dut = Scratchpad(MASTERS, init=init)
+    dut = _scratchpad(init=init)
     model = list(init)
 
     async def bench(ctx):
         for step in range(600):
             _idle_all(ctx, dut, junk=rng.getrandbits(32))   # idle masters' lines must not leak
-            who = getattr(dut, rng.choice(MASTERS))
+            who = dut.masters[rng.choice(MASTERS)]
             op = rng.choice(("read", "write", "both"))
             ra, wa = rng.randrange(isa.SPAD_WORDS), rng.randrange(isa.SPAD_WORDS)
             if op == "both" and ra == wa:
@@ -47,13 +51,13 @@ def test_each_master_reads_and_writes_through_the_mux():
             await ctx.tick()
             if op in ("read", "both"):
                 for name in MASTERS:                      # rd_data is broadcast
-                    assert ctx.get(getattr(dut, name).rd_data) == model[ra], f"step {step}: read {ra}"
+                    assert ctx.get(dut.masters[name].rd_data) == model[ra], f"step {step}: read {ra}"
             if op in ("write", "both"):
                 model[wa] = wd
-            held = ctx.get(dut.dma.rd_data)
+            held = ctx.get(dut.masters['dma'].rd_data)
             _idle_all(ctx, dut, junk=rng.getrandbits(32))
             await ctx.tick()
-            assert ctx.get(dut.dma.rd_data) == held, "rd_data must hold while no read is enabled"
+            assert ctx.get(dut.masters['dma'].rd_data) == held, "rd_data must hold while no read is enabled"
         for a in range(0, isa.SPAD_WORDS, 7):
             assert ctx.get(dut.memory.data[a]) == model[a]
 
@@ -64,18 +68,18 @@ def test_each_master_reads_and_writes_through_the_mux():
 
 
 def test_conflict_flag():
-    dut = Scratchpad(MASTERS)
+    dut = _scratchpad()
 
     async def bench(ctx):
         _idle_all(ctx, dut)
-        ctx.set(dut.dma.rd_en, 1)
+        ctx.set(dut.masters['dma'].rd_en, 1)
         assert not ctx.get(dut.conflict)
-        ctx.set(dut.vector.rd_en, 1)
+        ctx.set(dut.masters['vector'].rd_en, 1)
         assert ctx.get(dut.conflict)
-        ctx.set(dut.vector.rd_en, 0)
-        ctx.set(dut.matrix.wr_en, 1)
+        ctx.set(dut.masters['vector'].rd_en, 0)
+        ctx.set(dut.masters['matrix'].wr_en, 1)
         assert not ctx.get(dut.conflict)
-        ctx.set(dut.vector.wr_en, 1)
+        ctx.set(dut.masters['vector'].wr_en, 1)
         assert ctx.get(dut.conflict)
 
     sim = Simulator(dut)
@@ -85,6 +89,6 @@ def test_conflict_flag():
 
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError):
-        Scratchpad(("a", "a"))
+        Scratchpad({})
     with pytest.raises(ValueError):
-        Scratchpad(depth=5000)
+        _scratchpad(depth=5000)

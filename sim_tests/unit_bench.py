@@ -22,13 +22,11 @@ class UnitBench:
 
     def __init__(self, unit, *, ext_words: int = 0, spad_init=()):
         self.unit = unit
-        self.spad = Scratchpad(masters=("unit",), init=spad_init)
+        self.spad = Scratchpad({"unit": unit.spad}, init=spad_init)
         self.ext = ExternalMemoryModel(ext_words) if ext_words else None
         m = Module()
         m.submodules.unit = unit
         m.submodules.spad = self.spad
-        from amaranth.lib import wiring
-        wiring.connect(m, unit.spad, self.spad.unit)
         if self.ext is not None:
             m.submodules.ext = self.ext
             for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
