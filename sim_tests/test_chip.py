@@ -1,0 +1,180 @@
+"""The whole chip (ga2_hdl/chip.py) in Amaranth's simulator against the golden model.
+
+* every program of the directed suite (gen/fuzz.py) and a handful of random
+  programs give exactly the golden model's final external memory, all five
+  counters and the halt status (through the `amaranth` simulator interface);
+* the top-level port protocol of chip_contract.md, cycle by cycle: start,
+  running, halted, the program-memory port (ignored while running), a fault's
+  status and status_pc, and running off the end of the instruction memory.
+"""
+import pytest
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+
+from ga2_hdl import golden, isa
+from ga2_hdl.bundle import Bundle
+from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
+from ga2_hdl.isa import HALT, ErrorCode, make
+from gen.extmem import ExternalMemoryModel
+from gen.fuzz import directed_suite, random_bundle
+from gen.simulator import get_simulator
+
+
+def test_directed_suite_matches_golden():
+    bundle = Bundle.from_programs(directed_suite())
+    report = get_simulator("amaranth").run_bundle(bundle)
+    assert report.passed, report.line()
+    assert report.cycles == bundle.total_cycles
+    codes = {p.expected.error for p in bundle.programs}
+    assert len(codes) >= 6, "the suite should exercise the error codes"
+
+
+def test_random_programs_match_golden():
+    bundle = random_bundle(5, seed=2024)
+    report = get_simulator("amaranth").run_bundle(bundle)
+    assert report.passed, report.line()
+
+
+@pytest.mark.slow
+def test_many_random_programs_match_golden():
+    bundle = random_bundle(60, seed=77)
+    report = get_simulator("amaranth").run_bundle(bundle)
+    assert report.passed, report.line()
+
+
+def test_run_program_interface_and_smaller_external_memory():
+    program = [make("LD", dst=0, src=2040, len=8), make("ST", src=0, dst=0, len=8), HALT]
+    ext = [0] * 2040 + list(range(1, 9))
+    sim = get_simulator("amaranth")
+    got = sim.run_program(program, ext, ext_words=2048)
+    want = golden.run(program, ext, ext_words=2048)
+    assert (got.counters, got.ext, got.error) == (want.counters, want.ext, want.error)
+    assert got.ext[:8] == list(range(1, 9))
+    # the EXT_RANGE bound follows ext_words
+    bad = [make("LD", dst=0, src=2047, len=2), HALT]
+    got = sim.run_program(bad, [], ext_words=2048)
+    assert (got.error, got.error_pc) == (ErrorCode.EXT_RANGE, 0)
+
+
+class _Bench:
+    """The chip with its external memory, driven port by port."""
+
+    def __init__(self, **chip_args):
+        self.chip = GA2Chip(**chip_args)
+        self.ext = ExternalMemoryModel(self.chip.ext_words)
+        m = Module()
+        m.submodules.chip = self.chip
+        m.submodules.ext = self.ext
+        for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
+            m.d.comb += getattr(self.ext, name).eq(getattr(self.chip, name))
+        for name in ("ext_rdata", "ext_rvalid"):
+            m.d.comb += getattr(self.chip, name).eq(getattr(self.ext, name))
+        self.top = m
+
+    def run(self, bench):
+        sim = Simulator(self.top)
+        sim.add_clock(1e-6)
+        sim.add_testbench(bench)
+        sim.run()
+
+    async def load(self, ctx, words):
+        ctx.set(self.chip.imem_we, 1)
+        for addr, w in enumerate(words):
+            ctx.set(self.chip.imem_addr, addr)
+            ctx.set(self.chip.imem_wdata, w.encode() if isinstance(w, isa.Instruction) else w)
+            await ctx.tick()
+        ctx.set(self.chip.imem_we, 0)
+
+    def counters(self, ctx):
+        return [ctx.get(getattr(self.chip, p)) for p in COUNTER_PORTS]
+
+
+def test_port_protocol_cycle_by_cycle():
+    """running / halted / counters around start and HALT, for a 2-instruction program."""
+    program = [make("LD", dst=0, src=0, len=3), HALT]
+    ld_cycles = program[0].cycles()                      # 2 + 3 + LAT + 1
+    total = ld_cycles + 2
+    b = _Bench()
+    chip = b.chip
+
+    async def bench(ctx):
+        assert not ctx.get(chip.halted) and not ctx.get(chip.running)   # after reset, before any run
+        await b.load(ctx, program)
+        assert not ctx.get(chip.running)
+        ctx.set(chip.start, 1)
+        await ctx.tick()                                  # the start cycle
+        ctx.set(chip.start, 0)
+        for cycle in range(total):                        # cycle 0 is the first FETCH
+            assert ctx.get(chip.running), f"cycle {cycle}: running"
+            assert not ctx.get(chip.halted), f"cycle {cycle}: halted too early"
+            assert ctx.get(chip.cnt_total) == cycle
+            await ctx.tick()
+        assert ctx.get(chip.halted) and not ctx.get(chip.running)
+        assert b.counters(ctx) == isa.program_counters(program) == [total, 0, ld_cycles - 2, 0, 1]
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.OK, 1)
+        for _ in range(5):                                # halted is sticky, counters frozen
+            await ctx.tick()
+            assert ctx.get(chip.halted) and ctx.get(chip.cnt_total) == total
+        # a second start clears everything and runs again
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        assert not ctx.get(chip.halted) and ctx.get(chip.running) and ctx.get(chip.cnt_total) == 0
+        assert b.counters(ctx) == [0] * 5
+        await ctx.tick().until(chip.halted)
+        assert b.counters(ctx) == [total, 0, ld_cycles - 2, 0, 1]
+
+    b.run(bench)
+
+
+def test_fault_status_and_imem_port_ignored_while_running():
+    # pc 0: a legal MM; pc 1: a bad shape -> halts there; the HALT at 2 is never reached
+    program = [make("MM", dst=100, A=0, B=0, M=2, K=3, N=2), make("MM", dst=0, A=0, B=0, M=5, K=1, N=1), HALT]
+    want = golden.run(program, [])
+    b = _Bench()
+    chip = b.chip
+
+    async def bench(ctx):
+        await b.load(ctx, program)
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        # try to overwrite the faulting word with a HALT while running: must be ignored
+        ctx.set(chip.imem_we, 1)
+        ctx.set(chip.imem_addr, 1)
+        ctx.set(chip.imem_wdata, 0)
+        await ctx.tick()
+        ctx.set(chip.imem_we, 0)
+        await ctx.tick().until(chip.halted)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.BAD_SHAPE, 1) \
+            == (want.error, want.error_pc)
+        assert b.counters(ctx) == want.counters
+        assert want.counters[0] == program[0].cycles() + 2
+
+    b.run(bench)
+
+
+def test_running_off_the_end_of_instruction_memory():
+    """Only stale memory can do this (loaders refuse programs without HALT): NO_HALT at pc = imem_words."""
+    words = [make("ST", src=0, dst=i, len=1) for i in range(4)]
+    b = _Bench(imem_words=4)
+    chip = b.chip
+
+    async def bench(ctx):
+        await b.load(ctx, words)
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        await ctx.tick().until(chip.halted)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.NO_HALT, 4)
+        st = words[0].cycles()
+        assert b.counters(ctx) == [4 * st + 2, 0, 4 * (st - 2), 0, 4]
+
+    b.run(bench)
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError):
+        GA2Chip(ext_words=70000)
+    with pytest.raises(ValueError):
+        GA2Chip(imem_words=0)
