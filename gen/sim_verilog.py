@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -69,7 +70,30 @@ class Build:
     cached: bool
 
 
-def params_header(ext_words: int, bundle_cap: int, imem_words: int = isa.IMEM_WORDS) -> str:
+def scratchpad_array(chip_verilog: str) -> str:
+    """The hierarchical name (below the chip) of the scratchpad's word array in the exported chip.
+
+    The golden model starts every program with a zero scratchpad and the chip never clears
+    it (notes/b1_chip_notes.md), so the testbench zeroes it before each program.  Yosys names
+    every submodule after its Amaranth hierarchy (``ga2_chip.spad``), so the array is found
+    as the one SPAD_WORDS x 32-bit memory of the design.
+    """
+    decl = re.compile(r"^\s*reg \[31:0\] (\\?\S+) \[" + str(isa.SPAD_WORDS - 1) + r":0\];", re.M)
+    found = []
+    for m in re.finditer(r"^module (\\?\S+)\s*\((.*?)^endmodule", chip_verilog, re.M | re.S):
+        for d in decl.finditer(m.group(0)):
+            found.append((m.group(1).lstrip("\\"), d.group(1)))
+    if len(found) != 1 or not found[0][0].startswith(verilog.CHIP_UNIT):
+        raise SimulatorError(f"cannot find the scratchpad ({isa.SPAD_WORDS} x 32-bit array) in the exported chip: "
+                             f"{len(found)} candidates {found}")
+    module, array = found[0]
+    path = module.split(".")[1:] + [array]
+    if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", p) for p in path):
+        raise SimulatorError(f"the scratchpad's Verilog name {'.'.join(path)} needs escaping; not supported")
+    return ".".join(path)
+
+
+def params_header(ext_words: int, bundle_cap: int, spad_array: str, imem_words: int = isa.IMEM_WORDS) -> str:
     """The testbench's constants, taken from the ISA and bundle modules (nothing restated)."""
     if isa.LAT < 2:
         raise SimulatorError(f"the testbench's memory model needs LAT >= 2 (isa.LAT = {isa.LAT})")
@@ -87,6 +111,9 @@ def params_header(ext_words: int, bundle_cap: int, imem_words: int = isa.IMEM_WO
     localparam [31:0] MAGIC = 32'h{bundle_format.MAGIC:08x};
     localparam [31:0] VERSION = 32'd{bundle_format.VERSION};
     localparam [31:0] END_MARKER = 32'h{bundle_format.END_MARKER:08x};
+    localparam SPAD_WORDS = {isa.SPAD_WORDS};
+    // the scratchpad's word array inside the chip (zeroed before every program)
+`define GA2_SPAD_ARRAY dut.{spad_array}
     // ErrorCode names (a code without a name prints as "?")
     function [{name_bits - 1}:0] error_name;
         input [31:0] code;
@@ -147,7 +174,7 @@ class _VerilogSimulator:
             toolchain.require(tool)
         exported = exported or self.export(ext_words)
         cap = self.bundle_cap(words)
-        header = params_header(ext_words, cap)
+        header = params_header(ext_words, cap, scratchpad_array(exported.text))
         flags = self.flags(trace)
         key = toolchain.digest(self.name, exported.text, header, *(p.read_bytes() for p in self.sources()),
                                *(toolchain.version(t) for t in self.tools()), *flags)

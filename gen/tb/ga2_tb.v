@@ -270,6 +270,8 @@ module ga2_tb (
             check_runs(pos);
             k = next_runs;
             for (j = 0; j < EXT_WORDS; j = j + 1) mem[j] = 32'd0;
+            // the golden model starts every program with a zero scratchpad; the chip never clears it
+            for (j = 0; j < SPAD_WORDS; j = j + 1) `GA2_SPAD_ARRAY[j] = 32'd0;
             n_runs = words[pos];
             a = pos + 1;
             for (r = 0; r < n_runs; r = r + 1) begin
