@@ -50,6 +50,4 @@ def test_extending_md_names_files_that_exist():
     text = (DOCS / "extending.md").read_text()
     root = DOCS.parent
     for path in set(re.findall(r"`((?:ga2_hdl|gen|sim_tests)/[\w/]+\.py)`", text)):
-        if path == "ga2_hdl/chip.py":      # the chip top is another helper's file, written in parallel
-            continue
         assert (root / path).exists(), path
