@@ -56,6 +56,8 @@ class Scratchpad(wiring.Component):
     -----
     ``conflict``: Out(1), high in a cycle where more than one master enables a
     read or more than one enables a write.
+    ``write_en``: Out(1), ``write_addr``: Out(12): the write the memory takes
+    this cycle (read-only debug outputs, for testbenches that track writes).
 
     Attributes
     ----------
@@ -73,7 +75,7 @@ class Scratchpad(wiring.Component):
         self.masters = dict(masters)
         self.depth = depth
         self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=depth, init=list(init))
-        super().__init__({"conflict": Out(1)})
+        super().__init__({"conflict": Out(1), "write_en": Out(1), "write_addr": Out(SPAD_ADDR_BITS)})
 
     @staticmethod
     def master_port(name: str = "master"):
@@ -105,5 +107,7 @@ class Scratchpad(wiring.Component):
             wr.addr.eq(wr_addr),
             wr.data.eq(wr_data),
             self.conflict.eq((sum(p.rd_en for p in ports) > 1) | (sum(p.wr_en for p in ports) > 1)),
+            self.write_en.eq(wr.en),
+            self.write_addr.eq(wr.addr),
         ]
         return m

@@ -12,13 +12,46 @@ model costs the Python testbench nothing per cycle; a testbench loads and
 reads the contents through :attr:`ExternalMemoryModel.memory` (``data[i]``).
 The Verilog testbenches implement the same behaviour in Verilog.
 """
-from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ga2_hdl import isa
 
-__all__ = ["ExternalMemoryModel"]
+__all__ = ["ExternalMemoryModel", "WriteTracker"]
+
+
+class WriteTracker(wiring.Component):
+    """Remembers the lowest and highest address written since ``clear`` (simulation aid).
+
+    A testbench that must read back or wipe a memory after a run only needs
+    the words between ``lo`` and ``hi`` (when ``seen``): everything else still
+    holds what the testbench itself put there.  One register, updated only on
+    writes.
+
+    Ports: ``en``: In(1) and ``addr``: In(addr_bits), the memory's write port;
+    ``clear``: In(1), forget (takes effect at the clock edge);
+    ``seen``: Out(1), ``lo``, ``hi``: Out(addr_bits).
+    """
+
+    def __init__(self, addr_bits: int):
+        self.addr_bits = addr_bits
+        super().__init__({"en": In(1), "addr": In(addr_bits), "clear": In(1),
+                          "seen": Out(1), "lo": Out(addr_bits), "hi": Out(addr_bits)})
+
+    def elaborate(self, platform):
+        m = Module()
+        state = Signal(data.StructLayout({"seen": 1, "lo": self.addr_bits, "hi": self.addr_bits}))
+        with m.If(self.clear):
+            m.d.sync += state.seen.eq(0)
+        with m.Elif(self.en):
+            m.d.sync += [
+                state.seen.eq(1),
+                state.lo.eq(Mux(~state.seen | (self.addr < state.lo), self.addr, state.lo)),
+                state.hi.eq(Mux(~state.seen | (self.addr > state.hi), self.addr, state.hi)),
+            ]
+        m.d.comb += [self.seen.eq(state.seen), self.lo.eq(state.lo), self.hi.eq(state.hi)]
+        return m
 
 
 class ExternalMemoryModel(wiring.Component):
@@ -27,6 +60,9 @@ class ExternalMemoryModel(wiring.Component):
     Ports (named as on the chip; directions from the memory's side):
     ``ext_addr``: In(16), ``ext_re``: In(1), ``ext_we``: In(1),
     ``ext_wdata``: In(32), ``ext_rdata``: Out(32), ``ext_rvalid``: Out(1).
+
+    Attribute ``written``: a :class:`WriteTracker` on the write port (its
+    ``clear`` is for the testbench to drive).
     """
 
     def __init__(self, words: int = isa.EXT_WORDS_DEFAULT, lat: int = isa.LAT, init=()):
@@ -37,6 +73,7 @@ class ExternalMemoryModel(wiring.Component):
         self.words = words
         self.lat = lat
         self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=words, init=list(init))
+        self.written = WriteTracker(16)
         super().__init__({
             "ext_addr": In(16), "ext_re": In(1), "ext_we": In(1), "ext_wdata": In(isa.WORD_BITS),
             "ext_rdata": Out(isa.WORD_BITS), "ext_rvalid": Out(1),
@@ -45,6 +82,8 @@ class ExternalMemoryModel(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.memory = self.memory
+        m.submodules.written = self.written
+        m.d.comb += [self.written.en.eq(self.ext_we), self.written.addr.eq(self.ext_addr)]
         rd = self.memory.read_port()           # non-transparent: the word before this edge's write
         wr = self.memory.write_port()
         addr_bits = len(rd.addr)

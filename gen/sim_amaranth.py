@@ -13,7 +13,13 @@ procedure says:
    the chip itself never clears it);
 4. pulse ``start`` for one cycle and sleep until ``halted`` rises (no per-cycle
    wake-ups: the testbench waits on the edge of ``halted``, with a watchdog);
-5. read ``status``, ``status_pc``, the five counters and the whole external memory.
+5. read ``status``, ``status_pc``, the five counters and the final external memory.
+
+Reading and writing memories from a testbench costs microseconds per word, so
+two :class:`gen.extmem.WriteTracker` registers watch the external memory's and
+the scratchpad's write ports: after a run only the written span of external
+memory is read back (the rest still holds the image the testbench wrote), and
+before the next run only the written span of the scratchpad is wiped.
 
 The watchdog bound is derived from the program (every instruction's busy time
 plus fetch and issue, plus a margin), so a chip that never halts fails with a
@@ -32,7 +38,7 @@ from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.results import RunResult, first_mismatch
 
-from .extmem import ExternalMemoryModel
+from .extmem import ExternalMemoryModel, WriteTracker
 from .simulator import BundleReport, SimulatorError
 
 __all__ = ["AmaranthSimulator", "ChipSimulation"]
@@ -68,7 +74,11 @@ class ChipSimulation:
             m.d.comb += getattr(self.ext, name).eq(getattr(self.chip, name))
         for name in ("ext_rdata", "ext_rvalid"):
             m.d.comb += getattr(self.chip, name).eq(getattr(self.ext, name))
+        m.submodules.spad_written = self.spad_written = WriteTracker(len(self.chip.spad.write_addr))
+        m.d.comb += [self.spad_written.en.eq(self.chip.spad.write_en),
+                     self.spad_written.addr.eq(self.chip.spad.write_addr)]
         self.top = m
+        self._ran = False
         self._ext_rows = [self.ext.memory.data[i] for i in range(ext_words)]
         self._spad_rows = [self.chip.spad.memory.data[i] for i in range(self.chip.spad.depth)]
         self.build_seconds = time.perf_counter() - t0
@@ -79,11 +89,16 @@ class ChipSimulation:
         """Run ``jobs`` = [(program, full external image)] in one simulation.
 
         ``on_result(i, result)`` is called after each program; returning False stops the run.
+        A ChipSimulation runs once (its design is elaborated for that run).
         """
+        if self._ran:
+            raise RuntimeError("a ChipSimulation runs once; make a new one")
+        self._ran = True
         chip = self.chip
         results: list[RunResult] = []
         ext_known = [0] * self.ext_words          # the model's memory starts all zero
-        spad_dirty = False
+        trackers = (self.ext.written, self.spad_written)
+        spad_dirty = None                         # (lo, hi) written by the previous program
 
         async def bench(ctx):
             nonlocal ext_known, spad_dirty
@@ -100,22 +115,31 @@ class ChipSimulation:
                     if old != new:
                         ctx.set(self._ext_rows[addr], new)
                 # 3. a zero scratchpad, as the golden model starts with
-                if spad_dirty:
-                    for row in self._spad_rows:
+                if spad_dirty is not None:
+                    for row in self._spad_rows[spad_dirty[0]:spad_dirty[1] + 1]:
                         if ctx.get(row):
                             ctx.set(row, 0)
-                spad_dirty = True
-                # 4. start, then sleep until halted rises (or the watchdog fires)
+                # 4. start (and forget earlier writes), then sleep until halted rises (or the
+                #    watchdog fires)
                 ctx.set(chip.start, 1)
+                for t in trackers:
+                    ctx.set(t.clear, 1)
                 await ctx.tick()
                 ctx.set(chip.start, 0)
+                for t in trackers:
+                    ctx.set(t.clear, 0)
                 bound = cycle_bound(program)
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
                 if not halted_edge:
                     raise SimulatorError(f"program {i}: the chip did not halt within {bound} cycles "
                                          f"(pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)})")
                 # 5. the end state
-                ext_known = [ctx.get(row) for row in self._ext_rows]
+                ext_known = list(image)
+                if ctx.get(self.ext.written.seen):
+                    lo, hi = ctx.get(self.ext.written.lo), ctx.get(self.ext.written.hi)
+                    ext_known[lo:hi + 1] = [ctx.get(row) for row in self._ext_rows[lo:hi + 1]]
+                spad_dirty = ((ctx.get(self.spad_written.lo), ctx.get(self.spad_written.hi))
+                              if ctx.get(self.spad_written.seen) else None)
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
                     ext=list(ext_known),
