@@ -16,7 +16,8 @@ COMMAND_MODULES = (
     "ga2_cli.cmd_sim",        # run, replay, bench
     "ga2_cli.cmd_verilog",    # verilog
     "ga2_cli.cmd_compiler",   # mutate compiler
-    "ga2_cli.cmd_spec",       # mutate spec, ch16, example
+    "ga2_cli.cmd_spec",       # mutate spec
+    "ga2_cli.cmd_ch16",       # ch16, example a|b
 )
 
 

@@ -1,0 +1,208 @@
+"""`ga2` subcommands for the chapter's results.
+
+    ga2 ch16 [--sims icarus,verilator[,amaranth]] [--tokens 32] [--json FILE] [--out DIR] [--workers N]
+    ga2 example a [--out DIR]
+    ga2 example b [--out DIR] [--noises 0,3,4,5,6] [--ks 1,2,3,4,5] [--tokens 32] [--workers N]
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+DEFAULT_OUT = "out"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "ch16", help="the chapter's table on the chip: seven runs, every program replayed on the RTL",
+        description="Run the software checks of speculative decoding, decode the chapter's seven runs "
+                    "(plain and k=3 with perfect/noisy/poor drafts on the structured model; plain, k=1 "
+                    "and k=3 on the random model seed 1), replay every program of every run in each named "
+                    "simulator and compare the cycles with the golden model's and the book's.")
+    p.add_argument("--sims", default="icarus,verilator",
+                   help="comma-separated simulators: icarus, verilator, amaranth, golden "
+                        "(default icarus,verilator; an empty string replays nothing)")
+    p.add_argument("--tokens", type=int, default=32, help="tokens per run (default 32, the chapter's)")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
+    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+                   help=f"directory for the figure ch16_table.png and ch16.json (default {DEFAULT_OUT}/)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes for the replays (default: one per core)")
+    p.add_argument("--no-checks", action="store_true", help="skip the software checks")
+    p.set_defaults(func=_ch16)
+
+    ex = subparsers.add_parser("example", help="the chapter's running examples A and B",
+                               description="Running example A (three blocks, the verifier's anatomy, "
+                                           "causality in integers) or B (when does speculation pay).")
+    which = ex.add_subparsers(dest="example", metavar="EXAMPLE", required=True)
+    a = which.add_parser("a", help="three blocks traced, the verifier's anatomy, causality in integers")
+    a.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT}/)")
+    a.set_defaults(func=_example_a)
+    b = which.add_parser("b", help="the measured sweep, the geometric model, the serving arithmetic")
+    b.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT}/)")
+    b.add_argument("--noises", default="0,3,4,5,6", help="draft noises of the sweep (default 0,3,4,5,6)")
+    b.add_argument("--ks", default="1,2,3,4,5", help="guesses per block of the sweep (default 1,2,3,4,5)")
+    b.add_argument("--tokens", type=int, default=32, help="tokens per run (default 32, the chapter's)")
+    b.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    b.set_defaults(func=_example_b)
+
+
+def _numbers(text: str, what: str, kind=float) -> list:
+    try:
+        values = [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{what}: expected comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise ValueError(f"{what}: no values given")
+    return values
+
+
+class _Progress:
+    """Replay progress on stderr: one updating line on a terminal, a line per tenth otherwise."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.state: dict[str, tuple[int, int]] = {}
+        self.reported: dict[str, int] = {}
+        self.t0 = time.perf_counter()
+
+    def __call__(self, sim: str, done: int, total: int) -> None:
+        self.state[sim] = (done, total)
+        text = "  ".join(f"{name} {d}/{t}" for name, (d, t) in self.state.items())
+        elapsed = time.perf_counter() - self.t0
+        if self.tty:
+            self.stream.write(f"\r  replaying: {text}  ({elapsed:.0f} s)\x1b[K")
+            self.stream.flush()
+        else:
+            tenth = done * 10 // max(1, total)
+            if tenth > self.reported.get(sim, -1):
+                self.reported[sim] = tenth
+                self.stream.write(f"  replaying: {sim} {done}/{total} programs ({elapsed:.0f} s)\n")
+                self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self.state:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _ch16(args) -> int:
+    from gen.simulator import parse_sims
+    from spec import ch16, figures
+
+    t0 = time.perf_counter()
+    sims = parse_sims(args.sims)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError("--workers must be at least 1")
+    progress = _Progress()
+    try:
+        result = ch16.run_ch16(args.tokens, sims, workers=args.workers, checks=not args.no_checks,
+                               say=lambda s: print(s, flush=True), progress=progress)
+    finally:
+        progress.close()
+    print()
+    print(ch16.format_table(result))
+    print()
+    print("== 3. differences from the book")
+    print(ch16.format_differences(result))
+    if result.golden_problems:
+        print("== golden model against the ISA's cycle prediction")
+        for p in result.golden_problems:
+            print(f"  {p}")
+    print()
+    wall = time.perf_counter() - t0
+    print(f"== 4. time: {wall:.1f} s wall in all ({result.seconds['software']:.1f} s checks and runs, "
+          f"{result.seconds['replay']:.1f} s replaying {len(result.bundle.programs)} programs "
+          f"in {', '.join(sims) or 'no simulator'})")
+    if sims:
+        print(ch16.format_speeds(result))
+    os.makedirs(args.out, exist_ok=True)
+    data = result.as_json()
+    data["seconds"]["command"] = round(wall, 3)
+    png = figures.table_figure(result, os.path.join(args.out, "ch16_table.png"))
+    data["figures"] = [png]
+    for path in filter(None, (args.json, os.path.join(args.out, "ch16.json"))):
+        with open(path, "w") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+    print(f"  wrote {os.path.join(args.out, 'ch16.json')}" + (f" and {args.json}" if args.json else "")
+          + f", {png}")
+    if not result.ok:
+        why = []
+        if result.problems:
+            why.append(f"{len(result.problems)} software check problem(s)")
+        if result.mismatches:
+            why.append(f"{len(result.mismatches)} simulator mismatch(es)")
+        if result.unexplained:
+            why.append(f"{len(result.unexplained)} unexplained difference(s) from the book")
+        if result.golden_problems:
+            why.append("golden model and ISA disagree")
+        if not all(r.tokens_equal for r in result.rows):
+            why.append("tokens differ from the reference")
+        print("FAILED: " + "; ".join(why))
+        for m in result.mismatches:
+            print(f"  {m}")
+        return 1
+    print("OK: every run replayed in " + (", ".join(sims) if sims else "no simulator")
+          + " with the golden model's cycles" + ("; every figure equals the book's" if args.tokens == 32 else ""))
+    return 0
+
+
+def _example_a(args) -> int:
+    from spec import examples, figures
+
+    t0 = time.perf_counter()
+    ex = examples.example_a()
+    print(examples.format_example_a(ex))
+    os.makedirs(args.out, exist_ok=True)
+    paths = [figures.mask_figure(4, 4, os.path.join(args.out, "ch16_mask.png")),
+             figures.cycles_by_unit_figure(ex.verifier, ex.singles, os.path.join(args.out, "ch16_cycles_by_unit.png"))]
+    data = examples.example_a_json(ex)
+    data["figures"] = paths
+    path = os.path.join(args.out, "ch16_example_a.json")
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    print(f"\nwrote {path}, {', '.join(paths)} ({time.perf_counter() - t0:.1f} s)")
+    differences = examples.example_a_differences(ex)
+    if differences:
+        print("FAILED: differences from the book: " + "; ".join(differences))
+        return 1
+    return 0
+
+
+def _example_b(args) -> int:
+    from spec import examples, figures
+
+    t0 = time.perf_counter()
+    noises = _numbers(args.noises, "--noises")
+    ks = _numbers(args.ks, "--ks", int)
+    if any(k < 1 for k in ks):
+        raise ValueError("--ks: k must be at least 1")
+    if any(x < 0 for x in noises):
+        raise ValueError("--noises: a noise is a standard deviation, at least 0")
+    if args.tokens < 1:
+        raise ValueError("--tokens must be at least 1")
+    ex = examples.example_b(noises=noises, ks=ks, n=args.tokens, workers=args.workers)
+    print(examples.format_example_b(ex))
+    os.makedirs(args.out, exist_ok=True)
+    paths = [figures.speedup_figure(ex, os.path.join(args.out, "ch16_speedup_vs_k.png")),
+             figures.serving_figure(os.path.join(args.out, "ch16_serving.png"))]
+    data = examples.example_b_json(ex)
+    data["figures"] = paths
+    path = os.path.join(args.out, "ch16_example_b.json")
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    print(f"\nwrote {path}, {', '.join(paths)} ({time.perf_counter() - t0:.1f} s)")
+    if not ex.all_tokens_equal:
+        print("FAILED: a run did not produce the plain decoder's tokens")
+        return 1
+    unexplained = examples.example_b_unexplained(ex)
+    if unexplained:
+        print("FAILED: differences from the book: " + "; ".join(unexplained))
+        return 1
+    return 0

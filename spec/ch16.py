@@ -1,0 +1,301 @@
+"""The chapter's results on the chip, to the cycle: ``ga2 ch16``.
+
+1. The software checks of speculative decoding (``spec.checks``).
+2. The seven runs of the chapter's table (structured model: plain and k = 3
+   with a perfect, a noisy and a poor draft; random model seed 1: plain, k = 1
+   and k = 3), decoded by the host loop with every program's cycles predicted by
+   the ISA.
+3. Every program of every run replayed on the RTL in each named simulator.  All
+   runs go into one bundle; :func:`gen.replay.replay` cuts it into pieces that
+   share one cached build per simulator and spreads them over the cores, and the
+   results are attributed back to the runs.
+4. The table, with the book's figures beside ours and a mark where they differ.
+
+The figures of the book are data here (:data:`BOOK_TABLE`), used only to compare;
+every number in the table is computed.  A difference from the book is a failure
+unless :data:`EXPLAINED` gives its exact explanation.
+"""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from ga2_hdl.bundle import Bundle
+
+from .runs import TABLE_TOKENS, TableRow, bundle_of, random_rows, structured_rows
+from .tiny_lm import float_generate, make_model
+
+
+@dataclass(frozen=True)
+class BookRow:
+    """One row of the chapter's table (32 tokens)."""
+    accepted: int | None
+    proposed: int | None
+    blocks: int | None
+    programs: int
+    cycles: int
+    speedup: float
+
+
+#: the chapter's table, keyed by the labels of ``spec.runs`` (32 tokens)
+BOOK_TABLE: dict[str, BookRow] = {
+    "plain greedy decoding": BookRow(None, None, None, 32, 268_346, 1.00),
+    "k=3, draft noise 0": BookRow(24, 24, 8, 32, 138_858, 1.93),
+    "k=3, draft noise 3": BookRow(26, 27, 9, 36, 158_818, 1.69),
+    "k=3, draft noise 4": BookRow(18, 45, 15, 60, 266_098, 1.01),
+    "random model: plain decoding": BookRow(None, None, None, 32, 268_346, 1.00),
+    "random model: k=1": BookRow(15, 17, 17, 34, 192_165, 1.40),
+    "random model: k=3": BookRow(24, 30, 10, 40, 172_210, 1.56),
+}
+
+#: the names the table prints, by label of ``spec.runs``
+DISPLAY = {
+    "plain greedy decoding": "plain greedy decoding",
+    "k=3, draft noise 0": "k=3, perfect draft (noise 0)",
+    "k=3, draft noise 3": "k=3, noisy draft (noise 3)",
+    "k=3, draft noise 4": "k=3, poor draft (noise 4)",
+    "random model: plain decoding": "random model, plain",
+    "random model: k=1": "random model, k=1",
+    "random model: k=3": "random model, k=3",
+}
+
+#: (label, figure) -> the exact explanation of a difference from the book.  Empty: every
+#: figure of the table is reproduced; a difference not listed here fails the command.
+EXPLAINED: dict[tuple[str, str], str] = {}
+
+
+@dataclass
+class Ch16Row:
+    """One run of the table, with its replays."""
+    label: str
+    tokens_equal: bool
+    reference_kind: str          #: what the tokens were compared with
+    accepted: int | None
+    proposed: int | None
+    blocks: int | None
+    programs: int
+    cycles: int                  #: the golden model's (ISA's) prediction
+    speedup: float
+    first_program: int           #: index of the run's first program in the combined bundle
+    book: BookRow | None
+    sims: dict[str, dict] = field(default_factory=dict)   #: name -> {"pass", "cycles", "verdict", "line"}
+
+    @property
+    def display(self) -> str:
+        return DISPLAY.get(self.label, self.label)
+
+    def differences(self) -> list[tuple[str, object, object]]:
+        """(figure, ours, book's) for every figure that differs from the book."""
+        if self.book is None:
+            return []
+        b = self.book
+        pairs = (("accepted", self.accepted, b.accepted), ("proposed", self.proposed, b.proposed),
+                 ("blocks", self.blocks, b.blocks), ("programs", self.programs, b.programs),
+                 ("cycles", self.cycles, b.cycles), ("speedup", round(self.speedup, 2), b.speedup))
+        return [(what, ours, theirs) for what, ours, theirs in pairs if ours != theirs]
+
+    def as_json(self) -> dict:
+        return {"run": self.display, "label": self.label, "tokens_equal": self.tokens_equal,
+                "tokens_compared_with": self.reference_kind,
+                "accepted": self.accepted, "proposed": self.proposed, "blocks": self.blocks,
+                "programs": self.programs, "cycles": self.cycles, "speedup": round(self.speedup, 4),
+                "book_cycles": self.book.cycles if self.book else None,
+                "book": None if self.book is None else {
+                    "accepted": self.book.accepted, "proposed": self.book.proposed, "blocks": self.book.blocks,
+                    "programs": self.book.programs, "cycles": self.book.cycles, "speedup": self.book.speedup},
+                "differences": [{"figure": w, "ours": o, "book": t,
+                                 "explanation": EXPLAINED.get((self.label, w))} for w, o, t in self.differences()],
+                "sims": self.sims}
+
+
+# ------------------------------------------------------------------ the software side
+def software_problems() -> list[str]:
+    """The five checks of ``spec.checks`` on the installed package; empty when all pass."""
+    from . import checks
+    return checks.all_problems(checks.installed_modules())
+
+
+def _structured_job(n: int) -> list[tuple[TableRow, str, Bundle]]:
+    return [(row, "the rule f(t) = 5t + 3 mod 16", bundle_of(row.log, row.label)) for row in structured_rows(n)]
+
+
+def _random_job(n: int) -> list[tuple[TableRow, str, Bundle]]:
+    rows = random_rows(n)
+    out = []
+    for i, row in enumerate(rows):
+        if i == 0:
+            # the plain run cannot be compared with itself: compare it with the float target instead
+            row.reference = float_generate(make_model("random", 1), 0, n)
+            kind = "the float target's greedy tokens"
+        else:
+            kind = "the chip's own plain greedy tokens"
+        out.append((row, kind, bundle_of(row.log, row.label)))
+    return out
+
+
+@dataclass
+class Ch16Result:
+    tokens: int
+    problems: list[str]
+    rows: list[Ch16Row]
+    bundle: Bundle
+    replays: dict                 #: simulator name -> gen.replay.SimulatorReplay
+    seconds: dict[str, float]     #: "software", "replay", "total"
+    golden_problems: list[str] = field(default_factory=list)
+
+    @property
+    def mismatches(self) -> list[str]:
+        return [f"{row.display}: {name}: {s['line']}" for row in self.rows for name, s in row.sims.items()
+                if not s["pass"]]
+
+    @property
+    def unexplained(self) -> list[str]:
+        return [f"{row.display}: {w} {o} (book {t})" for row in self.rows for w, o, t in row.differences()
+                if (row.label, w) not in EXPLAINED]
+
+    @property
+    def ok(self) -> bool:
+        return (not self.problems and not self.mismatches and not self.unexplained and not self.golden_problems
+                and all(r.tokens_equal for r in self.rows))
+
+    def as_json(self) -> dict:
+        sims = {}
+        for name, rep in self.replays.items():
+            sims[name] = {"pass": rep.passed, "cycles": rep.cycles, "programs": rep.programs,
+                          "pieces": len(rep.pieces), "run_seconds": round(rep.run_seconds, 3),
+                          "setup_seconds": round(rep.setup_seconds, 3), "wall_seconds": round(rep.wall_seconds, 3),
+                          "cycles_per_second": round(rep.cycles_per_second, 1),
+                          "cycles_per_wall_second": round(rep.cycles / rep.wall_seconds, 1)
+                          if rep.wall_seconds else None}
+        return {"tokens": self.tokens, "problems": self.problems, "rows": [r.as_json() for r in self.rows],
+                "simulators": sims, "programs": len(self.bundle.programs), "golden_cycles": self.bundle.total_cycles,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                "mismatches": self.mismatches, "unexplained_differences": self.unexplained,
+                "golden_problems": self.golden_problems, "ok": self.ok}
+
+
+def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "verilator"), *,
+             workers: int | None = None, checks: bool = True,
+             say: Callable[[str], None] = print,
+             progress: Callable[[str, int, int], None] | None = None) -> Ch16Result:
+    """The whole job.  ``say`` gets each part's text as soon as it is known; ``progress`` the
+    replay's progress (simulator, programs done, programs)."""
+    from gen.replay import replay
+
+    if n < 1:
+        raise ValueError(f"--tokens must be at least 1, got {n}")
+    workers = workers or os.cpu_count() or 1
+    t0 = time.perf_counter()
+    # the checks and the two models' runs are independent: compute them side by side
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, 3))) as pool:
+        checks_future = pool.submit(software_problems) if checks else None
+        structured_future = pool.submit(_structured_job, n)
+        random_future = pool.submit(_random_job, n)
+        problems = checks_future.result() if checks_future else []
+        if checks:
+            say("== 1. software checks: block form == sequential float step; exactness for every draft; "
+                "causality on the chip; compiled verifier == interpreter and close to float; "
+                "the rule through the chip's loop")
+            say("  problems: " + ("none" if not problems else ""))
+            for p in problems:
+                say(f"    {p}")
+        runs = structured_future.result() + random_future.result()
+    t_software = time.perf_counter() - t0
+
+    rows: list[Ch16Row] = []
+    combined = Bundle(runs[0][2].ext_words)
+    golden_problems = []
+    plain_cycles = {}
+    for row, kind, bundle in runs:
+        if bundle.ext_words != combined.ext_words:
+            raise ValueError("the runs' bundles were made for different external-memory sizes")
+        if bundle.total_cycles != row.cycles:
+            golden_problems.append(f"{row.label}: the golden model's cycles {bundle.total_cycles} differ from the "
+                                   f"ISA's prediction {row.cycles}")
+        model = "random" if row.label.startswith("random") else "structured"
+        if row.accepted is None:
+            plain_cycles[model] = row.cycles
+        book = BOOK_TABLE.get(row.label) if n == TABLE_TOKENS else None
+        rows.append(Ch16Row(row.label, row.tokens_equal, kind, row.accepted, row.proposed, row.blocks,
+                            row.programs, row.cycles, plain_cycles[model] / row.cycles,
+                            len(combined.programs), book))
+        combined.programs.extend(bundle.programs)
+
+    say("")
+    say(f"== 2. {len(rows)} runs of {n} tokens: {len(combined.programs)} programs, "
+        f"{combined.total_cycles:,} cycles, replayed on {', '.join(simulators) or 'no simulator'} "
+        f"({workers} worker process{'es' if workers != 1 else ''})")
+    t1 = time.perf_counter()
+    replays = replay(combined, simulators, workers=workers, progress=progress) if simulators else {}
+    t_replay = time.perf_counter() - t1
+    for row in rows:
+        for name, rep in replays.items():
+            v = rep.span(row.first_program, row.first_program + row.programs)
+            cycles_ok = v.cycles == row.cycles
+            row.sims[name] = {"pass": v.passed and cycles_ok, "cycles": v.cycles, "verdict": v.verdict
+                              if cycles_ok or not v.passed else "MISMATCH",
+                              "line": v.line() if cycles_ok or not v.passed else
+                              f"MISMATCH: {v.cycles} cycles, golden {row.cycles}"}
+    return Ch16Result(n, problems, rows, combined, replays,
+                      {"software": t_software, "replay": t_replay, "total": time.perf_counter() - t0},
+                      golden_problems)
+
+
+# ------------------------------------------------------------------ the text
+def _count(x) -> str:
+    return "-" if x is None else f"{x:,}"
+
+
+def format_table(result: Ch16Result) -> str:
+    sims = list(result.replays)
+    head = (f"{'run':30s} {'tokens':>6s} {'accepted':>9s} {'blocks':>6s} {'programs':>8s} {'cycles':>9s} "
+            f"{'speedup':>7s} {'book':>9s}" + "".join(f"  {name:>19s}" for name in sims))
+    lines = [head, "-" * len(head)]
+    for r in result.rows:
+        diff = {w for w, _, _ in r.differences()}
+        acc = "-" if r.accepted is None else f"{r.accepted}/{r.proposed}"
+        mark = lambda *figs: "*" if diff & set(figs) else " "
+        book = "-" if r.book is None else f"{r.book.cycles:,}"
+        line = (f"{r.display:30s} {'yes' if r.tokens_equal else 'NO':>6s} {acc:>8s}{mark('accepted', 'proposed')}"
+                f"{_count(r.blocks):>6s}{mark('blocks')}{r.programs:>7d}{mark('programs')} "
+                f"{r.cycles:>9,}{mark('cycles')}{r.speedup:>6.2f}x{mark('speedup')}{book:>9s}")
+        for name in sims:
+            s = r.sims[name]
+            line += f"  {s['verdict']:>8s} {s['cycles']:>10,}"
+        lines.append(line)
+    lines.append("  tokens: compared with the rule f(t) = 5t + 3 mod 16 for the structured model, with the chip's "
+                 "own plain greedy tokens for the random model's speculative runs, and with the float target's "
+                 "greedy tokens for its plain run")
+    if result.tokens == TABLE_TOKENS:
+        lines.append("  book: the chapter's cycles for the run; '*' marks a figure of ours that differs from the "
+                     "chapter's (accepted/proposed, blocks, programs, cycles or speedup)")
+    else:
+        lines.append(f"  book: the chapter's figures are for {TABLE_TOKENS} tokens; not compared at {result.tokens}")
+    if sims:
+        lines.append("  per simulator: PASS when every program of the run matched the golden model (memory, status "
+                     "and all five counters), and the cycles the RTL counted")
+    return "\n".join(lines)
+
+
+def format_speeds(result: Ch16Result) -> str:
+    lines = []
+    for name, rep in result.replays.items():
+        wall = rep.wall_seconds
+        lines.append(f"  {name:9s} {rep.cycles:>10,} cycles in {rep.run_seconds:6.1f} s of simulation over "
+                     f"{len(rep.pieces)} piece{'s' if len(rep.pieces) != 1 else ''}: "
+                     f"{rep.cycles_per_second:>12,.0f} cycles/s per process"
+                     + (f", {rep.cycles / wall:,.0f} cycles/s of wall time" if wall > 0 else ""))
+    return "\n".join(lines)
+
+
+def format_differences(result: Ch16Result) -> str:
+    lines = []
+    for row in result.rows:
+        for what, ours, theirs in row.differences():
+            why = EXPLAINED.get((row.label, what))
+            lines.append(f"  {row.display}: {what} {ours} against the book's {theirs}: "
+                         + (why if why else "NOT EXPLAINED"))
+    return "\n".join(lines) if lines else "  none: every figure of the table equals the book's"

@@ -1,0 +1,206 @@
+"""The chapter's figures as PNG files (matplotlib, Agg backend: no display needed).
+
+* :func:`mask_figure`: the verifier's causal mask (which keys each block row's
+  slices contain), figure 16.2;
+* :func:`cycles_by_unit_figure`: where the cycles go, the verifier against four
+  single-token steps, by unit, figure 16.4;
+* :func:`speedup_figure`: measured speedup against k for each draft quality,
+  with the book's cells, figure 16.5;
+* :func:`serving_figure`: the derived serving curve, speedup against k for each
+  acceptance rate at a given draft cost c, figure 16.6;
+* :func:`table_figure`: the seven runs of the table, cycles on the RTL against
+  the book's.
+
+Each function returns the path it wrote.
+"""
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import matplotlib.ticker  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from .verifier import causal_mask  # noqa: E402
+
+UNIT_COLOURS = {"matrix": "#4c72b0", "dma": "#dd8452", "vector": "#55a868", "fetch and issue": "#8c8c8c"}
+UNIT_LABELS = {"matrix": "matrix unit (MM)", "dma": "DMA (LD, ST)", "vector": "vector unit (RQ, SM, VADD, AMAX)",
+               "fetch and issue": "fetch and issue (2 per instruction)"}
+
+
+def _save(fig, path: str) -> str:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def mask_figure(cache_len: int, block_len: int, path: str) -> str:
+    mask = causal_mask(cache_len, block_len)
+    keys = cache_len + block_len
+    fig, ax = plt.subplots(figsize=(1.0 + 0.62 * keys, 1.4 + 0.62 * block_len))
+    for i, row in enumerate(mask):
+        for j, visible in enumerate(row):
+            colour = "#59a14f" if visible else "#f0f0f0"
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=2))
+            ax.text(j + 0.5, i + 0.5, "1" if visible else "", ha="center", va="center", color="white",
+                    fontsize=10, fontweight="bold")
+    ax.axvline(cache_len, color="black", linewidth=1.5, linestyle="--")
+    ax.set_xlim(0, keys)
+    ax.set_ylim(block_len, 0)
+    ax.set_xticks([j + 0.5 for j in range(keys)])
+    ax.set_xticklabels([f"c{j}" for j in range(cache_len)] + [f"b{j}" for j in range(block_len)])
+    ax.set_yticks([i + 0.5 for i in range(block_len)])
+    ax.set_yticklabels([f"row {i}" for i in range(block_len)])
+    ax.set_xlabel("keys and values: cache rows (c) | block rows (b)")
+    ax.set_ylabel("block row (query)")
+    ax.set_title(f"The verifier's causal mask (cache {cache_len}, block {block_len})\n"
+                 f"row i's slices are K[0 : {cache_len}+i+1], V[0 : {cache_len}+i+1]: no masking arithmetic",
+                 fontsize=10)
+    ax.legend(handles=[Patch(facecolor="#59a14f", label="in the row's slice (visible)"),
+                       Patch(facecolor="#f0f0f0", label="outside it (later block rows)")],
+              loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False, fontsize=9)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    return _save(fig, path)
+
+
+def _units(anatomy) -> dict[str, int]:
+    total, matrix, dma, vector, _ = anatomy.counters
+    return {"matrix": matrix, "dma": dma, "vector": vector, "fetch and issue": total - matrix - dma - vector}
+
+
+def cycles_by_unit_figure(verifier, singles, path: str, contexts=(5, 6, 7, 8)) -> str:
+    """Stacked bars: the verifier (cache 4, block 4) and the four single steps one after another."""
+    fig, ax = plt.subplots(figsize=(8.5, 3.6))
+    bars = [("verifier\n(4 rows, one pass)", [_units(verifier)])]
+    bars.append(("four single steps\n(contexts " + ", ".join(map(str, contexts)) + ")",
+                 [_units(s) for s in singles]))
+    for y, (label, parts) in enumerate(bars):
+        left = 0
+        for k, part in enumerate(parts):
+            for unit, cycles in part.items():
+                ax.barh(y, cycles, left=left, color=UNIT_COLOURS[unit], edgecolor="white", linewidth=0.5,
+                        height=0.6)
+                left += cycles
+            if len(parts) > 1:      # a tick between one step and the next
+                ax.plot([left, left], [y - 0.33, y + 0.33], color="black", linewidth=1)
+        ax.text(left + 250, y, f"{left:,} cycles", va="center", fontsize=9)
+    vtotal = verifier.counters[0]
+    stotal = sum(s.counters[0] for s in singles)
+    ax.set_yticks(range(len(bars)))
+    ax.set_yticklabels([b[0] for b in bars])
+    ax.set_xlim(0, stotal * 1.2)
+    ax.set_ylim(len(bars) - 0.5, -1.2)       # room above the verifier's bar for the legend
+    ax.set_xlabel("cycles")
+    ax.set_title(f"Where the cycles go: verifying 4 positions costs {vtotal / stotal:.0%} of 4 single steps "
+                 f"({vtotal:,} against {stotal:,})\nthe weights are loaded once "
+                 f"({verifier.words_loaded:,} words) instead of four times "
+                 f"({sum(s.words_loaded for s in singles):,} words)", fontsize=10)
+    ax.legend(handles=[Patch(facecolor=c, label=UNIT_LABELS[u]) for u, c in UNIT_COLOURS.items()],
+              loc="upper right", fontsize=8, title="cycles by unit", title_fontsize=8)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)
+
+
+def speedup_figure(ex, path: str) -> str:
+    """Measured speedup against k, one line per draft noise, the book's cells as open markers."""
+    from .examples import BOOK_SWEEP
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    cmap = plt.get_cmap("viridis")
+    show_book = ex.n == 32
+    for i, noise in enumerate(ex.noises):
+        colour = cmap(i / max(1, len(ex.noises) - 1) * 0.9)
+        cells = [ex.cells[(noise, k)] for k in ex.ks]
+        mean_acc = sum(c.accepted for c in cells) / max(1, sum(c.proposed for c in cells))
+        label = f"noise {noise:g}" + (" (perfect)" if noise == 0 else "") + f" ({mean_acc:.0%})"
+        ax.plot(ex.ks, [c.speedup for c in cells], marker="o", color=colour, label=label, linewidth=2)
+        if show_book:
+            book = [(k, BOOK_SWEEP[(noise, k)][1]) for k in ex.ks if (noise, k) in BOOK_SWEEP]
+            if book:
+                ax.scatter(*zip(*book), s=110, facecolors="none", edgecolors=colour, linewidths=1.2)
+    ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
+    ax.text(ex.ks[-1], 1.02, "plain decoding", ha="right", va="bottom", fontsize=8)
+    ax.set_xticks(ex.ks)
+    ax.set_xlabel("k, guesses per block")
+    ax.set_ylabel("speedup over plain decoding (cycles)")
+    ax.set_title(f"Measured speedup against k for drafts of decreasing quality\n(structured model, {ex.n} tokens; "
+                 "every run gives the plain decoder's tokens)" + ("; open circles: the book's cells"
+                                                                  if show_book else ""), fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="draft (mean acceptance)",
+              title_fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def serving_figure(path: str, acceptances=(0.6, 0.8, 0.9), costs=(0.01, 0.05, 0.15), max_k: int = 24) -> str:
+    """Derived speedup E / (1 + k c) against k, one line per acceptance, one panel per draft cost c."""
+    from .examples import best_k, serving_speedup
+
+    ks = list(range(1, max_k + 1))
+    fig, axes = plt.subplots(1, len(costs), figsize=(4.2 * len(costs), 4.0), sharey=True)
+    axes = list(axes) if len(costs) > 1 else [axes]
+    colours = ["#e15759", "#4e79a7", "#59a14f", "#b07aa1", "#f28e2b"]
+    for ax, c in zip(axes, costs):
+        for a, colour in zip(acceptances, colours):
+            ys = [serving_speedup(a, k, c) for k in ks]
+            best = best_k(a, c)
+            top = serving_speedup(a, best, c)
+            ax.plot(ks, ys, marker=".", color=colour, linewidth=2, label=f"acceptance a = {a:g} per guess")
+            if best <= max_k:
+                ax.plot([best], [top], marker="*", markersize=14, color=colour, markeredgecolor="black")
+                ax.annotate(f"k={best}: {top:.2f}x", (best, top), textcoords="offset points", xytext=(9, -15),
+                            ha="left", fontsize=8, color=colour, fontweight="bold",
+                            bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85))
+            else:
+                ax.annotate(f"best k={best} (beyond the axis): {top:.2f}x", (max_k, ys[-1]),
+                            textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=8, color=colour)
+        ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
+        ax.set_title(f"draft cost c = {c:g} of the target per token", fontsize=10)
+        ax.set_xlabel("k, guesses per block")
+        ax.set_xticks([k for k in ks if k == 1 or k % 2 == 0])
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("derived speedup at batch 1")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(acceptances), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, -0.06))
+    top = max(serving_speedup(a, best_k(a, c), c) for a in acceptances for c in costs)
+    for ax in axes:
+        ax.set_ylim(0, top * 1.12)
+    fig.suptitle("Derived serving curve for a 7B target: speedup = E[tokens per block] / (1 + k c), "
+                 "E = (1 - a^(k+1)) / (1 - a)\n(arithmetic, not measurement; stars: the best k for each "
+                 "acceptance)", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def table_figure(result, path: str) -> str:
+    """Cycles of each run on the RTL (every simulator agreed with the golden model), the book's beside."""
+    rows = result.rows
+    fig, ax = plt.subplots(figsize=(8.5, 4.2))
+    ys = list(range(len(rows)))
+    colours = ["#4c72b0" if r.accepted is None else "#55a868" for r in rows]
+    ax.barh(ys, [r.cycles for r in rows], color=colours, height=0.6)
+    for y, r in zip(ys, rows):
+        sims = ", ".join(f"{name} {s['verdict']}" for name, s in r.sims.items()) or "not replayed"
+        ax.text(r.cycles + 3000, y, f"{r.cycles:,}  ({r.speedup:.2f}x; {sims})", va="center", fontsize=8)
+        if r.book is not None:
+            ax.plot([r.book.cycles] * 2, [y - 0.38, y + 0.38], color="black", linewidth=2)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([r.display for r in rows], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(r.cycles for r in rows) * 1.6)
+    ax.set_xlabel("cycles on the RTL (sum over every program of the run)")
+    sims = ", ".join(result.replays) or "no simulator"
+    ax.set_title(f"{result.tokens} tokens per run: every program replayed in {sims}"
+                 + ("\nblack ticks: the book's cycles" if any(r.book for r in rows) else ""), fontsize=10)
+    ax.legend(handles=[Patch(facecolor="#4c72b0", label="plain greedy decoding"),
+                       Patch(facecolor="#55a868", label="speculative decoding")], loc="lower right", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)
