@@ -154,9 +154,11 @@ def cmd_bench_sim(args) -> int:
         print(f"{name}: {speed:,.0f} simulated cycles/s; build {report.build_seconds:.2f} s, "
               f"run {run:.2f} s, {report.cycles} cycles; {'PASS' if report.passed else report.line()}",
               flush=True)
+        for note in report.notes:       # e.g. the Verilog simulators' export / build / run times
+            print(f"  {note}")
         results[name] = {"cycles_per_second": round(speed, 1), "build_seconds": round(report.build_seconds, 3),
                          "run_seconds": round(run, 3), "wall_seconds": round(wall, 3),
-                         "cycles": report.cycles, "passed": report.passed}
+                         "cycles": report.cycles, "passed": report.passed, "notes": list(report.notes)}
         failures += not report.passed
     if args.json:
         with open(args.json, "w") as f:
