@@ -163,8 +163,12 @@ class GA2Chip(wiring.Component):
         instructions = counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]]
         total = counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]]
 
-        current = {kind: Signal(name=f"current_{UNIT_NAMES[kind]}") for kind in self.units}  # WAIT's unit
-        fetched_past_end = Signal()        # the FETCH was at pc >= imem_words
+        # sequencer flags, one register: which unit the WAIT state waits for (one-hot), and
+        # whether the last FETCH was beyond the instruction memory
+        flags = Signal(data.StructLayout({**{UNIT_NAMES[kind]: 1 for kind in self.units},
+                                          "fetched_past_end": 1}), name="flags")
+        current = {kind: flags[UNIT_NAMES[kind]] for kind in self.units}
+        fetched_past_end = flags.fetched_past_end
 
         def halt(code):
             m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]

@@ -6,14 +6,18 @@ first copies the A tile (lane m = row m of A) and the B tile (lane n =
 column n of B) into these memories, one value per cycle, and then reads all
 lanes of step k at once while it streams.
 
-One bank is ``lanes`` memories of ``depth`` int8 values.  It is built as a
-single memory whose row k holds step k of every lane, with a per-lane write
-enable (write granularity of one element): staging writes one lane's value,
-streaming reads the whole row.  The read is synchronous (address in cycle t,
-data in cycle t+1), as a block RAM's would be.
+One bank holds ``depth`` rows of ``lanes`` int8 values: row k is step k of
+every lane.  Staging writes one lane of one row; streaming reads a whole row.
+The read is synchronous (address in cycle t, data in cycle t+1).
+
+Implementation: a register file (64 x 4 x 8 bits = 256 bytes per bank), not
+a ``lib.memory.Memory``.  At this size the storage is flip-flops either way
+(the book's synthesis mapped its row memories to registers too), and
+Amaranth's simulator handles a register file much faster than a memory
+whose write port it re-evaluates bit by bit every cycle.
 """
-from amaranth.hdl import Const, Module, Mux, signed
-from amaranth.lib import data, memory, wiring
+from amaranth.hdl import Module, Signal, signed
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["OperandRowMemory"]
@@ -35,7 +39,9 @@ class OperandRowMemory(wiring.Component):
     ``wr_data``: In(signed(8)): store one value at the end of the cycle.
     ``rd_en``: In(1), ``rd_addr``: In(range(depth)): read step ``rd_addr`` of every lane;
     ``rd_data``: Out(ArrayLayout(signed(8), lanes)) has it in the next cycle (and holds it
-    while ``rd_en`` is low).
+    while ``rd_en`` is low).  A read of the row being written returns the old row.
+
+    Attribute ``storage``: the register file (a Signal of ``depth`` rows), for tests.
     """
 
     def __init__(self, lanes: int = 4, depth: int = 64):
@@ -44,7 +50,7 @@ class OperandRowMemory(wiring.Component):
         self.lanes = lanes
         self.depth = depth
         self.row = data.ArrayLayout(signed(8), lanes)
-        self.memory = memory.Memory(shape=self.row, depth=depth, init=[])
+        self.storage = Signal(data.ArrayLayout(self.row, depth), name="rows")
         super().__init__({
             "wr_en": In(1), "wr_lane": In(range(lanes)), "wr_addr": In(range(depth)),
             "wr_data": In(signed(8)),
@@ -54,16 +60,8 @@ class OperandRowMemory(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.memory = self.memory
-        wr = self.memory.write_port(granularity=1)     # one enable bit per lane
-        rd = self.memory.read_port()
-        m.d.comb += [
-            wr.addr.eq(self.wr_addr),
-            wr.en.eq(Mux(self.wr_en, Const(1, self.lanes) << self.wr_lane, 0)),
-            rd.addr.eq(self.rd_addr),
-            rd.en.eq(self.rd_en),
-            self.rd_data.eq(rd.data),
-        ]
-        for lane in range(self.lanes):
-            m.d.comb += wr.data[lane].eq(self.wr_data)
+        with m.If(self.wr_en):
+            m.d.sync += self.storage[self.wr_addr][self.wr_lane].eq(self.wr_data)
+        with m.If(self.rd_en):
+            m.d.sync += self.rd_data.eq(self.storage[self.rd_addr])
         return m

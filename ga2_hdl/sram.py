@@ -98,16 +98,23 @@ class Scratchpad(wiring.Component):
             rd_addr = rd_addr | Mux(p.rd_en, p.rd_addr, 0)
             wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
             wr_data = wr_data | Mux(p.wr_en, p.wr_data, 0)
-            m.d.comb += p.rd_data.eq(rd.data)
         any_of = functools.partial(functools.reduce, operator.or_)
+        rd_ens = [p.rd_en for p in ports]
+        wr_ens = [p.wr_en for p in ports]
+        two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
         m.d.comb += [
-            rd.en.eq(any_of(p.rd_en for p in ports)),
+            rd.en.eq(any_of(rd_ens)),
             rd.addr.eq(rd_addr),
-            wr.en.eq(any_of(p.wr_en for p in ports)),
+            wr.en.eq(any_of(wr_ens)),
             wr.addr.eq(wr_addr),
             wr.data.eq(wr_data),
-            self.conflict.eq((sum(p.rd_en for p in ports) > 1) | (sum(p.wr_en for p in ports) > 1)),
+            self.conflict.eq(two_of(rd_ens) | two_of(wr_ens)),
             self.write_en.eq(wr.en),
             self.write_addr.eq(wr.addr),
         ]
+        # The read data goes back to every master from a submodule of its own: in Amaranth's
+        # simulator that is a separate process, which runs only when the memory's output changes.
+        m.submodules.read_fanout = fanout = Module()
+        for p in ports:
+            fanout.d.comb += p.rd_data.eq(rd.data)
         return m

@@ -1,4 +1,4 @@
-"""The external-memory model of chip_contract.md, as an Amaranth component (simulation only).
+"""The external-memory model of chip_contract.md, as Amaranth hardware (simulation only).
 
 At every rising edge: if ``ext_we``, ``mem[ext_addr] <= ext_wdata``; a
 pipeline of ``LAT`` stages of (valid, data) advances, with stage 0 taking
@@ -7,10 +7,19 @@ the outputs ``ext_rvalid``/``ext_rdata`` are the last stage.  A request
 sampled at edge n is therefore seen by the chip at edge n + LAT.
 
 Built from a non-transparent synchronous read port (which *is* stage 0: it
-captures the old word at the edge) and LAT-1 registers.  Being hardware, the
-model costs the Python testbench nothing per cycle; a testbench loads and
-reads the contents through :attr:`ExternalMemoryModel.memory` (``data[i]``).
-The Verilog testbenches implement the same behaviour in Verilog.
+captures the old word at the edge) and one register holding stages 1 ..
+LAT-1.  Being hardware, the model costs the Python testbench nothing per
+cycle; a testbench loads and reads the contents through
+:attr:`ExternalMemoryModel.memory` (``data[i]``).  The Verilog testbenches
+implement the same behaviour in Verilog.
+
+The model is attached to its master (the chip, or a DMA under test) by
+reference: it reads the master's ``ext_addr``/``ext_re``/``ext_we``/
+``ext_wdata`` and drives its ``ext_rdata``/``ext_rvalid`` directly, which
+spares Amaranth's simulator a layer of forwarding logic.
+
+:class:`WriteMonitor` records the span of addresses written to memories
+during a run, so that a testbench reads back or wipes only that span.
 """
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, wiring
@@ -18,92 +27,104 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_hdl import isa
 
-__all__ = ["ExternalMemoryModel", "WriteTracker"]
+__all__ = ["EXT_MASTER", "ExternalMemoryModel", "WriteMonitor"]
 
-
-class WriteTracker(wiring.Component):
-    """Remembers the lowest and highest address written since ``clear`` (simulation aid).
-
-    A testbench that must read back or wipe a memory after a run only needs
-    the words between ``lo`` and ``hi`` (when ``seen``): everything else still
-    holds what the testbench itself put there.  One register, updated only on
-    writes.
-
-    Ports: ``en``: In(1) and ``addr``: In(addr_bits), the memory's write port;
-    ``clear``: In(1), forget (takes effect at the clock edge);
-    ``seen``: Out(1), ``lo``, ``hi``: Out(addr_bits).
-    """
-
-    def __init__(self, addr_bits: int):
-        self.addr_bits = addr_bits
-        super().__init__({"en": In(1), "addr": In(addr_bits), "clear": In(1),
-                          "seen": Out(1), "lo": Out(addr_bits), "hi": Out(addr_bits)})
-
-    def elaborate(self, platform):
-        m = Module()
-        state = Signal(data.StructLayout({"seen": 1, "lo": self.addr_bits, "hi": self.addr_bits}))
-        with m.If(self.clear):
-            m.d.sync += state.seen.eq(0)
-        with m.Elif(self.en):
-            m.d.sync += [
-                state.seen.eq(1),
-                state.lo.eq(Mux(~state.seen | (self.addr < state.lo), self.addr, state.lo)),
-                state.hi.eq(Mux(~state.seen | (self.addr > state.hi), self.addr, state.hi)),
-            ]
-        m.d.comb += [self.seen.eq(state.seen), self.lo.eq(state.lo), self.hi.eq(state.hi)]
-        return m
+#: The external-memory port, from the master's (the chip's) side.
+EXT_MASTER = wiring.Signature({
+    "ext_addr": Out(16), "ext_re": Out(1), "ext_we": Out(1), "ext_wdata": Out(isa.WORD_BITS),
+    "ext_rdata": In(isa.WORD_BITS), "ext_rvalid": In(1),
+})
 
 
 class ExternalMemoryModel(wiring.Component):
-    """``words`` x 32-bit external memory with read latency ``lat``.
+    """``words`` x 32-bit external memory with read latency ``lat``, serving ``master``.
 
-    Ports (named as on the chip; directions from the memory's side):
-    ``ext_addr``: In(16), ``ext_re``: In(1), ``ext_we``: In(1),
-    ``ext_wdata``: In(32), ``ext_rdata``: Out(32), ``ext_rvalid``: Out(1).
+    Parameters
+    ----------
+    master : object with the members of :data:`EXT_MASTER`
+        The chip (or a DMA, or ``EXT_MASTER.create()`` in a test).
+    words, lat, init :
+        Size, read latency, initial contents.
 
-    Attribute ``written``: a :class:`WriteTracker` on the write port (its
-    ``clear`` is for the testbench to drive).
+    Attribute ``memory``: the storage (``memory.data[i]``).
     """
 
-    def __init__(self, words: int = isa.EXT_WORDS_DEFAULT, lat: int = isa.LAT, init=()):
+    def __init__(self, master, words: int = isa.EXT_WORDS_DEFAULT, lat: int = isa.LAT, init=()):
         if not 1 <= words <= 1 << 16:
             raise ValueError(f"external memory of {words} words: 1 .. 65536 words are addressable")
         if lat < 1:
             raise ValueError(f"latency {lat}: the model needs at least one stage")
+        for name in EXT_MASTER.members:
+            if not hasattr(master, name):
+                raise TypeError(f"the external memory's master has no {name} port")
+        self.master = master
         self.words = words
         self.lat = lat
         self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=words, init=list(init))
-        self.written = WriteTracker(16)
-        super().__init__({
-            "ext_addr": In(16), "ext_re": In(1), "ext_we": In(1), "ext_wdata": In(isa.WORD_BITS),
-            "ext_rdata": Out(isa.WORD_BITS), "ext_rvalid": Out(1),
-        })
+        super().__init__({})
 
     def elaborate(self, platform):
         m = Module()
+        port = self.master
         m.submodules.memory = self.memory
-        m.submodules.written = self.written
-        m.d.comb += [self.written.en.eq(self.ext_we), self.written.addr.eq(self.ext_addr)]
         rd = self.memory.read_port()           # non-transparent: the word before this edge's write
         wr = self.memory.write_port()
         addr_bits = len(rd.addr)
         m.d.comb += [
-            rd.addr.eq(self.ext_addr[:addr_bits]),
-            rd.en.eq(self.ext_re),             # stage 0 data only matters when it is valid
-            wr.addr.eq(self.ext_addr[:addr_bits]),
-            wr.data.eq(self.ext_wdata),
-            wr.en.eq(self.ext_we),
+            rd.addr.eq(port.ext_addr[:addr_bits]),
+            rd.en.eq(port.ext_re),             # stage 0 data only matters when it is valid
+            wr.addr.eq(port.ext_addr[:addr_bits]),
+            wr.data.eq(port.ext_wdata),
+            wr.en.eq(port.ext_we),
         ]
         # stage 0 is (a registered ext_re, the read port's data); stages 1 .. LAT-1 are one
         # register (an array of (valid, data)) that shifts by one stage per cycle
         stage = data.StructLayout({"valid": 1, "data": unsigned(isa.WORD_BITS)})
         first_valid = Signal(name="stage0_valid")
-        m.d.sync += first_valid.eq(self.ext_re)
+        m.d.sync += first_valid.eq(port.ext_re)
         if self.lat == 1:
-            m.d.comb += [self.ext_rvalid.eq(first_valid), self.ext_rdata.eq(rd.data)]
+            m.d.comb += [port.ext_rvalid.eq(first_valid), port.ext_rdata.eq(rd.data)]
             return m
         later = Signal(data.ArrayLayout(stage, self.lat - 1), name="stages")
         entering = Cat(first_valid, rd.data)
         m.d.sync += later.eq(Cat(entering, later.as_value()[:-stage.size]))
-        m.d.comb += [self.ext_rvalid.eq(later[-1].valid), self.ext_rdata.eq(later[-1].data)]
+        m.d.comb += [port.ext_rvalid.eq(later[-1].valid), port.ext_rdata.eq(later[-1].data)]
+        return m
+
+
+class WriteMonitor(wiring.Component):
+    """The lowest and highest address written to each watched memory since ``clear``.
+
+    Parameters
+    ----------
+    ports : dict name -> (en, addr)
+        The write enable and address of each watched write port.
+
+    Ports: ``clear``: In(1), forget everything (at the clock edge).  Attribute
+    ``spans[name]``: a view with ``seen``, ``lo``, ``hi`` for each memory.
+    All spans live in one register (one simulator process, one update per cycle).
+    """
+
+    def __init__(self, ports: dict):
+        self.ports = dict(ports)
+        self.layout = data.StructLayout({
+            name: data.StructLayout({"seen": 1, "lo": len(addr), "hi": len(addr)})
+            for name, (_en, addr) in self.ports.items()})
+        self.state = Signal(self.layout, name="written")
+        self.spans = {name: self.state[name] for name in self.ports}
+        super().__init__({"clear": In(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.clear):
+            m.d.sync += self.state.eq(0)
+        with m.Else():
+            for name, (en, addr) in self.ports.items():
+                span = self.spans[name]
+                with m.If(en):
+                    m.d.sync += [
+                        span.seen.eq(1),
+                        span.lo.eq(Mux(~span.seen | (addr < span.lo), addr, span.lo)),
+                        span.hi.eq(Mux(~span.seen | (addr > span.hi), addr, span.hi)),
+                    ]
         return m

@@ -16,8 +16,8 @@ procedure says:
 5. read ``status``, ``status_pc``, the five counters and the final external memory.
 
 Reading and writing memories from a testbench costs microseconds per word, so
-two :class:`gen.extmem.WriteTracker` registers watch the external memory's and
-the scratchpad's write ports: after a run only the written span of external
+a :class:`gen.extmem.WriteMonitor` watches the external memory's and the
+scratchpad's write ports: after a run only the written span of external
 memory is read back (the rest still holds the image the testbench wrote), and
 before the next run only the written span of the scratchpad is wiped.
 
@@ -38,7 +38,7 @@ from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.results import RunResult, first_mismatch
 
-from .extmem import ExternalMemoryModel, WriteTracker
+from .extmem import ExternalMemoryModel, WriteMonitor
 from .simulator import BundleReport, SimulatorError
 
 __all__ = ["AmaranthSimulator", "ChipSimulation"]
@@ -66,17 +66,13 @@ class ChipSimulation:
         t0 = time.perf_counter()
         self.ext_words = ext_words
         self.chip = GA2Chip(ext_words=ext_words)
-        self.ext = ExternalMemoryModel(ext_words)
+        self.ext = ExternalMemoryModel(self.chip, ext_words)     # attached to the chip's ext_* ports
+        self.written = WriteMonitor({"ext": (self.chip.ext_we, self.chip.ext_addr),
+                                     "spad": (self.chip.spad.write_en, self.chip.spad.write_addr)})
         m = Module()
         m.submodules.chip = self.chip
         m.submodules.ext = self.ext
-        for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
-            m.d.comb += getattr(self.ext, name).eq(getattr(self.chip, name))
-        for name in ("ext_rdata", "ext_rvalid"):
-            m.d.comb += getattr(self.chip, name).eq(getattr(self.ext, name))
-        m.submodules.spad_written = self.spad_written = WriteTracker(len(self.chip.spad.write_addr))
-        m.d.comb += [self.spad_written.en.eq(self.chip.spad.write_en),
-                     self.spad_written.addr.eq(self.chip.spad.write_addr)]
+        m.submodules.written = self.written
         self.top = m
         self._ran = False
         self._ext_rows = [self.ext.memory.data[i] for i in range(ext_words)]
@@ -97,7 +93,7 @@ class ChipSimulation:
         chip = self.chip
         results: list[RunResult] = []
         ext_known = [0] * self.ext_words          # the model's memory starts all zero
-        trackers = (self.ext.written, self.spad_written)
+        ext_span, spad_span = self.written.spans["ext"], self.written.spans["spad"]
         spad_dirty = None                         # (lo, hi) written by the previous program
 
         async def bench(ctx):
@@ -122,12 +118,10 @@ class ChipSimulation:
                 # 4. start (and forget earlier writes), then sleep until halted rises (or the
                 #    watchdog fires)
                 ctx.set(chip.start, 1)
-                for t in trackers:
-                    ctx.set(t.clear, 1)
+                ctx.set(self.written.clear, 1)
                 await ctx.tick()
                 ctx.set(chip.start, 0)
-                for t in trackers:
-                    ctx.set(t.clear, 0)
+                ctx.set(self.written.clear, 0)
                 bound = cycle_bound(program)
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
                 if not halted_edge:
@@ -135,11 +129,11 @@ class ChipSimulation:
                                          f"(pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)})")
                 # 5. the end state
                 ext_known = list(image)
-                if ctx.get(self.ext.written.seen):
-                    lo, hi = ctx.get(self.ext.written.lo), ctx.get(self.ext.written.hi)
+                if ctx.get(ext_span.seen):
+                    lo, hi = ctx.get(ext_span.lo), ctx.get(ext_span.hi)
                     ext_known[lo:hi + 1] = [ctx.get(row) for row in self._ext_rows[lo:hi + 1]]
-                spad_dirty = ((ctx.get(self.spad_written.lo), ctx.get(self.spad_written.hi))
-                              if ctx.get(self.spad_written.seen) else None)
+                spad_dirty = ((ctx.get(spad_span.lo), ctx.get(spad_span.hi))
+                              if ctx.get(spad_span.seen) else None)
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
                     ext=list(ext_known),

@@ -61,14 +61,10 @@ class _Bench:
 
     def __init__(self, **chip_args):
         self.chip = GA2Chip(**chip_args)
-        self.ext = ExternalMemoryModel(self.chip.ext_words)
+        self.ext = ExternalMemoryModel(self.chip, self.chip.ext_words)
         m = Module()
         m.submodules.chip = self.chip
         m.submodules.ext = self.ext
-        for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
-            m.d.comb += getattr(self.ext, name).eq(getattr(self.chip, name))
-        for name in ("ext_rdata", "ext_rvalid"):
-            m.d.comb += getattr(self.chip, name).eq(getattr(self.ext, name))
         self.top = m
 
     def run(self, bench):

@@ -23,16 +23,12 @@ class UnitBench:
     def __init__(self, unit, *, ext_words: int = 0, spad_init=()):
         self.unit = unit
         self.spad = Scratchpad({"unit": unit.spad}, init=spad_init)
-        self.ext = ExternalMemoryModel(ext_words) if ext_words else None
+        self.ext = ExternalMemoryModel(unit, ext_words) if ext_words else None
         m = Module()
         m.submodules.unit = unit
         m.submodules.spad = self.spad
         if self.ext is not None:
             m.submodules.ext = self.ext
-            for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
-                m.d.comb += getattr(self.ext, name).eq(getattr(unit, name))
-            for name in ("ext_rdata", "ext_rvalid"):
-                m.d.comb += getattr(unit, name).eq(getattr(self.ext, name))
         self.top = m
 
     def run(self, jobs, *, timeout: int = 100_000):
