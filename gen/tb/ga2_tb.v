@@ -308,6 +308,7 @@ module ga2_tb (
             if (halted === 1'b1) begin
                 $display("RESULT %0d %0d %0d %0d %0d %0d %0d %0d", prog, status, status_pc,
                          cnt_total, cnt_matrix, cnt_dma, cnt_vector, cnt_instructions);
+                $fflush;                     // stdout is a pipe: let the runner see progress now
                 total_cycles = total_cycles + cnt_total;
                 got_counter[0] = cnt_total;
                 got_counter[1] = cnt_matrix;
