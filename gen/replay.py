@@ -19,6 +19,7 @@ still run, so every run of a concatenated bundle gets a verdict.
 """
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import queue
@@ -38,6 +39,8 @@ from .simulator import SimulatorError, get_simulator
 SPEED_HINT = {"golden": 40_000, "amaranth": 3_000, "icarus": 30_000, "verilator": 1_000_000}
 #: a simulator expected to take longer than this (seconds) is split into at least 2 pieces per worker
 SPLIT_ABOVE_SECONDS = 8.0
+#: and into pieces of about this many seconds, so that the last piece to finish is a short one
+PIECE_SECONDS = 4.0
 #: words of a bundle that are not part of any program record (header and end marker)
 BUNDLE_OVERHEAD_WORDS = 5
 
@@ -174,7 +177,9 @@ def plan_pieces(bundle: Bundle, simulator: str, *, workers: int, max_words: int 
         raise SimulatorError(f"{simulator}: program {i} alone takes {words[i]} bundle words, more than a "
                              f"piece may hold ({budget})")
     seconds = total / SPEED_HINT.get(simulator, 50_000)
-    wanted = 2 * workers if seconds > SPLIT_ABOVE_SECONDS and workers > 1 else 1
+    wanted = 1
+    if seconds > SPLIT_ABOVE_SECONDS and workers > 1:
+        wanted = max(2 * workers, math.ceil(seconds / PIECE_SECONDS))
     per_piece = total / min(wanted, n)
     pieces, start, acc_cycles, acc_words = [], 0, 0, 0
     for i in range(n):
@@ -222,8 +227,13 @@ def _run_piece(piece: Piece) -> PieceResult:
 
 
 def _order(pieces: list[Piece]) -> list[Piece]:
-    """Longest expected time first (LPT), so that the last pieces are short ones."""
-    return sorted(pieces, key=lambda p: -p.cycles / SPEED_HINT.get(p.simulator, 50_000))
+    """A simulator replayed in one piece (a fast one) goes first: its build, if it needs one,
+    overlaps the slow simulator's pieces, and its verdict comes early.  The rest longest
+    expected time first (LPT), so that the last pieces to finish are short ones."""
+    count: dict[str, int] = {}
+    for p in pieces:
+        count[p.simulator] = count.get(p.simulator, 0) + 1
+    return sorted(pieces, key=lambda p: (count[p.simulator] > 1, -p.cycles / SPEED_HINT.get(p.simulator, 50_000)))
 
 
 def replay(bundle: Bundle, simulators: Sequence[str], *, workers: int | None = None,

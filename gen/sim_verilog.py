@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -183,6 +184,7 @@ class _VerilogSimulator:
         with toolchain.locked(lock):
             if self.use_cache and stamp.exists():
                 command, compile_seconds = _read_stamp(stamp, final)
+                toolchain.touch(final)
                 return Build(final, command, key, cap, trace, time.perf_counter() - t0, compile_seconds, True)
             tmp = toolchain.new_build_dir(final)
             chip = tmp / f"{verilog.CHIP_UNIT}.v"
@@ -194,6 +196,7 @@ class _VerilogSimulator:
             toolchain.publish(tmp, final)
             command = [c.replace(str(tmp), str(final)) for c in command]
             _write_stamp(stamp, command, compile_seconds, final)
+        toolchain.prune("build")
         return Build(final, command, key, cap, trace, time.perf_counter() - t0, compile_seconds, False)
 
     # ------------------------------------------------------------------ running
@@ -372,6 +375,9 @@ class VerilatorSimulator(_VerilogSimulator):
         toolchain.require("make")
         p = toolchain.run(cmd, cwd=directory, what="verilator build")
         log.write_text(p.stdout + p.stderr)
+        for item in obj.iterdir():           # keep the binary; the generated C++ and objects are 90% of the space
+            if item.name != "ga2_tb_sim":
+                item.unlink() if item.is_file() else shutil.rmtree(item, ignore_errors=True)
         return [str(obj / "ga2_tb_sim")]
 
 

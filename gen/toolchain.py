@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -110,6 +111,41 @@ def publish(tmp: Path, final: Path) -> None:
     if final.exists():
         shutil.rmtree(final)
     os.rename(tmp, final)
+
+
+def touch(path: Path) -> None:
+    """Mark a cache entry as used now (pruning keeps the most recently used)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def prune(kind: str, keep: int = 24) -> None:
+    """Remove all but the ``keep`` most recently used entries of one cache kind.
+
+    An entry whose lock another process holds is left alone.
+    """
+    root = cache_root() / kind
+    if not root.is_dir():
+        return
+    now = time.time()
+    for tmp in root.glob(".*"):          # builds that were killed half-way, long ago
+        if tmp.is_dir() and now - tmp.stat().st_mtime > 6 * 3600:
+            shutil.rmtree(tmp, ignore_errors=True)
+    entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[keep:]:
+        lock = root / f"{old.name}.lock"
+        try:
+            with open(lock, "a") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                try:
+                    shutil.rmtree(old, ignore_errors=True)
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+        except OSError:
+            continue
 
 
 def run(cmd: Sequence[str], *, cwd: str | os.PathLike | None = None, what: str,

@@ -190,6 +190,7 @@ def export(unit: str = "chip", *, ext_words: int | None = None, params: dict | N
     with toolchain.locked(lock):
         if path.exists() and meta.exists():
             convert_seconds = json.loads(meta.read_text()).get("convert_seconds", 0.0)
+            toolchain.touch(final)
             return Export(info.name, path.read_text(), params, time.perf_counter() - t0, convert_seconds, True)
         c0 = time.perf_counter()
         text = convert(info, params, emit_src=emit_src)
@@ -199,6 +200,7 @@ def export(unit: str = "chip", *, ext_words: int | None = None, params: dict | N
         (tmp / "export.json").write_text(json.dumps({"unit": info.name, "params": params,
                                                      "convert_seconds": convert_seconds}))
         toolchain.publish(tmp, final)
+    toolchain.prune("verilog")
     return Export(info.name, text, params, time.perf_counter() - t0, convert_seconds, False)
 
 
