@@ -63,13 +63,11 @@ class MatrixUnit(wiring.Component):
     the sequencer's issue check refuses the others).
     ``ins``: In(INSTRUCTION), held stable from ``start`` until ``done``.
     ``done``: Out(1), one-cycle pulse ``ins.busy()`` cycles after ``start``.
-    ``busy``: Out(1), high from the cycle after ``start`` until ``done``.
+    ``busy``: Out(1), high from the cycle after ``start`` until the cycle before ``done``.
     ``spad``: Out(SpadPort()), scratchpad master port (reads while staging, writes C).
 
     Attributes ``array``, ``a_mem``, ``b_mem`` are the submodules (for tests).
     """
-
-    CONTROL_CYCLES = 7
 
     def __init__(self, size: int = isa.MM_MAX_MN, max_k: int = isa.MM_MAX_K):
         self.size = size
