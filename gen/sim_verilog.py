@@ -421,7 +421,7 @@ def _first_mismatch(expected: RunResult, got: RunResult, program: int,
     found = first_mismatch(expected, got, program=program)
     first_x = min(undefined, default=None)
     if first_x is not None and (found is None or found.where.startswith("ext[") and
-                                int(found.where[4:-1]) > first_x):
+                                int(found.where[4:-1]) >= first_x):
         return Mismatch("memory", f"ext[{first_x}]", expected.ext[first_x], "0x" + undefined[first_x], program)
     return found
 
