@@ -90,11 +90,14 @@ class _Progress:
 
 
 def _ch16(args) -> int:
-    from gen.simulator import parse_sims
+    from gen.simulator import SimulatorError, parse_sims
     from spec import ch16, figures
 
     t0 = time.perf_counter()
-    sims = parse_sims(args.sims)
+    try:
+        sims = parse_sims(args.sims)
+    except SimulatorError as e:
+        raise ValueError(f"--sims: {e}") from None
     if args.workers is not None and args.workers < 1:
         raise ValueError("--workers must be at least 1")
     progress = _Progress()

@@ -284,10 +284,10 @@ def format_speeds(result: Ch16Result) -> str:
     lines = []
     for name, rep in result.replays.items():
         wall = rep.wall_seconds
-        lines.append(f"  {name:9s} {rep.cycles:>10,} cycles in {rep.run_seconds:6.1f} s of simulation over "
-                     f"{len(rep.pieces)} piece{'s' if len(rep.pieces) != 1 else ''}: "
-                     f"{rep.cycles_per_second:>12,.0f} cycles/s per process"
-                     + (f", {rep.cycles / wall:,.0f} cycles/s of wall time" if wall > 0 else ""))
+        lines.append(f"  {name:9s} {rep.cycles:>10,} cycles in {rep.run_seconds:6.1f} s of simulation "
+                     f"({len(rep.pieces)} piece{'s' if len(rep.pieces) != 1 else ''}, {rep.setup_seconds:.1f} s "
+                     f"export/build, {wall:.1f} s from first start to last end): "
+                     f"{rep.cycles_per_second:,.0f} cycles/s per process")
     return "\n".join(lines)
 
 
