@@ -37,7 +37,7 @@ def test_random_programs_match_golden():
 
 @pytest.mark.slow
 def test_many_random_programs_match_golden():
-    bundle = random_bundle(60, seed=77)
+    bundle = random_bundle(200, seed=77)
     report = get_simulator("amaranth").run_bundle(bundle)
     assert report.passed, report.line()
 

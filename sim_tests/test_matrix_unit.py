@@ -131,4 +131,4 @@ def test_exact_busy_time_over_many_shapes():
 @pytest.mark.slow
 def test_many_random_mms():
     rng = random.Random(44)
-    run_jobs([random_mm(rng) for _ in range(120)], seed=44)
+    run_jobs([random_mm(rng) for _ in range(400)], seed=44)
