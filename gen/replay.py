@@ -23,6 +23,7 @@ import math
 import multiprocessing
 import os
 import queue
+import resource
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -36,11 +37,13 @@ from ga2_hdl.results import Mismatch
 from .simulator import SimulatorError, get_simulator
 
 #: rough cycles per second, used only to plan the pieces and their order (never reported)
-SPEED_HINT = {"golden": 40_000, "amaranth": 3_000, "icarus": 30_000, "verilator": 1_000_000}
+SPEED_HINT = {"golden": 400_000, "amaranth": 8_000, "icarus": 15_000, "verilator": 1_000_000}
 #: a simulator expected to take longer than this (seconds) is split into at least 2 pieces per worker
 SPLIT_ABOVE_SECONDS = 8.0
-#: and into pieces of about this many seconds, so that the last piece to finish is a short one
+#: and into pieces of about this many seconds, so that the last piece to finish is a short one,
 PIECE_SECONDS = 4.0
+#: but no more than this many per worker (each piece pays the simulator's start-up)
+MAX_PIECES_PER_WORKER = 8
 #: words of a bundle that are not part of any program record (header and end marker)
 BUNDLE_OVERHEAD_WORDS = 5
 
@@ -73,6 +76,7 @@ class PieceResult:
     started: float                       #: wall-clock (time.time()) start and end in the worker
     ended: float
     error: str | None = None             #: the simulator could not run the piece
+    cpu_seconds: float = 0.0             #: CPU time of the worker and the simulator processes it ran
 
 
 @dataclass
@@ -101,6 +105,12 @@ class SimulatorReplay:
     @property
     def setup_seconds(self) -> float:
         return sum(p.setup_seconds for p in self.pieces)
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU time of the pieces (simulation, export, build, bundle writing): a measure of the work
+        that does not depend on what else the machine is doing."""
+        return sum(p.cpu_seconds for p in self.pieces)
 
     @property
     def wall_seconds(self) -> float:
@@ -179,7 +189,7 @@ def plan_pieces(bundle: Bundle, simulator: str, *, workers: int, max_words: int 
     seconds = total / SPEED_HINT.get(simulator, 50_000)
     wanted = 1
     if seconds > SPLIT_ABOVE_SECONDS and workers > 1:
-        wanted = max(2 * workers, math.ceil(seconds / PIECE_SECONDS))
+        wanted = max(2 * workers, min(MAX_PIECES_PER_WORKER * workers, math.ceil(seconds / PIECE_SECONDS)))
     per_piece = total / min(wanted, n)
     pieces, start, acc_cycles, acc_words = [], 0, 0, 0
     for i in range(n):
@@ -201,8 +211,16 @@ _PROGRESS = None
 _OPTIONS: dict[str, dict] = {}
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the child processes it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _run_piece(piece: Piece) -> PieceResult:
     started = time.time()
+    cpu0 = _cpu_seconds()
     assert _BUNDLE is not None
     sub = Bundle(_BUNDLE.ext_words, _BUNDLE.programs[piece.start:piece.stop])
     done = [0]
@@ -223,7 +241,7 @@ def _run_piece(piece: Piece) -> PieceResult:
     if mismatch is not None:
         mismatch = replace(mismatch, program=(mismatch.program or 0) + piece.start)
     return PieceResult(piece, outcomes, mismatch, report.wall_seconds - report.build_seconds,
-                       report.build_seconds, started, time.time())
+                       report.build_seconds, started, time.time(), cpu_seconds=_cpu_seconds() - cpu0)
 
 
 def _order(pieces: list[Piece]) -> list[Piece]:

@@ -167,6 +167,7 @@ class Ch16Result:
             sims[name] = {"pass": rep.passed, "cycles": rep.cycles, "programs": rep.programs,
                           "pieces": len(rep.pieces), "run_seconds": round(rep.run_seconds, 3),
                           "setup_seconds": round(rep.setup_seconds, 3), "wall_seconds": round(rep.wall_seconds, 3),
+                          "cpu_seconds": round(rep.cpu_seconds, 3),
                           "cycles_per_second": round(rep.cycles_per_second, 1),
                           "cycles_per_wall_second": round(rep.cycles / rep.wall_seconds, 1)
                           if rep.wall_seconds else None}
@@ -286,7 +287,7 @@ def format_speeds(result: Ch16Result) -> str:
         wall = rep.wall_seconds
         lines.append(f"  {name:9s} {rep.cycles:>10,} cycles in {rep.run_seconds:6.1f} s of simulation "
                      f"({len(rep.pieces)} piece{'s' if len(rep.pieces) != 1 else ''}, {rep.setup_seconds:.1f} s "
-                     f"export/build, {wall:.1f} s from first start to last end): "
+                     f"export/build, {wall:.1f} s from first start to last end, {rep.cpu_seconds:.1f} CPU s): "
                      f"{rep.cycles_per_second:,.0f} cycles/s per process")
     return "\n".join(lines)
 

@@ -189,18 +189,22 @@ def table_figure(result, path: str) -> str:
     ax.barh(ys, [r.cycles for r in rows], color=colours, height=0.6)
     for y, r in zip(ys, rows):
         sims = ", ".join(f"{name} {s['verdict']}" for name, s in r.sims.items()) or "not replayed"
-        ax.text(r.cycles + 3000, y, f"{r.cycles:,}  ({r.speedup:.2f}x; {sims})", va="center", fontsize=8)
+        ax.annotate(f"{r.cycles:,}  ({r.speedup:.2f}x; {sims})", (r.cycles, y), textcoords="offset points",
+                    xytext=(6, 0), va="center", fontsize=8)
         if r.book is not None:
             ax.plot([r.book.cycles] * 2, [y - 0.38, y + 0.38], color="black", linewidth=2)
     ax.set_yticks(ys)
     ax.set_yticklabels([r.display for r in rows], fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(r.cycles for r in rows) * 1.6)
-    ax.set_xlabel("cycles on the RTL (sum over every program of the run)")
+    ax.set_xlim(0, max(r.cycles for r in rows) * 1.75)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax.set_xlabel("cycles (sum over every program of the run; each simulator counted the same)")
     sims = ", ".join(result.replays) or "no simulator"
-    ax.set_title(f"{result.tokens} tokens per run: every program replayed in {sims}"
+    ax.set_title(f"{result.tokens} token{'s' if result.tokens != 1 else ''} per run: every program replayed "
+                 f"in {sims}"
                  + ("\nblack ticks: the book's cycles" if any(r.book for r in rows) else ""), fontsize=10)
     ax.legend(handles=[Patch(facecolor="#4c72b0", label="plain greedy decoding"),
-                       Patch(facecolor="#55a868", label="speculative decoding")], loc="lower right", fontsize=8)
+                       Patch(facecolor="#55a868", label="speculative decoding")], loc="upper center",
+              bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)
