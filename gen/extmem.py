@@ -18,10 +18,10 @@ reference: it reads the master's ``ext_addr``/``ext_re``/``ext_we``/
 ``ext_wdata`` and drives its ``ext_rdata``/``ext_rvalid`` directly, which
 spares Amaranth's simulator a layer of forwarding logic.
 
-:class:`WriteMonitor` records the span of addresses written to memories
-during a run, so that a testbench reads back or wipes only that span.
+:class:`WriteMonitor` records which blocks of a memory were written during a
+run, so that a testbench reads back or wipes only those.
 """
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -93,38 +93,56 @@ class ExternalMemoryModel(wiring.Component):
 
 
 class WriteMonitor(wiring.Component):
-    """The lowest and highest address written to each watched memory since ``clear``.
+    """Which blocks of each watched memory were written since ``clear`` (simulation aid).
 
     Parameters
     ----------
-    ports : dict name -> (en, addr)
-        The write enable and address of each watched write port.
+    ports : dict name -> (en, addr, words)
+        The write enable, address and memory size of each watched write port.
+    block_words : int
+        Block size (a power of two): one bit per block of this many words.
 
     Ports: ``clear``: In(1), forget everything (at the clock edge).  Attribute
-    ``spans[name]``: a view with ``seen``, ``lo``, ``hi`` for each memory.
-    All spans live in one register (one simulator process, one update per cycle).
+    ``blocks[name]``: a bitmap, bit b set if a word in ``b*block_words ..
+    (b+1)*block_words - 1`` was written; :meth:`written_ranges` turns it into
+    address ranges.  All bitmaps live in one register (one simulator process,
+    one update per cycle).
     """
 
-    def __init__(self, ports: dict):
+    def __init__(self, ports: dict, block_words: int = 64):
+        if block_words < 1 or block_words & (block_words - 1):
+            raise ValueError(f"block_words={block_words}: a power of two")
         self.ports = dict(ports)
+        self.block_words = block_words
+        self.shift = block_words.bit_length() - 1
         self.layout = data.StructLayout({
-            name: data.StructLayout({"seen": 1, "lo": len(addr), "hi": len(addr)})
-            for name, (_en, addr) in self.ports.items()})
-        self.state = Signal(self.layout, name="written")
-        self.spans = {name: self.state[name] for name in self.ports}
+            name: -(-words // block_words) for name, (_en, _addr, words) in self.ports.items()})
+        self.state = Signal(self.layout, name="written_blocks")
+        self.blocks = {name: self.state[name] for name in self.ports}
         super().__init__({"clear": In(1)})
+
+    def written_ranges(self, bitmap: int, words: int) -> list[range]:
+        """The address ranges (merged, clipped to ``words``) of the blocks set in ``bitmap``."""
+        out: list[range] = []
+        b = 0
+        while bitmap >> b:
+            if bitmap >> b & 1:
+                start = b
+                while bitmap >> b & 1:
+                    b += 1
+                lo, hi = start * self.block_words, min(b * self.block_words, words)
+                if lo < hi:
+                    out.append(range(lo, hi))
+            else:
+                b += 1
+        return out
 
     def elaborate(self, platform):
         m = Module()
         with m.If(self.clear):
             m.d.sync += self.state.eq(0)
         with m.Else():
-            for name, (en, addr) in self.ports.items():
-                span = self.spans[name]
+            for name, (en, addr, _words) in self.ports.items():
                 with m.If(en):
-                    m.d.sync += [
-                        span.seen.eq(1),
-                        span.lo.eq(Mux(~span.seen | (addr < span.lo), addr, span.lo)),
-                        span.hi.eq(Mux(~span.seen | (addr > span.hi), addr, span.hi)),
-                    ]
+                    m.d.sync += self.blocks[name].bit_select(addr >> self.shift, 1).eq(1)
         return m

@@ -17,9 +17,10 @@ procedure says:
 
 Reading and writing memories from a testbench costs microseconds per word, so
 a :class:`gen.extmem.WriteMonitor` watches the external memory's and the
-scratchpad's write ports: after a run only the written span of external
-memory is read back (the rest still holds the image the testbench wrote), and
-before the next run only the written span of the scratchpad is wiped.
+scratchpad's write ports: after a run only the written blocks of external
+memory are read back (the rest still holds the image the testbench wrote), and
+before the next run only the written blocks of the scratchpad are wiped.  The
+image of the next program is written where it differs from the current contents.
 
 The watchdog bound is derived from the program (every instruction's busy time
 plus fetch and issue, plus a margin), so a chip that never halts fails with a
@@ -67,8 +68,9 @@ class ChipSimulation:
         self.ext_words = ext_words
         self.chip = GA2Chip(ext_words=ext_words)
         self.ext = ExternalMemoryModel(self.chip, ext_words)     # attached to the chip's ext_* ports
-        self.written = WriteMonitor({"ext": (self.chip.ext_we, self.chip.ext_addr),
-                                     "spad": (self.chip.spad.write_en, self.chip.spad.write_addr)})
+        self.written = WriteMonitor({"ext": (self.chip.ext_we, self.chip.ext_addr, ext_words),
+                                     "spad": (self.chip.spad.write_en, self.chip.spad.write_addr,
+                                              self.chip.spad.depth)})
         m = Module()
         m.submodules.chip = self.chip
         m.submodules.ext = self.ext
@@ -93,8 +95,9 @@ class ChipSimulation:
         chip = self.chip
         results: list[RunResult] = []
         ext_known = [0] * self.ext_words          # the model's memory starts all zero
-        ext_span, spad_span = self.written.spans["ext"], self.written.spans["spad"]
-        spad_dirty = None                         # (lo, hi) written by the previous program
+        written = self.written
+        spad_dirty: list[range] = []              # written by the previous program
+        block = written.block_words
 
         async def bench(ctx):
             nonlocal ext_known, spad_dirty
@@ -107,12 +110,14 @@ class ChipSimulation:
                     await ctx.tick()
                 ctx.set(chip.imem_we, 0)
                 # 2. external memory: write only what differs from the current contents
-                for addr, (old, new) in enumerate(zip(ext_known, image)):
-                    if old != new:
-                        ctx.set(self._ext_rows[addr], new)
+                for lo in range(0, self.ext_words, block):
+                    if ext_known[lo:lo + block] != image[lo:lo + block]:
+                        for addr in range(lo, min(lo + block, self.ext_words)):
+                            if ext_known[addr] != image[addr]:
+                                ctx.set(self._ext_rows[addr], image[addr])
                 # 3. a zero scratchpad, as the golden model starts with
-                if spad_dirty is not None:
-                    for row in self._spad_rows[spad_dirty[0]:spad_dirty[1] + 1]:
+                for span in spad_dirty:
+                    for row in self._spad_rows[span.start:span.stop]:
                         if ctx.get(row):
                             ctx.set(row, 0)
                 # 4. start (and forget earlier writes), then sleep until halted rises (or the
@@ -129,11 +134,9 @@ class ChipSimulation:
                                          f"(pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)})")
                 # 5. the end state
                 ext_known = list(image)
-                if ctx.get(ext_span.seen):
-                    lo, hi = ctx.get(ext_span.lo), ctx.get(ext_span.hi)
-                    ext_known[lo:hi + 1] = [ctx.get(row) for row in self._ext_rows[lo:hi + 1]]
-                spad_dirty = ((ctx.get(spad_span.lo), ctx.get(spad_span.hi))
-                              if ctx.get(spad_span.seen) else None)
+                for span in written.written_ranges(ctx.get(written.blocks["ext"]), self.ext_words):
+                    ext_known[span.start:span.stop] = [ctx.get(row) for row in self._ext_rows[span.start:span.stop]]
+                spad_dirty = written.written_ranges(ctx.get(written.blocks["spad"]), self.chip.spad.depth)
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
                     ext=list(ext_known),

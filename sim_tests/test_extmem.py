@@ -49,27 +49,29 @@ def test_latency_and_read_before_write():
     sim.run()
 
 
-def test_write_monitor_spans():
+def test_write_monitor_blocks():
     en_a, addr_a = Signal(), Signal(16)
     en_b, addr_b = Signal(), Signal(12)
-    mon = WriteMonitor({"a": (en_a, addr_a), "b": (en_b, addr_b)})
+    mon = WriteMonitor({"a": (en_a, addr_a, 8192), "b": (en_b, addr_b, 4096)}, block_words=64)
 
     async def bench(ctx):
         for en, addr, value in ((en_a, addr_a, 300), (en_a, addr_a, 7), (en_a, addr_a, 5000),
-                                (en_b, addr_b, 42)):
+                                (en_a, addr_a, 320), (en_b, addr_b, 4095)):
             ctx.set(en, 1)
             ctx.set(addr, value)
             await ctx.tick()
             ctx.set(en, 0)
         ctx.set(addr_a, 9999)             # no enable: not recorded
         await ctx.tick()
-        a, b = mon.spans["a"], mon.spans["b"]
-        assert (ctx.get(a.seen), ctx.get(a.lo), ctx.get(a.hi)) == (1, 7, 5000)
-        assert (ctx.get(b.seen), ctx.get(b.lo), ctx.get(b.hi)) == (1, 42, 42)
+        a, b = ctx.get(mon.blocks["a"]), ctx.get(mon.blocks["b"])
+        assert a == (1 << 0) | (1 << 4) | (1 << 5) | (1 << 78)
+        assert mon.written_ranges(a, 8192) == [range(0, 64), range(256, 384), range(4992, 5056)]
+        assert mon.written_ranges(b, 4096) == [range(4032, 4096)]
+        assert mon.written_ranges(a, 300) == [range(0, 64), range(256, 300)]      # clipped
         ctx.set(mon.clear, 1)
         await ctx.tick()
         ctx.set(mon.clear, 0)
-        assert not ctx.get(a.seen) and not ctx.get(b.seen)
+        assert ctx.get(mon.blocks["a"]) == 0 and ctx.get(mon.blocks["b"]) == 0
 
     sim = Simulator(mon)
     sim.add_clock(1e-6)
