@@ -1,7 +1,9 @@
 """`ga2 verilog`: export the chip (or one unit) to Verilog, optionally lint it with Verilator."""
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 from ga2_hdl import isa
 
@@ -38,6 +40,9 @@ def cmd_verilog(args) -> int:
         raise CommandError("-o DIR is required (or --list)")
     names = sorted(verilog.units()[0]) if args.unit == "all" else [args.unit]
     failures = 0
+    # The waivers travel with the export, so the directory lints on its own.
+    Path(args.output).mkdir(parents=True, exist_ok=True)
+    waivers = Path(shutil.copyfile(verilog.LINT_WAIVERS, Path(args.output) / verilog.LINT_WAIVERS.name))
     for name in names:
         try:
             info = verilog.resolve(name)
@@ -52,6 +57,7 @@ def cmd_verilog(args) -> int:
         how = "from the cache" if exported.cached else "converted"
         print(f"{path}: module {exported.unit}, {len(exported.text.splitlines())} lines, "
               f"{how} in {exported.seconds:.2f} s")
+        print(f"  lint it with: verilator --lint-only -Wall {waivers} {path} --top-module {exported.unit}")
         if args.lint:
             try:
                 verilog.lint(path, exported.unit)

@@ -78,7 +78,7 @@ class GA2Chip(wiring.Component):
     imem_words : int
         Instruction memory size in 128-bit words.
 
-    Ports (chip_contract.md)
+    Ports (docs/chip.md)
     ------------------------
     ``start``: In(1); ``running``: Out(1); ``halted``: Out(1);
     ``status``: Out(4) (ErrorCode); ``status_pc``: Out(16);

@@ -1,6 +1,6 @@
 """The DMA engine: LD (external memory -> scratchpad) and ST (scratchpad -> external memory).
 
-External-memory port (chip_contract.md): one address, a read request
+External-memory port (docs/chip.md): one address, a read request
 ``ext_re``, a write ``ext_we``/``ext_wdata``, and the answer
 ``ext_rvalid``/``ext_rdata`` which arrives ``LAT`` cycles after the request
 (requests are pipelined: one per cycle, answers in order, one per cycle).

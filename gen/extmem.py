@@ -1,4 +1,4 @@
-"""The external-memory model of chip_contract.md, as Amaranth hardware (simulation only).
+"""The external-memory model of docs/chip.md, as Amaranth hardware (simulation only).
 
 At every rising edge: if ``ext_we``, ``mem[ext_addr] <= ext_wdata``; a
 pipeline of ``LAT`` stages of (valid, data) advances, with stage 0 taking

@@ -75,7 +75,7 @@ def scratchpad_array(chip_verilog: str) -> str:
     """The hierarchical name (below the chip) of the scratchpad's word array in the exported chip.
 
     The golden model starts every program with a zero scratchpad and the chip never clears
-    it (notes/b1_chip_notes.md), so the testbench zeroes it before each program.  Yosys names
+    it (docs/chip.md, "Running programs"), so the testbench zeroes it before each program.  Yosys names
     every submodule after its Amaranth hierarchy (``ga2_chip.spad``), so the array is found
     as the one SPAD_WORDS x 32-bit memory of the design.
     """

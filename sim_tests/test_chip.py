@@ -3,7 +3,7 @@
 * every program of the directed suite (gen/fuzz.py) and a handful of random
   programs give exactly the golden model's final external memory, all five
   counters and the halt status (through the `amaranth` simulator interface);
-* the top-level port protocol of chip_contract.md, cycle by cycle: start,
+* the top-level port protocol of docs/chip.md, cycle by cycle: start,
   running, halted, the program-memory port (ignored while running), a fault's
   status and status_pc, and running off the end of the instruction memory.
 """

@@ -1,4 +1,4 @@
-"""The external-memory model of chip_contract.md (gen/extmem.py) and the write monitor."""
+"""The external-memory model of docs/chip.md (gen/extmem.py) and the write monitor."""
 import random
 
 from amaranth.hdl import Module, Signal

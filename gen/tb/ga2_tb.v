@@ -200,7 +200,7 @@ module ga2_tb (
 
     // ---------------------------------------------------------------- every rising edge
     always @(posedge clk) begin
-        // The external-memory model (chip_contract.md): stage 0 captures the word read before
+        // The external-memory model (docs/chip.md): stage 0 captures the word read before
         // this edge's write; the write lands at this edge.
         read_word = 32'd0;
         if (ext_re === 1'b1) begin
