@@ -40,7 +40,7 @@ def cmd_fuzz(args) -> int:
                       bundle_path=args.keep_bundle, directed=args.directed, progress=_progress(sys.stdout))
     except SimulatorError as e:
         raise CommandError(str(e)) from None
-    for name, entry in report["sims"].items():
+    for name, entry in report["results"].items():
         print(f"{name}: {entry['line']} ({entry['wall_seconds']} s)")
         if entry.get("mismatch_program"):
             print(f"  in program {entry['mismatch_program']!r}")

@@ -482,7 +482,9 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
 
     Returns ``{"programs", "seed", "ext_words", "cycles" (golden total),
     "mismatches" (number of simulators that disagreed), "first_mismatch"
-    (text of the first disagreement, or None), "sims": {name: {...}}}``.
+    (text of the first disagreement, or None), "sims": [names in the order run],
+    "results": {name: {...}}}``.  A simulator's replay stops at its first
+    disagreement, so "mismatches" counts simulators, each naming its first.
     ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).  ``directed`` puts the directed suite first
     (``programs`` then counts both).
@@ -504,7 +506,7 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
         bundle.write(bundle_path)
     report: dict = {"programs": len(bundle.programs), "random_programs": n, "seed": seed, "ext_words": ext_words, "cycles": bundle.total_cycles,
                     "generate_seconds": round(gen_seconds, 3), "mismatches": 0, "first_mismatch": None,
-                    "sims": {}}
+                    "sims": list(simulators), "results": {}}
     for name, sim in simulators.items():
         cb = (lambda done, total, _name=name: progress(_name, done, total)) if progress else None
         rep = sim.run_bundle(bundle, progress=cb)
@@ -514,7 +516,7 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
         if rep.mismatch is not None:
             entry["mismatch_program"] = bundle.programs[rep.mismatch.program].name \
                 if rep.mismatch.program is not None else None
-        report["sims"][name] = entry
+        report["results"][name] = entry
         if not rep.passed:
             report["mismatches"] += 1
             if report["first_mismatch"] is None:

@@ -117,13 +117,14 @@ def test_fuzz_report_and_bundle(tmp_path):
     path = tmp_path / "f.hex"
     rep = fuzz(20, 3, ["golden"], ext_words=1024, bundle_path=str(path))
     assert rep["programs"] == 20 and rep["mismatches"] == 0 and rep["first_mismatch"] is None
-    assert rep["sims"]["golden"]["passed"] and rep["sims"]["golden"]["programs_run"] == 20
+    assert rep["sims"] == ["golden"]
+    assert rep["results"]["golden"]["passed"] and rep["results"]["golden"]["programs_run"] == 20
     b = Bundle.read(path)
     assert b.total_cycles == rep["cycles"] == random_bundle(20, 3, 1024).total_cycles
     with pytest.raises(SimulatorError):
         fuzz(2, 1, ["nonesuch"])
     rep = fuzz(3, 3, ["golden"], ext_words=1024, directed=True)
-    assert rep["programs"] == 3 + len(directed_suite(1024)) and rep["sims"]["golden"]["passed"]
+    assert rep["programs"] == 3 + len(directed_suite(1024)) and rep["results"]["golden"]["passed"]
 
 
 def test_fuzz_detects_a_wrong_simulator(monkeypatch):
@@ -148,7 +149,7 @@ def test_fuzz_detects_a_wrong_simulator(monkeypatch):
     monkeypatch.setitem(simulator.SIMULATORS, "offbyone", f"{__name__}:_OffByOneFactory")
     globals()["_OffByOneFactory"] = OffByOne
     rep = fuzz(30, 2, ["golden", "offbyone"], ext_words=1024)
-    assert rep["mismatches"] == 1 and rep["sims"]["golden"]["passed"]
+    assert rep["mismatches"] == 1 and rep["results"]["golden"]["passed"]
     assert rep["first_mismatch"].startswith("offbyone: program ") and "counter vector" in rep["first_mismatch"]
 
 
