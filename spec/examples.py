@@ -386,7 +386,7 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
         # shape compiled on its own (cycles depend on the shape only; checked on the shapes seen twice)
         wanted = {(c, 4) for c in UNIT_COST_CACHES if c < n}
         if plain_step is not None:
-            wanted |= {(MODEL_CACHE, k + 1) for k in MODEL_KS}
+            wanted |= {(MODEL_CACHE, k + 1) for k in MODEL_KS if k in ks}
         missing = sorted(s for s in wanted if s not in shapes)
         for shape, cyc in pool.map(_fixed_verifier_job, missing):
             shapes.setdefault(shape, set()).add(cyc)
