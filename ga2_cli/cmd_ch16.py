@@ -62,8 +62,9 @@ def _numbers(text: str, what: str, kind=float) -> list:
 class _Progress:
     """Replay progress on stderr: one updating line on a terminal, a line per tenth otherwise."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
+    def __init__(self, stream=None):
+        # Looked up at call time: a stream bound at import time may be one a caller has since closed.
+        self.stream = stream if stream is not None else sys.stderr
         self.tty = stream.isatty()
         self.state: dict[str, tuple[int, int]] = {}
         self.reported: dict[str, int] = {}
