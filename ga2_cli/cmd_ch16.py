@@ -65,7 +65,7 @@ class _Progress:
     def __init__(self, stream=None):
         # Looked up at call time: a stream bound at import time may be one a caller has since closed.
         self.stream = stream if stream is not None else sys.stderr
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
         self.state: dict[str, tuple[int, int]] = {}
         self.reported: dict[str, int] = {}
         self.t0 = time.perf_counter()
