@@ -23,16 +23,17 @@ every register (the matrix unit stops the array outside its streaming
 phase); ``clear`` zeroes the accumulators and every pipeline register.
 
 Structure note.  Each processing element is a :class:`ProcessingElement`
-cell: a register holding its state (the two pass-through operands and the
-accumulator, as a struct) and its multiply-accumulate.  The cells are built
-into the array's own module, and their registers are the elements of one
-array-of-structs register (``cells``), as the skew stages are of one
-register per side.  The hardware is the same as with 16 PE submodules, but
-Amaranth's simulator runs one Python process per module and clock domain
-every cycle and pays per register updated: the chip's simulation speed is
-set by exactly these costs.
+cell: a register holding its two pass-through operands (a struct), an
+accumulator, and its multiply-accumulate.  The cells are built into the
+array's own module; their operand registers are the elements of one
+array-of-structs register (``cells``), their accumulators the elements of
+the ``acc`` output register, as the skew stages are of one register per
+side.  The hardware is the same as with 16 PE submodules, but Amaranth's
+simulator runs one Python process per module and clock domain every cycle
+and pays per register updated: the chip's simulation speed is set by
+exactly these costs.
 """
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -44,23 +45,24 @@ OPERAND = signed(8)
 class ProcessingElement:
     """One multiply-accumulate cell, built into a module ``m``.
 
-    ``state`` is the cell's register (a :func:`pe_state` struct): ``a`` and
-    ``b``, the operands registered for the right and lower neighbours
-    (:attr:`a_out`, :attr:`b_out`), and ``acc``, the running sum.  Each cycle
-    with ``run``: ``a <= a_in``, ``b <= b_in``, ``acc <= acc + a_in * b_in``
+    ``state`` is the cell's operand register (a :func:`pe_state` struct): ``a``
+    and ``b``, registered for the right and lower neighbours (:attr:`a_out`,
+    :attr:`b_out`); ``acc`` is its accumulator register, the running sum.  Each
+    cycle with ``run``: ``a <= a_in``, ``b <= b_in``, ``acc <= acc + a_in * b_in``
     (truncated to the accumulator width: wrap-around).  ``clear`` zeroes all
     three and wins over ``run``.
     """
 
-    def __init__(self, m: Module, state, a_in, b_in, *, run, clear):
+    def __init__(self, m: Module, state, acc, a_in, b_in, *, run, clear):
         self.state = state
+        self._acc = acc
         with m.If(clear):
-            m.d.sync += state.eq(0)
+            m.d.sync += [state.eq(0), acc.eq(0)]
         with m.Elif(run):
             m.d.sync += [
                 state.a.eq(a_in),
                 state.b.eq(b_in),
-                state.acc.eq(state.acc + a_in * b_in),
+                acc.eq(acc + a_in * b_in),
             ]
 
     @property
@@ -73,12 +75,12 @@ class ProcessingElement:
 
     @property
     def acc(self):
-        return self.state.acc
+        return self._acc
 
 
-def pe_state(acc_bits: int = 32) -> data.StructLayout:
-    """The register of one processing element."""
-    return data.StructLayout({"a": OPERAND, "b": OPERAND, "acc": signed(acc_bits)})
+def pe_state() -> data.StructLayout:
+    """The operand register of one processing element (its accumulator is separate)."""
+    return data.StructLayout({"a": OPERAND, "b": OPERAND})
 
 
 class SystolicArray(wiring.Component):
@@ -143,19 +145,18 @@ class SystolicArray(wiring.Component):
         n = self.size
         a_edge = self._skew(m, self.a, "a")
         b_edge = self._skew(m, self.b, "b")
-        cells = Signal(data.ArrayLayout(pe_state(self.acc_bits), n * n), name="cells")
+        cells = Signal(data.ArrayLayout(pe_state(), n * n), name="cells")
+        # The accumulators are the output port itself, a register: no wiring between the
+        # cells and the port.  (As sixteen part-assignments from the cells' registers to the
+        # port, Icarus rebuilt a 512-bit strength-carrying concatenation bit by bit whenever
+        # an accumulator changed: a third of the chip's Icarus run time during MM.)
         pes = [[None] * n for _ in range(n)]
         for i in range(n):
             for j in range(n):
                 pes[i][j] = ProcessingElement(
-                    m, cells[i * n + j],
+                    m, cells[i * n + j], self.acc[i * n + j],
                     a_in=a_edge[i] if j == 0 else pes[i][j - 1].a_out,
                     b_in=b_edge[j] if i == 0 else pes[i - 1][j].b_out,
                     run=self.run, clear=self.clear)
-        # One assignment of the whole output, not one per element: Yosys then writes a single
-        # `assign acc = {...}`; sixteen part-assignments to one output port become, in Icarus,
-        # a strength-carrying concatenation rebuilt bit by bit whenever any accumulator changes
-        # (a third of the chip's Icarus run time during MM).
-        m.d.comb += self.acc.eq(Cat(pes[i][j].acc for i in range(n) for j in range(n)))
         self.pes = pes
         return m
