@@ -245,14 +245,20 @@ class VectorUnit(wiring.Component):
         m = Module()
         assert {op for op, spec in isa.OP_BY_NAME.items() if spec.unit is isa.Unit.VECTOR} == set(self.ENGINES)
 
+        # Only the engine the instruction names sees the scratchpad's read data; the others see
+        # 0.  An engine uses read data only between its start and its done, while ins.op names
+        # it, so nothing changes for the engines, but an idle engine's logic no longer follows
+        # every read of the other units (the matrix unit reads the scratchpad almost every
+        # cycle): event-driven simulators (Icarus, Amaranth's) skip that work.
         engines = {}
         for name, cls in self.ENGINES.items():
             engine = engines[name] = cls()
             m.submodules[name.lower()] = engine
+            selected = self.ins.op == isa.OP_BY_NAME[name].code
             m.d.comb += [
                 engine.ins.eq(self.ins),
-                engine.start.eq(self.start & (self.ins.op == isa.OP_BY_NAME[name].code)),
-                engine.spad.rd_data.eq(self.spad.rd_data),
+                engine.start.eq(self.start & selected),
+                engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),
             ]
             with m.If(engine.done):
                 m.d.comb += self.done.eq(1)
