@@ -43,7 +43,7 @@ from amaranth.utils import ceil_log2
 
 from . import isa
 from .decoder import STATUS_BITS, IssueCheck, unit_ops
-from .dma import DMA, EXT_ADDR_BITS
+from .dma import DMA, EXT_ADDR_BITS, EXT_PORT_MEMBERS
 from .layout import INSTRUCTION
 from .matrix_unit import MatrixUnit
 from .sram import Scratchpad
@@ -114,12 +114,7 @@ class GA2Chip(wiring.Component):
             "imem_we": In(1),
             "imem_addr": In(max(1, ceil_log2(imem_words))),
             "imem_wdata": In(isa.INSTR_BITS),
-            "ext_addr": Out(EXT_ADDR_BITS),
-            "ext_re": Out(1),
-            "ext_we": Out(1),
-            "ext_wdata": Out(isa.WORD_BITS),
-            "ext_rdata": In(isa.WORD_BITS),
-            "ext_rvalid": In(1),
+            **EXT_PORT_MEMBERS,
         })
 
     def elaborate(self, platform):
@@ -137,10 +132,11 @@ class GA2Chip(wiring.Component):
         # instruction word's fan-out) and from the sequencer's own logic.
         m.submodules.ext_port = ext_port = Module()
         dma = self.units[isa.Unit.DMA]
-        for name in ("ext_addr", "ext_re", "ext_we", "ext_wdata"):
-            ext_port.d.comb += getattr(self, name).eq(getattr(dma, name))
-        for name in ("ext_rdata", "ext_rvalid"):
-            ext_port.d.comb += getattr(dma, name).eq(getattr(self, name))
+        for name, member in EXT_PORT_MEMBERS.items():      # the DMA's port is the chip's
+            outward, inward = getattr(self, name), getattr(dma, name)
+            if member.flow == wiring.In:
+                outward, inward = inward, outward
+            ext_port.d.comb += outward.eq(inward)
 
         # ---- instruction memory: loaded through the port while idle, read in FETCH
         imem_wr = self.imem.write_port()

@@ -32,10 +32,21 @@ from . import isa
 from .decoder import operand
 from .layout import INSTRUCTION, SPAD_ADDR_BITS, SpadPort
 
-__all__ = ["DMA", "EXT_ADDR_BITS"]
+__all__ = ["DMA", "EXT_ADDR_BITS", "EXT_PORT_MEMBERS"]
 
 #: Width of the external-memory address port (ext_words <= 65536).
 EXT_ADDR_BITS = 16
+
+#: The external-memory master port (flat names: they are the chip's top-level ports too,
+#: which the chip passes through from the DMA unchanged).
+EXT_PORT_MEMBERS = {
+    "ext_addr": Out(EXT_ADDR_BITS),
+    "ext_re": Out(1),
+    "ext_we": Out(1),
+    "ext_wdata": Out(isa.WORD_BITS),
+    "ext_rdata": In(isa.WORD_BITS),
+    "ext_rvalid": In(1),
+}
 
 # LD and ST keep the scratchpad address in field a, the external one in b, the length in c;
 # the decoder reads them through the ISA's operand names, and these asserts keep the sharing honest.
@@ -67,12 +78,7 @@ class DMA(wiring.Component):
             "done": Out(1),
             "busy": Out(1),
             "spad": Out(SpadPort()),
-            "ext_addr": Out(EXT_ADDR_BITS),
-            "ext_re": Out(1),
-            "ext_we": Out(1),
-            "ext_wdata": Out(isa.WORD_BITS),
-            "ext_rdata": In(isa.WORD_BITS),
-            "ext_rvalid": In(1),
+            **EXT_PORT_MEMBERS,
         })
 
     def elaborate(self, platform):
