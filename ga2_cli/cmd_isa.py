@@ -23,8 +23,32 @@ def load_program(path: str) -> list[isa.Instruction]:
     return read_program(path)
 
 
-def _counters_line(counters) -> str:
+def counters_line(counters) -> str:
     return "  ".join(f"{name}={value}" for name, value in zip(isa.COUNTER_NAMES, counters))
+
+
+def add_run_arguments(p) -> None:
+    """The options of every command that runs one program (`ga2 golden`, `ga2 run`)."""
+    p.add_argument("--ext", help="initial external memory (memory file, 8 hex digits a line)")
+    p.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
+    p.add_argument("--json", action="store_true",
+                   help='print {"counters": [...], "ext": [every final external-memory word]}')
+    p.add_argument("--dump-ext", metavar="FILE", help="write the final external memory as a memory file")
+
+
+def report_run(result, args) -> int:
+    """Print one program's result the same way whichever simulator ran it."""
+    if args.dump_ext:
+        write_memory(args.dump_ext, result.ext)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(counters_line(result.counters))
+    if result.error != ErrorCode.OK:
+        why = f": {result.message}" if result.message else ""
+        raise CommandError(f"halted with {result.error.name} ({int(result.error)}) at pc {result.error_pc}{why}")
+    return 0
 
 
 def cmd_asm(args) -> int:
@@ -59,7 +83,7 @@ def _golden_bundle(args) -> int:
         status = "" if got.error == ErrorCode.OK else f"  status={got.error.name}@{got.error_pc}"
         note = f"  DIFFERS FROM BUNDLE: {mm}" if mm else ""
         failures += bool(mm)
-        print(f"{i:4d} {p.name:<{width}}  {_counters_line(got.counters)}{status}{note}")
+        print(f"{i:4d} {p.name:<{width}}  {counters_line(got.counters)}{status}{note}")
     print(f"total cycles {bundle.total_cycles} over {len(bundle.programs)} programs "
           f"(ext_words {bundle.ext_words})")
     if failures:
@@ -75,16 +99,7 @@ def cmd_golden(args) -> int:
     program = load_program(args.file)
     ext = read_memory(args.ext, args.ext_words) if args.ext else None
     result = golden.run(program, ext, ext_words=args.ext_words)
-    if args.dump_ext:
-        write_memory(args.dump_ext, result.ext)
-    if args.json:
-        print(json.dumps(result.to_json()))
-    else:
-        print(_counters_line(result.counters))
-    if result.error != ErrorCode.OK:
-        raise CommandError(f"halted with {result.error.name} ({int(result.error)}) at pc "
-                           f"{result.error_pc}: {result.message}")
-    return 0
+    return report_run(result, args)
 
 
 def register(subparsers) -> None:
@@ -99,10 +114,5 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("golden", help="run a program (or every program of a bundle) in the golden model")
     p.add_argument("file", help="program file (.s/.asm: assembly), or a bundle")
-    p.add_argument("--ext", help="initial external memory (memory file, 8 hex digits a line)")
-    p.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
-                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
-    p.add_argument("--json", action="store_true",
-                   help='print {"counters": [...], "ext": [every final external-memory word]}')
-    p.add_argument("--dump-ext", metavar="FILE", help="write the final external memory as a memory file")
+    add_run_arguments(p)
     p.set_defaults(func=cmd_golden)

@@ -11,10 +11,9 @@ import sys
 import time
 
 from ga2_hdl import isa
-from ga2_hdl.files import read_memory, write_memory
-from ga2_hdl.isa import ErrorCode
+from ga2_hdl.files import read_memory
 
-from .cmd_isa import _counters_line, load_program
+from .cmd_isa import add_run_arguments, load_program, report_run
 from .main import CommandError
 
 
@@ -59,18 +58,9 @@ def cmd_run(args) -> int:
         result = sim.run_program(program, ext if ext is not None else [], ext_words=args.ext_words, vcd=args.vcd)
     except SimulatorError as e:
         raise CommandError(str(e)) from None
-    if args.dump_ext:
-        write_memory(args.dump_ext, result.ext)
-    if args.json:
-        print(json.dumps(result.to_json()))
-    else:
-        print(_counters_line(result.counters))
     if args.vcd:
         print(f"waveform written to {args.vcd}", file=sys.stderr)
-    if result.error != ErrorCode.OK:
-        why = f": {result.message}" if result.message else ""
-        raise CommandError(f"halted with {result.error.name} ({int(result.error)}) at pc {result.error_pc}{why}")
-    return 0
+    return report_run(result, args)
 
 
 # --------------------------------------------------------------------------------------- replay
@@ -171,15 +161,10 @@ def cmd_bench_sim(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a program on a simulator (output as `ga2 golden`)")
     p.add_argument("program", help="program file (.s/.asm: assembly)")
-    p.add_argument("--ext", help="initial external memory (memory file, 8 hex digits a line)")
-    p.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
-                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
+    add_run_arguments(p)
     p.add_argument("--sim", default="amaranth",
                    help="simulator: golden, amaranth, icarus or verilator (default amaranth)")
-    p.add_argument("--json", action="store_true",
-                   help='print {"counters": [...], "ext": [every final external-memory word]}')
     p.add_argument("--vcd", metavar="FILE", help="write a waveform of the run")
-    p.add_argument("--dump-ext", metavar="FILE", help="write the final external memory as a memory file")
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")
