@@ -36,6 +36,7 @@ VIEW_OPS = frozenset({"concat", "slice", "relu"})
 EXTERNAL_OPS = frozenset({"input", "weight"})
 
 Matrix = list[list[float]]
+IntMatrix = list[list[int]]
 
 
 @dataclass

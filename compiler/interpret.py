@@ -12,10 +12,9 @@ from typing import Any, Mapping
 
 from ga2_hdl import isa
 
-from .graph import Graph, check_inputs
+from .graph import Graph, IntMatrix, check_inputs
 from .scales import quantize_matrix
 
-IntMatrix = list[list[int]]
 
 
 def _int_product(a: IntMatrix, b: IntMatrix, transpose_b: bool) -> IntMatrix:

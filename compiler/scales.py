@@ -37,7 +37,7 @@ from typing import Any, Mapping, Sequence
 from ga2_hdl import isa
 
 from .errors import CompileError
-from .graph import Graph, Matrix
+from .graph import Graph, IntMatrix, Matrix
 from .reference import evaluate
 
 #: the softmax unit's input format: int8 scores are real x/16

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from ga2_hdl import golden, isa
+from ga2_hdl import isa
 from ga2_hdl.bundle import END_MARKER, MAGIC, Bundle, _runs, is_bundle_text
 from ga2_hdl.files import FileFormatError
 from ga2_hdl.isa import ErrorCode, make

@@ -19,7 +19,6 @@ import random
 import pytest
 
 import compiler as C
-from ga2_hdl import golden
 
 V = D = 16
 HID = 32

@@ -138,7 +138,7 @@ def causality_verifier(mods: SpecModules, samples: int = 40, seed: int = 9):
 def causality_on_chip(mods: SpecModules) -> list[str]:
     """Checks (3) and (4) on one compiled verifier."""
     from compiler import interpret, run
-    lm, vf = mods.tiny_lm, mods.verifier
+    vf = mods.verifier
     model = sharp_model(mods)
     program, make_inputs = causality_verifier(mods)
     keys, values = mods.chip.float_prefix_cache(model, CAUSALITY_PREFIX)
