@@ -89,6 +89,8 @@ def cmd_replay(args) -> int:
     if args.program is not None and not args.vcd:
         raise CommandError("--program chooses the program whose waveform --vcd writes; give --vcd FILE too")
     bundle = Bundle.read(args.bundle)
+    if not bundle.programs:          # nothing would be compared: a PASS here would mean nothing
+        raise CommandError(f"{args.bundle}: the bundle holds no programs; nothing to replay")
     simulators = {name: _simulator(name) for name in names}      # fail early if one is missing
     failures = 0
     for name, sim in simulators.items():

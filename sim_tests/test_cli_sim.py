@@ -52,6 +52,15 @@ def test_replay_pass_and_mismatch(tmp_path, capsys):
     assert "MISMATCH: program 1: counter total" in capsys.readouterr().out
 
 
+def test_replay_of_an_empty_bundle_is_an_error_not_a_pass(tmp_path, capsys):
+    path = tmp_path / "empty.bundle"
+    Bundle(isa.EXT_WORDS_DEFAULT).write(path)
+    assert main(["replay", str(path), "--sims", "golden", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "PASS" not in captured.out
+    assert "holds no programs" in captured.err
+
+
 def test_replay_writes_a_waveform(tmp_path, capsys):
     bundle = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])])
     path = tmp_path / "b.bundle"
