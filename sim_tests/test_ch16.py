@@ -132,7 +132,7 @@ def test_example_a_prints_its_three_parts_and_writes_its_figures(tmp_path, capsy
     assert main(["example", "a", "--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     for part in ("== 1. three blocks", "== 2. the anatomy", "== 3. causality in integers",
-                 "block 2: last token 9, draft guesses [10, 9, 10]", "12,330 / 29,986 = 0.41",
+                 "block 2: last token 9, draft guesses [10, 9, 10]", "12,330 / 29,986 = 0.41", "the weights (2,304 words) are loaded once",
                  "none does."):
         assert part in text, part
     data = json.loads((tmp_path / "ch16_example_a.json").read_text())

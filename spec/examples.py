@@ -95,6 +95,7 @@ class ExampleA:
     singles: list[Anatomy]               #: contexts 5, 6, 7, 8
     draft: Anatomy
     causality: dict[tuple[int, ...], list[list[int]]]
+    weight_words: int                    #: external-memory words of the verifier's weights
 
     @property
     def ratio(self) -> float:
@@ -111,8 +112,10 @@ def example_a() -> ExampleA:
     plain = PlainChip(chip.model, 8)
     singles = [anatomy(plain.program(L).code) for L in range(5, 9)]
     logits = causality_logits(list(BOOK_A["causality"]))
-    return ExampleA(reference, tokens, traces, anatomy(chip.verifier_program(4, 4).code), singles,
-                    anatomy(chip.draft_program.code), logits)
+    verifier = chip.verifier_program(4, 4)
+    weight_words = sum(e["words"] for e in verifier.ext.values() if e["kind"] == "weight")
+    return ExampleA(reference, tokens, traces, anatomy(verifier.code), singles,
+                    anatomy(chip.draft_program.code), logits, weight_words)
 
 
 def _unit_cycles(a: Anatomy) -> dict[str, int]:
@@ -210,7 +213,7 @@ def format_example_a(ex: ExampleA) -> str:
     total_singles = sum(s["total"] for s in su)
     out.append(f"   the block costs {vu['total']:,} / {total_singles:,} = {ex.ratio:.2f} of the four steps "
                f"(book {B['ratio']:.2f}{mark(round(ex.ratio, 2), B['ratio']).strip()}): the weights "
-               f"(2,304 words) are loaded once, not four times; a draft step costs {ex.draft.counters[0]} cycles "
+               f"({ex.weight_words:,} words) are loaded once, not four times; a draft step costs {ex.draft.counters[0]} cycles "
                f"(book {B['draft']}{mark(ex.draft.counters[0], B['draft']).strip()})")
 
     out += ["", "== 3. causality in integers (random model seed 2 with Wq and Wk times 4, cache [3, 8, 1, 12]): "
