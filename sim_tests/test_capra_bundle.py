@@ -15,6 +15,7 @@ import random
 import pytest
 
 import compiler as C
+from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from gen.simulator import get_simulator
 from sim_tests.test_capra_anatomy import _model, _verify_calibration, build_decode_step, build_verify
@@ -41,7 +42,11 @@ def compiled_bundle():
 def test_bundle_holds_the_compiled_results(compiled_bundle):
     bundle, runs = compiled_bundle
     assert bundle.total_cycles == sum(prog.counters()[0] for prog, _ in runs)
+    assert len(bundle.programs) == len(runs) == 2
     for entry, (prog, inputs) in zip(bundle.programs, runs):
+        # the golden model's expectation: no fault, and the ISA's cycle formula
+        assert entry.expected.error == isa.ErrorCode.OK, (entry.name, entry.expected.error)
+        assert entry.expected.counters == isa.program_counters(entry.code), entry.name
         outs = C.run(prog, inputs)
         for name, e in prog.ext.items():
             if e["kind"] == "output":
@@ -55,7 +60,9 @@ def test_bundle_holds_the_compiled_results(compiled_bundle):
 
 @pytest.mark.parametrize("simulator", SIMULATORS)
 def test_compiled_bundle_replays(compiled_bundle, simulator):
-    bundle, _ = compiled_bundle
+    # Replayed from its text: on the golden model the bundle built in memory would be compared
+    # with the very runs that made its expectations (a check that could not fail).
+    bundle = Bundle.parse(compiled_bundle[0].to_text())
     report = get_simulator(simulator).run_bundle(bundle)
     assert report.passed, report.line()
     assert report.cycles == bundle.total_cycles
