@@ -52,6 +52,7 @@ def test_ch16_replays_every_run_on_icarus_and_verilator_with_the_golden_cycles(c
         assert data["simulators"][sim]["cycles"] == data["golden_cycles"]
         assert data["simulators"][sim]["cycles_per_second"] > 0
     assert "OK: every run replayed in icarus, verilator" in text
+    assert "the software checks were NOT run (--no-checks)" in text
 
 
 def test_ch16_json_has_the_required_keys(ch16_run):
@@ -62,6 +63,7 @@ def test_ch16_json_has_the_required_keys(ch16_run):
         assert set(row["sims"]) == {"icarus", "verilator"}
         assert {"pass", "cycles"} <= set(row["sims"]["icarus"])
         assert row["book_cycles"] is None        # the book's figures are for 32 tokens
+    assert data["software_checks_run"] is False  # the fixture passes --no-checks
     plain = [r for r in data["rows"] if r["accepted"] is None]
     assert [r["speedup"] for r in plain] == [1.0, 1.0]
 
