@@ -3,6 +3,7 @@ verifier's anatomy and the causality model's integer logits.  Cycles are the ISA
 prediction for every program executed (the RTL replays must give the same)."""
 import pytest
 
+from spec.checks import CHIP_CHECKS, FLOAT_CHECKS
 from spec.chip import PlainChip, SpeculativeChip
 from spec.draft import make_draft
 from spec.mutate import MUTANTS, run_mutants
@@ -101,6 +102,10 @@ def test_mutants_that_need_the_chip_checks_are_caught():
     unbroken, problem, verdicts = run_mutants(chosen, jobs=1, timeout=300, baseline=False)
     assert unbroken, problem
     assert [v.status for v in verdicts] == ["caught"] * 3, [v.as_dict() for v in verdicts]
+    # caught by a check's finding, not by a crash or a timeout (with no baseline run here, a broken
+    # copy loader would otherwise "catch" every mutant)
+    check_names = {c.__name__ for c in FLOAT_CHECKS + CHIP_CHECKS}
+    assert all(v.how.split(":")[0] in check_names for v in verdicts), [v.how for v in verdicts]
 
 
 @pytest.mark.slow
