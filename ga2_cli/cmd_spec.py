@@ -63,8 +63,11 @@ def _mutate_spec(args) -> int:
         print(f"{v.name}: {v.status}")
         print(f"    {v.how}")
     caught = sum(v.status == "caught" for v in verdicts)
+    timed_out = sum(v.status == "TIMEOUT" for v in verdicts)
     if unbroken:
         print(f"\nspeculative decoding: {caught} of {len(MUTANTS)} broken versions caught")
+        if timed_out:
+            print(f"  {timed_out} gave no verdict within --timeout {args.timeout:.0f} s (counted as not caught)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,

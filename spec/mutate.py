@@ -159,7 +159,7 @@ def _child(mutant: Mutant | None, conn) -> None:
 @dataclass
 class Verdict:
     name: str
-    status: str          #: "caught", "NOT CAUGHT"
+    status: str          #: "caught", "NOT CAUGHT", or "TIMEOUT" (no verdict: neither caught nor survived)
     how: str             #: the problem reported, the exception, or "timeout"
     seconds: float
 
@@ -214,6 +214,8 @@ def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress
             del running[index]
             if kind == "ok" and detail is None:
                 verdict = Verdict(mutants[index].name, "NOT CAUGHT", "every check passed", seconds)
+            elif kind == "timeout":      # a slow machine is not evidence that the checks notice the change
+                verdict = Verdict(mutants[index].name, "TIMEOUT", detail, seconds)
             else:
                 how = detail if kind == "ok" else f"{kind}: {detail.splitlines()[0]}"
                 verdict = Verdict(mutants[index].name, "caught", how, seconds)
