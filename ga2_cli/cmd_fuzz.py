@@ -54,7 +54,11 @@ def cmd_fuzz(args) -> int:
         print(f"fuzz: {report['mismatches']} simulator(s) disagree with the golden model; first: "
               f"{report['first_mismatch']}", file=sys.stderr)
         return 1
-    print(f"fuzz: all simulators agree, {report['cycles']} cycles in total")
+    if set(sims) == {"golden"}:
+        print(f"fuzz: the golden model ran alone ({report['cycles']} cycles): name an RTL simulator "
+              f"(amaranth, icarus, verilator) to compare anything with it")
+    else:
+        print(f"fuzz: all simulators agree, {report['cycles']} cycles in total")
     return 0
 
 
