@@ -2,6 +2,8 @@
 and the logged programs replayed on the golden model."""
 import pytest
 
+from ga2_hdl.isa import ErrorCode
+
 from gen.simulator import get_simulator
 from spec import checks
 from spec.chip import PlainChip, SpeculativeChip, cycles_of
@@ -28,6 +30,7 @@ def test_plain_chip_logs_one_program_per_step_and_replays_on_golden():
     assert [r.shape for r in run.log] == [(L,) for L in range(1, 7)]
     report = get_simulator("golden").run_bundle(bundle_of(run.log, "plain"))
     assert report.passed, report.line()
+    assert all(r.error == ErrorCode.OK for r in report.results)      # every step ran to its HALT
     assert report.cycles == cycles_of(run.log)
 
 
@@ -51,6 +54,7 @@ def test_speculative_chip_log_and_cache_and_golden_replay():
     assert st.cache == st.emitted == st.accepted + st.blocks
     report = get_simulator("golden").run_bundle(bundle_of(run.log, "spec"))
     assert report.passed, report.line()
+    assert all(r.error == ErrorCode.OK for r in report.results)
     assert report.cycles == cycles_of(run.log)
 
 
