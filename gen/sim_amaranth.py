@@ -40,7 +40,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.results import RunResult, first_mismatch
 
 from .extmem import ExternalMemoryModel, WriteMonitor
-from .simulator import BundleReport, SimulatorError
+from .simulator import BundleReport, SimulatorError, external_memory_words
 
 __all__ = ["AmaranthSimulator", "ChipSimulation"]
 
@@ -177,7 +177,7 @@ class AmaranthSimulator:
 
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
-        words = ext_words or self.ext_words or isa.EXT_WORDS_DEFAULT
+        words = external_memory_words(ext_words, self.ext_words)
         job = _prepare(program, ext, words)
         return ChipSimulation(words).run([job], vcd=vcd)[0]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ga2_hdl import golden, isa
+from ga2_hdl import golden
 from ga2_hdl.isa import Instruction
 from ga2_hdl.results import RunResult
 
-from .simulator import BundleReport, SimulatorError, replay_with
+from .simulator import BundleReport, SimulatorError, external_memory_words, replay_with
 
 
 class GoldenSimulator:
@@ -31,7 +31,7 @@ class GoldenSimulator:
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         self._no_vcd(vcd)
-        words = ext_words or self.ext_words or isa.EXT_WORDS_DEFAULT
+        words = external_memory_words(ext_words, self.ext_words)
         return golden.run(program, ext, ext_words=words)
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,

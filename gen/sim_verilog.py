@@ -48,7 +48,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
 
 from . import toolchain, verilog
-from .simulator import BundleReport, SimulatorError
+from .simulator import BundleReport, SimulatorError, external_memory_words
 
 TB_DIR = Path(__file__).resolve().parent / "tb"
 TESTBENCH = TB_DIR / "ga2_tb.v"
@@ -276,7 +276,7 @@ class _VerilogSimulator:
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         """Run one program; its end state (the whole final memory), whatever the golden model says."""
-        words = ext_words or self.ext_words or isa.EXT_WORDS_DEFAULT
+        words = external_memory_words(ext_words, self.ext_words)
         one = Bundle.from_programs([("program", program, list(ext))], ext_words=words)
         report = self.run_bundle(one, vcd=vcd, vcd_program=0 if vcd else None, ext_all=True)
         if not report.results:

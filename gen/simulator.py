@@ -74,6 +74,17 @@ class Simulator(Protocol):
         """Run every program of a bundle and compare each with its expected result."""
 
 
+def external_memory_words(requested: int | None, configured: int | None) -> int:
+    """The external-memory size a run uses: the caller's, else the simulator's, else the ISA's default."""
+    from ga2_hdl.isa import EXT_WORDS_DEFAULT
+    for words in (requested, configured):
+        if words is not None:
+            if words < 1:
+                raise SimulatorError(f"ext_words={words}: the external memory needs at least one word")
+            return words
+    return EXT_WORDS_DEFAULT
+
+
 def get_simulator(name: str, **options) -> Simulator:
     try:
         target = SIMULATORS[name]
