@@ -160,6 +160,16 @@ def _ch16(args) -> int:
     return 0
 
 
+def _write_example(out: str, name: str, data: dict, figure_paths: list[str], t0: float) -> None:
+    """An example's JSON (with the paths of its figures) into OUT, and the line that says so."""
+    data["figures"] = figure_paths
+    path = os.path.join(out, name)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    print(f"\nwrote {path}, {', '.join(figure_paths)} ({time.perf_counter() - t0:.1f} s)")
+
+
 def _example_a(args) -> int:
     from spec import examples, figures
 
@@ -169,13 +179,7 @@ def _example_a(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     paths = [figures.mask_figure(4, 4, os.path.join(args.out, "ch16_mask.png")),
              figures.cycles_by_unit_figure(ex.verifier, ex.singles, os.path.join(args.out, "ch16_cycles_by_unit.png"))]
-    data = examples.example_a_json(ex)
-    data["figures"] = paths
-    path = os.path.join(args.out, "ch16_example_a.json")
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    print(f"\nwrote {path}, {', '.join(paths)} ({time.perf_counter() - t0:.1f} s)")
+    _write_example(args.out, "ch16_example_a.json", examples.example_a_json(ex), paths, t0)
     differences = examples.example_a_differences(ex)
     if differences:
         print("FAILED: differences from the book: " + "; ".join(differences))
@@ -200,13 +204,7 @@ def _example_b(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     paths = [figures.speedup_figure(ex, os.path.join(args.out, "ch16_speedup_vs_k.png")),
              figures.serving_figure(os.path.join(args.out, "ch16_serving.png"))]
-    data = examples.example_b_json(ex)
-    data["figures"] = paths
-    path = os.path.join(args.out, "ch16_example_b.json")
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    print(f"\nwrote {path}, {', '.join(paths)} ({time.perf_counter() - t0:.1f} s)")
+    _write_example(args.out, "ch16_example_b.json", examples.example_b_json(ex), paths, t0)
     if not ex.all_tokens_equal:
         print("FAILED: a run did not produce the plain decoder's tokens")
         return 1

@@ -8,9 +8,7 @@ slice battery is run against it (see compiler/mutate.py).
 """
 from __future__ import annotations
 
-import json
-
-from .cmd_spec import mutate_targets
+from .cmd_spec import mutate_targets, write_mutation_json
 
 
 def register(subparsers) -> None:
@@ -51,9 +49,6 @@ def _mutate_compiler(args) -> int:
                 f"FLAGGED, which it should not be: {v.problem}"
             print(f"EQUIVALENT in effect: {v.name}: {verdict}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,
-                       "mutants": [v.as_dict() for v in verdicts]}, f, indent=2)
-            f.write("\n")
+        write_mutation_json(args.json, unbroken, problem, verdicts)
     ok = unbroken and caught == len(SLICE_MUTANTS) and all(v.status == "equivalent" for v in equivalent)
     return 0 if ok else 1

@@ -29,6 +29,14 @@ def mutate_targets(subparsers) -> argparse._SubParsersAction:
     return targets
 
 
+def write_mutation_json(path: str, unbroken: bool, problem, verdicts) -> None:
+    """The JSON every `ga2 mutate` target writes: the unbroken verdict and one entry per mutant."""
+    with open(path, "w") as f:
+        json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,
+                   "mutants": [v.as_dict() for v in verdicts]}, f, indent=2)
+        f.write("\n")
+
+
 def register(subparsers) -> None:
     p = mutate_targets(subparsers).add_parser(
         "spec", help="the nineteen broken versions of speculative decoding",
@@ -69,8 +77,5 @@ def _mutate_spec(args) -> int:
         if timed_out:
             print(f"  {timed_out} gave no verdict within --timeout {args.timeout:.0f} s (counted as not caught)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,
-                       "mutants": [v.as_dict() for v in verdicts]}, f, indent=2)
-            f.write("\n")
+        write_mutation_json(args.json, unbroken, problem, verdicts)
     return 0 if unbroken and caught == len(MUTANTS) else 1
