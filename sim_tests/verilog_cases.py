@@ -99,9 +99,10 @@ class VerilogSimulatorCases:
         assert any(r.error != ErrorCode.OK for r in suite_report.results)     # faults are in the suite too
 
     def test_times_are_reported(self, suite_report):
-        assert 0 < suite_report.build_seconds < suite_report.wall_seconds
+        assert 0 < suite_report.build_seconds <= suite_report.wall_seconds
         assert suite_report.cycles_per_second > 0
-        assert [n.split()[0] for n in suite_report.notes[:3]] == ["export", "build", "run"]
+        parts = {n.split()[0] for n in suite_report.notes}
+        assert {"export", "build", "run"} <= parts, suite_report.notes
 
     def test_run_program_returns_the_whole_final_memory(self, sim):
         program = [make("LD", dst=10, src=5, len=4), make("VADD", dst=20, src1=10, src2=10, len=4),
@@ -183,7 +184,11 @@ class VerilogSimulatorCases:
         first = sim.build(isa.EXT_WORDS_DEFAULT, words=100)
         again = sim.build(isa.EXT_WORDS_DEFAULT, words=5000)
         assert again.cached and again.directory == first.directory
-        assert again.seconds < 5
+        # served from the cache, not rebuilt: the same recorded compilation and an untouched build
+        assert again.compile_seconds == first.compile_seconds
+        stamps = {f: f.stat().st_mtime_ns for f in first.directory.rglob("*") if f.is_file()}
+        sim.build(isa.EXT_WORDS_DEFAULT, words=7000)
+        assert {f: f.stat().st_mtime_ns for f in first.directory.rglob("*") if f.is_file()} == stamps
 
     def test_a_missing_binary_names_the_debian_package(self, monkeypatch, tmp_path):
         empty = tmp_path / "bin"

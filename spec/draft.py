@@ -23,9 +23,9 @@ same count 0.5), so which of them wins is decided by the last bit of the
 solve's rounding.  The reference figures were produced with Gauss-Jordan
 elimination with partial pivoting (first row of largest magnitude), whole rows
 divided by the pivot and then eliminated from every other row, in plain Python
-floats; ``solve_gauss_jordan`` performs exactly those operations.  LAPACK's LU
-solve (numpy) rounds differently; ``numpy_draft_matrix`` is kept so the tests
-can show where that changes a draft token.
+floats; ``solve_gauss_jordan`` performs exactly those operations, so its result
+is the same on every machine.  A LAPACK solve rounds as its BLAS kernel does,
+which depends on the CPU (docs/spec.md, "Why not numpy.linalg.solve").
 """
 from __future__ import annotations
 
@@ -94,12 +94,6 @@ def make_draft(model: TinyLM, noise: float = 0.0, seed: int = 0) -> Matrix:
     if noise < 0:
         raise ValueError(f"make_draft: noise must be >= 0, got {noise}")
     return solve_gauss_jordan(model.E, noisy_table(model, noise, seed))
-
-
-def numpy_draft_matrix(model: TinyLM, noise: float = 0.0, seed: int = 0) -> Matrix:
-    """The same Wd solved by numpy (LAPACK LU); differs from ``make_draft`` in the last bits."""
-    import numpy as np
-    return np.linalg.solve(np.array(model.E), np.array(noisy_table(model, noise, seed))).tolist()
 
 
 def draft_logits(model: TinyLM, Wd: Matrix, token: int) -> list[float]:
