@@ -78,7 +78,7 @@ def _golden_bundle(args) -> int:
     width = max((len(p.name) for p in bundle.programs), default=0)
     failures = 0
     for i, p in enumerate(bundle.programs):
-        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words)
+        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words, sparse=True)
         mm = first_mismatch(p.expected, got, program=i)
         status = "" if got.error == ErrorCode.OK else f"  status={got.error.name}@{got.error_pc}"
         note = f"  DIFFERS FROM BUNDLE: {mm}" if mm else ""

@@ -37,6 +37,7 @@ from amaranth.sim import Simulator
 from ga2_hdl import golden, isa
 from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
 from ga2_hdl.isa import ErrorCode, Instruction
+from ga2_hdl.memimage import MemoryImage
 from ga2_hdl.results import RunResult, first_mismatch
 
 from .extmem import ExternalMemoryModel, WriteMonitor
@@ -101,7 +102,9 @@ class ChipSimulation:
 
         async def bench(ctx):
             nonlocal ext_known, spad_dirty
-            for i, (program, image) in enumerate(jobs):
+            for i, (program, source) in enumerate(jobs):
+                # a bundle's image is sparse (MemoryImage): made dense for this program only
+                image = source.tolist() if isinstance(source, MemoryImage) else list(source)
                 # 1. the program, through the instruction-memory port
                 ctx.set(chip.imem_we, 1)
                 for addr, ins in enumerate(program):
@@ -110,7 +113,7 @@ class ChipSimulation:
                     await ctx.tick()
                 ctx.set(chip.imem_we, 0)
                 # 2. external memory: write only what differs from the current contents
-                for lo in range(0, self.ext_words, block):
+                for lo in range(0, self.ext_words, block) if ext_known != image else ():
                     if ext_known[lo:lo + block] != image[lo:lo + block]:
                         for addr in range(lo, min(lo + block, self.ext_words)):
                             if ext_known[addr] != image[addr]:
@@ -133,13 +136,18 @@ class ChipSimulation:
                     raise SimulatorError(f"program {i}: the chip did not halt within {bound} cycles "
                                          f"(pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)})")
                 # 5. the end state
-                ext_known = list(image)
-                for span in written.written_ranges(ctx.get(written.blocks["ext"]), self.ext_words):
+                ext_known = image
+                ext_spans = written.written_ranges(ctx.get(written.blocks["ext"]), self.ext_words)
+                for span in ext_spans:
                     ext_known[span.start:span.stop] = [ctx.get(row) for row in self._ext_rows[span.start:span.stop]]
+                if isinstance(source, MemoryImage):     # kept sparse: a bundle's results cost what they touch
+                    final = source if not ext_spans else MemoryImage.from_words(ext_known)
+                else:
+                    final = list(ext_known)
                 spad_dirty = written.written_ranges(ctx.get(written.blocks["spad"]), self.chip.spad.depth)
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
-                    ext=list(ext_known),
+                    ext=final,
                     error=ErrorCode(ctx.get(chip.status)),
                     error_pc=ctx.get(chip.status_pc),
                 )
@@ -188,7 +196,7 @@ class AmaranthSimulator:
             raise SimulatorError(f"--program {vcd_program}: the bundle has programs 0..{n - 1}")
         t0 = time.perf_counter()
         session = ChipSimulation(bundle.ext_words)
-        jobs = [(entry.code, list(entry.ext)) for entry in bundle.programs]
+        jobs = [(entry.code, entry.ext) for entry in bundle.programs]
         mismatch = None
 
         def on_result(i: int, result: RunResult) -> bool:
