@@ -12,6 +12,11 @@ import argparse
 import json
 import sys
 
+from ga2_hdl.safe_io import atomic_write
+
+from . import options
+from .main import CommandError
+
 
 def mutate_targets(subparsers) -> argparse._SubParsersAction:
     """The `ga2 mutate TARGET` collection, created by whichever area registers first."""
@@ -31,10 +36,8 @@ def mutate_targets(subparsers) -> argparse._SubParsersAction:
 
 def write_mutation_json(path: str, unbroken: bool, problem, verdicts) -> None:
     """The JSON every `ga2 mutate` target writes: the unbroken verdict and one entry per mutant."""
-    with open(path, "w") as f:
-        json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,
-                   "mutants": [v.as_dict() for v in verdicts]}, f, indent=2)
-        f.write("\n")
+    atomic_write(path, json.dumps({"unbroken_passes": unbroken, "unbroken_problem": problem,
+                                   "mutants": [v.as_dict() for v in verdicts]}, indent=2) + "\n")
 
 
 def register(subparsers) -> None:
@@ -43,8 +46,8 @@ def register(subparsers) -> None:
         description="Apply each of the chapter's nineteen one-line changes to a copy of spec/ and run the "
                     "five checks (block == step, exactness, causality on the chip, compiled == interpreter "
                     "and close to float, the rule through the chip's loop) against it.")
-    p.add_argument("--json", metavar="FILE", help="also write the verdicts as JSON to FILE")
-    p.add_argument("--jobs", type=int, default=2, help="mutants checked at once (default 2)")
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
+    p.add_argument("--jobs", type=options.positive, default=2, help="mutants checked at once (default 2)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per mutant (default 900)")
     p.set_defaults(func=_mutate_spec)
 
@@ -53,7 +56,7 @@ def _mutate_spec(args) -> int:
     from spec.mutate import MUTANTS, run_mutants
 
     if args.jobs < 1:
-        raise ValueError("--jobs must be at least 1")
+        raise CommandError("--jobs must be at least 1")
     print("NOTE: this deliberately breaks copies of spec/. 'caught' is EXPECTED: it shows the checks "
           "notice the mistake.", flush=True)
     done = []
