@@ -96,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         # a file that could not be read or written (full disk, permissions): the environment, not a bug
         print(f"ga2 {args.command}: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 1
+    except Exception as e:
+        simulator = sys.modules.get("gen.simulator")
+        if simulator is None or not isinstance(e, simulator.SimulatorError):
+            raise                          # a bug in ga2: the traceback is wanted
+        # a simulator that could not run (a tool missing, a build that failed): its own message
+        print(f"ga2 {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as e:
         signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
         ended = _end_children()

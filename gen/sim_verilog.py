@@ -249,7 +249,7 @@ class _VerilogSimulator:
             else:
                 # not dumped: the testbench compared this program's memory word by word and went
                 # on, so it is the expected memory (a difference would have stopped it here)
-                ext = list(bundle.programs[i].expected.ext)
+                ext = bundle.programs[i].expected.ext       # shared, not copied: a bundle stays sparse
             results.append(RunResult(counters, ext, _error_code(status), pc, message))
         mismatch = None
         if results:
