@@ -43,10 +43,12 @@ def register(subparsers) -> None:
                                            "causality in integers) or B (when does speculation pay).")
     which = ex.add_subparsers(dest="example", metavar="EXAMPLE", required=True)
     a = which.add_parser("a", help="three blocks traced, the verifier's anatomy, causality in integers")
-    a.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir, help=f"output directory (default {DEFAULT_OUT}/)")
+    a.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
+                   help=f"output directory (default {DEFAULT_OUT}/)")
     a.set_defaults(func=_example_a)
     b = which.add_parser("b", help="the measured sweep, the geometric model, the serving arithmetic")
-    b.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir, help=f"output directory (default {DEFAULT_OUT}/)")
+    b.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
+                   help=f"output directory (default {DEFAULT_OUT}/)")
     b.add_argument("--noises", default="0,3,4,5,6", help="draft noises of the sweep (default 0,3,4,5,6)")
     b.add_argument("--ks", default="1,2,3,4,5", help="guesses per block of the sweep (default 1,2,3,4,5)")
     b.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")

@@ -121,7 +121,8 @@ def cmd_bundle_info(args) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("fuzz", help="random valid programs replayed in simulators, compared with the golden model")
-    p.add_argument("--programs", type=options.positive, default=100, help="number of random programs (default 100)")
+    p.add_argument("--programs", type=options.positive, default=100,
+                   help="number of random programs (default 100)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--sims", default="golden", help="comma-separated simulators: golden, amaranth, icarus, verilator")
     p.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT)

@@ -177,7 +177,8 @@ class _VerilogSimulator:
         cap = self.bundle_cap(words)
         header = params_header(ext_words, cap, scratchpad_array(exported.text))
         flags = self.flags(trace)
-        key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, exported.text, header, *(p.read_bytes() for p in self.sources()),
+        key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, exported.text, header,
+                               *(p.read_bytes() for p in self.sources()),
                                *(toolchain.version(t) for t in self.tools()), *flags)
         final, lock = toolchain.cached_dir("build", key)
         with toolchain.locked(lock):
