@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import signal
@@ -113,6 +112,20 @@ def test_every_writer_on_a_full_disk_keeps_the_old_file(writer, tmp_path, capsys
     assert target.read_text() == "the old contents\n"          # not truncated, not replaced
     assert _leftovers(out_dir) == []                            # and no temporary file left behind
     assert full_disk.calls >= 2, "the writer did not go through the atomic writer"
+
+
+def test_verilog_export_on_a_full_disk_keeps_the_old_files(tmp_path, capsys, full_disk):
+    out = tmp_path / "v"
+    assert main(["verilog", "-o", str(out)]) == 0          # the chip, from the export cache
+    capsys.readouterr()
+    old = {p.name: p.read_text() for p in out.iterdir()}
+    assert set(old) == {"ga2_chip.v", "verilator_lint.vlt"}
+    for p in out.iterdir():
+        p.write_text("old " + p.name)
+    full_disk.arm()
+    assert main(["verilog", "-o", str(out)]) == 1
+    _one_error_line(capsys.readouterr().err, str(out), "No space left on device")
+    assert {p.name: p.read_text() for p in out.iterdir()} == {name: "old " + name for name in old}
 
 
 def test_every_writer_writes_when_the_disk_has_room(tmp_path, capsys):
@@ -318,7 +331,7 @@ def test_memory_image_is_a_sequence_of_all_its_words():
 
 
 def test_a_bundle_costs_what_its_programs_touch(tmp_path):
-    n, words = 300, 1 << 16
+    n, words = 120, 1 << 16
     items = [(f"p{i}", [isa.HALT], [i + 1] * (i % 7)) for i in range(n)]
     path = tmp_path / "big.bundle"
     Bundle.from_programs(items, words).write(path)
@@ -330,8 +343,9 @@ def test_a_bundle_costs_what_its_programs_touch(tmp_path):
     finally:
         tracemalloc.stop()
     assert report.passed and len(bundle.programs) == n
-    # as lists, the 600 images alone would take 600 x 65,536 x 8 bytes = 315 MB
-    assert peak < 40 << 20, f"{peak / 2**20:.0f} MiB"
+    # as lists, the 240 images alone would take 240 x 65,536 x 8 bytes = 126 MB; one program's
+    # dense copies (a few MB) are all the replay may hold at a time
+    assert peak < 16 << 20, f"{peak / 2**20:.0f} MiB"
     assert sum(p.ext.stored_words + p.expected.ext.stored_words for p in bundle.programs) == \
         2 * sum(i % 7 for i in range(n))
 
