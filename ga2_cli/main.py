@@ -25,7 +25,7 @@ COMMAND_MODULES = (
 class CommandError(Exception):
     """The one user error: bad input, a bad option, a file that cannot be read or written.
 
-    Printed as one line (``ga2 COMMAND: error: MESSAGE``), exit status 1, no
+    Printed as one line (``ga2 COMMAND [ACTION]: error: MESSAGE``), exit status 1, no
     traceback.  Anything else that escapes a command is a bug in ga2 and keeps
     its traceback.  The message names the file (and line, field or flag).
     """
@@ -70,7 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _name_commands(parser)
     return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command knows its full name ("ga2 bundle directed") for its error lines."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(command_name=sub.prog)
+                _name_commands(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,26 +98,26 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CommandError as e:
-        print(f"ga2 {args.command}: error: {e}", file=sys.stderr)
+        print(f"{args.command_name}: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:
         if e.filename is None:             # not about a file the user named: a bug, keep the traceback
             raise
         # a file that could not be read or written (full disk, permissions): the environment, not a bug
-        print(f"ga2 {args.command}: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        print(f"{args.command_name}: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 1
     except Exception as e:
         simulator = sys.modules.get("gen.simulator")
         if simulator is None or not isinstance(e, simulator.SimulatorError):
             raise                          # a bug in ga2: the traceback is wanted
         # a simulator that could not run (a tool missing, a build that failed): its own message
-        print(f"ga2 {args.command}: error: {e}", file=sys.stderr)
+        print(f"{args.command_name}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as e:
         signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
         ended = _end_children()
         what = f"; ended {ended} child process group{'s' if ended != 1 else ''}" if ended else ""
-        print(f"ga2 {args.command}: interrupted by {signal.Signals(signum).name}{what}; "
+        print(f"{args.command_name}: interrupted by {signal.Signals(signum).name}{what}; "
               f"files being written were left as they were", file=sys.stderr)
         return 128 + signum
     finally:
