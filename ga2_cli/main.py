@@ -65,8 +65,15 @@ def _end_children() -> int:
     return toolchain.end_all_children() if toolchain is not None else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad option said in one line (no usage block above it), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ga2", description="GA2: the int8 accelerator, its compiler and its workload")
+    parser = _Parser(prog="ga2", description="GA2: the int8 accelerator, its compiler and its workload")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
