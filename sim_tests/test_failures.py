@@ -472,11 +472,14 @@ def read_only_dir(tmp_path):
         d.chmod(0o755)
 
 
+@pytest.mark.parametrize("where", ["missing directory", "read-only directory", "a directory"])
 @pytest.mark.parametrize("name", ["amaranth", "icarus", "verilator"])
-def test_vcd_into_a_missing_or_read_only_directory_is_refused_before_the_run(name, tmp_path, read_only_dir,
-                                                                             monkeypatch):
+def test_vcd_that_cannot_be_written_is_refused_before_the_run(name, where, tmp_path, request, monkeypatch):
     if name != "amaranth" and name not in _verilog_available():
         pytest.skip(f"{name} is not installed (make simulators)")
+    vcd = {"missing directory": lambda: tmp_path / "no" / "dir" / "w.vcd",
+           "read-only directory": lambda: request.getfixturevalue("read_only_dir") / "w.vcd",
+           "a directory": lambda: tmp_path}[where]()
     sim = get_simulator(name)
     ran = []
     if name == "amaranth":
@@ -485,11 +488,10 @@ def test_vcd_into_a_missing_or_read_only_directory_is_refused_before_the_run(nam
     else:
         monkeypatch.setattr(type(sim), "build", lambda *a, **k: ran.append(1))
     bundle = Bundle.from_programs([("p", PROGRAM, None)], 64)
-    for vcd in (tmp_path / "no" / "dir" / "w.vcd", read_only_dir / "w.vcd", tmp_path):
-        with pytest.raises(SimulatorError, match=f"--vcd {vcd}"):
-            sim.run_program(PROGRAM, [], ext_words=64, vcd=str(vcd))
-        with pytest.raises(SimulatorError, match=f"--vcd {vcd}"):
-            sim.run_bundle(bundle, vcd=str(vcd), vcd_program=0)
+    with pytest.raises(SimulatorError, match=f"--vcd {vcd}"):
+        sim.run_program(PROGRAM, [], ext_words=64, vcd=str(vcd))
+    with pytest.raises(SimulatorError, match=f"--vcd {vcd}"):
+        sim.run_bundle(bundle, vcd=str(vcd), vcd_program=0)
     assert ran == []
 
 
