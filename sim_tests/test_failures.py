@@ -353,7 +353,7 @@ def test_a_bundle_costs_what_its_programs_touch(tmp_path):
 # --------------------------------------------------------- 6. one verdict vocabulary
 
 def _falsified(total: int) -> Bundle:
-    b = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])], 1024)
+    b = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])])     # the default size: the builds other tests use
     b.programs[0].expected.counters[0] = total
     return b
 
@@ -364,7 +364,7 @@ def _verilog_available() -> list[str]:
 
 
 def test_a_wrong_expectation_is_the_same_mismatch_in_every_simulator():
-    real = golden.run(PROGRAM, [1, 2, 3, 4], ext_words=1024).counters[0]
+    real = golden.run(PROGRAM, [1, 2, 3, 4]).counters[0]
     lines = {}
     for name in ["golden", "amaranth", *_verilog_available()]:
         report = get_simulator(name).run_bundle(_falsified(2))
@@ -379,7 +379,7 @@ def test_a_hung_program_is_the_same_timeout_in_every_simulator(monkeypatch):
     import gen.sim_verilog
     monkeypatch.setattr(gen.sim_amaranth, "cycle_bound", lambda program: 5)
     monkeypatch.setattr(gen.sim_verilog, "cycle_bound", lambda program: 5)
-    bundle = _falsified(golden.run(PROGRAM, [1, 2, 3, 4], ext_words=1024).counters[0])
+    bundle = _falsified(golden.run(PROGRAM, [1, 2, 3, 4]).counters[0])
     seen = {}
     for name in ["amaranth", *_verilog_available()]:
         try:
@@ -431,12 +431,16 @@ def test_the_cache_manifest_finds_every_kind_of_damage(tmp_path, capsys):
 
 @pytest.mark.skipif(not shutil.which("iverilog"), reason="Icarus Verilog is not installed (make simulators)")
 def test_a_damaged_icarus_build_is_rebuilt_once(tmp_path, monkeypatch, capsys):
-    bundle = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])], 1024)
+    bundle = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])])
     sim = get_simulator("icarus")
     exported = sim.export(bundle.ext_words)          # from the shared cache: no conversion here
-    monkeypatch.setenv("GA2_CACHE_DIR", str(tmp_path / "cache"))
+    shared = sim.build(bundle.ext_words, exported=exported)
+    cache = tmp_path / "cache"                       # a copy of the shared entry, damaged below
+    shutil.copytree(shared.directory, cache / "build" / shared.key)
+    monkeypatch.setenv("GA2_CACHE_DIR", str(cache))
+    monkeypatch.setattr(sim, "export", lambda ext_words: exported)      # the export is not under test
     first = sim.build(bundle.ext_words, exported=exported)
-    assert not first.cached
+    assert first.cached and first.directory == cache / "build" / shared.key
     vvp = first.directory / "ga2_tb.vvp"
     vvp.write_bytes(vvp.read_bytes()[:100])          # a truncated binary
     capsys.readouterr()
