@@ -68,8 +68,13 @@ def ext_image(ext: Sequence[int] | None, ext_words: int) -> np.ndarray:
     mem = np.zeros(ext_words, dtype=np.int64)
     if ext is None:
         return mem
-    if isinstance(ext, MemoryImage):
-        ext = ext.to_numpy()
+    if isinstance(ext, MemoryImage):             # already 32-bit words: only the size to check
+        if ext.size > ext_words:
+            raise IsaError(f"external-memory image of {ext.size} words is longer than the memory "
+                           f"({ext_words} words)")
+        for start, run in ext.runs():
+            mem[start:start + len(run)] = np.frombuffer(run, dtype=np.uint32)
+        return mem
     values = np.asarray(list(ext) if not isinstance(ext, np.ndarray) else ext)
     if values.size > ext_words:
         raise IsaError(f"external-memory image of {values.size} words is longer than the memory "
