@@ -11,6 +11,8 @@ import os
 import sys
 import time
 
+from gen.simulator import SIMULATORS
+
 DEFAULT_OUT = "out"
 
 
@@ -22,7 +24,7 @@ def register(subparsers) -> None:
                     "and k=3 on the random model seed 1), replay every program of every run in each named "
                     "simulator and compare the cycles with the golden model's and the book's.")
     p.add_argument("--sims", default="icarus,verilator",
-                   help="comma-separated simulators: icarus, verilator, amaranth, golden "
+                   help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
                         "(default icarus,verilator; an empty string replays nothing)")
     p.add_argument("--tokens", type=int, default=32, help="tokens per run (default 32, the chapter's)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")

@@ -6,6 +6,7 @@ import sys
 
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
+from gen.simulator import SIMULATORS
 
 from .main import CommandError
 
@@ -56,7 +57,7 @@ def cmd_fuzz(args) -> int:
         return 1
     if set(sims) == {"golden"}:
         print(f"fuzz: the golden model ran alone ({report['cycles']} cycles): name an RTL simulator "
-              f"(amaranth, icarus, verilator) to compare anything with it")
+              f"({', '.join(n for n in SIMULATORS if n != 'golden')}) to compare anything with it")
     else:
         print(f"fuzz: all simulators agree, {report['cycles']} cycles in total")
     return 0
@@ -113,7 +114,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("fuzz", help="random valid programs replayed in simulators, compared with the golden model")
     p.add_argument("--programs", type=int, default=100, help="number of random programs (default 100)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--sims", default="golden", help="comma-separated simulators: golden, amaranth, icarus, verilator")
+    p.add_argument("--sims", default="golden", help=f"comma-separated simulators: {', '.join(SIMULATORS)}")
     p.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT)
     p.add_argument("--max-cycles", type=int, default=3000, help="cycle budget of each program (default 3000)")
     p.add_argument("--directed", action="store_true", help="replay the directed corner-case suite first")

@@ -12,6 +12,7 @@ import time
 
 from ga2_hdl import isa
 from ga2_hdl.files import read_memory
+from gen.simulator import SIMULATORS
 
 from .cmd_isa import add_run_arguments, load_program, report_run
 from .main import CommandError
@@ -167,14 +168,14 @@ def register(subparsers) -> None:
     p.add_argument("program", help="program file (.s/.asm: assembly)")
     add_run_arguments(p)
     p.add_argument("--sim", default="amaranth",
-                   help="simulator: golden, amaranth, icarus or verilator (default amaranth)")
+                   help=f"simulator: {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", help="write a waveform of the run")
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")
     p.add_argument("bundle", help="bundle file")
     p.add_argument("--sims", default="amaranth",
-                   help="comma-separated simulators (default amaranth), e.g. amaranth,icarus,verilator")
+                   help=f"comma-separated simulators of {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", help="write the waveform of one program (see --program)")
     p.add_argument("--program", type=int, metavar="N", help="the program whose waveform --vcd writes (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

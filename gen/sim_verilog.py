@@ -138,6 +138,8 @@ class _VerilogSimulator:
 
     name = "verilog"
     min_bundle_cap = 1 << 16
+    chip_suffix = ".v"               #: the exported chip's file in the build directory
+    header_file = PARAMS_HEADER      #: the generated constants' file in the build directory
 
     def __init__(self, ext_words: int | None = None, *, timeout_cycles: int | None = None,
                  use_cache: bool = True):
@@ -160,6 +162,10 @@ class _VerilogSimulator:
         """Compile in ``directory``; return the command that runs the result."""
         raise NotImplementedError
 
+    def header_text(self, ext_words: int, cap: int, exported: verilog.Export) -> str:
+        """The generated constants of a build (part of its cache key)."""
+        return params_header(ext_words, cap, scratchpad_array(exported.text))
+
     # ------------------------------------------------------------------ building
     def bundle_cap(self, words: int) -> int:
         return max(self.min_bundle_cap, 1 << max(0, words - 1).bit_length())
@@ -175,7 +181,7 @@ class _VerilogSimulator:
             toolchain.require(tool)
         exported = exported or self.export(ext_words)
         cap = self.bundle_cap(words)
-        header = params_header(ext_words, cap, scratchpad_array(exported.text))
+        header = self.header_text(ext_words, cap, exported)
         flags = self.flags(trace)
         key = toolchain.digest(self.name, exported.text, header, *(p.read_bytes() for p in self.sources()),
                                *(toolchain.version(t) for t in self.tools()), *flags)
@@ -187,9 +193,9 @@ class _VerilogSimulator:
                 toolchain.touch(final)
                 return Build(final, command, key, cap, trace, time.perf_counter() - t0, compile_seconds, True)
             tmp = toolchain.new_build_dir(final)
-            chip = tmp / f"{verilog.CHIP_UNIT}.v"
+            chip = tmp / f"{verilog.CHIP_UNIT}{self.chip_suffix}"
             chip.write_text(exported.text)
-            (tmp / PARAMS_HEADER).write_text(header)
+            (tmp / self.header_file).write_text(header)
             c0 = time.perf_counter()
             command = self.compile(tmp, chip, trace)
             compile_seconds = time.perf_counter() - c0
