@@ -1,4 +1,4 @@
-"""`ga2 run`, `ga2 replay`, `ga2 bench sim`: programs and bundles on any simulator.
+"""`ga2 run`, `ga2 replay`, `ga2 bench sim`, `ga2 diff-sims`: programs and bundles on any simulator.
 
 Every simulator is reached through gen.simulator.get_simulator(name); this
 module only parses arguments and prints.
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -161,6 +162,58 @@ def cmd_bench_sim(args) -> int:
     return 1 if failures else 0
 
 
+# ------------------------------------------------------------------------------------ diff-sims
+
+def cmd_diff_sims(args) -> int:
+    from ga2_hdl.bundle import Bundle, is_bundle_file
+    from gen.diffsims import diff_sims
+    from gen.simulator import SimulatorError
+
+    names = _sim_names(args.sims)
+    if len(names) != 2 or names[0] == names[1]:
+        raise CommandError(f"--sims {args.sims}: name two different simulators, e.g. amaranth,verilator")
+    if "golden" in names:
+        raise CommandError("--sims: the golden model has no signals to compare; name two RTL simulators")
+    for pattern in args.ignore:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise CommandError(f"--ignore {pattern!r}: not a regular expression: {e}") from None
+    if not os.path.isfile(args.program):
+        raise CommandError(f"{args.program}: no such file")
+    if is_bundle_file(args.program):
+        if args.ext:
+            raise CommandError(f"{args.program} is a bundle: its programs bring their memory; drop --ext")
+        bundle = Bundle.read(args.program)
+        which = args.index or 0
+        if not 0 <= which < len(bundle.programs):
+            raise CommandError(f"--program {which}: {args.program} has programs 0 .. {len(bundle.programs) - 1}")
+        entry = bundle.programs[which]
+        program, ext, words = entry.code, list(entry.ext), bundle.ext_words
+        what = f"{args.program} program {which} ({entry.name})"
+    else:
+        if args.index is not None:
+            raise CommandError("--program N chooses a program of a bundle; this is a single program")
+        if not 0 < args.ext_words <= 1 << 16:
+            raise CommandError(f"--ext-words {args.ext_words}: the external memory holds 1 .. 65536 words")
+        program = load_program(args.program)
+        ext = read_memory(args.ext, args.ext_words) if args.ext else []
+        words, what = args.ext_words, args.program
+    for name in names:
+        _simulator(name)                      # fail early, naming a missing tool
+    print(f"diff-sims: {what} in {names[0]} and {names[1]}", file=sys.stderr, flush=True)
+    try:
+        report = diff_sims(program, ext, names, ext_words=words, keep=args.keep, ignore=args.ignore,
+                           strict_x=args.strict_x)
+    except SimulatorError as e:
+        raise CommandError(str(e)) from None
+    for line in report.lines():
+        print(line)
+    if args.keep:
+        print(f"waveforms kept: {report.vcds[0]}, {report.vcds[1]}")
+    return 0 if report.comparison.difference is None else 1
+
+
 # -------------------------------------------------------------------------------------- parsers
 
 def register(subparsers) -> None:
@@ -192,3 +245,24 @@ def register(subparsers) -> None:
                    help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
     q.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     q.set_defaults(func=cmd_bench_sim)
+
+    p = subparsers.add_parser(
+        "diff-sims", help="where two simulators first disagree: the first cycle and signal that differ",
+        description="Run one program in two simulators with waveforms and name the first clock cycle "
+                    "(counted from the cycle in which start is high) at which a signal of the chip "
+                    "differs, with its hierarchical name in the Amaranth design and both values. "
+                    "Exit status 1 when they differ.")
+    p.add_argument("program", help="program file (.s/.asm: assembly), or a bundle (then see --program)")
+    p.add_argument("--ext", help="initial external memory (memory file, 8 hex digits a line)")
+    p.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT}; a bundle has its own)")
+    p.add_argument("--sims", default="amaranth,verilator",
+                   help=f"the two simulators to compare, of {', '.join(SIMULATORS)} (default amaranth,verilator)")
+    p.add_argument("--program", dest="index", type=int, metavar="N",
+                   help="with a bundle: the program to compare (default 0)")
+    p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
+                   help="leave out signals whose name matches (may be repeated)")
+    p.add_argument("--strict-x", action="store_true",
+                   help="count an x or z value against a defined one as a difference")
+    p.add_argument("--keep", metavar="DIR", help="keep the two waveforms in DIR (SIM.vcd)")
+    p.set_defaults(func=cmd_diff_sims)

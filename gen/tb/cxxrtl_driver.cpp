@@ -302,8 +302,8 @@ private:
         chip_.p_clk.set<bool>(true);
         chip_.step();                                   // the chip's registers take the old inputs
 
-        // the external-memory model (docs/chip.md)
-        uint32_t read_word = 0;
+        // the external-memory model (docs/chip.md); without a read, stage 0 keeps its data
+        uint32_t read_word = pipe_data_[0];
         if (ext_re) {
             if (ext_addr >= (uint32_t)GA2_EXT_WORDS) {
                 std::printf("ERROR: program %lld read ext[%u], outside the %d-word memory\n", prog_, ext_addr, GA2_EXT_WORDS);
