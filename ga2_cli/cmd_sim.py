@@ -126,20 +126,47 @@ def bench_bundle(random_programs: int, seed: int, ext_words: int):
     return "the directed suite", Bundle.from_programs(directed_suite(ext_words), ext_words)
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for."""
+    import resource
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def cmd_bench_sim(args) -> int:
+    from ga2_hdl.bundle import Bundle
+    from gen import book_rtl
     from gen.simulator import SimulatorError
 
     names = _sim_names(args.sims)
-    what, bundle = bench_bundle(args.random, args.seed, args.ext_words)
-    print(f"bench: {what}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model)",
-          flush=True)
+    try:
+        book = book_rtl.directory(args.book_rtl) if "icarus" in names else None
+    except SimulatorError as e:
+        raise CommandError(f"--book-rtl: {e}") from None
+    if args.bundle:
+        if not os.path.isfile(args.bundle):
+            raise CommandError(f"--bundle {args.bundle}: no such file")
+        what, bundle = args.bundle, Bundle.read(args.bundle)
+    else:
+        what, bundle = bench_bundle(args.random, args.seed, args.ext_words)
+    load = os.getloadavg()[0]
+    print(f"bench: {what}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model); "
+          f"load average {load:.1f} on {os.cpu_count()} cores", flush=True)
     results = {}
     failures = 0
     for name in names:
         sim = _simulator(name)
         t0 = time.perf_counter()
         try:
+            build_note = ""
+            if hasattr(sim, "build"):          # compiled simulators: build (or find in the cache) first
+                words = len(bundle.to_text().splitlines())
+                built = sim.build(bundle.ext_words, words=words)
+                build_note = (f"build {built.seconds:.2f} s now"
+                              + (f" (cached; compiling took {built.compile_seconds:.1f} s)" if built.cached else ""))
+            c0 = _cpu_seconds()
             report = sim.run_bundle(bundle)
+            cpu = _cpu_seconds() - c0
         except SimulatorError as e:
             print(f"{name}: ERROR: {e}")
             failures += 1
@@ -147,18 +174,50 @@ def cmd_bench_sim(args) -> int:
         wall = time.perf_counter() - t0
         run = report.wall_seconds - report.build_seconds
         speed = report.cycles / run if run > 0 else float("inf")
-        print(f"{name}: {speed:,.0f} simulated cycles/s; build {report.build_seconds:.2f} s, "
-              f"run {run:.2f} s, {report.cycles} cycles; {'PASS' if report.passed else report.line()}",
-              flush=True)
-        for note in report.notes:       # e.g. the Verilog simulators' export / build / run times
+        per_cpu = report.cycles / cpu if cpu > 0 else float("inf")
+        compile_seconds = sim.last_timing.get("compile") if hasattr(sim, "last_timing") else None
+        build = compile_seconds if compile_seconds is not None else report.build_seconds
+        print(f"{name}: {speed:,.0f} simulated cycles/s, {per_cpu:,.0f} per CPU-second; build {build:.1f} s"
+              f"{' (when compiled)' if compile_seconds is not None else ''}, run {run:.2f} s, {report.cycles} cycles; "
+              f"{'PASS' if report.passed else report.line()}", flush=True)
+        for note in ([build_note] if build_note else []) + report.notes:
             print(f"  {note}")
-        results[name] = {"cycles_per_second": round(speed, 1), "build_seconds": round(report.build_seconds, 3),
-                         "run_seconds": round(run, 3), "wall_seconds": round(wall, 3),
+        results[name] = {"cycles_per_second": round(speed, 1), "cycles_per_cpu_second": round(per_cpu, 1),
+                         "build_seconds": round(build, 3), "run_seconds": round(run, 3),
+                         "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
                          "cycles": report.cycles, "passed": report.passed, "notes": list(report.notes)}
         failures += not report.passed
+    if "icarus" in results:
+        if book is None:
+            print(f"icarus against the book's hand-written RTL: not measured: the book's RTL is not available "
+                  f"locally (give its directory with --book-rtl DIR or ${book_rtl.ENV})")
+        else:
+            same = book_rtl.fitting(bundle)
+            try:
+                ours = results["icarus"]["cycles_per_cpu_second"]
+                if len(same.programs) != len(bundle.programs):
+                    # the book's testbench holds 256 instructions: both measured on the programs it can run
+                    print(f"  the book's RTL runs programs of up to {book_rtl.IMEM_WORDS} instructions that do not "
+                          f"fault: icarus again on those {len(same.programs)} of the {len(bundle.programs)} programs")
+                    c0 = _cpu_seconds()
+                    again = _simulator("icarus").run_bundle(same)
+                    ours = again.cycles / (_cpu_seconds() - c0)
+                ref = book_rtl.run(same, book)
+            except SimulatorError as e:
+                print(f"book's RTL: ERROR: {e}")
+                failures += 1
+            else:
+                ratio = ours / ref.cycles_per_cpu_second
+                print(f"book's RTL in Icarus ({book}): {ref.cycles_per_cpu_second:,.0f} simulated cycles per "
+                      f"CPU-second ({ref.cycles} cycles, {ref.cpu_seconds:.2f} CPU-s); icarus on the chip "
+                      f"{ours:,.0f}; icarus on the chip / book's RTL = {ratio:.2f}", flush=True)
+                results["book_rtl_icarus"] = {"cycles_per_cpu_second": round(ref.cycles_per_cpu_second, 1),
+                                              "cpu_seconds": round(ref.cpu_seconds, 3), "cycles": ref.cycles,
+                                              "icarus_ratio": round(ratio, 3)}
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"bundle": what, "programs": len(bundle.programs), "results": results}, f, indent=2)
+            json.dump({"bundle": what, "programs": len(bundle.programs), "load_average": load,
+                       "results": results}, f, indent=2)
     return 1 if failures else 0
 
 
@@ -243,6 +302,10 @@ def register(subparsers) -> None:
     q.add_argument("--seed", type=int, default=1, help="seed for --random (default 1)")
     q.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
                    help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
+    q.add_argument("--bundle", metavar="FILE", help="bench on this bundle (e.g. the chapter's programs)")
+    q.add_argument("--book-rtl", metavar="DIR",
+                   help="the book's hand-written RTL and testbench (default $GA2_BOOK_RTL): Icarus on the chip "
+                        "is compared with it, cycles per CPU-second")
     q.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     q.set_defaults(func=cmd_bench_sim)
 
