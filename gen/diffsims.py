@@ -9,7 +9,8 @@ both values.
 Matching the signals.  Each simulator writes the chip's hierarchy under its
 own top scopes (Amaranth: ``bench.top.chip``, Icarus: ``ga2_tb_icarus.tb.dut``,
 Verilator: ``TOP.ga2_tb.dut``, CXXRTL: ``dut``); the chip's scope is found as
-the one that holds the chip's ports (:data:`CHIP_PORTS`).  Below it the scopes
+the deepest one that holds the chip's ports (:data:`CHIP_PORTS`; Verilator
+also dumps the testbench, whose nets have the ports' names).  Below it the scopes
 are the Amaranth submodule names in every simulator (Yosys keeps them; CXXRTL
 writes its ``hdlname``).  A signal's name is cleaned of what a back end adds:
 a Verilog escape (``\\``), a bit range (``[15:0]``) and the ``$N`` suffix that
@@ -107,6 +108,10 @@ def read_vcd(path: str) -> Waveform:
     for sc, name, _, _ in variables:
         names_by_scope.setdefault(sc, set()).add(name)
     chips = [sc for sc, names in names_by_scope.items() if set(CHIP_PORTS) <= names]
+    # a testbench that names its nets after the chip's ports (Verilator dumps it too) holds
+    # the chip: the chip is the deepest such scope
+    deepest = max((sc.count(".") for sc in chips), default=0)
+    chips = [sc for sc in chips if sc.count(".") == deepest]
     if len(chips) != 1:
         raise SimulatorError(f"{path}: cannot find the chip in the waveform ({len(chips)} scopes hold its ports "
                              f"{', '.join(CHIP_PORTS)})")
