@@ -82,3 +82,41 @@ def test_the_command_takes_a_program_of_a_bundle_and_exits_1_on_a_difference(tmp
 def test_two_simulators_are_needed():
     with pytest.raises(SimulatorError, match="two different simulators"):
         diffsims.diff_sims(PROGRAM, EXT, ["icarus"])
+
+
+def _vcd(path, busy_at: dict[int, int], lead: int) -> None:
+    """A two-level waveform as Verilator writes it (the testbench's nets carry the chip's port names):
+    ``lead`` cycles before start, start high in cycle 0, running from cycle 1, dma.busy as given."""
+    ports = ["clk", "start", "running", "halted", "cnt_total", "imem_we"]
+    lines = ["$timescale 1ns $end", "$scope module TOP $end", "$scope module ga2_tb $end"]
+    lines += [f"$var wire 1 t{i} {p} $end" for i, p in enumerate(ports)]
+    lines += ["$scope module dut $end"]
+    lines += [f"$var wire 1 d{i} {p} $end" for i, p in enumerate(ports)]
+    lines += ["$scope module dma $end", "$var wire 8 b busy [7:0] $end", "$upscope $end",
+              "$upscope $end", "$upscope $end", "$upscope $end", "$enddefinitions $end"]
+    values = {"clk": 0, "start": 0, "running": 0, "busy": 0}
+    for cycle in range(-lead, 12):
+        t = 10 * (cycle + lead)
+        values["start"] = int(cycle == 0)
+        values["running"] = int(cycle >= 1)
+        values["busy"] = busy_at.get(cycle, values["busy"])
+        lines.append(f"#{t}")
+        lines += [f"0d0", f"{values['start']}d1", f"{values['running']}d2", "0d3", "0d4", "0d5"]
+        lines += [f"0t{i}" for i in range(6)]
+        lines.append(f"b{values['busy']:b} b")
+        lines += [f"#{t + 5}", "1d0"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_cycles_are_counted_from_start_whatever_the_waveform_begins_with(tmp_path):
+    a, b = tmp_path / "a.vcd", tmp_path / "b.vcd"
+    _vcd(a, {2: 1, 5: 3}, lead=0)
+    _vcd(b, {2: 1, 5: 3, 7: 9}, lead=4)              # differs from cycle 7 on, and starts 4 cycles later
+    wa, wb = diffsims.read_vcd(str(a)), diffsims.read_vcd(str(b))
+    assert wa.chip_scope == "TOP.ga2_tb.dut"          # the deepest scope with the ports, not the testbench
+    c = diffsims.compare(wa, wb)
+    assert "dma.busy" in c.compared
+    # a cycle's values are those just before the rising edge that ends it: busy is 9 in cycle 7
+    assert (c.difference.cycle, c.difference.signal, c.difference.values) == (7, "dma.busy", ("3", "9"))
+    assert c.cycles == (12, 12)
+    assert diffsims.compare(wa, diffsims.read_vcd(str(a))).difference is None
