@@ -15,6 +15,7 @@ from ga2_hdl.safe_io import atomic_write
 
 from . import options
 from .main import CommandError
+from gen.simulator import SIMULATORS
 
 DEFAULT_OUT = "out"
 
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
                     "and k=3 on the random model seed 1), replay every program of every run in each named "
                     "simulator and compare the cycles with the golden model's and the book's.")
     p.add_argument("--sims", default="icarus,verilator",
-                   help="comma-separated simulators: icarus, verilator, amaranth, golden "
+                   help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
                         "(default icarus,verilator; an empty string replays nothing)")
     p.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
     p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the results as JSON to FILE")

@@ -7,6 +7,7 @@ import sys
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.safe_io import atomic_write
+from gen.simulator import SIMULATORS
 
 from . import options
 from .main import CommandError
@@ -57,7 +58,7 @@ def cmd_fuzz(args) -> int:
         return 1
     if set(sims) == {"golden"}:
         print(f"fuzz: the golden model ran alone ({report['cycles']} cycles): name an RTL simulator "
-              f"(amaranth, icarus, verilator) to compare anything with it")
+              f"({', '.join(n for n in SIMULATORS if n != 'golden')}) to compare anything with it")
     else:
         print(f"fuzz: all simulators agree, {report['cycles']} cycles in total")
     return 0
@@ -124,7 +125,7 @@ def register(subparsers) -> None:
     p.add_argument("--programs", type=options.positive, default=100,
                    help="number of random programs (default 100)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--sims", default="golden", help="comma-separated simulators: golden, amaranth, icarus, verilator")
+    p.add_argument("--sims", default="golden", help=f"comma-separated simulators: {', '.join(SIMULATORS)}")
     p.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT)
     p.add_argument("--max-cycles", type=options.max_cycles, default=3000,
                    help="cycle budget of each program (default 3000)")

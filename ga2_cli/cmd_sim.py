@@ -1,4 +1,4 @@
-"""`ga2 run`, `ga2 replay`, `ga2 bench sim`: programs and bundles on any simulator.
+"""`ga2 run`, `ga2 replay`, `ga2 bench sim`, `ga2 diff-sims`: programs and bundles on any simulator.
 
 Every simulator is reached through gen.simulator.get_simulator(name); this
 module only parses arguments and prints.
@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
 from ga2_hdl import isa
 from ga2_hdl.safe_io import atomic_write
+from gen.simulator import SIMULATORS
 
 from . import options
-from .cmd_isa import add_run_arguments, ext_words_of, load_bundle, load_memory, load_program, report_run
+from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, load_memory, load_program, report_run
 from .main import CommandError
 
 
@@ -133,20 +135,44 @@ def bench_bundle(random_programs: int, seed: int, ext_words: int):
     return "the directed suite", Bundle.from_programs(generated(directed_suite, ext_words), ext_words)
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for."""
+    import resource
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def cmd_bench_sim(args) -> int:
+    from gen import book_rtl
     from gen.simulator import SimulatorError
 
     names = _sim_names(args.sims)
-    what, bundle = bench_bundle(args.random, args.seed, args.ext_words)
-    print(f"bench: {what}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model)",
-          flush=True)
+    try:
+        book = book_rtl.directory(args.book_rtl) if "icarus" in names else None
+    except SimulatorError as e:
+        raise CommandError(f"--book-rtl: {e}") from None
+    if args.bundle:
+        what, bundle = args.bundle, load_bundle(args.bundle)
+    else:
+        what, bundle = bench_bundle(args.random, args.seed, args.ext_words)
+    load = os.getloadavg()[0]
+    print(f"bench: {what}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model); "
+          f"load average {load:.1f} on {os.cpu_count()} cores", flush=True)
     results = {}
     failures = 0
     for name in names:
         sim = _simulator(name)
         t0 = time.perf_counter()
         try:
+            build_note = ""
+            if hasattr(sim, "build"):          # compiled simulators: build (or find in the cache) first
+                words = len(bundle.to_text().splitlines())
+                built = sim.build(bundle.ext_words, words=words)
+                build_note = (f"build {built.seconds:.2f} s now"
+                              + (f" (cached; compiling took {built.compile_seconds:.1f} s)" if built.cached else ""))
+            c0 = _cpu_seconds()
             report = sim.run_bundle(bundle)
+            cpu = _cpu_seconds() - c0
         except SimulatorError as e:
             print(f"{name}: ERROR: {e}")
             failures += 1
@@ -154,19 +180,97 @@ def cmd_bench_sim(args) -> int:
         wall = time.perf_counter() - t0
         run = report.wall_seconds - report.build_seconds
         speed = report.cycles / run if run > 0 else float("inf")
-        print(f"{name}: {speed:,.0f} simulated cycles/s; build {report.build_seconds:.2f} s, "
-              f"run {run:.2f} s, {report.cycles} cycles; {'PASS' if report.passed else report.line()}",
-              flush=True)
-        for note in report.notes:       # e.g. the Verilog simulators' export / build / run times
+        per_cpu = report.cycles / cpu if cpu > 0 else float("inf")
+        compile_seconds = sim.last_timing.get("compile") if hasattr(sim, "last_timing") else None
+        build = compile_seconds if compile_seconds is not None else report.build_seconds
+        print(f"{name}: {speed:,.0f} simulated cycles/s, {per_cpu:,.0f} per CPU-second; build {build:.1f} s"
+              f"{' (when compiled)' if compile_seconds is not None else ''}, run {run:.2f} s, {report.cycles} cycles; "
+              f"{'PASS' if report.passed else report.line()}", flush=True)
+        for note in ([build_note] if build_note else []) + report.notes:
             print(f"  {note}")
-        results[name] = {"cycles_per_second": round(speed, 1), "build_seconds": round(report.build_seconds, 3),
-                         "run_seconds": round(run, 3), "wall_seconds": round(wall, 3),
+        results[name] = {"cycles_per_second": round(speed, 1), "cycles_per_cpu_second": round(per_cpu, 1),
+                         "build_seconds": round(build, 3), "run_seconds": round(run, 3),
+                         "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
                          "cycles": report.cycles, "passed": report.passed, "notes": list(report.notes)}
         failures += not report.passed
+    if "icarus" in results:
+        if book is None:
+            print(f"icarus against the book's hand-written RTL: not measured: the book's RTL is not available "
+                  f"locally (give its directory with --book-rtl DIR or ${book_rtl.ENV})")
+        else:
+            same = book_rtl.fitting(bundle)
+            try:
+                ours = results["icarus"]["cycles_per_cpu_second"]
+                if len(same.programs) != len(bundle.programs):
+                    # the book's testbench holds 256 instructions: both measured on the programs it can run
+                    print(f"  the book's RTL runs programs of up to {book_rtl.IMEM_WORDS} instructions that do not "
+                          f"fault: icarus again on those {len(same.programs)} of the {len(bundle.programs)} programs")
+                    c0 = _cpu_seconds()
+                    again = _simulator("icarus").run_bundle(same)
+                    ours = again.cycles / (_cpu_seconds() - c0)
+                ref = book_rtl.run(same, book)
+            except SimulatorError as e:
+                print(f"book's RTL: ERROR: {e}")
+                failures += 1
+            else:
+                ratio = ours / ref.cycles_per_cpu_second
+                print(f"book's RTL in Icarus ({book}): {ref.cycles_per_cpu_second:,.0f} simulated cycles per "
+                      f"CPU-second ({ref.cycles} cycles, {ref.cpu_seconds:.2f} CPU-s); icarus on the chip "
+                      f"{ours:,.0f}; icarus on the chip / book's RTL = {ratio:.2f}", flush=True)
+                results["book_rtl_icarus"] = {"cycles_per_cpu_second": round(ref.cycles_per_cpu_second, 1),
+                                              "cpu_seconds": round(ref.cpu_seconds, 3), "cycles": ref.cycles,
+                                              "icarus_ratio": round(ratio, 3)}
     if args.json:
-        atomic_write(args.json, json.dumps({"bundle": what, "programs": len(bundle.programs),
+        atomic_write(args.json, json.dumps({"bundle": what, "programs": len(bundle.programs), "load_average": load,
                                             "results": results}, indent=2) + "\n")
     return 1 if failures else 0
+
+
+# ------------------------------------------------------------------------------------ diff-sims
+
+def cmd_diff_sims(args) -> int:
+    from gen.diffsims import diff_sims
+    from gen.simulator import SimulatorError
+
+    names = _sim_names(args.sims)
+    if len(names) != 2 or names[0] == names[1]:
+        raise CommandError(f"--sims {args.sims}: name two different simulators, e.g. amaranth,verilator")
+    if "golden" in names:
+        raise CommandError("--sims: the golden model has no signals to compare; name two RTL simulators")
+    for pattern in args.ignore:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise CommandError(f"--ignore {pattern!r}: not a regular expression: {e}") from None
+    if is_bundle(args.program):
+        if args.ext:
+            raise CommandError(f"{args.program} is a bundle: its programs bring their memory; drop --ext")
+        bundle = load_bundle(args.program)
+        which = args.index or 0
+        if not 0 <= which < len(bundle.programs):
+            raise CommandError(f"--program {which}: {args.program} has programs 0 .. {len(bundle.programs) - 1}")
+        entry = bundle.programs[which]
+        program, ext, words = entry.code, list(entry.ext), bundle.ext_words
+        what = f"{args.program} program {which} ({entry.name})"
+    else:
+        if args.index is not None:
+            raise CommandError("--program N chooses a program of a bundle; this is a single program")
+        program = load_program(args.program)
+        ext = load_memory(args.ext, args.ext_words) if args.ext else []
+        words, what = args.ext_words, args.program
+    for name in names:
+        _simulator(name)                      # fail early, naming a missing tool
+    print(f"diff-sims: {what} in {names[0]} and {names[1]}", file=sys.stderr, flush=True)
+    try:
+        report = diff_sims(program, ext, names, ext_words=words, keep=args.keep, ignore=args.ignore,
+                           strict_x=args.strict_x)
+    except SimulatorError as e:
+        raise CommandError(str(e)) from None
+    for line in report.lines():
+        print(line)
+    if args.keep:
+        print(f"waveforms kept: {report.vcds[0]}, {report.vcds[1]}")
+    return 0 if report.comparison.difference is None else 1
 
 
 # -------------------------------------------------------------------------------------- parsers
@@ -176,14 +280,14 @@ def register(subparsers) -> None:
     p.add_argument("program", type=options.input_file, help="program file (.s/.asm: assembly)")
     add_run_arguments(p)
     p.add_argument("--sim", default="amaranth",
-                   help="simulator: golden, amaranth, icarus or verilator (default amaranth)")
+                   help=f"simulator: {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file, help="write a waveform of the run")
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")
     p.add_argument("bundle", type=options.input_file, help="bundle file")
     p.add_argument("--sims", default="amaranth",
-                   help="comma-separated simulators (default amaranth), e.g. amaranth,icarus,verilator")
+                   help=f"comma-separated simulators of {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file,
                    help="write the waveform of one program (see --program)")
     p.add_argument("--program", type=options.non_negative, metavar="N",
@@ -200,5 +304,32 @@ def register(subparsers) -> None:
     q.add_argument("--seed", type=int, default=1, help="seed for --random (default 1)")
     q.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT,
                    help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
+    q.add_argument("--bundle", metavar="FILE", type=options.input_file,
+                   help="bench on this bundle (e.g. the chapter's programs)")
+    q.add_argument("--book-rtl", metavar="DIR",
+                   help="the book's hand-written RTL and testbench (default $GA2_BOOK_RTL): Icarus on the chip "
+                        "is compared with it, cycles per CPU-second")
     q.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the results as JSON")
     q.set_defaults(func=cmd_bench_sim)
+
+    p = subparsers.add_parser(
+        "diff-sims", help="where two simulators first disagree: the first cycle and signal that differ",
+        description="Run one program in two simulators with waveforms and name the first clock cycle "
+                    "(counted from the cycle in which start is high) at which a signal of the chip "
+                    "differs, with its hierarchical name in the Amaranth design and both values. "
+                    "Exit status 1 when they differ.")
+    p.add_argument("program", type=options.input_file,
+                   help="program file (.s/.asm: assembly), or a bundle (then see --program)")
+    p.add_argument("--ext", type=options.input_file, help="initial external memory (memory file, 8 hex digits a line)")
+    p.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
+                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT}; a bundle has its own)")
+    p.add_argument("--sims", default="amaranth,verilator",
+                   help=f"the two simulators to compare, of {', '.join(SIMULATORS)} (default amaranth,verilator)")
+    p.add_argument("--program", dest="index", type=options.non_negative, metavar="N",
+                   help="with a bundle: the program to compare (default 0)")
+    p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
+                   help="leave out signals whose name matches (may be repeated)")
+    p.add_argument("--strict-x", action="store_true",
+                   help="count an x or z value against a defined one as a difference")
+    p.add_argument("--keep", metavar="DIR", type=options.output_dir, help="keep the two waveforms in DIR (SIM.vcd)")
+    p.set_defaults(func=cmd_diff_sims)

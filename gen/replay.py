@@ -37,7 +37,8 @@ from ga2_hdl.results import Mismatch
 from .simulator import SimulatorError, get_simulator
 
 #: rough cycles per second, used only to plan the pieces and their order (never reported)
-SPEED_HINT = {"golden": 400_000, "amaranth": 8_000, "icarus": 28_000, "verilator": 2_500_000}
+SPEED_HINT = {"golden": 400_000, "amaranth": 8_000, "icarus": 28_000, "verilator": 2_500_000,
+              "cxxrtl": 100_000}
 #: a simulator expected to take longer than this (seconds) is split into at least 2 pieces per worker
 SPLIT_ABOVE_SECONDS = 8.0
 #: and into pieces of about this many seconds, so that the last piece to finish is a short one,

@@ -1,8 +1,8 @@
 """The one simulator interface: run a program or a bundle, get memory and counters.
 
-Four implementations, chosen by name: ``golden`` (the instruction-level model),
+Five implementations, chosen by name: ``golden`` (the instruction-level model),
 ``amaranth`` (Amaranth's simulator on the RTL), ``icarus`` and ``verilator``
-(the exported Verilog).  Callers use :func:`get_simulator`; nothing else knows
+(the exported Verilog), ``cxxrtl`` (the chip compiled by Yosys' CXXRTL).  Callers use :func:`get_simulator`; nothing else knows
 how a simulator is started.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ SIMULATORS: dict[str, str] = {
     "amaranth": "gen.sim_amaranth:AmaranthSimulator",
     "icarus": "gen.sim_verilog:IcarusSimulator",
     "verilator": "gen.sim_verilog:VerilatorSimulator",
+    "cxxrtl": "gen.sim_cxxrtl:CxxrtlSimulator",
 }
 
 

@@ -20,7 +20,7 @@ from ga2_hdl.bundle import Bundle
 from gen.simulator import get_simulator
 from sim_tests.test_capra_anatomy import _model, _verify_calibration, build_decode_step, build_verify
 
-SIMULATORS = ["golden", "amaranth", "icarus", "verilator"]
+SIMULATORS = ["golden", "amaranth", "icarus", "verilator", "cxxrtl"]
 
 
 @pytest.fixture(scope="module")

@@ -30,28 +30,28 @@ def ch16_run(tmp_path_factory):
     import io
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        status = main(["ch16", "--tokens", "2", "--sims", "icarus,verilator", "--no-checks",
+        status = main(["ch16", "--tokens", "2", "--sims", "icarus,verilator,cxxrtl", "--no-checks",
                        "--out", str(out), "--json", str(json_path)])
     return status, buf.getvalue(), json.loads(json_path.read_text()), out
 
 
-def test_ch16_replays_every_run_on_icarus_and_verilator_with_the_golden_cycles(ch16_run):
+def test_ch16_replays_every_run_on_icarus_verilator_and_cxxrtl_with_the_golden_cycles(ch16_run):
     status, text, data, _ = ch16_run
     assert status == 0, text
     assert len(data["rows"]) == 7
     for row in data["rows"]:
         assert row["tokens_equal"], row
-        for sim in ("icarus", "verilator"):
+        for sim in ("icarus", "verilator", "cxxrtl"):
             assert row["sims"][sim]["pass"], (sim, row)
             assert row["sims"][sim]["cycles"] == row["cycles"], (sim, row)
     # every program of every run was replayed, once per simulator
     assert data["programs"] == sum(r["programs"] for r in data["rows"])
     assert data["golden_cycles"] == sum(r["cycles"] for r in data["rows"])
-    for sim in ("icarus", "verilator"):
+    for sim in ("icarus", "verilator", "cxxrtl"):
         assert data["simulators"][sim]["pass"]
         assert data["simulators"][sim]["cycles"] == data["golden_cycles"]
         assert data["simulators"][sim]["cycles_per_second"] > 0
-    assert "OK: every run replayed in icarus, verilator" in text
+    assert "OK: every run replayed in icarus, verilator, cxxrtl" in text
     assert "the software checks were NOT run (--no-checks)" in text
 
 
@@ -60,7 +60,7 @@ def test_ch16_json_has_the_required_keys(ch16_run):
     for row in data["rows"]:
         assert {"run", "tokens_equal", "accepted", "proposed", "blocks", "programs", "cycles", "speedup",
                 "book_cycles", "sims"} <= set(row)
-        assert set(row["sims"]) == {"icarus", "verilator"}
+        assert set(row["sims"]) == {"icarus", "verilator", "cxxrtl"}
         assert {"pass", "cycles"} <= set(row["sims"]["icarus"])
         assert row["book_cycles"] is None        # the book's figures are for 32 tokens
     assert data["software_checks_run"] is False  # the fixture passes --no-checks

@@ -1,4 +1,4 @@
-"""Tests shared by the two Verilog simulators (test_icarus.py, test_verilator.py run them).
+"""Tests shared by the simulators of gen/tb (test_icarus.py, test_verilator.py, test_cxxrtl.py run them).
 
 Every case runs the real exported chip under gen/tb/ga2_tb.v.  The builds are
 cached (gen/toolchain.py), so one test session compiles each simulator at most
@@ -9,6 +9,7 @@ Debian package): `make simulators` installs them.
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 from pathlib import Path
 
@@ -195,8 +196,8 @@ class VerilogSimulatorCases:
         empty.mkdir()
         monkeypatch.setenv("PATH", str(empty))
         sim = get_simulator(self.simulator)
-        package = {"icarus": "iverilog", "verilator": "verilator"}[self.simulator]
-        with pytest.raises(SimulatorError, match=rf"install the Debian package '{package}'"):
+        package = {"icarus": "iverilog", "verilator": "verilator", "cxxrtl": "g++"}[self.simulator]
+        with pytest.raises(SimulatorError, match=re.escape(f"install the Debian package '{package}'")):
             sim.run_bundle(small_bundle())
 
     def test_vcd_of_the_chosen_program(self, sim, tmp_path):

@@ -202,8 +202,10 @@ module ga2_tb (
     // ---------------------------------------------------------------- every rising edge
     always @(posedge clk) begin
         // The external-memory model (docs/chip.md): stage 0 captures the word read before
-        // this edge's write; the write lands at this edge.
-        read_word = 32'd0;
+        // this edge's write; the write lands at this edge.  Without a read, stage 0 keeps its
+        // data, as the Amaranth model's read port does (gen/extmem.py): the chip ignores data
+        // that is not valid, and `ga2 diff-sims` sees the same inputs in every simulator.
+        read_word = pipe_data[0];
         if (ext_re === 1'b1) begin
             if (ext_addr >= EXT_WORDS) begin
                 $display("ERROR: program %0d read ext[%0d], outside the %0d-word memory", prog, ext_addr, EXT_WORDS); fail;
