@@ -249,14 +249,25 @@ def _clean(name: str) -> str:
     return name.lstrip("\\")
 
 
-#: a name Yosys made up: ``$...`` or synth_ecp5's automatic names (``x_TRELLIS_FF_Q_1_DI``)
-_GENERATED = re.compile(r"\$|_(TRELLIS_FF|TRELLIS_COMB|LUT4|CCU2C|PFUMX|L6MUX21|DP16KD|MULT18X18D|ALU54B|"
-                        r"TRELLIS_DPR16X4|TRELLIS_RAMW)_|_D[IO][AB]?\d+$")
+#: synth_ecp5's automatic names: the design signal, then the cell type and port it came through
+#: (``cnt_dma_TRELLIS_FF_Q_11_DI``, ``imem.0.1_DOB12_LUT4_C_Z``); ``$...`` names are Yosys's own
+_AUTO = re.compile(r"_(TRELLIS_FF|TRELLIS_COMB|LUT4|CCU2C|PFUMX|L6MUX21|DP16KD|MULT18X18D|ALU54B|"
+                   r"TRELLIS_DPR16X4|TRELLIS_RAMW)_|_D[IO][AB]?\d+|\$")
+#: block RAM cells are named after their memory and their place in its tiling: ``imem.0.1``
+_RAM_TILE = re.compile(r"^(.*?)(\.\d+)+$")
 
 
 def _is_public(name: str) -> bool:
     """A name of the design (a signal of our RTL), not one the tools generated."""
-    return not _GENERATED.search(name)
+    return not _AUTO.search(name)
+
+
+def design_base(name: str) -> str | None:
+    """The design signal an automatic name starts from (``matrix.dims[15]_TRELLIS_FF_Q_DI`` ->
+    ``matrix.dims[15]``), or None when it starts from nothing of ours."""
+    cut = _AUTO.search(name)
+    base = (name[:cut.start()] if cut else name).rstrip(".")
+    return base or None
 
 
 class NetlistNames:
@@ -291,10 +302,13 @@ class NetlistNames:
         return names[0] if names and names[0] else None
 
     def signal_of(self, cell: str) -> str | None:
-        """The signal a cell drives (a register's Q, a block RAM's data out), if it has a name."""
+        """The signal a cell drives (a register's Q, a block RAM's memory), if it has a name."""
         c = self.cells.get(cell)
         if c is None:
             return None
+        if c.get("type") in ("DP16KD", "PDPW16KD"):
+            tile = _RAM_TILE.match(cell)
+            return f"{tile.group(1) if tile else cell} (block RAM {cell})"
         for port in self.OUTPUTS.get(c.get("type", ""), ()):
             name = self.net_of(cell, port)
             if name:
@@ -314,8 +328,9 @@ def _cell_name(pnr_cell: str, names: NetlistNames) -> str:
 
 def critical_path(report: dict, names: NetlistNames | None) -> dict | None:
     """The worst ``clk -> clk`` path of nextpnr's report, its ends named by design signals."""
+    clock = (CLOCK_NET, f"posedge {CLOCK_NET}")
     paths = [p for p in report.get("critical_paths", [])
-             if p.get("from") == CLOCK_NET and p.get("to") == CLOCK_NET and p.get("path")]
+             if p.get("from") in clock and p.get("to") in clock and p.get("path")]
     if not paths:
         return None
     segments = paths[0]["path"]
@@ -332,14 +347,15 @@ def critical_path(report: dict, names: NetlistNames | None) -> dict | None:
     first, last = segments[0], segments[-1]
     start = end(first["from"], first.get("net") or (segments[1].get("net") if len(segments) > 1 else None))
     stop = end(last["to"], None)
-    through = []
+    through: list[str] = []             # the design signals the path passes, in order
     for s in segments:
-        net = s.get("net")
-        if s.get("type") == "routing" and net and _is_public(net) and net not in through:
-            through.append(net)
+        for name in (s.get("from", {}).get("cell"), s.get("net")):
+            base = design_base(name or "")
+            if base and base not in through:
+                through.append(base)
     return {"from": str(start), "to": str(stop), "from_cell": start.cell, "to_cell": stop.cell,
             "delay_ns": round(delay, 3), "routing_ns": round(routing, 3),
-            "logic_ns": round(delay - routing, 3), "through": through[:12]}
+            "logic_ns": round(delay - routing, 3), "through": through}
 
 
 def fmax_of(report: dict) -> float | None:
