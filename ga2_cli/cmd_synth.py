@@ -98,7 +98,19 @@ def decoding_runs(tokens: int) -> dict[str, int]:
     return out
 
 
-def _report(results: dict, tokens: int, png: Path | None) -> dict:
+def _earlier_rows(paths: list[str]) -> list[dict]:
+    """The report rows of earlier ``ga2 synth --report --json`` files (``--also``)."""
+    rows = []
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text())
+            rows += list(data["report"]["rows"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CommandError(f"--also {path}: not the JSON of `ga2 synth --report` ({type(e).__name__}: {e})") from None
+    return rows
+
+
+def _report(results: dict, tokens: int, png: Path | None, label: str, also: list[dict]) -> dict:
     _say(f"decoding {tokens} tokens on the golden model (plain, and k=3 with a perfect draft) ...")
     cycles = decoding_runs(tokens)
     rows = []
@@ -106,17 +118,19 @@ def _report(results: dict, tokens: int, png: Path | None) -> dict:
         if not r.fmax_mhz:
             raise CommandError(f"{target}: nextpnr reported no Fmax for the chip")
         for mode, c in cycles.items():
-            rows.append({"target": target, "mode": mode, "lut": r.lut, "ff": r.ff, "ebr": r.ebr,
-                         "mult": r.mult, "fmax_mhz": r.fmax_mhz, **throughput(r.fmax_mhz, c, tokens)})
+            rows.append({"design": label, "target": target, "mode": mode, "lut": r.lut, "ff": r.ff,
+                         "ebr": r.ebr, "mult": r.mult, "fmax_mhz": r.fmax_mhz,
+                         "verilog_digest": r.verilog_digest, **throughput(r.fmax_mhz, c, tokens)})
+    shown = also + rows
     _say("")
-    _say("| target | decoding | LUT4 | FF | EBR | MULT18X18D | Fmax (MHz) | cycles / token | us / token | tokens / s |")
-    _say("|---|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        _say(f"| {row['target']} | {row['mode']} | {row['lut']:,} | {row['ff']:,} | {row['ebr']} | {row['mult']} | "
-             f"{row['fmax_mhz']:.1f} | {row['cycles_per_token']:,.1f} | {row['us_per_token']:,.1f} | "
-             f"{row['tokens_per_s']:,.0f} |")
+    _say("| design | target | decoding | LUT4 | FF | EBR | MULT18X18D | Fmax (MHz) | cycles / token | us / token | tokens / s |")
+    _say("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in shown:
+        _say(f"| {row.get('design', '')} | {row['target']} | {row['mode']} | {row['lut']:,} | {row['ff']:,} | "
+             f"{row['ebr']} | {row['mult']} | {row['fmax_mhz']:.1f} | {row['cycles_per_token']:,.1f} | "
+             f"{row['us_per_token']:,.1f} | {row['tokens_per_s']:,.0f} |")
     if png is not None:
-        _plot(rows, png)
+        _plot(shown, png)
         _say(f"figure: {png}")
     return {"tokens": tokens, "cycles": cycles, "rows": rows}
 
@@ -127,12 +141,17 @@ def _plot(rows: list[dict], png: Path) -> None:
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     markers = {"plain": "o", "k=3 perfect draft": "^"}
-    for mode, marker in markers.items():
-        pts = [r for r in rows if r["mode"] == mode]
-        ax.scatter([r["lut"] for r in pts], [r["tokens_per_s"] for r in pts], marker=marker, s=60, label=mode)
-        for r in pts:
-            ax.annotate(f"{r['target']}, {r['fmax_mhz']:.0f} MHz", (r["lut"], r["tokens_per_s"]),
-                        textcoords="offset points", xytext=(6, 4), fontsize=8)
+    designs = list(dict.fromkeys(r.get("design", "") for r in rows))
+    for d, design in enumerate(designs):
+        for mode, marker in markers.items():
+            pts = [r for r in rows if r["mode"] == mode and r.get("design", "") == design]
+            if not pts:
+                continue
+            ax.scatter([r["lut"] for r in pts], [r["tokens_per_s"] for r in pts], marker=marker, s=60,
+                       color=f"C{d}", label=f"{design}: {mode}" if design else mode)
+            for r in pts:
+                ax.annotate(f"{r['target']}, {r['fmax_mhz']:.1f} MHz", (r["lut"], r["tokens_per_s"]),
+                            textcoords="offset points", xytext=(6, 4), fontsize=7)
     ax.set_xlabel("area (LUT4 used after place and route)")
     ax.set_ylabel("tokens per second at Fmax")
     ax.set_title("GA2 (book configuration) on ECP5: area against tokens per second")
@@ -156,11 +175,14 @@ def cmd_synth(args) -> int:
     png = _output_path(args.png, "--png")
     if png is not None and not args.report:
         raise CommandError("--png draws the --report figure: add --report")
+    if (args.also or args.label != "current sources") and not args.report:
+        raise CommandError("--also and --label belong to --report: add --report")
+    also_rows = _earlier_rows(args.also or [])
     if args.tokens < 1:
         raise CommandError(f"--tokens {args.tokens}: at least 1")
     units = _units("chip" if args.report and args.unit is None else (args.unit or "chip"))
     tools = _require_tools()
-    _say("tools: " + ", ".join(tools.values()))
+    _say("tools: " + ", ".join(f"{name} ({dist})" for name, dist in tools.items()))
     # every unit is exported now, so the figures are of the sources as they are at this moment
     from gen import verilog
     _say(f"exporting {len(units)} unit(s) to Verilog ...")
@@ -186,6 +208,7 @@ def cmd_synth(args) -> int:
             line = r.path_line()
             if line:
                 _say(f"  {line}")
+                _say(f"  through: {', '.join(r.critical_path.get('through', []))}")
             entry = r.to_json()
             if unit == "ga2_chip":
                 per["chip"] = entry
@@ -197,7 +220,7 @@ def cmd_synth(args) -> int:
     if args.report:
         if not chip_results:
             raise CommandError("--report needs the chip: use --unit chip or --unit all")
-        out["report"] = _report(chip_results, args.tokens, png)
+        out["report"] = _report(chip_results, args.tokens, png, args.label, also_rows)
     if json_path is not None:
         # one target: its units and chip at the top level as well, for simple consumers
         if len(targets) == 1:
@@ -365,6 +388,9 @@ def register(subparsers) -> None:
                    help="join the chip's Fmax with cycles per token (plain and k=3 speculative decoding)")
     p.add_argument("--tokens", type=int, default=32, help="tokens decoded for --report (default 32, the chapter's)")
     p.add_argument("--png", metavar="FILE", help="with --report: draw area against tokens per second")
+    p.add_argument("--label", default="current sources", help="with --report: the design's name in the table")
+    p.add_argument("--also", action="append", metavar="JSON",
+                   help="with --report: add the rows of an earlier `ga2 synth --report --json` file (other sources)")
     p.add_argument("--keep", metavar="DIR", help="copy each run's Verilog, scripts, logs and reports to DIR")
     p.add_argument("--no-cache", action="store_true", help="run the tools even if a cached result exists")
     p.set_defaults(func=cmd_synth)

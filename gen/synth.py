@@ -199,8 +199,12 @@ def _last_line(log: Path) -> str:
 
 
 def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
-             progress: Callable[[str], None] | None, heartbeat: float = 20.0) -> float:
-    """Run ``cmd`` with its output in ``log``; report progress every ``heartbeat`` s; return seconds."""
+             progress: Callable[[str], None] | None, heartbeat: float = 20.0,
+             watch: Path | None = None) -> float:
+    """Run ``cmd`` with its output in ``log``; report progress every ``heartbeat`` s; return seconds.
+
+    The progress line shows the last line of ``watch`` (the tool's own log), else of ``log``.
+    """
     t0 = time.perf_counter()
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
@@ -214,7 +218,7 @@ def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
                 except subprocess.TimeoutExpired:
                     now = time.perf_counter()
                     if progress and now >= next_beat:
-                        progress(f"  {what}: {now - t0:.0f} s, {_last_line(log)}")
+                        progress(f"  {what}: {now - t0:.0f} s, {_last_line(watch or log)}")
                         next_beat = now + heartbeat
         finally:
             if proc.poll() is None:       # interrupted: the tool ends with us
@@ -252,7 +256,7 @@ def _clean(name: str) -> str:
 #: synth_ecp5's automatic names: the design signal, then the cell type and port it came through
 #: (``cnt_dma_TRELLIS_FF_Q_11_DI``, ``imem.0.1_DOB12_LUT4_C_Z``); ``$...`` names are Yosys's own
 _AUTO = re.compile(r"_(TRELLIS_FF|TRELLIS_COMB|LUT4|CCU2C|PFUMX|L6MUX21|DP16KD|MULT18X18D|ALU54B|"
-                   r"TRELLIS_DPR16X4|TRELLIS_RAMW)_|_D[IO][AB]?\d+|\$")
+                   r"TRELLIS_DPR16X4|TRELLIS_RAMW)_|_(DI|DO|AD|CE|OCE|WE|CS)[AB]?\d+|\$")
 #: block RAM cells are named after their memory and their place in its tiling: ``imem.0.1``
 _RAM_TILE = re.compile(r"^(.*?)(\.\d+)+$")
 
@@ -318,6 +322,7 @@ class NetlistNames:
 
 def _cell_name(pnr_cell: str, names: NetlistNames) -> str:
     """nextpnr may rename packed cells (suffixes such as ``$ff``); map back to a netlist cell."""
+    pnr_cell = _clean(pnr_cell)
     if pnr_cell in names.cells:
         return pnr_cell
     for suffix in ("$ff", "$lut", "$ccu2_comb", "$comb"):
@@ -437,7 +442,7 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     (work / "synth.ys").write_text(SYNTH_SCRIPT.format(verilog=src.name, top=top, netlist=netlist, stat=stat))
     say(f"{top}: yosys synth_ecp5 ({len(exported.text.splitlines())} lines of Verilog)")
     synth_s = run_tool([yosys, "-q", "-l", "yosys.log", "synth.ys"], cwd=work, log=work / "yosys.out",
-                       what=f"{top}: yosys", progress=progress)
+                       what=f"{top}: yosys", progress=progress, watch=work / "yosys.log")
     cells = read_cells(work / stat, top)
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
@@ -445,7 +450,8 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     cmd = [nextpnr, *tgt.nextpnr_args(), "--json", netlist, "--out-of-context", "--report", "report.json",
            "--detailed-timing-report", "--timing-allow-fail", "--freq", str(AIM_MHZ), "--seed", str(SEED),
            "-l", "nextpnr.log", "-q"]
-    pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", progress=progress)
+    pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", progress=progress,
+                     watch=work / "nextpnr.log")
     report = json.loads((work / "report.json").read_text())
     util = {k: {"used": int(v.get("used", 0)), "available": int(v.get("available", 0))}
             for k, v in report.get("utilization", {}).items() if int(v.get("used", 0))}
