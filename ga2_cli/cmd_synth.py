@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -253,6 +254,10 @@ def tool_environment() -> dict[str, str]:
             env[name.upper().replace("-", "_")] = synth.tool_path(name)
     except synth.ToolsMissing as e:
         raise CommandError(str(e)) from None
+    # The board's platform lists its programmer among the required tools even when nothing is
+    # programmed; `ga2 build` never programs, so a missing openFPGALoader stands in as `true`.
+    if not os.environ.get("OPENFPGALOADER") and not shutil.which("openFPGALoader"):
+        env["OPENFPGALOADER"] = shutil.which("true") or "/bin/true"
     return env
 
 
@@ -292,6 +297,19 @@ def cmd_build(args) -> int:
     t0 = time.perf_counter()
     # Yosys 0.70's synth_ecp5 needs hierarchy/proc/splitnets first (see gen/synth.py);
     # timing is judged below from nextpnr's own report, so a miss does not stop the build.
+    import threading
+    from gen.synth import _last_line
+    finished = threading.Event()
+
+    def heartbeat():                # the platform's build is silent: say where it is
+        while not finished.wait(30):
+            logs = [p for p in (out_dir / "top.rpt", out_dir / "top.tim") if p.exists()]
+            newest = max(logs, key=lambda p: p.stat().st_mtime) if logs else None
+            where = f"{newest.name}: {_last_line(newest)}" if newest else "starting"
+            _say(f"  {time.perf_counter() - t0:.0f} s, {where}")
+
+    beat = threading.Thread(target=heartbeat, daemon=True)
+    beat.start()
     try:
         platform.build(top, name="top", build_dir=str(out_dir), do_program=False,
                        script_after_read="hierarchy -top top\nproc\nsplitnets",
@@ -300,11 +318,14 @@ def cmd_build(args) -> int:
         tim = out_dir / "top.tim"
         tail = "\n".join(tim.read_text(errors="replace").splitlines()[-15:]) if tim.exists() else ""
         raise CommandError(f"the platform build failed: {type(e).__name__}: {e}\n{tail}") from None
+    finally:
+        finished.set()
     bit = out_dir / "top.bit"
     if not bit.exists():
         raise CommandError(f"the build finished but wrote no bitstream {bit}")
     verdicts = timing_verdicts((out_dir / "top.tim").read_text(errors="replace"))
-    _say(f"bitstream: {bit} ({bit.stat().st_size:,} bytes) in {time.perf_counter() - t0:.0f} s")
+    _say(f"bitstream: {bit} ({bit.stat().st_size:,} bytes) in {time.perf_counter() - t0:.0f} s; "
+         f"program it with: openFPGALoader --board ulx3s {bit}")
     ok = True
     for clock, mhz, met, want in verdicts:
         _say(f"timing: clock {clock}: {mhz:.2f} MHz achieved, {want:.2f} MHz required: "

@@ -93,3 +93,11 @@ def test_small_unit_synthesises_with_block_ram(tmp_path):
     assert saved["ebr"] == r.ebr and saved["fmax_mhz"] == r.fmax_mhz
     again = synth.synthesize("operand_row_memory", "ecp5-25k")
     assert again.cached and (again.lut, again.ff, again.ebr, again.fmax_mhz) == (r.lut, r.ff, r.ebr, r.fmax_mhz)
+
+
+def test_board_build_reads_the_final_timing_verdict():
+    from ga2_cli.cmd_synth import timing_verdicts
+    log = ("Info: Max frequency for clock '$glbnet$clk': 21.10 MHz (FAIL at 25.00 MHz)\n"
+           "Info: Max frequency for clock '$glbnet$clk': 31.52 MHz (PASS at 25.00 MHz)\n")
+    assert timing_verdicts(log) == [("$glbnet$clk", 31.52, True, 25.0)]     # after routing wins
+    assert timing_verdicts("nothing") == []
