@@ -241,8 +241,8 @@ def _platform(board: str):
     try:
         return getattr(importlib.import_module(module), cls)
     except ImportError:
-        raise CommandError(f"--board needs amaranth-boards: pip install -e '.[fpga]' "
-                           f"(or pip install amaranth-boards==0.0.21)") from None
+        raise CommandError("--board needs amaranth-boards: pip install -e '.[fpga]' "
+                           "(or pip install amaranth-boards==0.0.21)") from None
 
 
 def tool_environment() -> dict[str, str]:

@@ -22,7 +22,7 @@ reads and writes it through the same port while the chip is idle.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ga2_hdl import isa
@@ -51,7 +51,6 @@ class HostBridge(wiring.Component):
     """
 
     def __init__(self, imem_addr_bits: int):
-        from amaranth.lib import stream
         self.imem_addr_bits = imem_addr_bits
         super().__init__({
             "rx_data": In(stream.Signature(8, always_ready=True)),

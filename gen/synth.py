@@ -24,14 +24,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
-import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
