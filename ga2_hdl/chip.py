@@ -17,13 +17,19 @@ Block diagram::
 Sequencer.  ``start`` (while not running) clears the counters and status,
 sets pc = 0, and the next cycle is the first FETCH.
 
-* FETCH (1 cycle): the instruction memory reads word ``pc`` (synchronous read;
-  its output register then holds the word, unchanged, until the next FETCH,
-  which is how ``ins`` stays stable while a unit works).
-* ISSUE (1 cycle): decode and check (:class:`ga2_hdl.decoder.IssueCheck`,
-  exactly :func:`ga2_hdl.isa.check`).  HALT: halt with status OK.  A failing
-  check: halt with its :class:`~ga2_hdl.isa.ErrorCode`; the instruction does
-  nothing and is not counted.  Otherwise pulse ``start`` of the op's unit.
+* FETCH (1 cycle): the word ``pc`` is on the instruction memory's output: it
+  was read one cycle earlier, when the next pc became known (the start cycle
+  reads word 0, the cycle a unit raises ``done`` reads word pc + 1: there are
+  no branches).  Decode and check it (:class:`ga2_hdl.decoder.IssueCheck`,
+  exactly :func:`ga2_hdl.isa.check`) and register the verdict.  The read
+  port is enabled only in those two cycles, so its output holds the word,
+  unchanged, until the unit is done: that is how ``ins`` stays stable.
+* ISSUE (1 cycle): act on the registered verdict.  HALT: halt with status OK.
+  A failing check: halt with its :class:`~ga2_hdl.isa.ErrorCode`; the
+  instruction does nothing and is not counted.  Otherwise pulse ``start`` of
+  the op's unit.  (Deciding from registers keeps the instruction memory's
+  read, the decode and the check's multipliers out of the path to the units'
+  start logic: the same cycles, a faster clock; see docs/fpga.md.)
 * WAIT (the unit's W busy cycles): count them in the unit's counter; on the
   unit's ``done`` (cycle t+W), pc += 1, instructions += 1, next is FETCH.
 
@@ -138,14 +144,15 @@ class GA2Chip(wiring.Component):
                 outward, inward = inward, outward
             ext_port.d.comb += outward.eq(inward)
 
-        # ---- instruction memory: loaded through the port while idle, read in FETCH
+        # ---- instruction memory: loaded through the port while idle, read one cycle before
+        # FETCH (see the sequencer); transparent, so a word written in the start cycle is read
         imem_wr = self.imem.write_port()
-        imem_rd = self.imem.read_port()
+        imem_rd = self.imem.read_port(transparent_for=(imem_wr,))
         m.d.comb += [
             imem_wr.en.eq(self.imem_we & ~self.running),
             imem_wr.addr.eq(self.imem_addr),
             imem_wr.data.eq(self.imem_wdata),
-            imem_rd.addr.eq(self.pc),
+            imem_rd.en.eq(0),          # (a read port's enable is 1 unless driven): only when told
         ]
         ins = data.View(INSTRUCTION, imem_rd.data)
         m.submodules.ins_fanout = fanout = Module()
@@ -166,20 +173,33 @@ class GA2Chip(wiring.Component):
         current = {kind: flags[UNIT_NAMES[kind]] for kind in self.units}
         fetched_past_end = flags.fetched_past_end
 
+        # the verdict on the fetched word, made in FETCH and registered for ISSUE: HALT, the
+        # check's error code, and the unit to start (one-hot)
+        verdict = Signal(data.StructLayout({"halt": 1, "error": STATUS_BITS,
+                                            **{UNIT_NAMES[kind]: 1 for kind in self.units}}), name="verdict")
+
         def halt(code):
             m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
             m.next = "IDLE"
 
         with m.FSM(name="sequencer"):
+            # The word a FETCH works on is read one cycle earlier, when the next pc is known:
+            # in the start cycle (word 0) and in the cycle a unit raises done (word pc + 1).
+            # There are no branches, so FETCH decodes and checks it and registers the verdict,
+            # and ISSUE acts on registers only: the same cycles, a shorter path.
             with m.State("IDLE"):
+                m.d.comb += imem_rd.addr.eq(0)
                 with m.If(self.start):
+                    m.d.comb += imem_rd.en.eq(1)
                     m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
                     m.d.sync += [c.eq(0) for c in counters.values()]
                     m.next = "FETCH"
 
             with m.State("FETCH"):
-                m.d.comb += [self.running.eq(1), imem_rd.en.eq(1)]
-                m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words)]
+                m.d.comb += self.running.eq(1)
+                m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words),
+                             verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(check.error)]
+                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*unit_ops(kind))) for kind in self.units]
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):
@@ -187,24 +207,25 @@ class GA2Chip(wiring.Component):
                 m.d.sync += total.eq(total + 1)
                 with m.If(fetched_past_end):
                     halt(isa.ErrorCode.NO_HALT)
-                with m.Elif(ins.op == isa.HALT.op):
+                with m.Elif(verdict.halt):
                     halt(isa.ErrorCode.OK)
-                with m.Elif(check.error != isa.ErrorCode.OK):
-                    halt(check.error)
+                with m.Elif(verdict.error != isa.ErrorCode.OK):
+                    halt(verdict.error)
                 with m.Else():
                     for kind, unit in self.units.items():
-                        selected = ins.op.matches(*unit_ops(kind))
+                        selected = verdict[UNIT_NAMES[kind]]
                         m.d.comb += unit.start.eq(selected)
                         m.d.sync += current[kind].eq(selected)
                     m.next = "WAIT"
 
             with m.State("WAIT"):
-                m.d.comb += self.running.eq(1)
+                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1)]
                 m.d.sync += total.eq(total + 1)
                 for kind, unit in self.units.items():
                     with m.If(current[kind]):
                         m.d.sync += unit_counter[kind].eq(unit_counter[kind] + 1)
                         with m.If(unit.done):
+                            m.d.comb += imem_rd.en.eq(1)
                             m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
                             m.next = "FETCH"
         return m

@@ -1,0 +1,438 @@
+"""`ga2 synth`, `ga2 build`, `ga2 board run`: the chip on a real FPGA.
+
+* ``ga2 synth``: Yosys + nextpnr-ecp5 (YoWASP) per unit and for the chip: LUT4, FF,
+  EBR, MULT18X18D, Fmax and the critical path (gen/synth.py); ``--report`` joins the
+  chip's Fmax with the cycles per token of plain and k=3 speculative decoding
+  (spec/runs.py) into microseconds and tokens per second, with a figure.
+* ``ga2 build --board ulx3s-85f``: the board top (gen/bridge.py) through Amaranth's
+  platform build with the YoWASP tools, to a bitstream; says whether the board's
+  clock is met.
+* ``ga2 board run PROG.hex --port /dev/ttyUSB0``: load, run and read back a program
+  on a board over the bridge's UART protocol (gen/board_protocol.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from .main import CommandError
+
+#: board name -> (amaranth_boards module, platform class)
+BOARDS = {
+    "ulx3s-12f": ("amaranth_boards.ulx3s", "ULX3S_12F_Platform"),
+    "ulx3s-25f": ("amaranth_boards.ulx3s", "ULX3S_25F_Platform"),
+    "ulx3s-45f": ("amaranth_boards.ulx3s", "ULX3S_45F_Platform"),
+    "ulx3s-85f": ("amaranth_boards.ulx3s", "ULX3S_85F_Platform"),
+}
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _write_atomic(path: Path, text: str | bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    if isinstance(text, bytes):
+        tmp.write_bytes(text)
+    else:
+        tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _output_path(value: str | None, flag: str) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    if not path.parent.is_dir():
+        raise CommandError(f"{flag} {value}: the directory {path.parent} does not exist")
+    if path.is_dir():
+        raise CommandError(f"{flag} {value}: is a directory")
+    return path
+
+
+def _require_tools():
+    from gen import synth
+    try:
+        return synth.tool_versions()
+    except synth.ToolsMissing as e:
+        raise CommandError(str(e)) from None
+
+
+# ---------------------------------------------------------------- ga2 synth
+
+def _units(unit: str) -> list[str]:
+    from gen import verilog
+    if unit == "all":
+        found, broken = verilog.units()
+        if broken:
+            for module, error in broken.items():
+                print(f"(not importable, skipped: {module}: {error})", file=sys.stderr)
+        return sorted(n for n in found if n != verilog.CHIP_UNIT) + [verilog.CHIP_UNIT]
+    try:
+        return [verilog.resolve(unit).name]
+    except verilog.ExportError as e:
+        raise CommandError(str(e)) from None
+
+
+def throughput(fmax_mhz: float, cycles: int, tokens: int) -> dict:
+    """Cycles, microseconds and tokens per second of ``tokens`` decoded in ``cycles`` at ``fmax_mhz``."""
+    per_token = cycles / tokens
+    us = per_token / fmax_mhz
+    return {"cycles": cycles, "tokens": tokens, "cycles_per_token": round(per_token, 2),
+            "us_per_token": round(us, 2), "tokens_per_s": round(1e6 / us, 1)}
+
+
+def decoding_runs(tokens: int) -> dict[str, int]:
+    """Cycles of plain and k=3 (perfect draft) speculative decoding of ``tokens`` tokens (golden model)."""
+    from spec.runs import structured_rows
+    rows = structured_rows(tokens, noises=(0.0,))
+    out = {}
+    for row, name in zip(rows, ("plain", "k=3 perfect draft")):
+        if not row.tokens_equal:
+            raise CommandError(f"{row.label}: the decoded tokens differ from the reference; no figure")
+        out[name] = row.cycles
+    return out
+
+
+def _earlier_rows(paths: list[str]) -> list[dict]:
+    """The report rows of earlier ``ga2 synth --report --json`` files (``--also``)."""
+    rows = []
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text())
+            rows += list(data["report"]["rows"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CommandError(f"--also {path}: not the JSON of `ga2 synth --report` ({type(e).__name__}: {e})") from None
+    return rows
+
+
+def _report(results: dict, tokens: int, png: Path | None, label: str, also: list[dict]) -> dict:
+    _say(f"decoding {tokens} tokens on the golden model (plain, and k=3 with a perfect draft) ...")
+    cycles = decoding_runs(tokens)
+    rows = []
+    for target, r in results.items():
+        if not r.fmax_mhz:
+            raise CommandError(f"{target}: nextpnr reported no Fmax for the chip")
+        for mode, c in cycles.items():
+            rows.append({"design": label, "target": target, "mode": mode, "lut": r.lut, "ff": r.ff,
+                         "ebr": r.ebr, "mult": r.mult, "fmax_mhz": r.fmax_mhz,
+                         "verilog_digest": r.verilog_digest, **throughput(r.fmax_mhz, c, tokens)})
+    shown = also + rows
+    _say("")
+    _say("| design | target | decoding | LUT4 | FF | EBR | MULT18X18D | Fmax (MHz) | cycles / token | us / token | tokens / s |")
+    _say("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in shown:
+        _say(f"| {row.get('design', '')} | {row['target']} | {row['mode']} | {row['lut']:,} | {row['ff']:,} | "
+             f"{row['ebr']} | {row['mult']} | {row['fmax_mhz']:.1f} | {row['cycles_per_token']:,.1f} | "
+             f"{row['us_per_token']:,.1f} | {row['tokens_per_s']:,.0f} |")
+    if png is not None:
+        _plot(shown, png)
+        _say(f"figure: {png}")
+    return {"tokens": tokens, "cycles": cycles, "rows": rows}
+
+
+def _plot(rows: list[dict], png: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    markers = {"plain": "o", "k=3 perfect draft": "^"}
+    designs = list(dict.fromkeys(r.get("design", "") for r in rows))
+    for d, design in enumerate(designs):
+        for mode, marker in markers.items():
+            pts = [r for r in rows if r["mode"] == mode and r.get("design", "") == design]
+            if not pts:
+                continue
+            ax.scatter([r["lut"] for r in pts], [r["tokens_per_s"] for r in pts], marker=marker, s=60,
+                       color=f"C{d}", label=f"{design}: {mode}" if design else mode)
+            for r in pts:
+                ax.annotate(f"{r['target']}, {r['fmax_mhz']:.1f} MHz", (r["lut"], r["tokens_per_s"]),
+                            textcoords="offset points", xytext=(6, 4), fontsize=7)
+    ax.set_xlabel("area (LUT4 used after place and route)")
+    ax.set_ylabel("tokens per second at Fmax")
+    ax.set_title("GA2 (book configuration) on ECP5: area against tokens per second")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    tmp = png.with_name(f".{png.name}.tmp{os.getpid()}.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, png)
+
+
+def cmd_synth(args) -> int:
+    from gen import synth
+    targets = args.target or [synth.DEFAULT_TARGET]
+    for t in targets:
+        if t not in synth.TARGETS:
+            raise CommandError(f"--target {t}: choose from {', '.join(synth.TARGETS)}")
+    json_path = _output_path(args.json, "--json")
+    png = _output_path(args.png, "--png")
+    if png is not None and not args.report:
+        raise CommandError("--png draws the --report figure: add --report")
+    if (args.also or args.label != "current sources") and not args.report:
+        raise CommandError("--also and --label belong to --report: add --report")
+    also_rows = _earlier_rows(args.also or [])
+    if args.tokens < 1:
+        raise CommandError(f"--tokens {args.tokens}: at least 1")
+    units = _units("chip" if args.report and args.unit is None else (args.unit or "chip"))
+    tools = _require_tools()
+    _say("tools: " + ", ".join(f"{name} ({dist})" for name, dist in tools.items()))
+    # every unit is exported now, so the figures are of the sources as they are at this moment
+    from gen import verilog
+    _say(f"exporting {len(units)} unit(s) to Verilog ...")
+    try:
+        exports = {unit: verilog.export(unit) for unit in units}
+    except verilog.ExportError as e:
+        raise CommandError(str(e)) from None
+    out: dict = {"tools": tools, "targets": {}}
+    chip_results = {}
+    t0 = time.perf_counter()
+    for target in targets:
+        per: dict = {"units": {}}
+        for i, unit in enumerate(units, 1):
+            _say(f"[{i}/{len(units)}] {unit} on {target}")
+            try:
+                r = synth.synthesize(unit, target, progress=_say, use_cache=not args.no_cache,
+                                     exported=exports[unit],
+                                     keep_dir=(Path(args.keep) / target / unit) if args.keep else None)
+            except synth.SynthError as e:
+                raise CommandError(str(e)) from None
+            how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
+            _say(f"  {r.summary()}  ({how})")
+            line = r.path_line()
+            if line:
+                _say(f"  {line}")
+                _say(f"  through: {', '.join(r.critical_path.get('through', []))}")
+            entry = r.to_json()
+            if unit == "ga2_chip":
+                per["chip"] = entry
+                chip_results[target] = r
+            else:
+                per["units"][unit] = entry
+        out["targets"][target] = per
+    _say(f"done in {time.perf_counter() - t0:.0f} s")
+    if args.report:
+        if not chip_results:
+            raise CommandError("--report needs the chip: use --unit chip or --unit all")
+        out["report"] = _report(chip_results, args.tokens, png, args.label, also_rows)
+    if json_path is not None:
+        # one target: its units and chip at the top level as well, for simple consumers
+        if len(targets) == 1:
+            out.update(out["targets"][targets[0]])
+        _write_atomic(json_path, json.dumps(out, indent=1) + "\n")
+        _say(f"JSON: {json_path}")
+    return 0
+
+
+# ---------------------------------------------------------------- ga2 build
+
+def _platform(board: str):
+    import importlib
+    if board not in BOARDS:
+        raise CommandError(f"--board {board}: choose from {', '.join(BOARDS)}")
+    module, cls = BOARDS[board]
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except ImportError:
+        raise CommandError("--board needs amaranth-boards: pip install -e '.[fpga]' "
+                           "(or pip install amaranth-boards==0.0.21)") from None
+
+
+def tool_environment() -> dict[str, str]:
+    """Environment variables that make Amaranth's platform build use the YoWASP tools."""
+    from gen import synth
+    env = {}
+    try:
+        for name in ("yosys", "nextpnr-ecp5", "ecppack"):
+            env[name.upper().replace("-", "_")] = synth.tool_path(name)
+    except synth.ToolsMissing as e:
+        raise CommandError(str(e)) from None
+    # The board's platform lists its programmer among the required tools even when nothing is
+    # programmed; `ga2 build` never programs, so a missing openFPGALoader stands in as `true`.
+    if not os.environ.get("OPENFPGALOADER") and not shutil.which("openFPGALoader"):
+        env["OPENFPGALOADER"] = shutil.which("true") or "/bin/true"
+    return env
+
+
+_TIMING = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)")
+
+
+def timing_verdicts(log_text: str) -> list[tuple[str, float, bool, float]]:
+    """(clock, achieved MHz, met, constraint MHz) of the final timing report in a nextpnr log."""
+    found = _TIMING.findall(log_text)
+    final: dict[str, tuple[str, float, bool, float]] = {}
+    for clock, mhz, verdict, want in found:          # the last report (after routing) wins
+        final[clock] = (clock, float(mhz), verdict == "PASS", float(want))
+    return list(final.values())
+
+
+def cmd_build(args) -> int:
+    from gen.bridge import BoardTop
+    platform_cls = _platform(args.board)
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CommandError(f"-o {args.output}: not a directory")
+    if args.baud < 1200:
+        raise CommandError(f"--baud {args.baud}: at least 1200")
+    env = tool_environment()
+    platform = platform_cls()
+    try:
+        top = BoardTop(baud=args.baud, ext_words=args.ext_words)
+        from gen.uart import divisor_for
+        divisor_for(platform.default_clk_frequency, args.baud)
+    except ValueError as e:
+        raise CommandError(f"--baud/--ext-words: {e}") from None
+    os.environ.update(env)
+    _say(f"building the board top for {args.board} ({platform.device}-{platform.speed}{platform.package}), "
+         f"{args.baud} baud, external memory {args.ext_words} words; tools: "
+         + ", ".join(f"{k}={v}" for k, v in env.items()))
+    _say(f"  yosys, nextpnr-ecp5 and ecppack run in {out_dir} (several minutes; logs top.rpt, top.tim)")
+    t0 = time.perf_counter()
+    # Yosys 0.70's synth_ecp5 needs hierarchy/proc/splitnets first (see gen/synth.py);
+    # timing is judged below from nextpnr's own report, so a miss does not stop the build.
+    import threading
+    from gen.synth import _last_line
+    finished = threading.Event()
+
+    def heartbeat():                # the platform's build is silent: say where it is
+        while not finished.wait(30):
+            logs = [p for p in (out_dir / "top.rpt", out_dir / "top.tim") if p.exists()]
+            newest = max(logs, key=lambda p: p.stat().st_mtime) if logs else None
+            where = f"{newest.name}: {_last_line(newest)}" if newest else "starting"
+            _say(f"  {time.perf_counter() - t0:.0f} s, {where}")
+
+    beat = threading.Thread(target=heartbeat, daemon=True)
+    beat.start()
+    try:
+        platform.build(top, name="top", build_dir=str(out_dir), do_program=False,
+                       script_after_read="hierarchy -top top\nproc\nsplitnets",
+                       nextpnr_opts="--timing-allow-fail")
+    except Exception as e:          # the platform raises its own error types for a failed tool
+        tim = out_dir / "top.tim"
+        tail = "\n".join(tim.read_text(errors="replace").splitlines()[-15:]) if tim.exists() else ""
+        raise CommandError(f"the platform build failed: {type(e).__name__}: {e}\n{tail}") from None
+    finally:
+        finished.set()
+    bit = out_dir / "top.bit"
+    if not bit.exists():
+        raise CommandError(f"the build finished but wrote no bitstream {bit}")
+    verdicts = timing_verdicts((out_dir / "top.tim").read_text(errors="replace"))
+    _say(f"bitstream: {bit} ({bit.stat().st_size:,} bytes) in {time.perf_counter() - t0:.0f} s; "
+         f"program it with: openFPGALoader --board ulx3s {bit}")
+    ok = True
+    for clock, mhz, met, want in verdicts:
+        _say(f"timing: clock {clock}: {mhz:.2f} MHz achieved, {want:.2f} MHz required: "
+             + ("MET" if met else "NOT MET"))
+        ok &= met
+    if not verdicts:
+        _say("timing: nextpnr's log has no timing verdict")
+        ok = False
+    return 0 if ok else 2
+
+
+# ---------------------------------------------------------------- ga2 board run
+
+def cmd_board_run(args) -> int:
+    from ga2_hdl import golden
+    from ga2_hdl.files import FileFormatError
+    from gen.board_protocol import Host, ProtocolError, SerialLink, run_sync
+    from ga2_hdl.isa import IsaError
+    try:
+        program = _read_program(args.program)
+        ext = _read_ext(args.ext, args.ext_words) if args.ext else []
+        code = golden.as_instructions(program)
+        golden.check_program(code)
+    except (FileFormatError, IsaError) as e:
+        raise CommandError(str(e)) from None
+    try:
+        link = SerialLink(args.port, args.baud)
+    except ProtocolError as e:
+        raise CommandError(str(e)) from None
+    except Exception as e:
+        raise CommandError(f"--port {args.port}: {e}") from None
+
+    async def pause():
+        import asyncio
+        await asyncio.sleep(0.01)
+
+    try:
+        result = run_sync(Host(link).run([i.encode() for i in code], ext, args.ext_words, wait=pause))
+    except ProtocolError as e:
+        raise CommandError(f"{args.port}: {e}") from None
+    finally:
+        link.close()
+    from ga2_hdl.isa import COUNTER_NAMES
+    print(f"status: {result.error.name} at pc {result.error_pc}")
+    for name, value in zip(COUNTER_NAMES, result.counters):
+        print(f"{name}: {value}")
+    if args.json:
+        path = _output_path(args.json, "--json")
+        _write_atomic(path, json.dumps(result.to_json()) + "\n")
+    if args.check:
+        from ga2_hdl.results import first_mismatch
+        want = golden.run(code, ext, ext_words=args.ext_words)
+        mismatch = first_mismatch(want, result)
+        print("golden model: " + ("equal (memory and all five counters)" if mismatch is None else f"MISMATCH: {mismatch}"))
+        return 0 if mismatch is None else 1
+    return 0
+
+
+def _read_program(path: str):
+    from ga2_hdl import files
+    return files.read_program(path)
+
+
+def _read_ext(path: str, ext_words: int):
+    from ga2_hdl import files
+    return files.read_memory(path, ext_words)
+
+
+# ---------------------------------------------------------------- registration
+
+def register(subparsers) -> None:
+    from ga2_hdl import isa
+    p = subparsers.add_parser(
+        "synth", help="area and Fmax of every unit and of the chip on an ECP5 (Yosys + nextpnr, YoWASP)")
+    p.add_argument("--unit", default=None,
+                   help="chip (default), a unit name (see `ga2 verilog --list`), or all (every unit and the chip)")
+    p.add_argument("--target", action="append", metavar="NAME",
+                   help="ecp5-25k (default, LFE5U-25F-6) or ecp5-85k (LFE5U-85F-6); may be repeated")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument("--report", action="store_true",
+                   help="join the chip's Fmax with cycles per token (plain and k=3 speculative decoding)")
+    p.add_argument("--tokens", type=int, default=32, help="tokens decoded for --report (default 32, the chapter's)")
+    p.add_argument("--png", metavar="FILE", help="with --report: draw area against tokens per second")
+    p.add_argument("--label", default="current sources", help="with --report: the design's name in the table")
+    p.add_argument("--also", action="append", metavar="JSON",
+                   help="with --report: add the rows of an earlier `ga2 synth --report --json` file (other sources)")
+    p.add_argument("--keep", metavar="DIR", help="copy each run's Verilog, scripts, logs and reports to DIR")
+    p.add_argument("--no-cache", action="store_true", help="run the tools even if a cached result exists")
+    p.set_defaults(func=cmd_synth)
+
+    b = subparsers.add_parser("build", help="a bitstream of the board top (chip + UART bridge) for an FPGA board")
+    b.add_argument("--board", required=True, help=f"one of: {', '.join(BOARDS)}")
+    b.add_argument("-o", "--output", default="build/board", metavar="DIR", help="build directory (default build/board)")
+    b.add_argument("--baud", type=int, default=115_200, help="UART rate (default 115200)")
+    b.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+                   help=f"external memory in block RAM, words (default {isa.EXT_WORDS_DEFAULT})")
+    b.set_defaults(func=cmd_build)
+
+    r = subparsers.add_parser("board", help="talk to a board running the bridge (ga2 board run PROG.hex --port ...)")
+    rs = r.add_subparsers(dest="board_command", metavar="ACTION", required=True)
+    run = rs.add_parser("run", help="load a program and its memory, run it, read back the counters and memory")
+    run.add_argument("program", metavar="PROG.hex")
+    run.add_argument("--ext", metavar="MEM.hex", help="external memory image")
+    run.add_argument("--port", required=True, help="serial port, e.g. /dev/ttyUSB0")
+    run.add_argument("--baud", type=int, default=115_200)
+    run.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+                     help="the board's external memory size (as built)")
+    run.add_argument("--json", metavar="FILE", help="write the result (counters, memory) as JSON")
+    run.add_argument("--check", action="store_true", help="compare with the golden model")
+    run.set_defaults(func=cmd_board_run)
