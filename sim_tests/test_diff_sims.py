@@ -101,7 +101,7 @@ def _vcd(path, busy_at: dict[int, int], lead: int) -> None:
         values["running"] = int(cycle >= 1)
         values["busy"] = busy_at.get(cycle, values["busy"])
         lines.append(f"#{t}")
-        lines += [f"0d0", f"{values['start']}d1", f"{values['running']}d2", "0d3", "0d4", "0d5"]
+        lines += ["0d0", f"{values['start']}d1", f"{values['running']}d2", "0d3", "0d4", "0d5"]
         lines += [f"0t{i}" for i in range(6)]
         lines.append(f"b{values['busy']:b} b")
         lines += [f"#{t + 5}", "1d0"]
