@@ -52,8 +52,9 @@ def _progress(name: str):
 def cmd_run(args) -> int:
     from gen.simulator import SimulatorError
     program = load_program(args.program)
-    if not 0 < args.ext_words <= 1 << 16:       # 0 would otherwise fall back silently to the default size
-        raise CommandError(f"--ext-words {args.ext_words}: the external memory holds 1 .. 65536 words")
+    problem = isa.ext_words_problem(args.ext_words)   # 0 would otherwise fall back silently to the default size
+    if problem:
+        raise CommandError(f"--ext-words {args.ext_words}: {problem}")
     ext = read_memory(args.ext, args.ext_words) if args.ext else None
     sim = _simulator(args.sim)
     try:

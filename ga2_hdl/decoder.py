@@ -104,9 +104,7 @@ class IssueCheck(wiring.Component):
     """
 
     def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
-        if not 1 <= ext_words <= 1 << 16:
-            raise ValueError(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
-        self.ext_words = ext_words
+        self.ext_words = isa.check_ext_words(ext_words)
         super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
 
     def _op_error(self, m: Module, spec: isa.OpSpec) -> Value:

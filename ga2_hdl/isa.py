@@ -35,6 +35,8 @@ INSTR_BITS = 128               #: one instruction word
 SPAD_WORDS = 4096              #: scratchpad size in words
 IMEM_WORDS = 1024              #: instruction memory of our chip, in 128-bit words
 EXT_WORDS_DEFAULT = 8192       #: external memory size in words (the book's early chapters use 2048)
+EXT_ADDR_BITS = 16             #: external addresses are 16 bits (LD's src and ST's dst fields)
+EXT_WORDS_MAX = 1 << EXT_ADDR_BITS  #: the largest external memory: 65536 words
 LAT = 8                        #: external-memory latency in cycles, paid once per load
 FETCH_ISSUE_CYCLES = 2         #: every instruction, HALT included, costs fetch + issue
 INT8_MIN, INT8_MAX = -127, 127 #: -128 is never produced by any unit
@@ -85,10 +87,30 @@ FIELD = {f.name: f for f in FIELDS}
 OPERAND_FIELDS = tuple(f.name for f in FIELDS if f.name != "op")
 
 assert sum(f.width for f in FIELDS) == INSTR_BITS
+assert FIELD["b"].width == EXT_ADDR_BITS     # LD's src and ST's dst span the whole external memory
 
 
 class IsaError(ValueError):
     """An instruction, program or file that the ISA does not allow."""
+
+
+def ext_words_problem(ext_words) -> str | None:
+    """What is wrong with an external-memory size, or None: it holds 1 .. EXT_WORDS_MAX words.
+
+    The one statement of the rule; every simulator, loader and command that takes a
+    size asks it (each puts its own name for the value in front).
+    """
+    if isinstance(ext_words, int) and not isinstance(ext_words, bool) and 1 <= ext_words <= EXT_WORDS_MAX:
+        return None
+    return f"the external memory holds 1 .. {EXT_WORDS_MAX} words"
+
+
+def check_ext_words(ext_words) -> int:
+    """``ext_words`` if it is a legal external-memory size, else :class:`IsaError`."""
+    problem = ext_words_problem(ext_words)
+    if problem:
+        raise IsaError(f"ext_words={ext_words}: {problem}")
+    return ext_words
 
 
 class Unit(enum.Enum):

@@ -62,7 +62,7 @@ def render_isa_markdown() -> str:
     w(f"| word | {isa.WORD_BITS} bits | every memory holds 32-bit words, one value per word: int8 sign-extended, "
       f"int32 whole, Q0.16 probabilities ({isa.Q16_ONE} = 1.0) |")
     w(f"| scratchpad | {isa.SPAD_WORDS} words | the units' working memory |")
-    w(f"| external memory | {isa.EXT_WORDS_DEFAULT} words (default) | a parameter, `ext_words` (at most 65536; "
+    w(f"| external memory | {isa.EXT_WORDS_DEFAULT} words (default) | a parameter, `ext_words` (at most {isa.EXT_WORDS_MAX}; "
       f"the book's early chapters use 2048) |")
     w(f"| instruction memory | {isa.IMEM_WORDS} words of {isa.INSTR_BITS} bits | a program ends with HALT |")
     w(f"| LAT | {isa.LAT} cycles | external-memory latency, paid once per load |")
