@@ -99,7 +99,7 @@ class IssueCheck(wiring.Component):
     -----
     ``ins``: In(INSTRUCTION), the instruction being issued.
     ``error``: Out(STATUS_BITS), the :class:`isa.ErrorCode` of the first rule
-    that fails, in :func:`isa.check`'s order (op code, MM shape, zero lengths,
+    that fails, in :func:`isa.check`'s order (op code, operand ranges, zero lengths,
     regions in order, overlap), or ``OK``.
     """
 
@@ -111,11 +111,12 @@ class IssueCheck(wiring.Component):
         """The error code of ``spec``'s rules, as a priority chain in isa.check's order."""
         ins = self.ins
         rules: list[tuple[Value, isa.ErrorCode]] = []
-        if spec.code == isa.OP_BY_NAME["MM"].code:
-            M, K, N = (operand(ins, "MM", n) for n in ("M", "K", "N"))
-            ok = ((M >= 1) & (M <= isa.MM_MAX_MN) & (N >= 1) & (N <= isa.MM_MAX_MN)
-                  & (K >= 1) & (K <= isa.MM_MAX_K))
-            rules.append((~ok, isa.ErrorCode.BAD_SHAPE))
+        if spec.ranged:
+            outside = Const(0)
+            for o in spec.ranged:
+                value = operand(ins, spec.mnemonic, o.name)
+                outside = outside | (value < o.legal[0]) | (value > o.legal[1])
+            rules.append((outside, isa.ErrorCode.BAD_SHAPE))
         for name in spec.lengths:
             rules.append((operand(ins, spec.mnemonic, name) == 0, isa.ErrorCode.ZERO_LENGTH))
         regions = _hardware_regions(ins, spec)

@@ -146,7 +146,7 @@ class ErrorCode(enum.IntEnum):
     BAD_OPCODE = 1        #: op code 8..15
     SPAD_RANGE = 2        #: a scratchpad operand region leaves 0 .. SPAD_WORDS-1
     EXT_RANGE = 3         #: an external-memory region leaves 0 .. ext_words-1
-    BAD_SHAPE = 4         #: MM with M or N outside 1..4 or K outside 1..64
+    BAD_SHAPE = 4         #: an operand outside its legal range (:attr:`Operand.legal`: MM's M, K, N)
     ZERO_LENGTH = 5       #: a length operand of 0
     OVERLAP = 6           #: RQ/SM/VADD operands that overlap without being identical
     NO_HALT = 7           #: the program counter ran past the last instruction-memory word
@@ -159,12 +159,19 @@ class ErrorCode(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Operand:
-    """An assembly operand: ``name`` occupies bits [lsb + width - 1 : lsb] of field ``field``."""
+    """An assembly operand: ``name`` occupies bits [lsb + width - 1 : lsb] of field ``field``.
+
+    ``legal`` is the inclusive range (lo, hi) of the values the operation accepts, when it
+    accepts fewer than the bits can hold; a value outside halts the machine with BAD_SHAPE
+    (:func:`check`, the decoder's :class:`~ga2_hdl.decoder.IssueCheck` and the generated
+    docs/isa.md all read it from here).
+    """
     name: str
     field: str
     lsb: int = 0
     width: int | None = None     # None: the whole field
     doc: str = ""
+    legal: tuple[int, int] | None = None
 
     @property
     def bits(self) -> int:
@@ -208,6 +215,18 @@ class OpSpec:
                 return o
         raise KeyError(name)
 
+    @property
+    def ranged(self) -> tuple[Operand, ...]:
+        """The operands with a legal range (BAD_SHAPE outside it), in operand order."""
+        return tuple(o for o in self.operands if o.legal is not None)
+
+    def ranges_text(self) -> str:
+        """The legal ranges in words, operands of one range together: ``M and N in 1..4, K in 1..64``."""
+        groups: dict[tuple[int, int], list[str]] = {}
+        for o in self.ranged:
+            groups.setdefault(o.legal, []).append(o.name)
+        return ", ".join(f"{' and '.join(names)} in {lo}..{hi}" for (lo, hi), names in groups.items())
+
 
 def _span(rows: int, stride: int, cols: int) -> int:
     """Words from the first to the last element of a rows x cols block with row stride ``stride``."""
@@ -248,11 +267,12 @@ OPS: tuple[OpSpec, ...] = (
            lengths=("len",)),
     OpSpec(3, "MM", Unit.MATRIX,
            (_O("dst", "a", doc="C"), _O("A", "b", doc="A (M x K)"), _O("B", "c", doc="B (K x N)"),
-            _O("M", "f"), _O("K", "g"), _O("N", "h"),
+            _O("M", "f", legal=(1, MM_MAX_MN)), _O("K", "g", legal=(1, MM_MAX_K)),
+            _O("N", "h", legal=(1, MM_MAX_MN)),
             _O("tb", "fl", 0, 1, doc="B is stored transposed"),
             _O("lda", "d", 0, 12), _O("ldb", "d", 12, 12), _O("ldc", "x", 0, 12)),
            "C = A x B, int8 inputs (low byte, signed), wrap-around int32 sums; A[m][k] at A+m*lda+k; "
-           "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n; M, N in 1..4, K in 1..64",
+           "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n",
            "M*K + K*N + (K+M+N-2) + M*N + 7",
            lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7,
            _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"}),
@@ -416,16 +436,16 @@ HALT = Instruction(0)
 def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCode, str]:
     """The error the hardware raises at issue for ``ins``, and why (``(OK, "")`` if legal).
 
-    Checked in this order, the first failure wins: op code; MM shape; zero
-    lengths; memory ranges (in the order of the operation's regions); overlap.
+    Checked in this order, the first failure wins: op code; operand ranges (MM's
+    shape, :attr:`Operand.legal`); zero lengths; memory ranges (in the order of
+    the operation's regions); overlap.
     """
     spec = OP_BY_CODE.get(ins.op)
     if spec is None:
         return ErrorCode.BAD_OPCODE, f"undefined op code {ins.op}"
-    if spec.code == OP_BY_NAME["MM"].code:
-        if not (1 <= ins.M <= MM_MAX_MN and 1 <= ins.N <= MM_MAX_MN and 1 <= ins.K <= MM_MAX_K):
-            return ErrorCode.BAD_SHAPE, (f"MM shape M={ins.M} K={ins.K} N={ins.N}: M and N must be in "
-                                         f"1..{MM_MAX_MN}, K in 1..{MM_MAX_K}")
+    if any(not o.legal[0] <= getattr(ins, o.name) <= o.legal[1] for o in spec.ranged):
+        values = " ".join(f"{o.name}={getattr(ins, o.name)}" for o in spec.ranged)
+        return ErrorCode.BAD_SHAPE, f"{spec.mnemonic} shape {values}: must be {spec.ranges_text()}"
     for name in spec.lengths:
         if getattr(ins, name) == 0:
             return ErrorCode.ZERO_LENGTH, f"{spec.mnemonic} {name}=0"
