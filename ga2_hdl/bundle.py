@@ -76,7 +76,7 @@ class Bundle:
 
     @property
     def total_cycles(self) -> int:
-        return sum(p.expected.counters[0] for p in self.programs)
+        return sum(p.expected.counters.total for p in self.programs)
 
     # -------------------------------------------------------------- writing
     def words(self) -> list[tuple[int, str | None]]:

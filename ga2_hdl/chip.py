@@ -49,7 +49,7 @@ from .matrix_unit import MatrixUnit
 from .sram import Scratchpad
 from .vector_unit import VectorUnit
 
-__all__ = ["GA2Chip", "COUNTER_PORTS"]
+__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH"]
 
 #: the counter output ports, in the ISA's counter order
 COUNTER_PORTS = tuple(f"cnt_{name}" for name in isa.COUNTER_NAMES)
@@ -59,6 +59,10 @@ STATUS_PC_BITS = 16
 #: the execution units, by the ISA's unit kind: their submodule names (and, in this order,
 #: their scratchpad master ports)
 UNIT_NAMES = {isa.Unit.DMA: "dma", isa.Unit.MATRIX: "matrix", isa.Unit.VECTOR: "vector"}
+#: the scratchpad's submodule name
+SPAD_NAME = "spad"
+#: the hierarchical name of the scratchpad's word array below the chip (submodule names as set here)
+SPAD_MEMORY_PATH = (SPAD_NAME, Scratchpad.MEMORY_NAME)
 
 
 class GA2Chip(wiring.Component):
@@ -124,7 +128,7 @@ class GA2Chip(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.imem = self.imem
-        m.submodules.spad = self.spad
+        m.submodules[SPAD_NAME] = self.spad
         m.submodules.issue_check = check = self.issue_check
         for kind, unit in self.units.items():
             m.submodules[UNIT_NAMES[kind]] = unit

@@ -97,10 +97,11 @@ class IssueCheck(wiring.Component):
 
     Ports
     -----
-    ``ins``: In(INSTRUCTION), the instruction being issued.
-    ``error``: Out(STATUS_BITS), the :class:`isa.ErrorCode` of the first rule
-    that fails, in :func:`isa.check`'s order (op code, operand ranges, zero lengths,
-    regions in order, overlap), or ``OK``.
+    ins : In(INSTRUCTION)
+        The instruction being issued.
+    error : Out(STATUS_BITS)
+        The :class:`isa.ErrorCode` of the first rule that fails, in :func:`isa.check`'s
+        order (op code, operand ranges, zero lengths, regions in order, overlap), or ``OK``.
     """
 
     def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):

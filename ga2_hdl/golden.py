@@ -185,7 +185,7 @@ def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, 
     machine = Machine(ext, ext_words)
     status, pc, message = machine.run(code)
     return RunResult(
-        counters=[c & isa.WORD_MASK for c in machine.counters],
+        counters=isa.Counters(*(c & isa.WORD_MASK for c in machine.counters)),
         ext=machine.ext.tolist(),
         error=status,
         error_pc=pc,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 # --------------------------------------------------------------------------
 # Machine constants
@@ -130,7 +130,17 @@ class Counter(enum.IntEnum):
     INSTRUCTIONS = 4
 
 
-COUNTER_NAMES = ("total", "matrix", "dma", "vector", "instructions")
+class Counters(NamedTuple):
+    """The five counters of a run, by name (a tuple in :class:`Counter` order)."""
+    total: int = 0           #: every cycle from the first fetch to the halting issue
+    matrix: int = 0          #: busy cycles of the matrix unit
+    dma: int = 0             #: busy cycles of the DMA
+    vector: int = 0          #: busy cycles of the vector unit
+    instructions: int = 0    #: instructions executed (not HALT, not a faulting one)
+
+
+COUNTER_NAMES = Counters._fields
+assert [name.upper() for name in COUNTER_NAMES] == [c.name for c in Counter]
 UNIT_COUNTER = {Unit.MATRIX: Counter.MATRIX, Unit.DMA: Counter.DMA, Unit.VECTOR: Counter.VECTOR}
 
 
@@ -470,8 +480,8 @@ def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCo
 # Timing of whole programs
 # --------------------------------------------------------------------------
 
-def program_counters(program: Sequence[Instruction]) -> list[int]:
-    """The five counters [total, matrix, dma, vector, instructions] of a legal program.
+def program_counters(program: Sequence[Instruction]) -> Counters:
+    """The five counters of a legal program.
 
     Instructions run one at a time in order up to the first HALT; each costs
     fetch + issue + its unit's busy time; HALT costs fetch + issue and is not
@@ -481,7 +491,7 @@ def program_counters(program: Sequence[Instruction]) -> list[int]:
     for ins in program:
         counters[Counter.TOTAL] += FETCH_ISSUE_CYCLES
         if ins.op == 0:
-            return counters
+            return Counters(*counters)
         busy = ins.busy()
         counters[Counter.TOTAL] += busy
         counters[UNIT_COUNTER[ins.spec.unit]] += busy

@@ -81,9 +81,12 @@ class Scratchpad(wiring.Component):
             "write_addr": Out(SPAD_ADDR_BITS),
         })
 
+    #: the storage's submodule name (Verilog export names the word array after it)
+    MEMORY_NAME = "memory"
+
     def elaborate(self, platform):
         m = Module()
-        m.submodules.memory = self.memory
+        m.submodules[self.MEMORY_NAME] = self.memory
         rd = self.memory.read_port()          # synchronous, not transparent
         wr = self.memory.write_port()
 

@@ -23,7 +23,7 @@ run, so that a testbench reads back or wipes only those.
 """
 from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data, memory, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ga2_hdl import isa
 from ga2_hdl.layout import ExtPort

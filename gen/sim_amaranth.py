@@ -22,9 +22,9 @@ memory are read back (the rest still holds the image the testbench wrote), and
 before the next run only the written blocks of the scratchpad are wiped.  The
 image of the next program is written where it differs from the current contents.
 
-The watchdog bound is derived from the program (every instruction's busy time
-plus fetch and issue, plus a margin), so a chip that never halts fails with a
-clear error instead of hanging.
+The watchdog is every simulator's (:func:`gen.simulator.watchdog_cycles` of the
+program's expected cycles), so a chip that never halts fails with a clear error
+instead of hanging.
 """
 from __future__ import annotations
 
@@ -40,24 +40,11 @@ from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.results import RunResult, first_mismatch
 
 from .extmem import ExternalMemoryModel, WriteMonitor
-from .simulator import BundleReport, SimulatorError, external_memory_words
+from .simulator import BundleReport, SimulatorError, expected_cycles, external_memory_words, watchdog_cycles
 
 __all__ = ["AmaranthSimulator", "ChipSimulation"]
 
 CLOCK_PERIOD = 1e-6            # simulated seconds per cycle (any value; only cycles matter)
-WATCHDOG_MARGIN = 64           # cycles beyond the program's own bound
-
-
-def cycle_bound(program: Sequence[Instruction]) -> int:
-    """An upper bound on the cycles ``program`` can take on the chip (for the watchdog)."""
-    total = 0
-    for ins in program:
-        total += isa.FETCH_ISSUE_CYCLES
-        if ins.op == isa.HALT.op:
-            break
-        if ins.op in isa.OP_BY_CODE:
-            total += ins.busy()
-    return total + WATCHDOG_MARGIN
 
 
 class ChipSimulation:
@@ -127,7 +114,7 @@ class ChipSimulation:
                 await ctx.tick()
                 ctx.set(chip.start, 0)
                 ctx.set(self.written.clear, 0)
-                bound = cycle_bound(program)
+                bound = watchdog_cycles(expected_cycles(program))
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
                 if not halted_edge:
                     raise SimulatorError(f"program {i}: the chip did not halt within {bound} cycles "

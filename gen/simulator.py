@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
-from ga2_hdl.isa import Instruction
+from ga2_hdl.isa import FETCH_ISSUE_CYCLES, HALT, OP_BY_CODE, Instruction
 from ga2_hdl.results import Mismatch, RunResult
 
 #: name -> "module:factory"; the module is imported only when the simulator is asked for.
@@ -45,7 +45,7 @@ class BundleReport:
 
     @property
     def cycles(self) -> int:
-        return sum(r.counters[0] for r in self.results)
+        return sum(r.counters.total for r in self.results)
 
     @property
     def cycles_per_second(self) -> float:
@@ -72,6 +72,33 @@ class Simulator(Protocol):
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> BundleReport:
         """Run every program of a bundle and compare each with its expected result."""
+
+
+#: The watchdog, one rule for every simulator: a program that has not halted after
+#: WATCHDOG_FACTOR x its expected cycles + WATCHDOG_SLACK "does not halt".
+WATCHDOG_FACTOR = 2
+WATCHDOG_SLACK = 1000
+
+
+def watchdog_cycles(expected_cycles: int) -> int:
+    """The cycles a simulator waits for ``halted`` on a program expected to take ``expected_cycles``."""
+    return WATCHDOG_FACTOR * expected_cycles + WATCHDOG_SLACK
+
+
+def expected_cycles(program: Sequence[Instruction]) -> int:
+    """The cycles ``program`` takes on the chip up to its first HALT (or to its end), by the ISA's timing.
+
+    An undefined op code counts as its fetch and issue alone.  For a legal program this is its
+    ``total`` counter; for one that faults it is an upper bound.
+    """
+    total = 0
+    for ins in program:
+        total += FETCH_ISSUE_CYCLES
+        if ins.op == HALT.op:
+            break
+        if ins.op in OP_BY_CODE:
+            total += ins.busy()
+    return total
 
 
 def external_memory_words(requested: int | None, configured: int | None) -> int:

@@ -148,7 +148,7 @@ def book_counters(program):
         units[BOOK_UNIT[name]] += wait
         total += 2 + wait
         n += 1
-    return [total + 2, units["mm"], units["dma"], units["vec"], n]
+    return (total + 2, units["mm"], units["dma"], units["vec"], n)
 
 
 def test_cycle_counts_equal_the_books_model():

@@ -22,7 +22,7 @@
 //   +ext_out=PATH       write final external memories there (non-zero words): every program
 //                       with +ext_all, otherwise only a mismatching one
 //   +vcd=PATH           dump a waveform of one program (+vcd_program=N, default 0)
-//   +timeout=N          cycles to wait for `halted` (default: 2 x expected total + slack)
+//   +timeout=N          cycles to wait for `halted` (default: watchdog_cycles(expected total), from gen/simulator.py)
 //
 // Output, one line each:
 //   RESULT i status status_pc total matrix dma vector instructions   (every program run)
@@ -288,7 +288,7 @@ module ga2_tb (
             exp_final = pos + 7;
             check_runs(exp_final);
             next_record = next_runs;
-            limit = (timeout_arg > 0) ? timeout_arg : 2 * exp_counter[0] + TIMEOUT_SLACK;
+            limit = (timeout_arg > 0) ? timeout_arg : watchdog_cycles(exp_counter[0]);
             if (want_vcd && prog == vcd_program) begin
                 $dumpvars(0, dut);
                 $dumpon;
