@@ -126,8 +126,9 @@ class VerilogSimulatorCases:
     # ------------------------------------------------------------------ the testbench can fail
     def test_corrupted_counter_gives_the_exact_mismatch_line_and_a_nonzero_exit(self, sim, tmp_path):
         bundle = small_bundle()
-        want = bundle.programs[1].expected.counters[isa.Counter.DMA]
-        bundle.programs[1].expected.counters[isa.Counter.DMA] = want + 1
+        expected = bundle.programs[1].expected
+        want = expected.counters.dma
+        expected.counters = expected.counters._replace(dma=want + 1)
         line = f"MISMATCH: program 1: counter dma: expected {want + 1}, got {want}"
         p = run_testbench(sim, bundle, tmp_path)
         assert p.returncode != 0
