@@ -98,11 +98,18 @@ class WriteMonitor(wiring.Component):
     block_words : int
         Block size (a power of two): one bit per block of this many words.
 
-    Ports: ``clear``: In(1), forget everything (at the clock edge).  Attribute
-    ``blocks[name]``: a bitmap, bit b set if a word in ``b*block_words ..
-    (b+1)*block_words - 1`` was written; :meth:`written_ranges` turns it into
-    address ranges.  All bitmaps live in one register (one simulator process,
-    one update per cycle).
+    Ports
+    -----
+    clear : In(1)
+        Forget everything (at the clock edge).
+
+    Attributes
+    ----------
+    blocks : dict
+        ``blocks[name]`` is a bitmap, bit b set if a word in ``b*block_words ..
+        (b+1)*block_words - 1`` was written; :meth:`written_ranges` turns it into
+        address ranges.  All bitmaps live in one register (one simulator process,
+        one update per cycle).
     """
 
     def __init__(self, ports: dict, block_words: int = 64):
