@@ -254,7 +254,7 @@ def check_case(capra: ModuleType, case: Case, report: BatteryReport, bound: floa
         problems.append(f"{case.about}: outputs differ with and without buffer reuse")
     if result.counters != flat_result.counters:
         problems.append(f"{case.about}: counters differ with and without buffer reuse: "
-                        f"{result.counters} / {flat_result.counters}")
+                        f"{list(result.counters)} / {list(flat_result.counters)}")
 
     floats = capra.evaluate(g, case.test)
     for name, entry in outputs.items():

@@ -30,8 +30,6 @@ from typing import Any, Mapping, Sequence
 
 from .errors import CompileError
 
-#: operations that produce no new values: their result lives inside another tensor's buffer
-VIEW_OPS = frozenset({"concat", "slice", "relu"})
 #: operations whose tensors come from external memory
 EXTERNAL_OPS = frozenset({"input", "weight"})
 

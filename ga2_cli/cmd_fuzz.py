@@ -111,7 +111,7 @@ def cmd_bundle_info(args) -> int:
     for i, p in enumerate(bundle.programs):
         e = p.expected
         status = "OK" if e.error == 0 else f"{e.error.name}@{e.error_pc}"
-        print(f"{i:4d} {p.name}: {len(p.code)} instructions, counters {e.counters}, {status}")
+        print(f"{i:4d} {p.name}: {len(p.code)} instructions, counters {list(e.counters)}, {status}")
     problems = bundle.verify() if args.verify else []
     for line in problems:
         print(f"golden model disagrees: {line}")

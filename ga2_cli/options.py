@@ -6,7 +6,7 @@ one-line message naming the flag (``ga2 golden: error: argument --ext-words:
 ...``, exit status 2) and nothing is run, created or written.
 
 * :func:`count` (``positive``, ``non_negative``): whole numbers with a floor;
-* :data:`ext_words`: an external-memory size, 1 .. 65536 words (``fuzz_ext_words``: 16 ..);
+* :data:`ext_words`: an external-memory size, 1 .. isa.EXT_WORDS_MAX words (``fuzz_ext_words``: 16 ..);
 * :data:`max_cycles`: a generated program's cycle budget;
 * :data:`output_file`: a file the command will write: its directory exists and
   can be written, it is not a directory (probed by creating and removing a file,
@@ -47,8 +47,8 @@ def _ext_words(minimum: int, why: str = ""):
             value = int(text, 0)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not minimum <= value <= 1 << 16:
-            raise argparse.ArgumentTypeError(f"{value}: the external memory holds {minimum} .. 65536 words{why} "
+        if not minimum <= value <= isa.EXT_WORDS_MAX:
+            raise argparse.ArgumentTypeError(f"{value}: the external memory holds {minimum} .. {isa.EXT_WORDS_MAX} words{why} "
                                              f"(default {isa.EXT_WORDS_DEFAULT})")
         return value
     return parse

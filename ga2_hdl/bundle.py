@@ -85,7 +85,7 @@ class Bundle:
 
     @property
     def total_cycles(self) -> int:
-        return sum(p.expected.counters[0] for p in self.programs)
+        return sum(p.expected.counters.total for p in self.programs)
 
     # -------------------------------------------------------------- writing
     def words(self) -> list[tuple[int, str | None]]:
@@ -246,8 +246,9 @@ class _Reader:
             self.fail(f"bundle version {version} is not supported (this reader reads version {VERSION})")
         n_programs = self.next("the number of programs")
         ext_words = self.next("ext_words")
-        if not 1 <= ext_words <= 1 << 16:
-            self.fail(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
+        problem = isa.ext_words_problem(ext_words)
+        if problem:
+            self.fail(f"ext_words={ext_words}: {problem}")
         bundle = Bundle(ext_words)
         for p in range(n_programs):
             first = self.pos

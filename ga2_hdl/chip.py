@@ -49,29 +49,26 @@ from amaranth.utils import ceil_log2
 
 from . import isa
 from .decoder import STATUS_BITS, IssueCheck, unit_ops
-from .dma import DMA, EXT_ADDR_BITS, EXT_PORT_MEMBERS
-from .layout import INSTRUCTION
+from .dma import DMA
+from .layout import INSTRUCTION, ExtPort
 from .matrix_unit import MatrixUnit
 from .sram import Scratchpad
+from .vector_unit import VectorUnit
 
-__all__ = ["GA2Chip", "COUNTER_PORTS"]
+__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH"]
 
 #: the counter output ports, in the ISA's counter order
 COUNTER_PORTS = tuple(f"cnt_{name}" for name in isa.COUNTER_NAMES)
 COUNTER_BITS = 32
 STATUS_PC_BITS = 16
 
-#: the execution units, by the ISA's unit kind, and their scratchpad master names
+#: the execution units, by the ISA's unit kind: their submodule names (and, in this order,
+#: their scratchpad master ports)
 UNIT_NAMES = {isa.Unit.DMA: "dma", isa.Unit.MATRIX: "matrix", isa.Unit.VECTOR: "vector"}
-
-
-def _vector_unit():
-    try:
-        from .vector_unit import VectorUnit
-    except ImportError as e:
-        raise ImportError("GA2Chip needs ga2_hdl/vector_unit.py (class VectorUnit) for RQ, SM, VADD "
-                          "and AMAX") from e
-    return VectorUnit()
+#: the scratchpad's submodule name
+SPAD_NAME = "spad"
+#: the hierarchical name of the scratchpad's word array below the chip (submodule names as set here)
+SPAD_MEMORY_PATH = (SPAD_NAME, Scratchpad.MEMORY_NAME)
 
 
 class GA2Chip(wiring.Component):
@@ -80,35 +77,46 @@ class GA2Chip(wiring.Component):
     Parameters
     ----------
     ext_words : int
-        External memory size in words (1 .. 65536): the EXT_RANGE legality bound.
+        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality bound.
     imem_words : int
         Instruction memory size in 128-bit words.
 
-    Ports (docs/chip.md)
-    ------------------------
-    ``start``: In(1); ``running``: Out(1); ``halted``: Out(1);
-    ``status``: Out(4) (ErrorCode); ``status_pc``: Out(16);
-    ``cnt_total``, ``cnt_matrix``, ``cnt_dma``, ``cnt_vector``, ``cnt_instructions``: Out(32);
-    ``imem_we``: In(1), ``imem_addr``: In(ceil_log2(imem_words)), ``imem_wdata``: In(128)
-    (writes are ignored while running);
-    ``ext_addr``: Out(16), ``ext_re``: Out(1), ``ext_we``: Out(1), ``ext_wdata``: Out(32),
-    ``ext_rdata``: In(32), ``ext_rvalid``: In(1).
+    Ports
+    -----
+    start : In(1)
+    running, halted : Out(1)
+    status : Out(STATUS_BITS)
+        The :class:`~ga2_hdl.isa.ErrorCode` of the halt.
+    status_pc : Out(16)
+    cnt_total, cnt_matrix, cnt_dma, cnt_vector, cnt_instructions : Out(32)
+        The counters, in the ISA's counter order.
+    imem_we : In(1)
+    imem_addr : In(ceil_log2(imem_words))
+    imem_wdata : In(128)
+        The instruction memory's write port (writes are ignored while running).
+    ext_addr ... ext_rvalid
+        The members of :class:`~ga2_hdl.layout.ExtPort` (the DMA's port).
 
-    Attributes (for testbenches): ``imem`` and ``spad.memory`` (the memories),
-    ``units`` (dict unit kind -> component), ``pc``.
+    Attributes
+    ----------
+    imem, spad.memory : amaranth.lib.memory.Memory
+        The memories (for testbenches).
+    units : dict
+        Unit kind -> component, every one on :class:`~ga2_hdl.layout.UnitSignature`.
+    pc : Signal
     """
 
     def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, imem_words: int = isa.IMEM_WORDS):
-        if not 1 <= ext_words <= 1 << EXT_ADDR_BITS:
-            raise ValueError(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
+        isa.check_ext_words(ext_words)
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
         self.issue_check = IssueCheck(ext_words)
-        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: _vector_unit()}
-        self.spad = Scratchpad({UNIT_NAMES[kind]: unit.spad for kind, unit in self.units.items()})
+        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: VectorUnit()}
+        assert list(self.units) == list(UNIT_NAMES)
+        self.spad = Scratchpad(len(self.units))
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
         super().__init__({
             "start": In(1),
@@ -120,25 +128,29 @@ class GA2Chip(wiring.Component):
             "imem_we": In(1),
             "imem_addr": In(max(1, ceil_log2(imem_words))),
             "imem_wdata": In(isa.INSTR_BITS),
-            **EXT_PORT_MEMBERS,
+            **ExtPort().members,
         })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.imem = self.imem
-        m.submodules.spad = self.spad
+        m.submodules[SPAD_NAME] = self.spad
         m.submodules.issue_check = check = self.issue_check
         for kind, unit in self.units.items():
-            m.submodules[UNIT_NAMES[kind]] = unit      # their spad ports go to self.spad directly
+            m.submodules[UNIT_NAMES[kind]] = unit
 
         # Pure wiring lives in small submodules of its own.  The hardware is the same; in
         # Amaranth's simulator each module's combinational logic is one process that re-runs
         # whenever any of its inputs changes, so wiring that changes every cycle (the external
         # port during LD/ST) is kept apart from wiring that changes once per instruction (the
         # instruction word's fan-out) and from the sequencer's own logic.
+        for master, (kind, unit) in zip(self.spad.masters, self.units.items()):
+            m.submodules[f"spad_{UNIT_NAMES[kind]}"] = link = Module()
+            wiring.connect(link, unit=unit.spad, scratchpad=master)
+
         m.submodules.ext_port = ext_port = Module()
         dma = self.units[isa.Unit.DMA]
-        for name, member in EXT_PORT_MEMBERS.items():      # the DMA's port is the chip's
+        for name, member in ExtPort().members.items():     # the DMA's port is the chip's
             outward, inward = getattr(self, name), getattr(dma, name)
             if member.flow == wiring.In:
                 outward, inward = inward, outward

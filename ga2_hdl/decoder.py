@@ -97,27 +97,27 @@ class IssueCheck(wiring.Component):
 
     Ports
     -----
-    ``ins``: In(INSTRUCTION), the instruction being issued.
-    ``error``: Out(STATUS_BITS), the :class:`isa.ErrorCode` of the first rule
-    that fails, in :func:`isa.check`'s order (op code, MM shape, zero lengths,
-    regions in order, overlap), or ``OK``.
+    ins : In(INSTRUCTION)
+        The instruction being issued.
+    error : Out(STATUS_BITS)
+        The :class:`isa.ErrorCode` of the first rule that fails, in :func:`isa.check`'s
+        order (op code, operand ranges, zero lengths, regions in order, overlap), or ``OK``.
     """
 
     def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
-        if not 1 <= ext_words <= 1 << 16:
-            raise ValueError(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
-        self.ext_words = ext_words
+        self.ext_words = isa.check_ext_words(ext_words)
         super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
 
     def _op_error(self, m: Module, spec: isa.OpSpec) -> Value:
         """The error code of ``spec``'s rules, as a priority chain in isa.check's order."""
         ins = self.ins
         rules: list[tuple[Value, isa.ErrorCode]] = []
-        if spec.code == isa.OP_BY_NAME["MM"].code:
-            M, K, N = (operand(ins, "MM", n) for n in ("M", "K", "N"))
-            ok = ((M >= 1) & (M <= isa.MM_MAX_MN) & (N >= 1) & (N <= isa.MM_MAX_MN)
-                  & (K >= 1) & (K <= isa.MM_MAX_K))
-            rules.append((~ok, isa.ErrorCode.BAD_SHAPE))
+        if spec.ranged:
+            outside = Const(0)
+            for o in spec.ranged:
+                value = operand(ins, spec.mnemonic, o.name)
+                outside = outside | (value < o.legal[0]) | (value > o.legal[1])
+            rules.append((outside, isa.ErrorCode.BAD_SHAPE))
         for name in spec.lengths:
             rules.append((operand(ins, spec.mnemonic, name) == 0, isa.ErrorCode.ZERO_LENGTH))
         regions = _hardware_regions(ins, spec)

@@ -31,14 +31,21 @@ from . import isa
 class Divider(wiring.Component):
     """Multi-cycle unsigned divider (restoring, radix 2).
 
-    Ports (width = 40 unless given)
-      start:       In(1)
-      numerator:   In(width)     sampled in the start cycle only
-      denominator: In(width)     sampled in the start cycle only
-      busy:        Out(1)
-      done:        Out(1)        one cycle, CYCLES after start
-      quotient:    Out(width)    valid from done until the next start
-      remainder:   Out(width)
+    Parameters
+    ----------
+    width : int
+        Operand width (``isa.DIV_BITS`` = 40 unless given).
+
+    Ports
+    -----
+    start : In(1)
+    numerator, denominator : In(width)
+        Sampled in the start cycle only.
+    busy : Out(1)
+    done : Out(1)
+        One cycle, CYCLES after start.
+    quotient, remainder : Out(width)
+        Valid from done until the next start.
     """
 
     def __init__(self, width: int = isa.DIV_BITS):

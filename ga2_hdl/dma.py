@@ -24,29 +24,14 @@ completion counter (words written); the scratchpad and external addresses
 come from the instruction, which the sequencer holds stable while the unit
 is busy.
 """
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .decoder import operand
-from .layout import INSTRUCTION, SPAD_ADDR_BITS, SpadPort
+from .layout import SPAD_ADDR_BITS, ExtPort, UnitSignature
 
-__all__ = ["DMA", "EXT_ADDR_BITS", "EXT_PORT_MEMBERS"]
-
-#: Width of the external-memory address port (ext_words <= 65536).
-EXT_ADDR_BITS = 16
-
-#: The external-memory master port (flat names: they are the chip's top-level ports too,
-#: which the chip passes through from the DMA unchanged).
-EXT_PORT_MEMBERS = {
-    "ext_addr": Out(EXT_ADDR_BITS),
-    "ext_re": Out(1),
-    "ext_we": Out(1),
-    "ext_wdata": Out(isa.WORD_BITS),
-    "ext_rdata": In(isa.WORD_BITS),
-    "ext_rvalid": In(1),
-}
+__all__ = ["DMA"]
 
 # LD and ST keep the scratchpad address in field a, the external one in b, the length in c;
 # the decoder reads them through the ISA's operand names, and these asserts keep the sharing honest.
@@ -56,30 +41,18 @@ assert isa.OP_BY_NAME["LD"].operand("len").field == isa.OP_BY_NAME["ST"].operand
 
 
 class DMA(wiring.Component):
-    """Executes LD and ST (unit control contract: start/done/ins/spad).
+    """Executes LD and ST.
 
     Ports
     -----
-    ``start``: In(1), one-cycle pulse in the issue cycle of an LD or ST.
-    ``ins``: In(INSTRUCTION), held stable from ``start`` until ``done``.
-    ``done``: Out(1), one-cycle pulse ``ins.busy()`` cycles after ``start``.
-    ``spad``: Out(SpadPort()), the scratchpad master port (LD writes, ST reads).
-    ``ext_addr``: Out(16), ``ext_re``: Out(1), ``ext_we``: Out(1),
-    ``ext_wdata``: Out(32), ``ext_rdata``: In(32), ``ext_rvalid``: In(1): the
-    external-memory master port of the chip (see module docstring).
-    ``busy``: Out(1), high from the cycle after ``start`` until the cycle
-    before ``done`` (the unit drives its ports only while busy).
+    The unit contract (:class:`ga2_hdl.layout.UnitSignature`): ``start``,
+    ``ins``, ``done``, ``busy``, and ``spad`` (LD writes, ST reads); and the
+    members of :class:`ga2_hdl.layout.ExtPort` (``ext_addr`` ... ``ext_rvalid``),
+    the chip's external-memory port (see the module docstring).
     """
 
     def __init__(self):
-        super().__init__({
-            "start": In(1),
-            "ins": In(INSTRUCTION),
-            "done": Out(1),
-            "busy": Out(1),
-            "spad": Out(SpadPort()),
-            **EXT_PORT_MEMBERS,
-        })
+        super().__init__(UnitSignature(**ExtPort().members))
 
     def elaborate(self, platform):
         m = Module()
@@ -91,8 +64,9 @@ class DMA(wiring.Component):
         completed = Signal(len(length))                # words written so far
         read_pending = Signal()                        # ST: a scratchpad word arrives this cycle
 
+        word_done = Signal()                           # a word is written this cycle (either memory)
+
         more_to_request = self.busy & (requested != length)
-        last = completed == length - 1
         m.d.sync += self.done.eq(0)
 
         with m.If(self.start):
@@ -102,37 +76,37 @@ class DMA(wiring.Component):
                 requested.eq(0),
                 completed.eq(0),
             ]
+        with m.If(more_to_request):
+            m.d.sync += requested.eq(requested + 1)
+        with m.If(word_done):
+            m.d.sync += completed.eq(completed + 1)
+            with m.If(completed == length - 1):
+                m.d.sync += self.done.eq(1)
+        with m.If(self.done):
+            m.d.sync += self.busy.eq(0)
 
         with m.If(is_load):
             # requests to external memory; answers written to the scratchpad as they arrive
-            arriving = self.busy & self.ext_rvalid
             m.d.comb += [
                 self.ext_re.eq(more_to_request),
                 self.ext_addr.eq(ext_base + requested),
-                self.spad.wr_en.eq(arriving),
+                word_done.eq(self.busy & self.ext_rvalid),
+                self.spad.wr_en.eq(word_done),
                 self.spad.wr_addr.eq((spad_base + completed)[:SPAD_ADDR_BITS]),
                 self.spad.wr_data.eq(self.ext_rdata),
             ]
-            with m.If(more_to_request):
-                m.d.sync += requested.eq(requested + 1)
-            with m.If(arriving):
-                m.d.sync += completed.eq(completed + 1)
-                with m.If(last):
-                    m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         with m.Else():
             # scratchpad reads; each word goes to external memory the cycle it arrives
             m.d.comb += [
                 self.spad.rd_en.eq(more_to_request),
                 self.spad.rd_addr.eq((spad_base + requested)[:SPAD_ADDR_BITS]),
-                self.ext_we.eq(read_pending),
+                word_done.eq(read_pending),
+                self.ext_we.eq(word_done),
                 self.ext_addr.eq(ext_base + completed),
-                self.ext_wdata.eq(self.spad.rd_data),
             ]
             m.d.sync += read_pending.eq(more_to_request)
-            with m.If(more_to_request):
-                m.d.sync += requested.eq(requested + 1)
-            with m.If(read_pending):
-                m.d.sync += completed.eq(completed + 1)
-                with m.If(last):
-                    m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+        # ST: the word read is the word written.  A submodule of its own, so that in Amaranth's
+        # simulator another unit's scratchpad reads wake only this assignment, not the DMA's logic.
+        m.submodules.st_data = st_data = Module()
+        st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))
         return m

@@ -23,8 +23,11 @@ class ExpTable(wiring.Component):
     """Synchronous-read ROM of ``isa.EXP_TABLE``.
 
     Ports
-      addr: In(8)    the distance ``d = max - x`` (cycle k)
-      data: Out(16)  ``EXP_TABLE[d]`` (cycle k + LATENCY)
+    -----
+    addr : In(8)
+        The distance ``d = max - x`` (cycle k).
+    data : Out(16)
+        ``EXP_TABLE[d]`` (cycle k + LATENCY).
     """
 
     LATENCY = 1

@@ -63,8 +63,7 @@ def ext_image(ext: Sequence[int] | None, ext_words: int) -> np.ndarray:
     as two's complement.  A longer image, or a value that is not a 32-bit
     word, is an error.
     """
-    if not 0 < ext_words <= 1 << 16:
-        raise IsaError(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
+    isa.check_ext_words(ext_words)
     mem = np.zeros(ext_words, dtype=np.int64)
     if ext is None:
         return mem
@@ -195,7 +194,7 @@ def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, 
     machine = Machine(ext, ext_words)
     status, pc, message = machine.run(code)
     return RunResult(
-        counters=[c & isa.WORD_MASK for c in machine.counters],
+        counters=isa.Counters(*(c & isa.WORD_MASK for c in machine.counters)),
         ext=MemoryImage.from_words(machine.ext) if sparse else machine.ext.tolist(),
         error=status,
         error_pc=pc,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 # --------------------------------------------------------------------------
 # Machine constants
@@ -35,6 +35,8 @@ INSTR_BITS = 128               #: one instruction word
 SPAD_WORDS = 4096              #: scratchpad size in words
 IMEM_WORDS = 1024              #: instruction memory of our chip, in 128-bit words
 EXT_WORDS_DEFAULT = 8192       #: external memory size in words (the book's early chapters use 2048)
+EXT_ADDR_BITS = 16             #: external addresses are 16 bits (LD's src and ST's dst fields)
+EXT_WORDS_MAX = 1 << EXT_ADDR_BITS  #: the largest external memory: 65536 words
 LAT = 8                        #: external-memory latency in cycles, paid once per load
 FETCH_ISSUE_CYCLES = 2         #: every instruction, HALT included, costs fetch + issue
 INT8_MIN, INT8_MAX = -127, 127 #: -128 is never produced by any unit
@@ -85,10 +87,30 @@ FIELD = {f.name: f for f in FIELDS}
 OPERAND_FIELDS = tuple(f.name for f in FIELDS if f.name != "op")
 
 assert sum(f.width for f in FIELDS) == INSTR_BITS
+assert FIELD["b"].width == EXT_ADDR_BITS     # LD's src and ST's dst span the whole external memory
 
 
 class IsaError(ValueError):
     """An instruction, program or file that the ISA does not allow."""
+
+
+def ext_words_problem(ext_words) -> str | None:
+    """What is wrong with an external-memory size, or None: it holds 1 .. EXT_WORDS_MAX words.
+
+    The one statement of the rule; every simulator, loader and command that takes a
+    size asks it (each puts its own name for the value in front).
+    """
+    if isinstance(ext_words, int) and not isinstance(ext_words, bool) and 1 <= ext_words <= EXT_WORDS_MAX:
+        return None
+    return f"the external memory holds 1 .. {EXT_WORDS_MAX} words"
+
+
+def check_ext_words(ext_words) -> int:
+    """``ext_words`` if it is a legal external-memory size, else :class:`IsaError`."""
+    problem = ext_words_problem(ext_words)
+    if problem:
+        raise IsaError(f"ext_words={ext_words}: {problem}")
+    return ext_words
 
 
 class Unit(enum.Enum):
@@ -108,7 +130,17 @@ class Counter(enum.IntEnum):
     INSTRUCTIONS = 4
 
 
-COUNTER_NAMES = ("total", "matrix", "dma", "vector", "instructions")
+class Counters(NamedTuple):
+    """The five counters of a run, by name (a tuple in :class:`Counter` order)."""
+    total: int = 0           #: every cycle from the first fetch to the halting issue
+    matrix: int = 0          #: busy cycles of the matrix unit
+    dma: int = 0             #: busy cycles of the DMA
+    vector: int = 0          #: busy cycles of the vector unit
+    instructions: int = 0    #: instructions executed (not HALT, not a faulting one)
+
+
+COUNTER_NAMES = Counters._fields
+assert [name.upper() for name in COUNTER_NAMES] == [c.name for c in Counter]
 UNIT_COUNTER = {Unit.MATRIX: Counter.MATRIX, Unit.DMA: Counter.DMA, Unit.VECTOR: Counter.VECTOR}
 
 
@@ -124,7 +156,7 @@ class ErrorCode(enum.IntEnum):
     BAD_OPCODE = 1        #: op code 8..15
     SPAD_RANGE = 2        #: a scratchpad operand region leaves 0 .. SPAD_WORDS-1
     EXT_RANGE = 3         #: an external-memory region leaves 0 .. ext_words-1
-    BAD_SHAPE = 4         #: MM with M or N outside 1..4 or K outside 1..64
+    BAD_SHAPE = 4         #: an operand outside its legal range (:attr:`Operand.legal`: MM's M, K, N)
     ZERO_LENGTH = 5       #: a length operand of 0
     OVERLAP = 6           #: RQ/SM/VADD operands that overlap without being identical
     NO_HALT = 7           #: the program counter ran past the last instruction-memory word
@@ -137,12 +169,19 @@ class ErrorCode(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Operand:
-    """An assembly operand: ``name`` occupies bits [lsb + width - 1 : lsb] of field ``field``."""
+    """An assembly operand: ``name`` occupies bits [lsb + width - 1 : lsb] of field ``field``.
+
+    ``legal`` is the inclusive range (lo, hi) of the values the operation accepts, when it
+    accepts fewer than the bits can hold; a value outside halts the machine with BAD_SHAPE
+    (:func:`check`, the decoder's :class:`~ga2_hdl.decoder.IssueCheck` and the generated
+    docs/isa.md all read it from here).
+    """
     name: str
     field: str
     lsb: int = 0
     width: int | None = None     # None: the whole field
     doc: str = ""
+    legal: tuple[int, int] | None = None
 
     @property
     def bits(self) -> int:
@@ -186,6 +225,18 @@ class OpSpec:
                 return o
         raise KeyError(name)
 
+    @property
+    def ranged(self) -> tuple[Operand, ...]:
+        """The operands with a legal range (BAD_SHAPE outside it), in operand order."""
+        return tuple(o for o in self.operands if o.legal is not None)
+
+    def ranges_text(self) -> str:
+        """The legal ranges in words, operands of one range together: ``M and N in 1..4, K in 1..64``."""
+        groups: dict[tuple[int, int], list[str]] = {}
+        for o in self.ranged:
+            groups.setdefault(o.legal, []).append(o.name)
+        return ", ".join(f"{' and '.join(names)} in {lo}..{hi}" for (lo, hi), names in groups.items())
+
 
 def _span(rows: int, stride: int, cols: int) -> int:
     """Words from the first to the last element of a rows x cols block with row stride ``stride``."""
@@ -226,11 +277,12 @@ OPS: tuple[OpSpec, ...] = (
            lengths=("len",)),
     OpSpec(3, "MM", Unit.MATRIX,
            (_O("dst", "a", doc="C"), _O("A", "b", doc="A (M x K)"), _O("B", "c", doc="B (K x N)"),
-            _O("M", "f"), _O("K", "g"), _O("N", "h"),
+            _O("M", "f", legal=(1, MM_MAX_MN)), _O("K", "g", legal=(1, MM_MAX_K)),
+            _O("N", "h", legal=(1, MM_MAX_MN)),
             _O("tb", "fl", 0, 1, doc="B is stored transposed"),
             _O("lda", "d", 0, 12), _O("ldb", "d", 12, 12), _O("ldc", "x", 0, 12)),
            "C = A x B, int8 inputs (low byte, signed), wrap-around int32 sums; A[m][k] at A+m*lda+k; "
-           "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n; M, N in 1..4, K in 1..64",
+           "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n",
            "M*K + K*N + (K+M+N-2) + M*N + 7",
            lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7,
            _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"}),
@@ -394,16 +446,16 @@ HALT = Instruction(0)
 def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCode, str]:
     """The error the hardware raises at issue for ``ins``, and why (``(OK, "")`` if legal).
 
-    Checked in this order, the first failure wins: op code; MM shape; zero
-    lengths; memory ranges (in the order of the operation's regions); overlap.
+    Checked in this order, the first failure wins: op code; operand ranges (MM's
+    shape, :attr:`Operand.legal`); zero lengths; memory ranges (in the order of
+    the operation's regions); overlap.
     """
     spec = OP_BY_CODE.get(ins.op)
     if spec is None:
         return ErrorCode.BAD_OPCODE, f"undefined op code {ins.op}"
-    if spec.code == OP_BY_NAME["MM"].code:
-        if not (1 <= ins.M <= MM_MAX_MN and 1 <= ins.N <= MM_MAX_MN and 1 <= ins.K <= MM_MAX_K):
-            return ErrorCode.BAD_SHAPE, (f"MM shape M={ins.M} K={ins.K} N={ins.N}: M and N must be in "
-                                         f"1..{MM_MAX_MN}, K in 1..{MM_MAX_K}")
+    if any(not o.legal[0] <= getattr(ins, o.name) <= o.legal[1] for o in spec.ranged):
+        values = " ".join(f"{o.name}={getattr(ins, o.name)}" for o in spec.ranged)
+        return ErrorCode.BAD_SHAPE, f"{spec.mnemonic} shape {values}: must be {spec.ranges_text()}"
     for name in spec.lengths:
         if getattr(ins, name) == 0:
             return ErrorCode.ZERO_LENGTH, f"{spec.mnemonic} {name}=0"
@@ -428,8 +480,8 @@ def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCo
 # Timing of whole programs
 # --------------------------------------------------------------------------
 
-def program_counters(program: Sequence[Instruction]) -> list[int]:
-    """The five counters [total, matrix, dma, vector, instructions] of a legal program.
+def program_counters(program: Sequence[Instruction]) -> Counters:
+    """The five counters of a legal program.
 
     Instructions run one at a time in order up to the first HALT; each costs
     fetch + issue + its unit's busy time; HALT costs fetch + issue and is not
@@ -439,7 +491,7 @@ def program_counters(program: Sequence[Instruction]) -> list[int]:
     for ins in program:
         counters[Counter.TOTAL] += FETCH_ISSUE_CYCLES
         if ins.op == 0:
-            return counters
+            return Counters(*counters)
         busy = ins.busy()
         counters[Counter.TOTAL] += busy
         counters[UNIT_COUNTER[ins.spec.unit]] += busy

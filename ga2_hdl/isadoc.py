@@ -17,7 +17,8 @@ ERROR_BEHAVIOUR: dict[ErrorCode, str] = {
     ErrorCode.SPAD_RANGE: "a scratchpad region of the instruction runs past the last scratchpad word.",
     ErrorCode.EXT_RANGE: "an external-memory region runs past the last word of the external memory "
                          "(its size is a parameter of the chip, `ext_words`).",
-    ErrorCode.BAD_SHAPE: f"MM with M or N outside 1..{isa.MM_MAX_MN} or K outside 1..{isa.MM_MAX_K}.",
+    ErrorCode.BAD_SHAPE: "an operand outside its legal range (" + "; ".join(
+        f"{spec.mnemonic}: {spec.ranges_text()}" for spec in isa.OPS if spec.ranged) + ").",
     ErrorCode.ZERO_LENGTH: "a length operand is 0.",
     ErrorCode.OVERLAP: "RQ, SM or VADD operands that overlap without being identical.",
     ErrorCode.NO_HALT: "the program counter ran past the last instruction-memory word. Loaders refuse "
@@ -62,7 +63,7 @@ def render_isa_markdown() -> str:
     w(f"| word | {isa.WORD_BITS} bits | every memory holds 32-bit words, one value per word: int8 sign-extended, "
       f"int32 whole, Q0.16 probabilities ({isa.Q16_ONE} = 1.0) |")
     w(f"| scratchpad | {isa.SPAD_WORDS} words | the units' working memory |")
-    w(f"| external memory | {isa.EXT_WORDS_DEFAULT} words (default) | a parameter, `ext_words` (at most 65536; "
+    w(f"| external memory | {isa.EXT_WORDS_DEFAULT} words (default) | a parameter, `ext_words` (at most {isa.EXT_WORDS_MAX}; "
       f"the book's early chapters use 2048) |")
     w(f"| instruction memory | {isa.IMEM_WORDS} words of {isa.INSTR_BITS} bits | a program ends with HALT |")
     w(f"| LAT | {isa.LAT} cycles | external-memory latency, paid once per load |")
@@ -101,8 +102,8 @@ def render_isa_markdown() -> str:
             w("")
         w(f"Unit: {_UNIT_NAME[spec.unit]}. Busy time: `{spec.busy_formula}` cycles.")
         rules = []
-        if spec.code == isa.OP_BY_NAME["MM"].code:
-            rules.append(f"M and N in 1..{isa.MM_MAX_MN}, K in 1..{isa.MM_MAX_K} (else BAD_SHAPE)")
+        if spec.ranged:
+            rules.append(f"{spec.ranges_text()} (else BAD_SHAPE)")
         if spec.lengths:
             rules.append(f"{', '.join(f'`{n}`' for n in spec.lengths)} not 0 (else ZERO_LENGTH)")
         probe = isa.make(spec.mnemonic, **{o.name: 1 for o in spec.operands})
@@ -151,7 +152,7 @@ def render_isa_markdown() -> str:
     w("")
     w("## Errors")
     w("")
-    w("Checked at issue, in this order, the first failure wins: op code; MM shape; zero lengths; memory "
+    w("Checked at issue, in this order, the first failure wins: op code; operand ranges (MM's shape); zero lengths; memory "
       "ranges (in the order of the operation's regions); overlap. A faulting instruction costs fetch + issue "
       f"({isa.FETCH_ISSUE_CYCLES} cycles, counted in `total`), does not execute, changes no memory and is not "
       "counted; the machine halts with `status` = the code and `status_pc` = its address.")

@@ -1,15 +1,30 @@
-"""Hardware shapes shared by the GA-2 units, derived from the ISA module.
+"""The GA-2 unit contract and the hardware shapes every unit shares, derived from the ISA.
 
-``INSTRUCTION`` is the 128-bit instruction word as an Amaranth struct whose
-members are the ISA's fields (``ins.op``, ``ins.a`` ... ``ins.x``), so the
-decoder never restates a bit position.  ``SpadPort`` is the scratchpad port
-every execution unit drives (as the master: ``Out(SpadPort())``).
+This module is the one place a reader looks to learn how an execution unit
+talks to the rest of the chip:
+
+* :data:`INSTRUCTION`: the 128-bit instruction word as an Amaranth struct
+  whose members are the ISA's fields (``ins.op``, ``ins.a`` ... ``ins.x``), so
+  no unit restates a bit position;
+* :class:`SpadPort`: one master port of the scratchpad;
+* :class:`ExtPort`: the external-memory master port (the DMA's, and the chip's);
+* :class:`UnitSignature`: the unit contract itself (``start``, ``ins``,
+  ``done``, ``busy`` and a ``spad`` master port), on which every execution unit
+  (:class:`~ga2_hdl.dma.DMA`, :class:`~ga2_hdl.matrix_unit.MatrixUnit`,
+  :class:`~ga2_hdl.vector_unit.VectorUnit` and its engines, including
+  :class:`~ga2_hdl.softmax.SoftmaxUnit`) is built.
+
+Sizes come from :mod:`ga2_hdl.isa`; every signature takes them as parameters
+(with the ISA's values as defaults), so a configuration object can later be
+threaded through these constructors alone.
 """
 from amaranth.hdl import unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import isa
+
+__all__ = ["INSTRUCTION", "SPAD_ADDR_BITS", "SpadPort", "ExtPort", "UnitSignature"]
 
 # StructLayout places members from the least significant bit up, in order.
 assert [f.lsb for f in sorted(isa.FIELDS, key=lambda f: f.lsb)] == \
@@ -22,19 +37,120 @@ SPAD_ADDR_BITS = (isa.SPAD_WORDS - 1).bit_length()
 
 
 class SpadPort(wiring.Signature):
-    """One unit's view of the scratchpad: a synchronous read port and a write port.
+    """One master's port on the scratchpad: a synchronous read port and a write port.
 
     Read: ``rd_en`` and ``rd_addr`` in cycle t give ``rd_data`` in cycle t+1.
     Write: ``wr_en``, ``wr_addr`` and ``wr_data`` in cycle t update the word at
-    the end of cycle t.  Directions are from the unit's (master's) side.
+    the end of cycle t.  Directions are from the master's (the unit's) side;
+    the scratchpad takes its masters as ``In(SpadPort()).array(n)``.
+
+    Parameters
+    ----------
+    addr_bits : int
+        Width of the addresses (the scratchpad holds ``2**addr_bits`` words at most).
+    data_bits : int
+        Width of a word.
+
+    Members
+    -------
+    rd_en : Out(1)
+    rd_addr : Out(addr_bits)
+    rd_data : In(data_bits)
+    wr_en : Out(1)
+    wr_addr : Out(addr_bits)
+    wr_data : Out(data_bits)
     """
 
-    def __init__(self):
+    def __init__(self, addr_bits: int = SPAD_ADDR_BITS, data_bits: int = isa.WORD_BITS):
+        self.addr_bits = addr_bits
+        self.data_bits = data_bits
         super().__init__({
             "rd_en": Out(1),
-            "rd_addr": Out(SPAD_ADDR_BITS),
-            "rd_data": In(isa.WORD_BITS),
+            "rd_addr": Out(addr_bits),
+            "rd_data": In(data_bits),
             "wr_en": Out(1),
-            "wr_addr": Out(SPAD_ADDR_BITS),
-            "wr_data": Out(isa.WORD_BITS),
+            "wr_addr": Out(addr_bits),
+            "wr_data": Out(data_bits),
+        })
+
+
+class ExtPort(wiring.Signature):
+    """The external-memory master port (docs/chip.md, "External-memory protocol").
+
+    A request (``ext_re`` with ``ext_addr``) in cycle c is answered on
+    ``ext_rvalid``/``ext_rdata`` in cycle c + LAT; requests pipeline, one per
+    cycle, and answers come back in order.  A write (``ext_we``, ``ext_addr``,
+    ``ext_wdata``) takes effect at the end of its cycle.  Directions are from
+    the master's side.  The member names carry the ``ext_`` prefix because the
+    chip's top-level ports are these same names (the DMA's port is the chip's).
+
+    Parameters
+    ----------
+    addr_bits : int
+        Width of ``ext_addr`` (``isa.EXT_ADDR_BITS``).
+    data_bits : int
+        Width of a word.
+
+    Members
+    -------
+    ext_addr : Out(addr_bits)
+    ext_re : Out(1)
+    ext_we : Out(1)
+    ext_wdata : Out(data_bits)
+    ext_rdata : In(data_bits)
+    ext_rvalid : In(1)
+    """
+
+    def __init__(self, addr_bits: int = isa.EXT_ADDR_BITS, data_bits: int = isa.WORD_BITS):
+        super().__init__({
+            "ext_addr": Out(addr_bits),
+            "ext_re": Out(1),
+            "ext_we": Out(1),
+            "ext_wdata": Out(data_bits),
+            "ext_rdata": In(data_bits),
+            "ext_rvalid": In(1),
+        })
+
+
+class UnitSignature(wiring.Signature):
+    """The unit contract: how the sequencer runs an execution unit.
+
+    With ``start`` high in cycle t (the sequencer's ISSUE cycle):
+
+    * ``ins`` holds the instruction from t until ``done``;
+    * ``busy`` is high in cycles t+1 .. t+W exactly, the W = ``ins.busy()``
+      cycles the unit's counter counts (:func:`ga2_hdl.isa.Instruction.busy`);
+    * ``done`` is high in cycle t+W only; all the unit's scratchpad writes are
+      complete by the end of that cycle;
+    * the unit drives ``spad.rd_en`` and ``spad.wr_en`` only in its busy cycles
+      (an idle unit keeps both low, whatever its address lines hold), which is
+      what lets the scratchpad multiplex its masters with a plain AND-OR.
+
+    ``start`` comes only while the unit is idle and only with an op the unit
+    executes (a unit holding several engines routes it by ``ins.op``).
+
+    Parameters
+    ----------
+    spad : SpadPort
+        The scratchpad port's signature (default ``SpadPort()``).
+    **extra : Member
+        Members a unit adds to the contract (the DMA's external-memory port).
+
+    Members
+    -------
+    start : In(1)
+    ins : In(INSTRUCTION)
+    done : Out(1)
+    busy : Out(1)
+    spad : Out(SpadPort())
+    """
+
+    def __init__(self, spad: SpadPort | None = None, **extra):
+        super().__init__({
+            "start": In(1),
+            "ins": In(INSTRUCTION),
+            "done": Out(1),
+            "busy": Out(1),
+            "spad": Out(spad if spad is not None else SpadPort()),
+            **extra,
         })

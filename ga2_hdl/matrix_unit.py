@@ -30,13 +30,14 @@ A walks (outer m, stride lda; inner k); B walks (outer k, stride ldb; inner
 n) or, transposed, (outer n, stride ldb; inner k).  Each word read lands
 one cycle later in lane (m or n), position k of the A or B operand memory.
 """
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .decoder import operand
-from .layout import INSTRUCTION, SPAD_ADDR_BITS, SpadPort
+from .layout import SPAD_ADDR_BITS, UnitSignature
 from .rowmem import OperandRowMemory
 from .systolic import SystolicArray
 
@@ -48,7 +49,7 @@ def _operand(ins, name):
 
 
 class MatrixUnit(wiring.Component):
-    """Executes MM (unit control contract: start/done/ins/spad).
+    """Executes MM.
 
     Parameters
     ----------
@@ -59,12 +60,9 @@ class MatrixUnit(wiring.Component):
 
     Ports
     -----
-    ``start``: In(1), one-cycle pulse in the issue cycle of an MM (legal shape assumed:
-    the sequencer's issue check refuses the others).
-    ``ins``: In(INSTRUCTION), held stable from ``start`` until ``done``.
-    ``done``: Out(1), one-cycle pulse ``ins.busy()`` cycles after ``start``.
-    ``busy``: Out(1), high from the cycle after ``start`` until the cycle before ``done``.
-    ``spad``: Out(SpadPort()), scratchpad master port (reads while staging, writes C).
+    The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` reads
+    while staging and writes C.  A ``start`` assumes a legal shape (the
+    sequencer's issue check refuses the others).
 
     Attributes ``array``, ``a_mem``, ``b_mem`` are the submodules (for tests).
     """
@@ -75,88 +73,24 @@ class MatrixUnit(wiring.Component):
         self.array = SystolicArray(size)
         self.a_mem = OperandRowMemory(size, max_k)
         self.b_mem = OperandRowMemory(size, max_k)
-        super().__init__({
-            "start": In(1), "ins": In(INSTRUCTION), "done": Out(1), "busy": Out(1),
-            "spad": Out(SpadPort()),
-        })
+        super().__init__(UnitSignature())
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.array = array = self.array
-        m.submodules.a_mem = a_mem = self.a_mem
-        m.submodules.b_mem = b_mem = self.b_mem
+        m.submodules.array = self.array
+        m.submodules.a_mem = self.a_mem
+        m.submodules.b_mem = self.b_mem
+        r = self._registers()
 
-        ins = self.ins
-        dim_bits = max(self.size, self.max_k).bit_length()
-        addr = unsigned(SPAD_ADDR_BITS)
-        dim = unsigned(dim_bits)
-        M_ins, K_ins, N_ins = (_operand(ins, n) for n in ("M", "K", "N"))
-        tb = _operand(ins, "tb")
-
-        # The unit's registers, grouped by purpose (each group is one struct-typed register).
-        dims = Signal(data.StructLayout({
-            "last_m": dim, "last_k": dim, "last_n": dim,   # M-1, K-1, N-1
-            "stream_last": unsigned(dim_bits + 2),          # K+M+N-1: the corner's last accumulation
-        }), name="dims")
-        walk = Signal(data.StructLayout({                   # the staging walker
-            "ptr": addr,           # address read this cycle
-            "row": addr,           # base address of the current outer index
-            "stride": addr,        # outer step (lda, then ldb)
-            "inner": dim, "outer": dim, "inner_last": dim, "outer_last": dim,
-            "in_b": 1,             # staging B (else A)
-            "inner_is_lane": 1,    # B not transposed: the inner index is the column n
-        }), name="walk")
-        land = Signal(data.StructLayout({                   # where this cycle's read data lands
-            "valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),
-        }), name="land")
-        stream = Signal(data.StructLayout({
-            "step": unsigned(dim_bits + 2),                 # cycles since STREAM began
-            "mem_valid": 1,                                 # the operand memories deliver a step
-        }), name="stream")
-        wb = Signal(data.StructLayout({                     # the write-back walker
-            "m": dim, "n": dim, "row": addr, "addr": addr,
-        }), name="wb")
-        out = Signal(data.StructLayout({                    # the write-back register
-            "valid": 1, "last": 1, "addr": addr, "data": unsigned(isa.WORD_BITS),
-        }), name="out")
-        last_m, last_k, last_n, stream_last = dims.last_m, dims.last_k, dims.last_n, dims.stream_last
-        ptr, row, stride = walk.ptr, walk.row, walk.stride
-        inner, outer, inner_last, outer_last = walk.inner, walk.outer, walk.inner_last, walk.outer_last
-        in_b, inner_is_lane = walk.in_b, walk.inner_is_lane
-        land_valid, land_b, land_lane, land_k = land.valid, land.b, land.lane, land.k
-        step, mem_valid = stream.step, stream.mem_valid
-        wb_m, wb_n, wb_row, wb_addr = wb.m, wb.n, wb.row, wb.addr
-        out_valid, out_last, out_addr, out_data = out.valid, out.last, out.addr, out.data
-
-        # ---- staged words land in the operand memories (one cycle after their read)
-        for mem in (a_mem, b_mem):
-            m.d.comb += [
-                mem.wr_lane.eq(land_lane),
-                mem.wr_addr.eq(land_k),
-                mem.wr_data.eq(self.spad.rd_data[:8]),
-            ]
-        m.d.comb += [
-            b_mem.wr_en.eq(land_valid & land_b),
-            a_mem.wr_en.eq(land_valid & ~land_b),
-        ]
-        m.d.sync += land_valid.eq(0)
-
-        # ---- operand memories feed the array (one cycle after their read)
-        m.d.comb += [
-            array.a.eq(a_mem.rd_data),
-            array.b.eq(b_mem.rd_data),
-            array.valid.eq(mem_valid),
-        ]
-        m.d.sync += mem_valid.eq(0)
-
-        # ---- the write-back register drives the scratchpad write port
-        m.d.comb += [
-            self.spad.wr_en.eq(out_valid),
-            self.spad.wr_addr.eq(out_addr),
-            self.spad.wr_data.eq(out_data),
-        ]
-        m.d.sync += [out_valid.eq(0), self.done.eq(out_valid & out_last)]
-        with m.If(out_valid & out_last):
+        # The datapath around the FSM: each in a submodule of its own, so that in Amaranth's
+        # simulator a change wakes only the logic that reads it (another unit's scratchpad
+        # reads, for one, wake only the landing wires).
+        m.submodules.landing = self._land_staged_words(r.land)
+        m.submodules.feed = self._feed_array(r.stream)
+        m.submodules.write_port = self._drive_write_port(r.out)
+        m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),
+                     self.done.eq(r.out.valid & r.out.last)]
+        with m.If(self.done):
             m.d.sync += self.busy.eq(0)
 
         with m.FSM(name="mm"):
@@ -164,87 +98,175 @@ class MatrixUnit(wiring.Component):
                 with m.If(self.start):
                     m.d.sync += self.busy.eq(1)
                     m.next = "LOAD"
-
             with m.State("LOAD"):
-                m.d.sync += [
-                    last_m.eq(M_ins - 1), last_k.eq(K_ins - 1), last_n.eq(N_ins - 1),
-                    ptr.eq(_operand(ins, "A")), row.eq(_operand(ins, "A")),
-                    stride.eq(_operand(ins, "lda")),
-                    inner.eq(0), outer.eq(0),
-                    inner_last.eq(K_ins - 1), outer_last.eq(M_ins - 1),
-                    in_b.eq(0), inner_is_lane.eq(0),
-                    stream_last.eq(K_ins + M_ins + N_ins - 1),
-                    wb_m.eq(0), wb_n.eq(0),
-                    wb_row.eq(_operand(ins, "dst")), wb_addr.eq(_operand(ins, "dst")),
-                ]
+                self._load(m, r)
                 m.next = "STAGE"
-
             with m.State("STAGE"):
-                m.d.comb += [self.spad.rd_en.eq(1), self.spad.rd_addr.eq(ptr)]
-                m.d.sync += [
-                    land_valid.eq(1),
-                    land_b.eq(in_b),
-                    land_lane.eq(Mux(inner_is_lane, inner, outer)),
-                    land_k.eq(Mux(inner_is_lane, outer, inner)),
-                ]
-                with m.If(inner == inner_last):
-                    m.d.sync += inner.eq(0)
-                    with m.If(outer == outer_last):
-                        with m.If(in_b):
-                            m.next = "DRAIN"
-                        with m.Else():     # A done: walk B
-                            b_base = _operand(ins, "B")
-                            m.d.sync += [
-                                in_b.eq(1), inner_is_lane.eq(~tb),
-                                outer.eq(0),
-                                ptr.eq(b_base), row.eq(b_base),
-                                stride.eq(_operand(ins, "ldb")),
-                                inner_last.eq(Mux(tb, last_k, last_n)),
-                                outer_last.eq(Mux(tb, last_n, last_k)),
-                            ]
-                    with m.Else():
-                        m.d.sync += [
-                            outer.eq(outer + 1),
-                            row.eq(row + stride),
-                            ptr.eq(row + stride),
-                        ]
-                with m.Else():
-                    m.d.sync += [inner.eq(inner + 1), ptr.eq(ptr + 1)]
-
+                self._stage(m, r)
             with m.State("DRAIN"):
                 m.next = "CLEAR"
-
             with m.State("CLEAR"):
-                m.d.comb += [array.clear.eq(1)]
-                m.d.sync += step.eq(0)
+                m.d.comb += self.array.clear.eq(1)
+                m.d.sync += r.stream.step.eq(0)
                 m.next = "STREAM"
-
             with m.State("STREAM"):
-                reading = step <= last_k
-                m.d.comb += [
-                    array.run.eq(1),
-                    a_mem.rd_en.eq(reading), a_mem.rd_addr.eq(step),
-                    b_mem.rd_en.eq(reading), b_mem.rd_addr.eq(step),
-                ]
-                m.d.sync += [mem_valid.eq(reading), step.eq(step + 1)]
-                with m.If(step == stream_last):
-                    m.next = "WRITE"
-
+                self._stream(m, r)
             with m.State("WRITE"):
-                m.d.sync += [
-                    out_valid.eq(1),
-                    out_addr.eq(wb_addr),
-                    out_data.eq(array.acc[wb_m * self.size + wb_n]),
-                    out_last.eq((wb_m == last_m) & (wb_n == last_n)),
-                ]
-                with m.If(wb_n == last_n):
-                    m.d.sync += [
-                        wb_n.eq(0), wb_m.eq(wb_m + 1),
-                        wb_row.eq(wb_row + _operand(ins, "ldc")),
-                        wb_addr.eq(wb_row + _operand(ins, "ldc")),
-                    ]
-                    with m.If(wb_m == last_m):
-                        m.next = "IDLE"
-                with m.Else():
-                    m.d.sync += [wb_n.eq(wb_n + 1), wb_addr.eq(wb_addr + 1)]
+                self._write_back(m, r)
         return m
+
+    # ---- registers
+
+    def _registers(self):
+        """The unit's registers, one struct-typed register per purpose."""
+        dim_bits = max(self.size, self.max_k).bit_length()
+        addr, dim = unsigned(SPAD_ADDR_BITS), unsigned(dim_bits)
+        return SimpleNamespace(
+            dims=Signal(data.StructLayout({
+                "last_m": dim, "last_k": dim, "last_n": dim,    # M-1, K-1, N-1
+                "stream_last": unsigned(dim_bits + 2),           # K+M+N-1: the corner's last accumulation
+            }), name="dims"),
+            walk=Signal(data.StructLayout({                      # the staging walker
+                "ptr": addr,           # address read this cycle
+                "row": addr,           # base address of the current outer index
+                "stride": addr,        # outer step (lda, then ldb)
+                "inner": dim, "outer": dim, "inner_last": dim, "outer_last": dim,
+                "in_b": 1,             # staging B (else A)
+                "inner_is_lane": 1,    # B not transposed: the inner index is the column n
+            }), name="walk"),
+            land=Signal(data.StructLayout({                      # where this cycle's read data lands
+                "valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),
+            }), name="land"),
+            stream=Signal(data.StructLayout({
+                "step": unsigned(dim_bits + 2),                  # cycles since STREAM began
+                "mem_valid": 1,                                  # the operand memories deliver a step
+            }), name="stream"),
+            wb=Signal(data.StructLayout({                        # the write-back walker
+                "m": dim, "n": dim, "row": addr, "addr": addr,
+            }), name="wb"),
+            out=Signal(data.StructLayout({                       # the write-back register
+                "valid": 1, "last": 1, "addr": addr, "data": unsigned(isa.WORD_BITS),
+            }), name="out"),
+        )
+
+    # ---- operand loading: scratchpad -> operand row memories
+
+    def _load(self, m, r):
+        """LOAD: register the shape, the A walk and the write-back walker from the instruction."""
+        ins = self.ins
+        M, K, N = (_operand(ins, n) for n in ("M", "K", "N"))
+        m.d.sync += [
+            r.dims.last_m.eq(M - 1), r.dims.last_k.eq(K - 1), r.dims.last_n.eq(N - 1),
+            r.dims.stream_last.eq(K + M + N - 1),
+            r.walk.ptr.eq(_operand(ins, "A")), r.walk.row.eq(_operand(ins, "A")),
+            r.walk.stride.eq(_operand(ins, "lda")),
+            r.walk.inner.eq(0), r.walk.outer.eq(0),
+            r.walk.inner_last.eq(K - 1), r.walk.outer_last.eq(M - 1),
+            r.walk.in_b.eq(0), r.walk.inner_is_lane.eq(0),
+            r.wb.m.eq(0), r.wb.n.eq(0),
+            r.wb.row.eq(_operand(ins, "dst")), r.wb.addr.eq(_operand(ins, "dst")),
+        ]
+
+    def _stage(self, m, r):
+        """STAGE: one scratchpad read per cycle, A row by row, then B; its word lands next cycle."""
+        walk, dims, tb = r.walk, r.dims, _operand(self.ins, "tb")
+        m.d.comb += [self.spad.rd_en.eq(1), self.spad.rd_addr.eq(walk.ptr)]
+        m.d.sync += [
+            r.land.valid.eq(1),
+            r.land.b.eq(walk.in_b),
+            r.land.lane.eq(Mux(walk.inner_is_lane, walk.inner, walk.outer)),
+            r.land.k.eq(Mux(walk.inner_is_lane, walk.outer, walk.inner)),
+        ]
+        with m.If(walk.inner == walk.inner_last):
+            m.d.sync += walk.inner.eq(0)
+            with m.If(walk.outer == walk.outer_last):
+                with m.If(walk.in_b):
+                    m.next = "DRAIN"
+                with m.Else():     # A done: walk B
+                    b_base = _operand(self.ins, "B")
+                    m.d.sync += [
+                        walk.in_b.eq(1), walk.inner_is_lane.eq(~tb),
+                        walk.outer.eq(0),
+                        walk.ptr.eq(b_base), walk.row.eq(b_base),
+                        walk.stride.eq(_operand(self.ins, "ldb")),
+                        walk.inner_last.eq(Mux(tb, dims.last_k, dims.last_n)),
+                        walk.outer_last.eq(Mux(tb, dims.last_n, dims.last_k)),
+                    ]
+            with m.Else():
+                m.d.sync += [
+                    walk.outer.eq(walk.outer + 1),
+                    walk.row.eq(walk.row + walk.stride),
+                    walk.ptr.eq(walk.row + walk.stride),
+                ]
+        with m.Else():
+            m.d.sync += [walk.inner.eq(walk.inner + 1), walk.ptr.eq(walk.ptr + 1)]
+
+    def _land_staged_words(self, land):
+        """The word read last cycle goes to lane ``land.lane``, position ``land.k``, of A or B."""
+        w = Module()
+        for mem in (self.a_mem, self.b_mem):
+            w.d.comb += [
+                mem.wr_lane.eq(land.lane),
+                mem.wr_addr.eq(land.k),
+                mem.wr_data.eq(self.spad.rd_data[:8]),
+            ]
+        w.d.comb += [
+            self.b_mem.wr_en.eq(land.valid & land.b),
+            self.a_mem.wr_en.eq(land.valid & ~land.b),
+        ]
+        return w
+
+    # ---- the systolic schedule: operand row memories -> array
+
+    def _stream(self, m, r):
+        """STREAM: read step k of both memories in cycle r+k (k <= K-1); run the array until the
+        M x N corner has taken its last product."""
+        step = r.stream.step
+        reading = step <= r.dims.last_k
+        m.d.comb += [
+            self.array.run.eq(1),
+            self.a_mem.rd_en.eq(reading), self.a_mem.rd_addr.eq(step),
+            self.b_mem.rd_en.eq(reading), self.b_mem.rd_addr.eq(step),
+        ]
+        m.d.sync += [r.stream.mem_valid.eq(reading), step.eq(step + 1)]
+        with m.If(step == r.dims.stream_last):
+            m.next = "WRITE"
+
+    def _feed_array(self, stream):
+        """The operand memories' read data is the array's input step, one cycle after the read."""
+        f = Module()
+        f.d.comb += [
+            self.array.a.eq(self.a_mem.rd_data),
+            self.array.b.eq(self.b_mem.rd_data),
+            self.array.valid.eq(stream.mem_valid),
+        ]
+        return f
+
+    # ---- the write-back: array -> scratchpad
+
+    def _write_back(self, m, r):
+        """WRITE: select C[m][n] into the write-back register, one per cycle, row by row."""
+        wb, dims = r.wb, r.dims
+        m.d.sync += [
+            r.out.valid.eq(1),
+            r.out.addr.eq(wb.addr),
+            r.out.data.eq(self.array.acc[wb.m * self.size + wb.n]),
+            r.out.last.eq((wb.m == dims.last_m) & (wb.n == dims.last_n)),
+        ]
+        with m.If(wb.n == dims.last_n):
+            next_row = wb.row + _operand(self.ins, "ldc")
+            m.d.sync += [wb.n.eq(0), wb.m.eq(wb.m + 1), wb.row.eq(next_row), wb.addr.eq(next_row)]
+            with m.If(wb.m == dims.last_m):
+                m.next = "IDLE"
+        with m.Else():
+            m.d.sync += [wb.n.eq(wb.n + 1), wb.addr.eq(wb.addr + 1)]
+
+    def _drive_write_port(self, out):
+        """The write-back register drives the scratchpad's write port (a cycle after its select)."""
+        w = Module()
+        w.d.comb += [
+            self.spad.wr_en.eq(out.valid),
+            self.spad.wr_addr.eq(out.addr),
+            self.spad.wr_data.eq(out.data),
+        ]
+        return w

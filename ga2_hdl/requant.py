@@ -43,11 +43,17 @@ class Requantizer(wiring.Component):
     """Pipelined requantizer datapath (no control: it computes every cycle).
 
     Ports
-      acc:      In(signed(32))   the int32 accumulator        (cycle k)
-      mantissa: In(24)           m                            (cycle k)
-      shift:    In(6)            s                            (cycle k)
-      relu:     In(1)            clamp at 0 from below        (cycle k)
-      q:        Out(signed(8))   the result for cycle k's operands, in cycle k + LATENCY
+    -----
+    acc : In(signed(32))
+        The int32 accumulator (cycle k).
+    mantissa : In(24)
+        m (cycle k).
+    shift : In(6)
+        s (cycle k).
+    relu : In(1)
+        Clamp at 0 from below (cycle k).
+    q : Out(signed(8))
+        The result for cycle k's operands, in cycle k + LATENCY.
     """
 
     LATENCY = 1

@@ -8,30 +8,30 @@ expected value and the value got.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
 
-from .isa import COUNTER_NAMES, ErrorCode
+from .isa import COUNTER_NAMES, Counters, ErrorCode
 
 
 @dataclass
 class RunResult:
     """The observable end state of one program.
 
-    ``counters`` are [total, matrix, dma, vector, instructions]; ``ext`` is the
-    whole final external memory as unsigned 32-bit words; ``error`` is the
-    halt status (``ErrorCode.OK`` for a normal HALT) and ``error_pc`` the
-    address of the faulting instruction (or of the HALT).
+    ``counters`` are the five counters (:class:`ga2_hdl.isa.Counters`; any
+    sequence of five is converted); ``ext`` is the whole final external memory
+    as unsigned 32-bit words; ``error`` is the halt status (``ErrorCode.OK``
+    for a normal HALT) and ``error_pc`` the address of the faulting
+    instruction (or of the HALT).
     """
-    counters: list[int]
+    counters: Counters
     ext: list[int]
     error: ErrorCode = ErrorCode.OK
     error_pc: int = 0
     message: str = ""
     spad: list[int] | None = field(default=None, repr=False)  # only simulators that can see it
 
-    @property
-    def total_cycles(self) -> int:
-        return self.counters[0]
+    def __post_init__(self):
+        if not isinstance(self.counters, Counters):
+            self.counters = Counters(*self.counters)
 
     def to_json(self) -> dict:
         d = {"counters": list(self.counters), "ext": list(self.ext)}
@@ -76,6 +76,3 @@ def first_mismatch(expected: RunResult, got: RunResult, program: int | None = No
             return Mismatch("memory", f"ext[{addr}]", e, g, program)
     return None
 
-
-def total_cycles(results: Sequence[RunResult]) -> int:
-    return sum(r.counters[0] for r in results)

@@ -12,12 +12,8 @@ The read is synchronous (address in cycle t, data in cycle t+1).
 
 Implementation: a ``lib.memory.Memory`` of ``depth`` words of ``lanes`` bytes,
 with a byte-granular write port (one enable bit per lane) and a synchronous,
-non-transparent read port.  (An earlier version held the rows in one
-2048-bit register: the same speed in Amaranth's simulator, measured with
-``ga2 bench sim``, but Yosys then writes a 2048-bit register rebuilt in an
-``always @*`` block and read through a 2048-bit shift, which Icarus
-evaluates bit by bit; as a memory the matrix unit runs about 10% faster in
-Icarus.)  The storage is not cleared by reset (it starts at zero): what the
+non-transparent read port (why a memory and not a register: docs/verilog.md,
+"Structure and simulator speed").  The storage is not cleared by reset (it starts at zero): what the
 matrix unit reads of lanes it has not staged for the current MM (rows of A
 beyond M, columns of B beyond N) reaches only processing elements whose sums
 the write-back never selects.
@@ -41,14 +37,22 @@ class OperandRowMemory(wiring.Component):
 
     Ports
     -----
-    ``wr_en``: In(1), ``wr_lane``: In(range(lanes)), ``wr_addr``: In(range(depth)),
-    ``wr_data``: In(signed(8)): store one value at the end of the cycle.
-    ``rd_en``: In(1), ``rd_addr``: In(range(depth)): read step ``rd_addr`` of every lane;
-    ``rd_data``: Out(ArrayLayout(signed(8), lanes)) has it in the next cycle (and holds it
-    while ``rd_en`` is low).  A read of the row being written returns the old row.
+    wr_en : In(1)
+    wr_lane : In(range(lanes))
+    wr_addr : In(range(depth))
+    wr_data : In(signed(8))
+        Store one value at the end of the cycle.
+    rd_en : In(1)
+    rd_addr : In(range(depth))
+        Read step ``rd_addr`` of every lane.
+    rd_data : Out(ArrayLayout(signed(8), lanes))
+        The row read, in the next cycle (held while ``rd_en`` is low).  A read of the row
+        being written returns the old row.
 
-    Attribute ``storage``: the memory (``storage.data[k]`` is row k, lane i in bits 8i .. 8i+7),
-    for tests.
+    Attributes
+    ----------
+    storage : amaranth.lib.memory.Memory
+        ``storage.data[k]`` is row k, lane i in bits 8i .. 8i+7 (for tests).
     """
 
     def __init__(self, lanes: int = 4, depth: int = 64):

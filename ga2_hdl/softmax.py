@@ -44,12 +44,11 @@ S fits in 28 bits and r = 2**38 // S < 2**23; the multiplier is 16 x 23 bits.
 """
 from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .divider import Divider
 from .exp_table import DATA_BITS as E_BITS, ExpTable
-from .layout import INSTRUCTION, SPAD_ADDR_BITS, SpadPort
+from .layout import SPAD_ADDR_BITS, UnitSignature
 from .decoder import operand
 
 #: S: at most SPAD_WORDS terms of at most T[0]
@@ -72,20 +71,15 @@ def busy_cycles(length: int) -> int:
 
 
 class SoftmaxUnit(wiring.Component):
-    """Execution unit for SM (unit control contract of the GA-2 chip).
+    """Executes SM (the vector unit's engine for it).
 
     Ports
-      start: In(1)                  one-cycle pulse in the issue cycle t
-      ins:   In(INSTRUCTION)        the SM instruction, stable from t until done
-      done:  Out(1)                 high in cycle t + 3*len + 47 only
-      spad:  Out(SpadPort())        scratchpad master; used only in cycles t+1 .. t+W,
-                                    rd_en = wr_en = 0 otherwise
+    -----
+    The unit contract (:class:`ga2_hdl.layout.UnitSignature`).
     """
 
-    start: In(1)
-    ins: In(INSTRUCTION)
-    done: Out(1)
-    spad: Out(SpadPort())
+    def __init__(self):
+        super().__init__(UnitSignature())
 
     def elaborate(self, platform):
         m = Module()
@@ -133,7 +127,8 @@ class SoftmaxUnit(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [running_max.eq(-(1 << 7)), total.eq(0),   # the smallest int8
+                    m.d.sync += [self.busy.eq(1),
+                                 running_max.eq(-(1 << 7)), total.eq(0),   # the smallest int8
                                  rd_index.eq(0), wr_index.eq(0)]
                     m.next = "MAX"
 
@@ -177,6 +172,7 @@ class SoftmaxUnit(wiring.Component):
                     m.d.sync += wr_index.eq(wr_index + 1)
                     with m.If(last3):
                         m.d.comb += self.done.eq(1)
+                        m.d.sync += self.busy.eq(0)
                         next_pass()
                         m.next = "IDLE"
         return m

@@ -9,10 +9,12 @@ address and data are masked with its own enable and the results are ORed.
 An idle unit (enables low) contributes nothing, whatever its address lines
 hold, and no "which unit is busy" signal is needed.
 
-The scratchpad takes the units' master ports themselves (by reference) and
-multiplexes them.  Two enables high in the same cycle would be a bug in the
-chip's control; :attr:`Scratchpad.conflict` flags it (a read-only debug signal that tests
-check; it changes nothing in the datapath).
+The scratchpad's masters are members of its signature,
+``masters: In(SpadPort()).array(n)``; the chip connects each unit's ``spad``
+port to one of them with ``wiring.connect``.  Two enables high in the same
+cycle would be a bug in the chip's control; :attr:`Scratchpad.conflict` flags
+it (a read-only debug signal that tests check; it changes nothing in the
+datapath).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import operator
 
 from amaranth.hdl import Module, Mux, unsigned
 from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .layout import SPAD_ADDR_BITS, SpadPort
@@ -34,13 +36,8 @@ class Scratchpad(wiring.Component):
 
     Parameters
     ----------
-    masters : dict of str -> SpadPort interface
-        The units' master ports (each unit's ``spad`` member, whose direction
-        is from the unit's side).  The scratchpad reads their requests and
-        drives their ``rd_data`` directly, so the chip needs no forwarding
-        assignments (which, in Amaranth's simulator, would re-run the chip's
-        whole combinational process every cycle a unit touches memory).
-        :meth:`master_port` makes a free-standing port for tests.
+    n_masters : int
+        How many master ports (the chip has one per execution unit).
     depth : int
         Words of memory (``isa.SPAD_WORDS``; a smaller depth is for unit tests).
     init : sequence of int
@@ -54,41 +51,46 @@ class Scratchpad(wiring.Component):
 
     Ports
     -----
-    ``conflict``: Out(1), high in a cycle where more than one master enables a
-    read or more than one enables a write.
-    ``write_en``: Out(1), ``write_addr``: Out(12): the write the memory takes
-    this cycle (read-only debug outputs, for testbenches that track writes).
+    masters : In(SpadPort()).array(n_masters)
+        The master ports (a unit's ``spad`` connects to one with ``wiring.connect``).
+    conflict : Out(1)
+        High in a cycle where more than one master enables a read or more than one
+        enables a write.
+    write_en : Out(1)
+    write_addr : Out(SPAD_ADDR_BITS)
+        The write the memory takes this cycle (read-only debug outputs, for
+        testbenches that track writes).
 
     Attributes
     ----------
     memory : amaranth.lib.memory.Memory
         The storage (testbenches may read or set ``memory.data[i]``).
-    masters : dict
-        The master ports, by name.
     """
 
-    def __init__(self, masters: dict, *, depth: int = isa.SPAD_WORDS, init=()):
-        if not masters:
+    def __init__(self, n_masters: int, *, depth: int = isa.SPAD_WORDS, init=()):
+        if not n_masters >= 1:
             raise ValueError("the scratchpad needs at least one master port")
         if not 1 <= depth <= 1 << SPAD_ADDR_BITS:
             raise ValueError(f"scratchpad depth {depth} does not fit a {SPAD_ADDR_BITS}-bit address")
-        self.masters = dict(masters)
         self.depth = depth
         self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=depth, init=list(init))
-        super().__init__({"conflict": Out(1), "write_en": Out(1), "write_addr": Out(SPAD_ADDR_BITS)})
+        super().__init__({
+            "masters": In(SpadPort()).array(n_masters),
+            "conflict": Out(1),
+            "write_en": Out(1),
+            "write_addr": Out(SPAD_ADDR_BITS),
+        })
 
-    @staticmethod
-    def master_port(name: str = "master"):
-        """A free-standing master port (signals a testbench can drive), as a unit's ``spad`` is."""
-        return SpadPort().create(path=(name,))
+    #: the storage's submodule name (Verilog export names the word array after it)
+    MEMORY_NAME = "memory"
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.memory = self.memory
+        m.submodules[self.MEMORY_NAME] = self.memory
         rd = self.memory.read_port()          # synchronous, not transparent
         wr = self.memory.write_port()
 
-        ports = list(self.masters.values())
+        ports = list(self.masters)
         rd_addr = 0
         wr_addr = 0
         wr_data = 0

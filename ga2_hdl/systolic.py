@@ -28,10 +28,8 @@ accumulator, and its multiply-accumulate.  The cells are built into the
 array's own module; their operand registers are the elements of one
 array-of-structs register (``cells``), their accumulators the elements of
 the ``acc`` output register, as the skew stages are of one register per
-side.  The hardware is the same as with 16 PE submodules, but Amaranth's
-simulator runs one Python process per module and clock domain every cycle
-and pays per register updated: the chip's simulation speed is set by
-exactly these costs.
+side (the same hardware as 16 PE submodules; why it is built this way:
+docs/verilog.md, "Structure and simulator speed").
 """
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
@@ -95,12 +93,18 @@ class SystolicArray(wiring.Component):
 
     Ports
     -----
-    ``a``: In(ArrayLayout(signed(8), size)), one column of A: ``a[i] = A[i][k]``.
-    ``b``: In(ArrayLayout(signed(8), size)), one row of B: ``b[j] = B[k][j]``.
-    ``valid``: In(1), ``a``/``b`` carry step k this cycle (else zeros enter).
-    ``run``: In(1), advance the array this cycle (else every register holds).
-    ``clear``: In(1), zero the accumulators and all pipeline registers.
-    ``acc``: Out(ArrayLayout(signed(acc_bits), size*size)), ``acc[i*size + j]`` = C[i][j].
+    a : In(ArrayLayout(signed(8), size))
+        One column of A: ``a[i] = A[i][k]``.
+    b : In(ArrayLayout(signed(8), size))
+        One row of B: ``b[j] = B[k][j]``.
+    valid : In(1)
+        ``a``/``b`` carry step k this cycle (else zeros enter).
+    run : In(1)
+        Advance the array this cycle (else every register holds).
+    clear : In(1)
+        Zero the accumulators and all pipeline registers.
+    acc : Out(ArrayLayout(signed(acc_bits), size*size))
+        ``acc[i*size + j]`` = C[i][j].
 
     A step presented in cycle c is accumulated by PE(i, j) at the end of
     cycle ``c + EDGE_LATENCY + i + j`` (with ``run`` high throughout).
@@ -147,9 +151,7 @@ class SystolicArray(wiring.Component):
         b_edge = self._skew(m, self.b, "b")
         cells = Signal(data.ArrayLayout(pe_state(), n * n), name="cells")
         # The accumulators are the output port itself, a register: no wiring between the
-        # cells and the port.  (As sixteen part-assignments from the cells' registers to the
-        # port, Icarus rebuilt a 512-bit strength-carrying concatenation bit by bit whenever
-        # an accumulator changed: a third of the chip's Icarus run time during MM.)
+        # cells and the port (docs/verilog.md, "Structure and simulator speed").
         pes = [[None] * n for _ in range(n)]
         for i in range(n):
             for j in range(n):

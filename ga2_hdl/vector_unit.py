@@ -40,11 +40,10 @@ least 1 (the sequencer refuses 0).
 """
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .decoder import operand
-from .layout import INSTRUCTION, SPAD_ADDR_BITS, SpadPort
+from .layout import SPAD_ADDR_BITS, UnitSignature
 from .requant import Requantizer
 from .softmax import SoftmaxUnit
 
@@ -62,11 +61,26 @@ def _int8(word):
 
 
 class _Engine(wiring.Component):
-    """One operation's engine; same control contract as the unit."""
-    start: In(1)
-    ins: In(INSTRUCTION)
-    done: Out(1)
-    spad: Out(SpadPort())
+    """One operation's engine, on the unit contract (:class:`ga2_hdl.layout.UnitSignature`)."""
+
+    def __init__(self):
+        super().__init__(UnitSignature())
+
+    def _write(self, m, valid, last, base, index, value):
+        """Write ``value`` to ``base + index`` when ``valid`` (``index`` then steps);
+        with ``last`` that write is the engine's done cycle."""
+        with m.If(valid):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(_addr(base, index)),
+                         self.spad.wr_data.eq(value)]           # sign-extended to the word
+            m.d.sync += index.eq(index + 1)
+            with m.If(last):
+                self._finish(m)
+
+    def _finish(self, m):
+        """This cycle is the last busy cycle: ``done`` now, idle from the next cycle."""
+        m.d.comb += self.done.eq(1)
+        m.d.sync += self.busy.eq(0)
 
 
 class RequantizeEngine(_Engine):
@@ -82,15 +96,14 @@ class RequantizeEngine(_Engine):
         assert Requantizer.LATENCY == 1
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
 
-        busy = Signal()
         rd_index, wr_index = Signal(_INDEX), Signal(_INDEX)
         reading = Signal()
         v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()  # data on rd_data; q valid
 
         with m.If(self.start):
-            m.d.sync += [busy.eq(1), rd_index.eq(0), wr_index.eq(0)]
+            m.d.sync += [self.busy.eq(1), rd_index.eq(0), wr_index.eq(0)]
         m.d.comb += [
-            reading.eq(busy & (rd_index < length)),
+            reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
             self.spad.rd_addr.eq(_addr(src, rd_index)),
             rq.acc.eq(self.spad.rd_data.as_signed()),
@@ -103,14 +116,7 @@ class RequantizeEngine(_Engine):
         with m.If(reading):
             m.d.sync += rd_index.eq(rd_index + 1)
 
-        with m.If(v2):
-            m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(dst, wr_index)),
-                         self.spad.wr_data.eq(rq.q)]            # sign-extended to the word
-            m.d.sync += wr_index.eq(wr_index + 1)
-            with m.If(last2):
-                m.d.comb += self.done.eq(1)
-                m.d.sync += busy.eq(0)
+        self._write(m, v2, last2, dst, wr_index, rq.q)
         return m
 
 
@@ -128,7 +134,6 @@ class AddEngine(_Engine):
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
 
-        busy = Signal()
         slot = Signal(range(2 * isa.SPAD_WORDS + 1))    # read slots issued: 2 per element
         wr_index = Signal(_INDEX)
         reading = Signal()
@@ -139,9 +144,9 @@ class AddEngine(_Engine):
         clamped = Signal(signed(8))
 
         with m.If(self.start):
-            m.d.sync += [busy.eq(1), slot.eq(0), wr_index.eq(0)]
+            m.d.sync += [self.busy.eq(1), slot.eq(0), wr_index.eq(0)]
         m.d.comb += [
-            reading.eq(busy & (slot < 2 * length)),
+            reading.eq(self.busy & (slot < 2 * length)),
             self.spad.rd_en.eq(reading),
             self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),
         ]
@@ -160,14 +165,7 @@ class AddEngine(_Engine):
         with m.If(v1 & second1):
             m.d.sync += result.eq(clamped)
 
-        with m.If(v2):
-            m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(dst, wr_index)),
-                         self.spad.wr_data.eq(result)]          # sign-extended to the word
-            m.d.sync += wr_index.eq(wr_index + 1)
-            with m.If(last2):
-                m.d.comb += self.done.eq(1)
-                m.d.sync += busy.eq(0)
+        self._write(m, v2, last2, dst, wr_index, result)
         return m
 
 
@@ -183,7 +181,6 @@ class ArgmaxEngine(_Engine):
         m = Module()
         dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
 
-        busy = Signal()
         rd_index = Signal(_INDEX)
         reading = Signal()
         v1, last1, idx1 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data on rd_data
@@ -194,10 +191,10 @@ class ArgmaxEngine(_Engine):
         finish = Signal()                                              # all compared: write
 
         with m.If(self.start):
-            m.d.sync += [busy.eq(1), rd_index.eq(0),
+            m.d.sync += [self.busy.eq(1), rd_index.eq(0),
                          best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
         m.d.comb += [
-            reading.eq(busy & (rd_index < length)),
+            reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
             self.spad.rd_addr.eq(_addr(src, rd_index)),
         ]
@@ -214,29 +211,23 @@ class ArgmaxEngine(_Engine):
         with m.If(finish):
             m.d.comb += [self.spad.wr_en.eq(1),
                          self.spad.wr_addr.eq(_addr(dst, 0)),
-                         self.spad.wr_data.eq(best_index),
-                         self.done.eq(1)]
-            m.d.sync += busy.eq(0)
+                         self.spad.wr_data.eq(best_index)]
+            self._finish(m)
         return m
 
 
 class VectorUnit(wiring.Component):
-    """The GA-2 vector unit: RQ, SM, VADD, AMAX (unit control contract).
+    """The GA-2 vector unit: RQ, SM, VADD, AMAX.
 
     Ports
-      start: In(1)             one-cycle pulse in the issue cycle t of a vector instruction
-      ins:   In(INSTRUCTION)   the instruction (whole decoded struct), stable from t until done
-      done:  Out(1)            high in cycle t + W only, W = isa busy time
-                               (RQ len+2, SM 3*len+47, VADD 2*len+2, AMAX len+3)
-      spad:  Out(SpadPort())   scratchpad master; rd_en = wr_en = 0 except in cycles t+1 .. t+W
-
-    ``start`` with an ``ins.op`` that is not a vector operation is ignored.
+    -----
+    The unit contract (:class:`ga2_hdl.layout.UnitSignature`), which each engine
+    also has; ``busy`` is high while any engine is.  A ``start`` with an
+    ``ins.op`` that is not a vector operation is ignored.
     """
 
-    start: In(1)
-    ins: In(INSTRUCTION)
-    done: Out(1)
-    spad: Out(SpadPort())
+    def __init__(self):
+        super().__init__(UnitSignature())
 
     #: the engine of each operation
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
@@ -249,7 +240,10 @@ class VectorUnit(wiring.Component):
         # 0.  An engine uses read data only between its start and its done, while ins.op names
         # it, so nothing changes for the engines, but an idle engine's logic no longer follows
         # every read of the other units (the matrix unit reads the scratchpad almost every
-        # cycle): event-driven simulators (Icarus, Amaranth's) skip that work.
+        # cycle): event-driven simulators (Icarus, Amaranth's) skip that work.  The gating has a
+        # submodule of its own, so that in Amaranth's simulator a read by another unit runs only
+        # that small process, not the whole unit's.
+        m.submodules.read_gate = read_gate = Module()
         engines = {}
         for name, cls in self.ENGINES.items():
             engine = engines[name] = cls()
@@ -258,10 +252,12 @@ class VectorUnit(wiring.Component):
             m.d.comb += [
                 engine.ins.eq(self.ins),
                 engine.start.eq(self.start & selected),
-                engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),
             ]
+            read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0))
             with m.If(engine.done):
                 m.d.comb += self.done.eq(1)
+            with m.If(engine.busy):
+                m.d.comb += self.busy.eq(1)
 
         # The engine named by the instruction owns the port (idle engines drive the enables low).
         with m.Switch(self.ins.op):

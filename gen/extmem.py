@@ -23,17 +23,12 @@ run, so that a testbench reads back or wipes only those.
 """
 from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data, memory, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ga2_hdl import isa
+from ga2_hdl.layout import ExtPort
 
-__all__ = ["EXT_MASTER", "ExternalMemoryModel", "WriteMonitor"]
-
-#: The external-memory port, from the master's (the chip's) side.
-EXT_MASTER = wiring.Signature({
-    "ext_addr": Out(16), "ext_re": Out(1), "ext_we": Out(1), "ext_wdata": Out(isa.WORD_BITS),
-    "ext_rdata": In(isa.WORD_BITS), "ext_rvalid": In(1),
-})
+__all__ = ["ExternalMemoryModel", "WriteMonitor"]
 
 
 class ExternalMemoryModel(wiring.Component):
@@ -41,8 +36,8 @@ class ExternalMemoryModel(wiring.Component):
 
     Parameters
     ----------
-    master : object with the members of :data:`EXT_MASTER`
-        The chip (or a DMA, or ``EXT_MASTER.create()`` in a test).
+    master : object with the members of :class:`ga2_hdl.layout.ExtPort`
+        The chip (or a DMA, or ``ExtPort().create()`` in a test).
     words, lat, init :
         Size, read latency, initial contents.
 
@@ -50,11 +45,12 @@ class ExternalMemoryModel(wiring.Component):
     """
 
     def __init__(self, master, words: int = isa.EXT_WORDS_DEFAULT, lat: int = isa.LAT, init=()):
-        if not 1 <= words <= 1 << 16:
-            raise ValueError(f"external memory of {words} words: 1 .. 65536 words are addressable")
+        problem = isa.ext_words_problem(words)
+        if problem:
+            raise ValueError(f"external memory of {words} words: {problem}")
         if lat < 1:
             raise ValueError(f"latency {lat}: the model needs at least one stage")
-        for name in EXT_MASTER.members:
+        for name in ExtPort().members:
             if not hasattr(master, name):
                 raise TypeError(f"the external memory's master has no {name} port")
         self.master = master
@@ -102,11 +98,18 @@ class WriteMonitor(wiring.Component):
     block_words : int
         Block size (a power of two): one bit per block of this many words.
 
-    Ports: ``clear``: In(1), forget everything (at the clock edge).  Attribute
-    ``blocks[name]``: a bitmap, bit b set if a word in ``b*block_words ..
-    (b+1)*block_words - 1`` was written; :meth:`written_ranges` turns it into
-    address ranges.  All bitmaps live in one register (one simulator process,
-    one update per cycle).
+    Ports
+    -----
+    clear : In(1)
+        Forget everything (at the clock edge).
+
+    Attributes
+    ----------
+    blocks : dict
+        ``blocks[name]`` is a bitmap, bit b set if a word in ``b*block_words ..
+        (b+1)*block_words - 1`` was written; :meth:`written_ranges` turns it into
+        address ranges.  All bitmaps live in one register (one simulator process,
+        one update per cycle).
     """
 
     def __init__(self, ports: dict, block_words: int = 64):

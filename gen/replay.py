@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ga2_hdl.bundle import Bundle
-from ga2_hdl.isa import ErrorCode
+from ga2_hdl.isa import Counters, ErrorCode
 from ga2_hdl.results import Mismatch
 
 from .simulator import SimulatorError, get_simulator
@@ -62,7 +62,7 @@ class Piece:
 @dataclass
 class ProgramOutcome:
     """What a simulator reported for one program (memory is compared in the worker, not kept)."""
-    counters: list[int]
+    counters: Counters
     error: ErrorCode | int
     error_pc: int
 
@@ -96,7 +96,7 @@ class SimulatorReplay:
 
     @property
     def cycles(self) -> int:
-        return sum(o.counters[0] for o in self.outcomes if o is not None)
+        return sum(o.counters.total for o in self.outcomes if o is not None)
 
     @property
     def run_seconds(self) -> float:
@@ -134,7 +134,7 @@ class SimulatorReplay:
         missing = sum(o is None for o in outcomes)
         error = next((p.error for p in self.pieces
                       if p.error and p.piece.start < stop and start < p.piece.stop), None)
-        return SpanVerdict(self.simulator, stop - start, sum(o.counters[0] for o in outcomes if o is not None),
+        return SpanVerdict(self.simulator, stop - start, sum(o.counters.total for o in outcomes if o is not None),
                            mismatch, missing, error)
 
 
@@ -177,7 +177,7 @@ def plan_pieces(bundle: Bundle, simulator: str, *, workers: int, max_words: int 
     """Contiguous pieces of ``bundle`` for ``simulator``: each at most ``max_words`` bundle words
     (None: no limit), and, when the simulator is slow, about ``2 * workers`` of them of equal cycles."""
     words = list(words) if words is not None else program_words(bundle)
-    cycles = [p.expected.counters[0] for p in bundle.programs]
+    cycles = [p.expected.counters.total for p in bundle.programs]
     n = len(cycles)
     if n == 0:
         return []
@@ -237,7 +237,7 @@ def _run_piece(piece: Piece) -> PieceResult:
     except Exception as e:          # reported as this piece's error; the other pieces go on
         detail = str(e) if isinstance(e, SimulatorError) else traceback.format_exc()
         return PieceResult(piece, [], None, 0.0, 0.0, started, time.time(), f"{type(e).__name__}: {detail}")
-    outcomes = [ProgramOutcome(list(r.counters), r.error, r.error_pc) for r in report.results]
+    outcomes = [ProgramOutcome(r.counters, r.error, r.error_pc) for r in report.results]
     mismatch = report.mismatch
     if mismatch is not None:
         mismatch = replace(mismatch, program=(mismatch.program or 0) + piece.start)

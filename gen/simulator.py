@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol, Sequence
 
-from ga2_hdl import isa
-from ga2_hdl.isa import Instruction
+from ga2_hdl.isa import FETCH_ISSUE_CYCLES, HALT, OP_BY_CODE, Instruction
 from ga2_hdl.results import Mismatch, RunResult
 from ga2_hdl.safe_io import check_output, temporary_sibling
 
@@ -50,7 +49,7 @@ class BundleReport:
 
     @property
     def cycles(self) -> int:
-        return sum(r.counters[0] for r in self.results)
+        return sum(r.counters.total for r in self.results)
 
     @property
     def cycles_per_second(self) -> float:
@@ -79,6 +78,33 @@ class Simulator(Protocol):
         """Run every program of a bundle and compare each with its expected result."""
 
 
+#: The watchdog, one rule for every simulator: a program that has not halted after
+#: WATCHDOG_FACTOR x its expected cycles + WATCHDOG_SLACK "does not halt".
+WATCHDOG_FACTOR = 2
+WATCHDOG_SLACK = 1000
+
+
+def watchdog_cycles(expected_cycles: int) -> int:
+    """The cycles a simulator waits for ``halted`` on a program expected to take ``expected_cycles``."""
+    return WATCHDOG_FACTOR * expected_cycles + WATCHDOG_SLACK
+
+
+def expected_cycles(program: Sequence[Instruction]) -> int:
+    """The cycles ``program`` takes on the chip up to its first HALT (or to its end), by the ISA's timing.
+
+    An undefined op code counts as its fetch and issue alone.  For a legal program this is its
+    ``total`` counter; for one that faults it is an upper bound.
+    """
+    total = 0
+    for ins in program:
+        total += FETCH_ISSUE_CYCLES
+        if ins.op == HALT.op:
+            break
+        if ins.op in OP_BY_CODE:
+            total += ins.busy()
+    return total
+
+
 def external_memory_words(requested: int | None, configured: int | None) -> int:
     """The external-memory size a run uses: the caller's, else the simulator's, else the ISA's default."""
     from ga2_hdl.isa import EXT_WORDS_DEFAULT
@@ -90,25 +116,13 @@ def external_memory_words(requested: int | None, configured: int | None) -> int:
     return EXT_WORDS_DEFAULT
 
 
-#: cycles a program may take beyond its own bound before a simulator calls it hung
-WATCHDOG_MARGIN = 64
-
-
 def cycle_bound(program: Sequence[Instruction]) -> int:
-    """An upper bound on the cycles ``program`` can take on the chip: every simulator's watchdog.
+    """Every simulator's watchdog for ``program``: :func:`watchdog_cycles` of its :func:`expected_cycles`.
 
-    It comes from the program alone (every instruction's busy time plus fetch and issue, up to
-    the first HALT), never from an expectation, so a wrong expectation is reported as the same
-    MISMATCH by every simulator instead of a timeout in some of them.
+    It comes from the program alone, never from an expectation, so a wrong expectation is
+    reported as the same MISMATCH by every simulator instead of a timeout in some of them.
     """
-    total = 0
-    for ins in program:
-        total += isa.FETCH_ISSUE_CYCLES
-        if ins.op == isa.HALT.op:
-            break
-        if ins.op in isa.OP_BY_CODE:
-            total += ins.busy()
-    return total + WATCHDOG_MARGIN
+    return watchdog_cycles(expected_cycles(program))
 
 
 def timeout_line(program: int, bound: int, expected_total: int) -> str:

@@ -1,15 +1,15 @@
 """Test harness for units with the GA-2 unit control contract.
 
-:class:`SpadHarness` puts a unit next to a real scratchpad: a
-``lib.memory.Memory`` of SPAD_WORDS x 32 bits with one synchronous read port
-and one write port, wired to the unit's ``spad`` master port, and forwards the
-unit's ``start``, ``ins`` and ``done``.
+:class:`SpadHarness` puts a unit next to a real scratchpad (the chip's
+:class:`~ga2_hdl.sram.Scratchpad` with one master, connected to the unit's
+``spad`` port) and forwards the unit's ``start``, ``ins``, ``done`` and ``busy``.
 
 :func:`run_program` preloads memory from the testbench, issues instructions
 one at a time as the sequencer would (start for one cycle, ins held until
 done, idle gaps between), and checks the contract on every cycle:
 
-* ``done`` is high exactly once, in cycle t + W (t = the start cycle);
+* ``done`` is high exactly once, in cycle t + W (t = the start cycle), and
+  ``busy`` exactly in cycles t+1 .. t+W;
 * the unit touches the scratchpad only in its busy cycles t+1 .. t+W, and
   drives rd_en = wr_en = 0 in the start cycle and while idle;
 * it never reads and writes the same address in the same cycle.
@@ -20,43 +20,41 @@ It returns the final memory and the measured W of every instruction.
 from typing import Callable, Mapping, Sequence
 
 from amaranth.hdl import Module
-from amaranth.lib import memory, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from ga2_hdl import isa
 from ga2_hdl.layout import INSTRUCTION
+from ga2_hdl.sram import Scratchpad
 
 IDLE_CYCLES_AFTER = 3          # cycles watched after done (the unit must stay quiet)
 MAX_CYCLES = 200_000
 
 
 class SpadHarness(wiring.Component):
+    """The unit and a scratchpad of its own; the harness's ports are the unit's control members."""
     start: In(1)
     ins: In(INSTRUCTION)
     done: Out(1)
+    busy: Out(1)
 
     def __init__(self, unit: wiring.Component):
         super().__init__()
         self.unit = unit
-        self.mem = memory.Memory(shape=isa.WORD_BITS, depth=isa.SPAD_WORDS, init=[])
+        self.spad = Scratchpad(1)
+        self.mem = self.spad.memory
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.unit = unit = self.unit
-        m.submodules.mem = self.mem
-        rd = self.mem.read_port()           # synchronous: address in t, data in t+1
-        wr = self.mem.write_port()
+        m.submodules.spad = self.spad
+        wiring.connect(m, unit=unit.spad, scratchpad=self.spad.masters[0])
         m.d.comb += [
             unit.start.eq(self.start),
             unit.ins.eq(self.ins),
             self.done.eq(unit.done),
-            rd.en.eq(unit.spad.rd_en),
-            rd.addr.eq(unit.spad.rd_addr),
-            unit.spad.rd_data.eq(rd.data),
-            wr.en.eq(unit.spad.wr_en),
-            wr.addr.eq(unit.spad.wr_addr),
-            wr.data.eq(unit.spad.wr_data),
+            self.busy.eq(unit.busy),
         ]
         return m
 
@@ -86,6 +84,8 @@ def run_program(make_unit: Callable[[], wiring.Component],
             ctx.set(harness.mem.data[addr], word & isa.WORD_MASK)
 
         def watch(cycle: int, busy: bool, ins: isa.Instruction):
+            if ctx.get(harness.busy) != busy:
+                raise ContractError(f"{ins}: busy is {ctx.get(harness.busy)} in cycle t+{cycle}")
             rd_en, wr_en = ctx.get(spad.rd_en), ctx.get(spad.wr_en)
             if not busy and (rd_en or wr_en):
                 raise ContractError(f"{ins}: scratchpad {'read' if rd_en else 'write'} in cycle t+{cycle}, "

@@ -39,7 +39,7 @@ def test_exact_word_layout():
     i += 7
     exp = b.programs[0].expected
     assert w[i:i + 2] == [0, 3]                                # status OK at the HALT's address
-    assert w[i + 2:i + 7] == exp.counters
+    assert tuple(w[i + 2:i + 7]) == exp.counters
     i += 7
     # final memory: input run at 0, results (1+3, 2-1) at 40 -> two runs
     assert w[i:i + 1 + 2 + 4 + 2 + 2] == [2, 0, 4, 1, 2, 3, 0xFFFFFFFF, 40, 2, 4, 1]
@@ -205,11 +205,12 @@ def test_golden_simulator_replays_and_detects_differences():
     assert rep.passed and rep.line().startswith("PASS: 3 programs match the golden model")
     assert rep.cycles == b.total_cycles
     # a corrupted expectation is reported exactly
-    b.programs[0].expected.counters[2] += 1
+    expected = b.programs[0].expected
+    expected.counters = expected.counters._replace(dma=expected.counters.dma + 1)
     rep = sim.run_bundle(b)
     assert not rep.passed and rep.mismatch.program == 0 and rep.mismatch.where == "dma"
     assert "MISMATCH: program 0: counter dma" in rep.line()
-    b.programs[0].expected.counters[2] -= 1
+    expected.counters = expected.counters._replace(dma=expected.counters.dma - 1)
     b.programs[0].expected.ext[41] ^= 1
     rep = sim.run_bundle(b)
     assert rep.mismatch.where == "ext[41]"

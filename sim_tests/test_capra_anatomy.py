@@ -204,12 +204,12 @@ def test_verifier(model, decode_calibration, cache, cycles):
     prog = C.compile_graph(build_verify(model, 4, cache), samples, ranges=ranges)
     _assert_book_rescaling(prog, f"verifier cache {cache}")
     counters = _measured(prog, samples[0])
-    assert counters[0] == cycles
+    assert counters.total == cycles
     if cache == 4:
         assert prog.histogram() == {"LD": 10, "MM": 56, "RQ": 23, "SM": 4, "ST": 5, "VADD": 2, "AMAX": 4,
                                     "HALT": 1}
         assert prog.words_loaded() == 2496
-        assert counters[1:4] == [7732, 2856, 1532]          # matrix, DMA, vector
+        assert (counters.matrix, counters.dma, counters.vector) == (7732, 2856, 1532)
 
 
 def test_draft_step(model):

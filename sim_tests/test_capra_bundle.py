@@ -41,7 +41,7 @@ def compiled_bundle():
 
 def test_bundle_holds_the_compiled_results(compiled_bundle):
     bundle, runs = compiled_bundle
-    assert bundle.total_cycles == sum(prog.counters()[0] for prog, _ in runs)
+    assert bundle.total_cycles == sum(prog.counters().total for prog, _ in runs)
     assert len(bundle.programs) == len(runs) == 2
     for entry, (prog, inputs) in zip(bundle.programs, runs):
         # the golden model's expectation: no fault, and the ISA's cycle formula

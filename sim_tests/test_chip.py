@@ -82,7 +82,7 @@ class _Bench:
         ctx.set(self.chip.imem_we, 0)
 
     def counters(self, ctx):
-        return [ctx.get(getattr(self.chip, p)) for p in COUNTER_PORTS]
+        return isa.Counters(*(ctx.get(getattr(self.chip, p)) for p in COUNTER_PORTS))
 
 
 def test_port_protocol_cycle_by_cycle():
@@ -106,7 +106,7 @@ def test_port_protocol_cycle_by_cycle():
             assert ctx.get(chip.cnt_total) == cycle
             await ctx.tick()
         assert ctx.get(chip.halted) and not ctx.get(chip.running)
-        assert b.counters(ctx) == isa.program_counters(program) == [total, 0, ld_cycles - 2, 0, 1]
+        assert b.counters(ctx) == isa.program_counters(program) == (total, 0, ld_cycles - 2, 0, 1)
         assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.OK, 1)
         for _ in range(5):                                # halted is sticky, counters frozen
             await ctx.tick()
@@ -116,9 +116,9 @@ def test_port_protocol_cycle_by_cycle():
         await ctx.tick()
         ctx.set(chip.start, 0)
         assert not ctx.get(chip.halted) and ctx.get(chip.running) and ctx.get(chip.cnt_total) == 0
-        assert b.counters(ctx) == [0] * 5
+        assert b.counters(ctx) == (0,) * 5
         await ctx.tick().until(chip.halted)
-        assert b.counters(ctx) == [total, 0, ld_cycles - 2, 0, 1]
+        assert b.counters(ctx) == (total, 0, ld_cycles - 2, 0, 1)
 
     b.run(bench)
 
@@ -145,7 +145,7 @@ def test_fault_status_and_imem_port_ignored_while_running():
         assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.BAD_SHAPE, 1) \
             == (want.error, want.error_pc)
         assert b.counters(ctx) == want.counters
-        assert want.counters[0] == program[0].cycles() + 2
+        assert want.counters.total == program[0].cycles() + 2
 
     b.run(bench)
 
@@ -164,7 +164,7 @@ def test_running_off_the_end_of_instruction_memory():
         await ctx.tick().until(chip.halted)
         assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.NO_HALT, 4)
         st = words[0].cycles()
-        assert b.counters(ctx) == [4 * st + 2, 0, 4 * (st - 2), 0, 4]
+        assert b.counters(ctx) == (4 * st + 2, 0, 4 * (st - 2), 0, 4)
 
     b.run(bench)
 

@@ -51,3 +51,32 @@ def test_extending_md_names_files_that_exist():
     root = DOCS.parent
     for path in set(re.findall(r"`((?:ga2_hdl|gen|sim_tests)/[\w/]+\.py)`", text)):
         assert (root / path).exists(), path
+
+
+def _busy_claims(text: str):
+    """(op, formula) for every busy time the prose states: "OP `formula`", "OP, W = formula",
+    and table rows "| OP | ... | formula |" whose last cell is a formula."""
+    ops = "|".join(spec.mnemonic for spec in isa.OPS)
+    for m in re.finditer(rf"\b({ops}) `([^`]+)`", text):
+        yield m.group(1), m.group(2)
+    for m in re.finditer(rf"\b({ops}), W = ([^\n]+)", text):
+        yield m.group(1), m.group(2).strip()
+    for m in re.finditer(rf"^\| ({ops}) \|.*\| ([^|]*len[^|]*) \|$", text, re.M):
+        yield m.group(1), m.group(2).strip()
+
+
+def test_busy_times_stated_in_prose_are_the_isa_formulas():
+    # the docs explain where each busy time comes from; what they state must be the ISA's function
+    import random
+    rng = random.Random(8)
+    root = DOCS.parent
+    sources = [DOCS / "chip.md", DOCS / "vector.md", root / "ga2_hdl" / "dma.py"]
+    claims = [(path.name, op, formula) for path in sources for op, formula in _busy_claims(path.read_text())]
+    assert {op for _, op, _ in claims} >= {"LD", "ST", "MM", "RQ", "SM", "VADD", "AMAX"}
+    for where, op, formula in claims:
+        spec = isa.OP_BY_NAME[op]
+        for _ in range(50):
+            ins = isa.make(op, **{o.name: rng.randint(*o.legal) if o.legal else rng.randrange(1, 1 << min(o.bits, 12))
+                                  for o in spec.operands})
+            stated = eval(formula.replace("\\*", "*"), {"__builtins__": {}}, {"LAT": isa.LAT, **ins.operands()})
+            assert stated == ins.busy(), f"{where}: {op} `{formula}` is not isa's `{spec.busy_formula}`"

@@ -5,13 +5,14 @@ from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
 from ga2_hdl import isa
-from gen.extmem import EXT_MASTER, ExternalMemoryModel, WriteMonitor
+from ga2_hdl.layout import ExtPort
+from gen.extmem import ExternalMemoryModel, WriteMonitor
 
 
 def test_latency_and_read_before_write():
     """A request sampled at edge n is answered at edge n + LAT, with the word as it was before
     that edge's write; requests pipeline one per cycle; writes land at the edge."""
-    port = EXT_MASTER.create()
+    port = ExtPort().create()
     model = ExternalMemoryModel(port, words=64, init=list(range(100, 164)))
     rng = random.Random(4)
 

@@ -26,7 +26,7 @@ def _check_valid(code, ext, ext_words, max_cycles=DEFAULT_MAX_CYCLES):
                     assert p.start == q.start and p.length == q.length or p.end <= q.start or q.end <= p.start
     r = golden.run(code, ext, ext_words=ext_words)
     assert r.error == ErrorCode.OK, r.message
-    assert r.counters[0] <= max_cycles
+    assert r.counters.total <= max_cycles
     return r
 
 
@@ -91,9 +91,9 @@ def test_directed_suite_coverage():
             lens = [getattr(i, s.lengths[0]) for i in all_code if i.op == s.code]
             assert 1 in lens and max(lens) >= 4096, s.mnemonic
     assert ("halt_immediately", [isa.HALT]) == (suite[0][0], suite[0][1])
-    assert results["halt_immediately"].counters == [2, 0, 0, 0, 0]
+    assert results["halt_immediately"].counters == (2, 0, 0, 0, 0)
     assert results["imem_full"].error_pc == isa.IMEM_WORDS - 1
-    assert results["imem_full"].counters[4] == isa.IMEM_WORDS - 1
+    assert results["imem_full"].counters.instructions == isa.IMEM_WORDS - 1
     assert results["halt_with_unused_bits"].error_pc == 2
     # corner values really occur: RQ ties/saturation, softmax equal and wide, VADD saturation
     out = results["rq_saturate_relu"].ext[4096:4096 + 14]
@@ -138,7 +138,7 @@ def test_fuzz_detects_a_wrong_simulator(monkeypatch):
         def run_program(self, program, ext, **kw):
             r = super().run_program(program, ext, **kw)
             if any(ins.mnemonic == "SM" for ins in program):
-                r.counters[3] += 1
+                r.counters = r.counters._replace(vector=r.counters.vector + 1)
             return r
 
         def run_bundle(self, bundle, **kw):

@@ -79,12 +79,12 @@ def test_ld_st_copy_and_timing_hand_worked():
     assert r.ext[500:512] == data
     assert r.ext[3:15] == data          # the source is untouched
     # LD 12: fetch+issue 2 + 12 + LAT 8 + 1 = 23; ST 12: 2 + 12 + 2 = 16; HALT 2
-    assert r.counters == [23 + 16 + 2, 0, 21 + 14, 0, 2]
+    assert r.counters == (23 + 16 + 2, 0, 21 + 14, 0, 2)
 
 
 def test_immediate_halt():
     r = golden.run([H], [7, 8])
-    assert r.counters == [2, 0, 0, 0, 0]
+    assert r.counters == (2, 0, 0, 0, 0)
     assert r.ext[:3] == [7, 8, 0] and len(r.ext) == EXT
     assert (r.error, r.error_pc) == (ErrorCode.OK, 0)
 
@@ -111,7 +111,7 @@ def test_each_busy_formula_on_hand_worked_programs():
         r = run_ok([ins])
         expect = {"total": 2 + busy + 2, "matrix": 0, "dma": 0, "vector": 0, "instructions": 1}
         expect[unit] = busy
-        assert r.counters == list(expect.values()), ins
+        assert r.counters == tuple(expect.values()), ins
 
 
 def test_ext_image_padding_and_refusals():
@@ -137,7 +137,7 @@ def test_program_refusals():
         golden.run([make("ST", src=0, dst=0, len=1)] * isa.IMEM_WORDS + [H])
     # exactly IMEM_WORDS is fine
     r = golden.run([make("ST", src=0, dst=0, len=1)] * (isa.IMEM_WORDS - 1) + [H])
-    assert r.counters[4] == isa.IMEM_WORDS - 1
+    assert r.counters.instructions == isa.IMEM_WORDS - 1
 
 
 def test_program_as_raw_words():
@@ -171,7 +171,7 @@ def test_mm_largest_tile_extremes(tb):
     A = np.array(a).reshape(4, 64)
     B = np.array(b).reshape(4, 64).T if tb else np.array(b).reshape(64, 4)
     assert r.ext[4000:4016] == [u32(v) for v in (A @ B).flatten()]
-    assert r.counters[1] == 605
+    assert r.counters.matrix == 605
 
 
 def test_mm_all_minus_128_and_negative_results():
@@ -205,7 +205,7 @@ def test_mm_random_shapes_strides_transposed_against_numpy():
         for m in range(M):
             for n in range(N):
                 assert r.spad[2000 + m * ldc + n] == u32(int(C[m, n])), (trial, m, n)
-        assert r.counters[1] == M * K + K * N + (K + M + N - 2) + M * N + 7
+        assert r.counters.matrix == M * K + K * N + (K + M + N - 2) + M * N + 7
 
 
 def test_mm_destination_over_its_operands_reads_first():
@@ -226,7 +226,7 @@ def _rq_results(accs, m, s, relu, inplace=False):
     code = [make("LD", dst=0, src=0, len=n), make("RQ", dst=dst, src=0, len=n, m=m, s=s, relu=relu),
             make("ST", src=dst, dst=5000, len=n)]
     r = run_ok(code, words(accs))
-    assert r.counters[3] == n + 2
+    assert r.counters.vector == n + 2
     return [s32(w) for w in r.ext[5000:5000 + n]]
 
 
@@ -267,7 +267,7 @@ def _sm(scores_words, inplace=False):
     code = [make("LD", dst=0, src=0, len=n), make("SM", dst=dst, src=0, len=n),
             make("ST", src=dst, dst=6000, len=n)]
     r = run_ok(code, scores_words)
-    assert r.counters[3] == 3 * n + 47
+    assert r.counters.vector == 3 * n + 47
     return r.ext[6000:6000 + n]
 
 
@@ -323,7 +323,7 @@ def test_vadd_saturation_low_bytes_and_identical_operands():
     assert [s32(w) for w in r.ext[1000:1000 + n]] == want == [127, -127, 127, -127, 0, -127, 2]
     assert [s32(w) for w in r.ext[1100:1100 + n]] == [max(-127, min(127, 2 * s8(a))) for a in words(x)]
     assert [s32(w) for w in r.ext[1200:1200 + n]] == want      # in place over src1
-    assert r.counters[3] == 3 * (2 * n + 2)
+    assert r.counters.vector == 3 * (2 * n + 2)
 
 
 def test_amax_first_maximum_signed_32bit():
@@ -335,7 +335,7 @@ def test_amax_first_maximum_signed_32bit():
     r = run_ok(code, words(vals))
     assert r.ext[50:53] == [5, 1, 0]
     assert r.ext[60] == 5
-    assert r.counters[3] == (8 + 3) + (5 + 3) + (1 + 3) + (8 + 3)
+    assert r.counters.vector == (8 + 3) + (5 + 3) + (1 + 3) + (8 + 3)
 
 
 def test_amax_all_negative():
@@ -355,7 +355,7 @@ def test_long_vectors_use_bit_12_of_the_length():
             make("ST", src=0, dst=n, len=n)]
     r = run_ok(code, data)
     assert r.ext[n:2 * n] == [u32(max(-127, min(127, 2 * s8(w)))) for w in data]
-    assert r.counters == [2 + n + 9 + 2 + 2 * n + 2 + 2 + n + 2 + 2, 0, n + 9 + n + 2, 2 * n + 2, 3]
+    assert r.counters == (2 + n + 9 + 2 + 2 * n + 2 + 2 + n + 2 + 2, 0, n + 9 + n + 2, 2 * n + 2, 3)
 
 
 # ----------------------------------------------------------------------------- illegal instructions
@@ -392,7 +392,7 @@ def test_illegal_instruction_halts_with_code_and_changes_nothing(bad, code):
     r = golden.run(PRE + [bad] + POST + [H], ext)
     assert (r.error, r.error_pc) == (code, 2), r.message
     assert r.message.startswith("pc 2: ")
-    assert r.counters == [PRE_COUNTERS[0] + 2] + PRE_COUNTERS[1:]
+    assert list(r.counters) == [PRE_COUNTERS[0] + 2] + PRE_COUNTERS[1:]
     assert r.ext[100:104] == ext and r.ext[200:204] == [0] * 4    # nothing after the fault ran
 
 

@@ -88,6 +88,35 @@ def test_busy_formulas_match_the_brief():
     assert isa.HALT.busy() == 0 and isa.HALT.cycles() == 2
 
 
+def _random_operands(spec, rng):
+    return {o.name: rng.randint(*o.legal) if o.legal else rng.randrange(1 << o.bits) for o in spec.operands}
+
+
+def test_each_busy_formula_text_is_its_busy_function():
+    # the text (docs/isa.md, the docs) and the function (every simulator's timing) are one formula
+    rng = random.Random(5)
+    for spec in isa.OPS:
+        for _ in range(300):
+            ins = make(spec.mnemonic, **_random_operands(spec, rng))
+            text_value = eval(spec.busy_formula, {"__builtins__": {}}, {"LAT": isa.LAT, **ins.operands()})
+            assert text_value == ins.busy(), f"{spec.mnemonic}: `{spec.busy_formula}` != busy() for {ins}"
+
+
+def test_operand_ranges_decide_bad_shape():
+    rng = random.Random(6)
+    ranged = [spec for spec in isa.OPS if spec.ranged]
+    assert [o.name for o in isa.OP_BY_NAME["MM"].ranged] == ["M", "K", "N"]
+    for spec in ranged:
+        for o in spec.ranged:
+            for value, inside in ((o.legal[0] - 1, False), (o.legal[0], True), (o.legal[1], True),
+                                  (o.legal[1] + 1, False)):
+                if not 0 <= value < 1 << o.bits:
+                    continue
+                operands = {**_random_operands(spec, rng), o.name: value}
+                code, why = isa.check(make(spec.mnemonic, **operands))
+                assert (code != ErrorCode.BAD_SHAPE) == inside, (spec.mnemonic, o.name, value, why)
+
+
 # The book's early model (source id 70961514463) counts cycles this way: per instruction up to
 # the first HALT, 2 (fetch, issue) + a wait time made of the operands and per-op constants
 # K_LD=1, K_ST=2, K_MM=7, K_RQ=2, K_SM=6, K_VADD=2, K_AMAX=3 with LAT=8 (LD: len+LAT+K;
@@ -119,7 +148,7 @@ def book_counters(program):
         units[BOOK_UNIT[name]] += wait
         total += 2 + wait
         n += 1
-    return [total + 2, units["mm"], units["dma"], units["vec"], n]
+    return (total + 2, units["mm"], units["dma"], units["vec"], n)
 
 
 def test_cycle_counts_equal_the_books_model():

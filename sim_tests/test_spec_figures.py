@@ -61,12 +61,12 @@ def test_verifier_anatomy_against_four_single_steps(example_a):
     verifier = anatomy(chip.verifier_program(4, 4).code)
     assert verifier.ops == {"LD": 10, "MM": 56, "RQ": 23, "SM": 4, "ST": 5, "VADD": 2, "AMAX": 4, "HALT": 1}
     assert verifier.words_loaded == 2496
-    assert verifier.counters[:4] == [12_330, 7_732, 2_856, 1_532]
+    assert verifier.counters[:4] == (12_330, 7_732, 2_856, 1_532)
     plain = PlainChip(chip.model, 8)
     singles = [anatomy(plain.program(L).code) for L in range(5, 9)]
-    assert [s.counters[0] for s in singles] == [7378, 7457, 7536, 7615]
+    assert [s.counters.total for s in singles] == [7378, 7457, 7536, 7615]
     assert [s.words_loaded for s in singles] == [2448, 2480, 2512, 2544]
-    assert anatomy(chip.draft_program.code).counters[0] == 810
+    assert anatomy(chip.draft_program.code).counters.total == 810
 
 
 def test_example_a_causality_integer_logits():

@@ -4,12 +4,14 @@ Used by the unit tests of the DMA and the matrix unit.  ``UnitBench.run``
 drives the unit control contract exactly as the sequencer does (``ins`` held
 stable, ``start`` high for one cycle) and measures the busy time W as the
 number of cycles from ``start`` to ``done``; it also checks that ``done`` is
-a single-cycle pulse, that the idle unit leaves the scratchpad enables low,
-and that no two masters ever drive the scratchpad at once.
+a single-cycle pulse, that ``busy`` is high in exactly the cycles t+1 .. t+W,
+that the idle unit leaves the scratchpad enables low, and that no two masters
+ever drive the scratchpad at once.
 """
 from __future__ import annotations
 
 from amaranth.hdl import Module
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from ga2_hdl import isa
@@ -22,11 +24,12 @@ class UnitBench:
 
     def __init__(self, unit, *, ext_words: int = 0, spad_init=()):
         self.unit = unit
-        self.spad = Scratchpad({"unit": unit.spad}, init=spad_init)
+        self.spad = Scratchpad(1, init=spad_init)
         self.ext = ExternalMemoryModel(unit, ext_words) if ext_words else None
         m = Module()
         m.submodules.unit = unit
         m.submodules.spad = self.spad
+        wiring.connect(m, unit=unit.spad, scratchpad=self.spad.masters[0])
         if self.ext is not None:
             m.submodules.ext = self.ext
         self.top = m
@@ -43,16 +46,21 @@ class UnitBench:
                     before(ctx, self)
                 ctx.set(unit.ins.as_value(), ins.encode())
                 ctx.set(unit.start, 1)
+                assert not ctx.get(unit.busy), f"{ins}: busy in the start cycle"
                 await ctx.tick()
                 ctx.set(unit.start, 0)
                 w = 1
-                while not ctx.get(unit.done):
+                while True:
+                    assert ctx.get(unit.busy), f"{ins}: busy low in busy cycle t+{w}"
                     assert not ctx.get(self.spad.conflict)
+                    if ctx.get(unit.done):
+                        break
                     await ctx.tick()
                     w += 1
                     assert w <= timeout, f"{ins}: no done after {timeout} cycles"
                 await ctx.tick()
                 assert not ctx.get(unit.done), f"{ins}: done is high for more than one cycle"
+                assert not ctx.get(unit.busy), f"{ins}: busy still high after done"
                 assert not ctx.get(unit.spad.rd_en) and not ctx.get(unit.spad.wr_en), \
                     f"{ins}: the idle unit drives the scratchpad"
                 busy_times.append(w)

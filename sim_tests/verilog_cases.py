@@ -121,14 +121,15 @@ class VerilogSimulatorCases:
         # a fault: the chip's result is still returned (status, pc, counters, memory)
         program = [make("ST", src=0, dst=8190, len=3), isa.HALT]
         got = sim.run_program(program, [1, 2, 3])
-        assert (got.error, got.error_pc, got.counters) == (ErrorCode.EXT_RANGE, 0, [2, 0, 0, 0, 0])
+        assert (got.error, got.error_pc, got.counters) == (ErrorCode.EXT_RANGE, 0, (2, 0, 0, 0, 0))
         assert got.ext[:3] == [1, 2, 3]
 
     # ------------------------------------------------------------------ the testbench can fail
     def test_corrupted_counter_gives_the_exact_mismatch_line_and_a_nonzero_exit(self, sim, tmp_path):
         bundle = small_bundle()
-        want = bundle.programs[1].expected.counters[isa.Counter.DMA]
-        bundle.programs[1].expected.counters[isa.Counter.DMA] = want + 1
+        expected = bundle.programs[1].expected
+        want = expected.counters.dma
+        expected.counters = expected.counters._replace(dma=want + 1)
         line = f"MISMATCH: program 1: counter dma: expected {want + 1}, got {want}"
         p = run_testbench(sim, bundle, tmp_path)
         assert p.returncode != 0
@@ -154,7 +155,7 @@ class VerilogSimulatorCases:
         exp = bundle.programs[2].expected
         assert (exp.error, exp.error_pc) == (ErrorCode.EXT_RANGE, 1)
         exp.error_pc = 0
-        exp.counters[0] += 5            # also wrong, but the status comes first
+        exp.counters = exp.counters._replace(total=exp.counters.total + 5)   # also wrong, but the status comes first
         report = sim.run_bundle(bundle)
         assert report.line() == "MISMATCH: program 2: status error: expected EXT_RANGE@0, got EXT_RANGE@1"
 
@@ -212,7 +213,7 @@ class VerilogSimulatorCases:
         assert "$enddefinitions" in text and "cnt_total" in text and "ext_rvalid" in text
         first, last = vcd_time_span(vcd)
         cycles = (last - first) // 10                   # 10 ns clock period
-        total = bundle.programs[1].expected.counters[0]
+        total = bundle.programs[1].expected.counters.total
         # only program 1 (from its start pulse to one edge after halted), not the whole bundle
         assert total <= cycles <= total + 6, (cycles, total)
-        assert first > 10 * bundle.programs[0].expected.counters[0]
+        assert first > 10 * bundle.programs[0].expected.counters.total

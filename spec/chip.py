@@ -51,7 +51,7 @@ class ProgramRun:
 
     @property
     def cycles(self) -> int:
-        return self.counters[0]
+        return self.counters.total
 
 
 def cycles_of(log: Iterable[ProgramRun]) -> int:

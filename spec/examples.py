@@ -99,7 +99,7 @@ class ExampleA:
 
     @property
     def ratio(self) -> float:
-        return self.verifier.counters[0] / sum(s.counters[0] for s in self.singles)
+        return self.verifier.counters.total / sum(s.counters.total for s in self.singles)
 
 
 def example_a() -> ExampleA:
@@ -142,14 +142,14 @@ def example_a_differences(ex: ExampleA) -> list[str]:
     for name, v in BOOK_A["verifier"].items():
         if unit[name] != v:
             d.append(f"verifier {name} cycles {unit[name]}")
-    if [s.counters[0] for s in ex.singles] != BOOK_A["singles"]:
-        d.append(f"single steps {[s.counters[0] for s in ex.singles]}")
+    if [s.counters.total for s in ex.singles] != BOOK_A["singles"]:
+        d.append(f"single steps {[s.counters.total for s in ex.singles]}")
     if [s.words_loaded for s in ex.singles] != BOOK_A["single_words"]:
         d.append(f"single-step words {[s.words_loaded for s in ex.singles]}")
     if round(ex.ratio, 2) != BOOK_A["ratio"]:
         d.append(f"ratio {ex.ratio:.2f}")
-    if ex.draft.counters[0] != BOOK_A["draft"]:
-        d.append(f"draft step {ex.draft.counters[0]} cycles")
+    if ex.draft.counters.total != BOOK_A["draft"]:
+        d.append(f"draft step {ex.draft.counters.total} cycles")
     for block, rows in BOOK_A["causality"].items():
         if [r[:5] for r in ex.causality[block]] != rows:
             d.append(f"causality logits of block {list(block)}")
@@ -213,8 +213,8 @@ def format_example_a(ex: ExampleA) -> str:
     total_singles = sum(s["total"] for s in su)
     out.append(f"   the block costs {vu['total']:,} / {total_singles:,} = {ex.ratio:.2f} of the four steps "
                f"(book {B['ratio']:.2f}{mark(round(ex.ratio, 2), B['ratio']).strip()}): the weights "
-               f"({ex.weight_words:,} words) are loaded once, not four times; a draft step costs {ex.draft.counters[0]} cycles "
-               f"(book {B['draft']}{mark(ex.draft.counters[0], B['draft']).strip()})")
+               f"({ex.weight_words:,} words) are loaded once, not four times; a draft step costs {ex.draft.counters.total} cycles "
+               f"(book {B['draft']}{mark(ex.draft.counters.total, B['draft']).strip()})")
 
     out += ["", "== 3. causality in integers (random model seed 2 with Wq and Wk times 4, cache [3, 8, 1, 12]): "
                 "the first five integer logits of each row"]
@@ -249,7 +249,7 @@ def example_a_json(ex: ExampleA) -> dict:
                      "cycles": _unit_cycles(ex.verifier), "counters": ex.verifier.counters},
         "singles": [{"context": L, "ops": s.ops, "words_loaded": s.words_loaded, "cycles": _unit_cycles(s),
                      "counters": s.counters} for L, s in zip(range(5, 9), ex.singles)],
-        "ratio": ex.ratio, "draft_cycles": ex.draft.counters[0],
+        "ratio": ex.ratio, "draft_cycles": ex.draft.counters.total,
         "causality": [{"block": list(b), "logits": rows} for b, rows in ex.causality.items()],
         "differences_from_book": example_a_differences(ex),
     }
@@ -313,7 +313,7 @@ def _plain_job(n: int):
 
     chip = PlainChip(make_model("structured"), n)
     run = chip.generate(0, n)
-    step = anatomy(chip.program(MODEL_CONTEXT).code).counters[0] if n >= MODEL_CONTEXT else None
+    step = anatomy(chip.program(MODEL_CONTEXT).code).counters.total if n >= MODEL_CONTEXT else None
     return run.tokens, sum(r.cycles for r in run.log), step
 
 
@@ -326,9 +326,9 @@ def _cell_job(args):
     model = make_model("structured")
     chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k)
     run = chip.generate(0, n)
-    shapes = {shape: anatomy(p.code).counters[0] for shape, p in chip.verifier_programs.items()}
+    shapes = {shape: anatomy(p.code).counters.total for shape, p in chip.verifier_programs.items()}
     return (noise, k, run.tokens, run.stats.accepted, run.stats.proposed, run.stats.blocks, len(run.log),
-            sum(r.cycles for r in run.log), shapes, anatomy(chip.draft_program.code).counters[0])
+            sum(r.cycles for r in run.log), shapes, anatomy(chip.draft_program.code).counters.total)
 
 
 def _fixed_verifier_job(args):
@@ -337,7 +337,7 @@ def _fixed_verifier_job(args):
 
     cache, block = args
     program, _ = compile_fixed_verifier(make_model("structured"), cache, block, samples=8)
-    return (cache, block), anatomy(program.code).counters[0]
+    return (cache, block), anatomy(program.code).counters.total
 
 
 def expected_tokens(a: float, k: int) -> float:

@@ -96,8 +96,8 @@ def cycles_by_unit_figure(verifier, singles, path: str, contexts=(5, 6, 7, 8)) -
             if len(parts) > 1:      # a tick between one step and the next
                 ax.plot([left, left], [y - 0.33, y + 0.33], color="black", linewidth=1)
         ax.text(left + 250, y, f"{left:,} cycles", va="center", fontsize=9)
-    vtotal = verifier.counters[0]
-    stotal = sum(s.counters[0] for s in singles)
+    vtotal = verifier.counters.total
+    stotal = sum(s.counters.total for s in singles)
     ax.set_yticks(range(len(bars)))
     ax.set_yticklabels([b[0] for b in bars])
     ax.set_xlim(0, stotal * 1.2)

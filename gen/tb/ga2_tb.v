@@ -23,7 +23,7 @@
 //                       with +ext_all, otherwise only a mismatching one
 //   +vcd=PATH           dump a waveform of one program (+vcd_program=N, default 0)
 //   +timeout=N          cycles to wait for `halted` (the runner passes the programs' own bound,
-//                       gen/simulator.py cycle_bound; default: 2 x expected total + slack)
+//                       gen/simulator.py cycle_bound; default: watchdog_cycles(expected total))
 //
 // Output, one line each:
 //   RESULT i status status_pc total matrix dma vector instructions   (every program run)
@@ -291,7 +291,7 @@ module ga2_tb (
             exp_final = pos + 7;
             check_runs(exp_final);
             next_record = next_runs;
-            limit = (timeout_arg > 0) ? timeout_arg : 2 * exp_counter[0] + TIMEOUT_SLACK;
+            limit = (timeout_arg > 0) ? timeout_arg : watchdog_cycles(exp_counter[0]);
             if (want_vcd && prog == vcd_program) begin
                 $dumpvars(0, dut);
                 $dumpon;
