@@ -1,0 +1,180 @@
+"""The checks of the work beyond the chapter, as functions that return a list of problems.
+
+Like ``spec.checks`` they take a bundle of the package's modules (``BeyondModules``)
+instead of importing them, so that ``spec.mutate`` can run them on a copy of the
+package with one line changed.
+
+* ``sampling_exact``: speculative sampling emits the target's distribution exactly.
+  For fixed contexts, the target is the chip's own softmax output (the sampling
+  verifier of ``block_chip``, integers); every outcome of one block is enumerated
+  with its exact probability (``sampling.exact_distribution`` running the real
+  ``sample_block``) and ``sampling.exactness_problems`` demands, for every prefix
+  the block can emit and go on from, that the next token follow the target's row.
+  Drafts of every quality: one-hot (zero mass where the target has some), uniform
+  and skewed over three tokens (some of which the target may give no mass), and
+  the chip's own bigram draft.
+* ``sampling_chi_square``: 20,000 first tokens of a block (k = 3, the skewed draft,
+  the random model) drawn with a fixed seed against the target's row: Pearson's
+  statistic must lie below the 0.001 critical value (computed here, no scipy).
+* ``greedy_is_temperature_zero``: temperature 0 runs the chapter's programs through
+  the sampling loop and gives the chapter's tokens and cycles.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+
+@dataclass
+class BeyondModules:
+    tiny_lm: ModuleType
+    draft: ModuleType
+    chip: ModuleType
+    sampling: ModuleType
+    tree_graphs: ModuleType
+    block_chip: ModuleType
+    beyond_runs: ModuleType
+
+
+BEYOND_MODULE_NAMES = ("sampling", "tree_graphs", "block_chip", "beyond_runs")
+
+
+def installed_beyond_modules() -> BeyondModules:
+    load = lambda name: importlib.import_module(f"spec.{name}")  # noqa: E731
+    return BeyondModules(load("tiny_lm"), load("draft"), load("chip"), *(load(n) for n in BEYOND_MODULE_NAMES))
+
+
+# ---------------------------------------------------------------- the target, memoised
+class ChipTarget:
+    """The chip's distributions after a fixed context, for any block of k guesses.
+
+    ``rows(block)`` runs the sampling verifier of (c, k + 1) on the block; ``after(prefix)``
+    is the target's distribution after the context plus ``prefix`` (read off any block run
+    so far that starts with it, running one padded with token 0 otherwise).  The rows of one
+    prefix must be bit-identical whatever follows it (the mask is causal); a difference is
+    recorded in ``problems``."""
+
+    def __init__(self, mods: BeyondModules, chip, context: list[int], k: int, temperature: float):
+        self.mods, self.chip, self.k, self.temperature = mods, chip, k, temperature
+        self.last = context[-1]
+        self.keys, self.values = mods.chip.float_prefix_cache(chip.model, context[:-1])
+        self.c = len(context) - 1
+        self.blocks: dict[tuple[int, ...], list[list[int]]] = {}
+        self.prefixes: dict[tuple[int, ...], list[int]] = {}
+        self.problems: list[str] = []
+
+    def rows(self, block) -> list[list[int]]:
+        block = tuple(block)
+        if block not in self.blocks:
+            probs, _, _ = self.chip.sample_block(self.c, list(block), self.keys, self.values, self.temperature)
+            self.chip.log = []
+            self.blocks[block] = probs
+            for i, row in enumerate(probs):
+                prefix = block[1:i + 1]
+                seen = self.prefixes.setdefault(prefix, row)
+                if seen != row:
+                    self.problems.append(f"after {list(prefix)}: the target's row depends on later tokens "
+                                         f"({seen} and {row})")
+        return self.blocks[block]
+
+    def after(self, prefix) -> list[int]:
+        prefix = tuple(prefix)
+        if prefix not in self.prefixes:
+            self.rows((self.last,) + prefix + (0,) * (self.k - len(prefix)))
+        return self.prefixes[prefix]
+
+
+def synthetic_drafts(V: int, support: tuple[int, int, int]):
+    """Drafts of every quality over three tokens, as functions of the last token."""
+    a, b, c = support
+    return {
+        "one-hot": lambda t: [1 if i == (a, b, c)[t % 3] else 0 for i in range(V)],
+        "uniform over 3": lambda t: [1 if i in support else 0 for i in range(V)],
+        "skewed": lambda t: [{a: 5, b: 3, c: 1}.get(i, 0) if t % 2 else {a: 1, b: 2, c: 7}.get(i, 0)
+                             for i in range(V)],
+    }
+
+
+#: (model kind, seed, context tokens): the contexts of the exactness proof
+EXACT_CONTEXTS = (("structured", 1, (0, 3, 2)), ("random", 1, (0, 5, 3, 13)),
+                  ("structured", 1, (6, 1, 8, 11, 10)), ("random", 1, (2, 7)))
+
+
+def sampling_exact(mods: BeyondModules, ks=(1, 2), contexts=EXACT_CONTEXTS[:2], temperature: float = 1.0,
+                   chip_draft_k: int = 1) -> list[str]:
+    lm, sp = mods.tiny_lm, mods.sampling
+    problems = []
+    chips = {}
+    for kind, seed, context in contexts:
+        model = lm.make_model(kind, seed)
+        if (kind, seed) not in chips:
+            Wd = mods.draft.make_draft(model, 3.0, 1)
+            chips[(kind, seed)] = mods.block_chip.BlockChip(model, Wd, len(context) + 1, max(ks) + 1)
+        chip = chips[(kind, seed)]
+        for k in ks:
+            target = ChipTarget(mods, chip, list(context), k, temperature)
+            root = target.after(())
+            ranked = sorted(range(lm.V), key=lambda i: (-root[i], i))
+            zero = [i for i in range(lm.V) if root[i] == 0]
+            support = (ranked[0], ranked[1], zero[0] if zero else ranked[-1])
+            drafts = synthetic_drafts(lm.V, support)
+            if k <= chip_draft_k:
+                chip_q = {t: chip.draft_probs(t, 8.0) for t in range(lm.V)}
+                drafts["chip bigram draft (temperature 8)"] = chip_q.__getitem__
+            for name, draft in drafts.items():
+                def block(chooser, draft=draft):
+                    out = sp.sample_block(k, target.last, draft, target.rows, chooser)
+                    return tuple(out.emitted)
+                outcomes = sp.exact_distribution(block)
+                for p in sp.exactness_problems(outcomes, target.after, k + 1)[:3]:
+                    problems.append(f"{kind} context {list(context)}, k={k}, draft {name}: {p}")
+            chip.log = []
+            problems += [f"{kind} context {list(context)}, k={k}: {p}" for p in target.problems]
+    return problems
+
+
+def sampling_chi_square(mods: BeyondModules, draws: int = 20_000, seed: int = 2024, k: int = 3,
+                        alpha: float = 0.001) -> list[str]:
+    """The first emitted token of ``draws`` blocks, sampled at a fixed seed, against the target's row."""
+    lm, sp = mods.tiny_lm, mods.sampling
+    model = lm.make_model("random", 1)
+    chip = mods.block_chip.BlockChip(model, mods.draft.make_draft(model, 3.0, 1), 5, k + 1)
+    target = ChipTarget(mods, chip, [0, 5, 3, 13], k, 1.0)
+    root = target.after(())
+    ranked = sorted(range(lm.V), key=lambda i: (-root[i], i))
+    draft = synthetic_drafts(lm.V, (ranked[0], ranked[1], ranked[-1]))["skewed"]
+    chooser = sp.SeededChooser(seed)
+    counts = [0] * lm.V
+    for _ in range(draws):
+        out = sp.sample_block(k, target.last, draft, target.rows, chooser)
+        counts[out.emitted[0]] += 1
+    chip.log = []
+    stat, df = sp.chi_square(counts, target.after(()))
+    critical = sp.chi_square_critical(df, alpha)
+    problems = list(target.problems)
+    if not stat < critical:
+        problems.append(f"chi-square {stat:.2f} with {df} degrees of freedom is above the {alpha} critical value "
+                        f"{critical:.2f}: counts {counts}, target {target.after(())}")
+    return problems
+
+
+def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6) -> list[str]:
+    """Temperature 0 through the sampling loop == the chapter's greedy programs (tokens, cycles)."""
+    lm, br, ch = mods.tiny_lm, mods.beyond_runs, mods.chip
+    problems = []
+    for kind, noise, k in (("structured", 3.0, 2), ("random", 0.0, 3)):
+        model = lm.make_model(kind, 1)
+        Wd = mods.draft.make_draft(model, noise, 1)
+        got = br.speculative_sampling(model, Wd, n, k, 0.0, seed=7)
+        want = ch.SpeculativeChip(model, Wd, n, k).generate(0, n)
+        if got.tokens != want.tokens or got.cycles != ch.cycles_of(want.log) or got.accepted != want.stats.accepted:
+            problems.append(f"{kind} k={k}: temperature 0 gives {got.tokens}, {got.cycles} cycles, "
+                            f"{got.accepted} accepted; the chapter's loop {want.tokens}, "
+                            f"{ch.cycles_of(want.log)} cycles, {want.stats.accepted} accepted")
+        plain = br.plain_sampling(model, n, 0.0, seed=7)
+        ref = ch.PlainChip(model, n).generate(0, n)
+        if plain.tokens != ref.tokens or plain.cycles != ch.cycles_of(ref.log):
+            problems.append(f"{kind}: plain sampling at temperature 0 gives {plain.tokens} in {plain.cycles} "
+                            f"cycles; plain greedy {ref.tokens} in {ch.cycles_of(ref.log)}")
+    return problems

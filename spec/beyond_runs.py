@@ -1,0 +1,116 @@
+"""Runs beyond the chapter, on the chip: sampling, trees of guesses, drafts without weights, adaptive k.
+
+Each function decodes from a start token and returns a ``BeyondRun``: the
+tokens, the counts, and every program executed (``chip.ProgramRun``), ready to
+be replayed on the RTL (``runs.bundle_of``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .block_chip import BlockChip, top_two
+from .chip import PlainChip, ProgramRun, SpeculativeChip, cycles_of
+from .sampling import SampleStats, SeededChooser, one_hot, sample_plain, speculate_sampling
+from .tiny_lm import V, Matrix, TinyLM
+
+
+@dataclass
+class BeyondRun:
+    tokens: list[int]
+    log: list[ProgramRun]
+    blocks: int = 0
+    proposed: int = 0
+    accepted: int = 0
+    rows: int = 0                          #: block rows verified in all (0 for plain decoding)
+    ks: list[int] = field(default_factory=list)    #: k of every block (adaptive k)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        return cycles_of(self.log)
+
+    @property
+    def programs(self) -> int:
+        return len(self.log)
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.accepted / self.proposed if self.proposed else None
+
+
+def _from_sample(run, log, k=0) -> BeyondRun:
+    st: SampleStats = run.stats
+    return BeyondRun(run.tokens, list(log), st.blocks, st.proposed, st.accepted, st.blocks * (k + 1) if k else 0,
+                     [k] * st.blocks if k else [])
+
+
+# ---------------------------------------------------------------------------
+# 1. Sampling (temperature 0: the chapter's greedy programs through the same loop)
+# ---------------------------------------------------------------------------
+
+def plain_sampling(model: TinyLM, n: int, temperature: float, seed: int, start: int = 0,
+                   chip: BlockChip | None = None) -> BeyondRun:
+    """Plain decoding by sampling from the chip's distribution after every token.
+
+    Temperature 0: the chapter's decode-step programs (``PlainChip``), their greedy token
+    taken as a one-hot distribution; temperature > 0: the sampling step (a tree of one node
+    with the softmax head)."""
+    chooser = SeededChooser(seed)
+    if temperature == 0:
+        plain = PlainChip(model, n)
+        log: list[ProgramRun] = []
+
+        def step(L, token, keys, values):
+            from compiler import ext_image, run
+            from .chip import _cache_inputs
+            program = plain.program(L)
+            inputs = _cache_inputs({"x": [list(model.embedding(token))]}, keys, values)
+            out = run(program, inputs)
+            log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,)))
+            return one_hot(out["tok"][0][0][0], V), out["k_new"][1][0], out["v_new"][1][0]
+
+        return _from_sample(sample_plain(start, n, step, chooser), log)
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    chip = chip or BlockChip(model, None, n)
+    chip.log = []
+
+    def step(L, token, keys, values):
+        probs, k, v = chip.sample_block(L - 1, [token], keys, values, temperature)
+        return probs[0], k[0], v[0]
+
+    return _from_sample(sample_plain(start, n, step, chooser), chip.log)
+
+
+def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature: float, seed: int,
+                         start: int = 0, chip: BlockChip | None = None,
+                         draft_temperature: float | None = None) -> BeyondRun:
+    """Speculative sampling with k guesses per block (``sampling.speculate_sampling``).
+
+    Temperature 0: the chapter's programs (``SpeculativeChip``: its verifier and draft),
+    their greedy choices as one-hot distributions: the chapter's tokens and cycles.
+    Temperature > 0: the target's and the draft's softmax on the chip at ``temperature``
+    (the draft's at ``draft_temperature`` if given: any draft keeps the output exact)."""
+    chooser = SeededChooser(seed)
+    if temperature == 0:
+        spec = SpeculativeChip(model, Wd, n, k)
+        spec.log = []
+
+        def verify0(c, block, keys, values):
+            choices, nk, nv = spec.verify(c, block, keys, values)
+            return [one_hot(t, V) for t in choices], nk, nv
+
+        run = speculate_sampling(start, n, k, verify0, lambda t: one_hot(spec.draft(t), V), chooser)
+        return _from_sample(run, spec.log, k)
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    chip = chip or BlockChip(model, Wd, n, k + 1)
+    chip.log = []
+    td = temperature if draft_temperature is None else draft_temperature
+
+    def verify(c, block, keys, values):
+        return chip.sample_block(c, block, keys, values, temperature)
+
+    run = speculate_sampling(start, n, k, verify, lambda t: chip.draft_probs(t, td), chooser)
+    return _from_sample(run, chip.log, k)
