@@ -114,3 +114,65 @@ def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature:
 
     run = speculate_sampling(start, n, k, verify, lambda t: chip.draft_probs(t, td), chooser)
     return _from_sample(run, chip.log, k)
+
+
+# ---------------------------------------------------------------------------
+# 2. Trees of guesses, and linear blocks of any k, with the chip's bigram draft
+# ---------------------------------------------------------------------------
+
+def _chip_for(model: TinyLM, Wd: Matrix | None, n: int, chip: BlockChip | None, depth: int = 8) -> BlockChip:
+    chip = chip or BlockChip(model, Wd, n, depth)
+    chip.log = []
+    return chip
+
+
+def tree_run(model: TinyLM, Wd: Matrix, n: int, l0: int, l1: int, start: int = 0,
+             chip: BlockChip | None = None) -> BeyondRun:
+    """Greedy decoding with a two-leg tree per block: the draft's top two first guesses
+    (one draft program: its logits), each continued greedily (l0 - 1 and l1 - 1 programs)."""
+    from .beyond_host import speculate_tree, two_leg_tree
+    chip = _chip_for(model, Wd, n, chip, l0 + l1 + 2)
+    parents = two_leg_tree(l0, l1)
+
+    def propose(last):
+        _, logits = chip.draft_guess(last)
+        first, second = top_two(logits)
+        legs = []
+        for head, length in ((first, l0), (second, l1)):
+            leg = [head] if length else []
+            while 0 < len(leg) < length:
+                leg.append(chip.draft_guess(leg[-1])[0])
+            legs.append(leg)
+        return [last] + legs[0] + legs[1]
+
+    tokens, st = speculate_tree(start, n, parents, chip.verify_tree, propose)
+    return BeyondRun(tokens, list(chip.log), st.blocks, st.proposed, st.accepted, st.rows)
+
+
+def linear_run(model: TinyLM, Wd: Matrix | None, n: int, policy, draft=None, start: int = 0,
+               chip: BlockChip | None = None) -> BeyondRun:
+    """Greedy linear blocks (the chapter's verifier of any shape); ``policy`` a k (fixed) or an
+    ``AdaptiveK``; ``draft(tokens)`` the next guess or None (default: the chip's bigram draft)."""
+    from .beyond_host import FixedK, speculate_blocks
+    chip = _chip_for(model, Wd, n, chip)
+    if isinstance(policy, int):
+        policy = FixedK(policy)
+    draft_next = (lambda ctx: chip.draft_guess(ctx[-1])[0]) if draft is None else draft
+    tokens, st = speculate_blocks(start, n, chip.verify_linear, draft_next, policy)
+    return BeyondRun(tokens, list(chip.log), st.blocks, st.proposed, st.accepted, st.rows, list(st.ks))
+
+
+def adaptive_costs(chip: BlockChip, draft_cycles: int, reference_cache: int, k_max: int) -> list[int]:
+    """cost(k) for k = 0 .. k_max: the verifier of k + 1 rows at ``reference_cache`` plus k drafts."""
+    return [chip.linear_program(reference_cache, k + 1).counters()[0] + k * draft_cycles for k in range(k_max + 1)]
+
+
+def trigram_draft(model: TinyLM):
+    """``beyond_host.TrigramDraft`` counted on the float target's greedy runs (the chapter's
+    bigram counts: 24 tokens from every start), falling back to the bigram table."""
+    from .beyond_host import TrigramDraft
+    from .draft import BIGRAM_COUNT_TOKENS, target_logit_table
+    from .tiny_lm import argmax, float_generate
+    table = target_logit_table(model)
+    runs = [float_generate(model, s, BIGRAM_COUNT_TOKENS) for s in range(V)]
+    return TrigramDraft(runs, lambda t: argmax(table[t]))
