@@ -35,9 +35,10 @@ class BeyondModules:
     tree_graphs: ModuleType
     block_chip: ModuleType
     beyond_runs: ModuleType
+    beyond_host: ModuleType
 
 
-BEYOND_MODULE_NAMES = ("sampling", "tree_graphs", "block_chip", "beyond_runs")
+BEYOND_MODULE_NAMES = ("sampling", "tree_graphs", "block_chip", "beyond_runs", "beyond_host")
 
 
 def installed_beyond_modules() -> BeyondModules:
@@ -177,4 +178,80 @@ def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6) -> list[str]:
         if plain.tokens != ref.tokens or plain.cycles != ch.cycles_of(ref.log):
             problems.append(f"{kind}: plain sampling at temperature 0 gives {plain.tokens} in {plain.cycles} "
                             f"cycles; plain greedy {ref.tokens} in {ch.cycles_of(ref.log)}")
+    return problems
+
+
+# ---------------------------------------------------------------- trees
+TREE_PREFIX = (3, 8, 1, 12)
+TREE_PARENTS = (-1, 0, 1, 0, 3)            # root; leg 0: nodes 1, 2; leg 1: nodes 3, 4
+TREE_TOKENS = (1, 2, 3, 9, 4)
+
+
+def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
+    """Causality of the tree verifier in integers (sharp-attention model, cache of 4): changing
+    one node's token changes exactly the rows of that node and its descendants; every other
+    row's integer logits stay bit-identical.  And every row's logits are close to the float
+    target run on the node's path alone (its ancestors and itself)."""
+    from compiler import run
+    lm, tg = mods.tiny_lm, mods.tree_graphs
+    model = lm.make_model("random", 2).with_sharp_attention(4.0)
+    chip = mods.block_chip.BlockChip(model, None, len(TREE_PREFIX) + 2, len(TREE_PARENTS) + 1)
+    keys, values = mods.chip.float_prefix_cache(model, TREE_PREFIX)
+    c = len(TREE_PREFIX)
+    program = chip.tree_program(TREE_PARENTS, c)
+    layout = tg.tree_layout(TREE_PARENTS, c)
+
+    def logits(tokens):
+        inputs = {"x": [list(model.embedding(tokens[i])) for i in layout.order], "kc": keys, "vc": values}
+        out = run(program, inputs)
+        rows = [list(r) for r in out["logits"][0]]
+        floats = [list(r) for r in out["logits"][1]]
+        return ({node: rows[r] for r, node in enumerate(layout.order)},
+                {node: floats[r] for r, node in enumerate(layout.order)})
+
+    base, base_float = logits(TREE_TOKENS)
+    problems = []
+    for node in range(len(TREE_PARENTS)):
+        changed = list(TREE_TOKENS)
+        changed[node] = (changed[node] + 5) % lm.V
+        got, _ = logits(changed)
+        below = {i for i in range(len(TREE_PARENTS)) if node in tg.ancestors(TREE_PARENTS, i)}
+        for i in range(len(TREE_PARENTS)):
+            if i in below and got[i] == base[i]:
+                problems.append(f"changing node {node} left node {i}'s row unchanged: it does not see its ancestor")
+            if i not in below and got[i] != base[i]:
+                problems.append(f"changing node {node} changed node {i}'s row: the mask lets it see a non-ancestor")
+    from .checks import relative_error
+    for i in range(len(TREE_PARENTS)):
+        path = list(reversed(tg.ancestors(TREE_PARENTS, i)))
+        want = mods.chip.float_block(model, [TREE_TOKENS[j] for j in path], keys, values).logits[-1]
+        if relative_error(base_float[i], want) > 0.15:
+            problems.append(f"node {i}: the chip's logits are {relative_error(base_float[i], want):.3f} away from "
+                            f"the float target on its path (bound 0.15)")
+    return problems
+
+
+def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8) -> list[str]:
+    """The tree, n-gram, trigram and adaptive-k runs give the chip's plain greedy tokens, with
+    consistent counts (structured model, draft noise 3; random model, noise 0)."""
+    lm, br, host = mods.tiny_lm, mods.beyond_runs, mods.beyond_host
+    problems = []
+    for kind, noise in (("structured", 3.0), ("random", 0.0)):
+        model = lm.make_model(kind, 1)
+        Wd = mods.draft.make_draft(model, noise, 1)
+        plain = mods.chip.PlainChip(model, n).generate(0, n).tokens
+        chip = mods.block_chip.BlockChip(model, Wd, n, 8)
+        costs = br.adaptive_costs(chip, chip.draft_program().counters()[0], n // 2, host.K_MAX)
+        runs = {"tree 2+2": br.tree_run(model, Wd, n, 2, 2, chip=chip),
+                "tree 3+1": br.tree_run(model, Wd, n, 3, 1, chip=chip),
+                "n-gram k=3": br.linear_run(model, Wd, n, 3, draft=host.ngram_next, chip=chip),
+                "trigram k=2": br.linear_run(model, Wd, n, 2, draft=br.trigram_draft(model), chip=chip),
+                "adaptive k": br.linear_run(model, Wd, n, host.AdaptiveK(costs), chip=chip)}
+        for name, r in runs.items():
+            if r.tokens != plain:
+                problems.append(f"{kind} {name}: tokens {r.tokens} differ from the plain decoder's {plain}")
+            if not (r.accepted <= r.proposed and r.blocks >= 1 and r.programs == len(r.log)
+                    and n <= r.accepted + r.blocks <= n + 5):
+                problems.append(f"{kind} {name}: inconsistent counts: {r.accepted}/{r.proposed} accepted, "
+                                f"{r.blocks} blocks")
     return problems
