@@ -49,6 +49,13 @@ class BlockChip:
         self.log: list[ProgramRun] = []
         self._prefix_cache: dict[tuple[int, int], tuple] = {}
 
+    def use_draft(self, Wd: Matrix | None) -> "BlockChip":
+        """Swap the draft matrix (the target's programs are kept; the draft's are recompiled)."""
+        self.Wd = Wd
+        for key in [key for key in self.programs if key[0] == "draft"]:
+            del self.programs[key]
+        return self
+
     # ------------------------------------------------------------------ calibration
     def _prefix(self, start: int, c: int):
         key = (start, c)
