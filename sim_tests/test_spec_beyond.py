@@ -91,3 +91,45 @@ def test_tree_run_replays_on_golden():
     report = get_simulator("golden").run_bundle(bundle_of(run.log, "tree"))
     assert report.passed, report.line()
     assert report.cycles == run.cycles
+
+
+# ---------------------------------------------------------------- ga2 beyond
+def test_beyond_refuses_bad_flags_before_any_work(capsys, tmp_path):
+    from ga2_cli.main import main
+    assert main(["beyond", "--sims", "icarus,modelsim", "--out", str(tmp_path)]) == 1
+    assert "unknown simulator 'modelsim'" in capsys.readouterr().err
+    assert main(["beyond", "--tokens", "1", "--out", str(tmp_path)]) == 1
+    assert "--tokens must be at least 2" in capsys.readouterr().err
+    assert main(["beyond", "--json", str(tmp_path / "no" / "such.json"), "--out", str(tmp_path)]) == 1
+    assert "the directory does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_mutant_of_spec_applies_exactly_once():
+    from spec.mutate import MUTANTS, sources
+    for m in MUTANTS:
+        sources(m)
+    assert len({m.name for m in MUTANTS}) == len(MUTANTS)
+
+
+@pytest.mark.slow
+def test_beyond_on_three_tokens_replays_every_run_and_writes_its_json(tmp_path):
+    import contextlib
+    import io
+    import json
+    from ga2_cli.main import main
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(["beyond", "--tokens", "3", "--sims", "icarus,verilator", "--out", str(tmp_path),
+                       "--json", str(tmp_path / "rows.json")])
+    text = buf.getvalue()
+    assert status == 0, text
+    data = json.loads((tmp_path / "rows.json").read_text())
+    methods = {r["method"] for r in data["rows"]}
+    assert {"greedy", "sampling", "tree", "ngram", "adaptive_k"} <= methods
+    for r in data["rows"]:
+        assert {"name", "method", "tokens", "cycles", "speedup", "sims"} <= set(r)
+        assert r["sims"]["icarus"]["verdict"] == "PASS" and r["sims"]["verilator"]["verdict"] == "PASS", r
+        assert r["tokens_ok"] in (True, None)
+    with open(tmp_path / "beyond.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"

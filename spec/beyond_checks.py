@@ -255,3 +255,91 @@ def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8) -> list[str]:
                 problems.append(f"{kind} {name}: inconsistent counts: {r.accepted}/{r.proposed} accepted, "
                                 f"{r.blocks} blocks")
     return problems
+
+
+# ---------------------------------------------------------------- host functions, in isolation
+class _CountingRng:
+    """Stands in for random.Random: randrange(total) returns 0, 1, 2, ... in turn."""
+
+    def __init__(self):
+        self.next = 0
+
+    def randrange(self, total):
+        r = self.next % total
+        self.next += 1
+        return r
+
+
+def host_units(mods: BeyondModules) -> list[str]:
+    """The pieces whose mistakes would not change a greedy token (they only cost speed) or that
+    no enumeration exercises: the seeded chooser's mapping, the n-gram and trigram lookups, the
+    tree's top two and its path, adaptive k's counts and choices."""
+    sp, host, bc = mods.sampling, mods.beyond_host, mods.block_chip
+    problems = []
+    chooser = sp.SeededChooser(0)
+    chooser.rng = _CountingRng()
+    weights = [3, 0, 5, 1]
+    counts = [0] * 4
+    for _ in range(sum(weights)):
+        counts[chooser.choose(weights)] += 1
+    if counts != weights:
+        problems.append(f"the seeded chooser maps the {sum(weights)} values of randrange to {counts}, not {weights}")
+    cases = (([1, 2, 3, 1, 2], 3), ([4, 1, 9, 2, 1], 9), ([1, 2, 3], None), ([1, 5, 2, 3, 1, 6, 2, 3], 1))
+    for tokens, want in cases:
+        if host.ngram_next(tokens) != want:
+            problems.append(f"n-gram draft after {tokens}: {host.ngram_next(tokens)}, expected {want}")
+    tri = host.TrigramDraft([[1, 2, 3, 1, 2, 3], [1, 2, 4, 1, 2, 4, 1, 2, 4]], lambda t: 15)
+    for tokens, want in (([0, 1, 2], 4), ([2, 3], 1), ([5, 6], 15), ([3], 15)):
+        if tri(tokens) != want:
+            problems.append(f"trigram draft after {tokens}: {tri(tokens)}, expected {want}")
+    if bc.top_two([3, 9, 9, 1]) != (1, 2) or bc.top_two([5, 1, 7, 6]) != (2, 3):
+        problems.append("top_two does not return the two largest logits' indices (ties to the lower index)")
+    parents, tokens = host.two_leg_tree(2, 2), [5, 7, 8, 9, 10]
+    if parents != (-1, 0, 1, 0, 3):
+        problems.append(f"two_leg_tree(2, 2) = {parents}")
+    for choices, want in (([9, 0, 0, 10, 0], [3, 4]), ([7, 8, 0, 0, 0], [1, 2]), ([7, 1, 0, 10, 0], [1]),
+                          ([3, 8, 0, 10, 0], [])):
+        if host.accept_path(parents, tokens, choices) != want:
+            problems.append(f"accept_path with choices {choices}: {host.accept_path(parents, tokens, choices)}, "
+                            f"expected {want}")
+    cost = [8000, 11000, 14000, 17000, 24000, 27000]
+    good, poor = host.AdaptiveK(cost), host.AdaptiveK(cost)
+    for _ in range(10):
+        good.update([1, 2, 3, 4], 3, 3)
+        poor.update([1, 2, 3, 4], 0, 3)
+    if (good.trials, good.successes, poor.trials, poor.successes) != (30, 30, 10, 0):
+        problems.append(f"adaptive k counts: {good.trials}/{good.successes} and {poor.trials}/{poor.successes} "
+                        f"trials/successes, expected 30/30 and 10/0")
+    if good.best_k([1], 0, 32) != 3 or good.best_k([1], 29, 32) != 2 or poor.best_k([1], 0, 32) != 1:
+        problems.append(f"adaptive k picks {good.best_k([1], 0, 32)}, {good.best_k([1], 29, 32)} and "
+                        f"{poor.best_k([1], 0, 32)}, expected 3, 2 (three tokens left) and 1")
+    return problems
+
+
+def sampling_head_follows_temperature(mods: BeyondModules, temperatures=(0.5, 2.0), bound: float = 0.06) -> list[str]:
+    """The chip's distributions at two temperatures against the float target's softmax(logits / T):
+    total variation distance below ``bound`` on every row (random model, a block of 4 after 3 tokens)."""
+    import math
+    lm = mods.tiny_lm
+    model = lm.make_model("random", 1)
+    chip = mods.block_chip.BlockChip(model, None, 4, 4)
+    keys, values = mods.chip.float_prefix_cache(model, [0, 5, 3])
+    block = [13, 9, 1, 11]
+    ref = mods.chip.float_block(model, block, keys, values)
+    problems = []
+    for T in temperatures:
+        probs, _, _ = chip.sample_block(3, block, keys, values, T)
+        for i, (row, logits) in enumerate(zip(probs, ref.logits)):
+            e = [math.exp((x - max(logits)) / T) for x in logits]
+            want = [x / sum(e) for x in e]
+            got = [x / sum(row) for x in row]
+            tv = sum(abs(a - b) for a, b in zip(got, want)) / 2
+            if tv > bound:
+                problems.append(f"temperature {T:g}, row {i}: the chip's distribution is {tv:.3f} (total variation) "
+                                f"from the float target's (bound {bound})")
+    return problems
+
+
+#: every check of the work beyond the chapter, cheapest first
+BEYOND_CHECKS = (host_units, tree_mask_on_chip, sampling_head_follows_temperature, sampling_exact,
+                 greedy_is_temperature_zero, sampling_chi_square, greedy_drafts_are_exact)
