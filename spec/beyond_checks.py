@@ -284,7 +284,8 @@ def host_units(mods: BeyondModules) -> list[str]:
         counts[chooser.choose(weights)] += 1
     if counts != weights:
         problems.append(f"the seeded chooser maps the {sum(weights)} values of randrange to {counts}, not {weights}")
-    cases = (([1, 2, 3, 1, 2], 3), ([4, 1, 9, 2, 1], 9), ([1, 2, 3], None), ([1, 5, 2, 3, 1, 6, 2, 3], 1))
+    cases = (([1, 2, 3, 1, 2], 3), ([4, 1, 9, 2, 1], 9), ([1, 2, 3], None), ([1, 5, 2, 3, 1, 6, 2, 3], 1),
+             ([1, 2, 5, 9, 2, 7, 1, 2], 5), ([3, 1, 2, 8, 4, 1, 2, 6, 3, 1, 2], 8))
     for tokens, want in cases:
         if host.ngram_next(tokens) != want:
             problems.append(f"n-gram draft after {tokens}: {host.ngram_next(tokens)}, expected {want}")
@@ -302,6 +303,17 @@ def host_units(mods: BeyondModules) -> list[str]:
         if host.accept_path(parents, tokens, choices) != want:
             problems.append(f"accept_path with choices {choices}: {host.accept_path(parents, tokens, choices)}, "
                             f"expected {want}")
+    calls = []
+
+    def verify_tree(parents, c, tokens, keys, values):
+        calls.append([list(k) for k in keys])
+        rows = [[float(100 * len(calls) + i)] for i in range(len(parents))]
+        return [tokens[3], 0, 0, tokens[4], 7], rows, rows
+
+    out, st = host.speculate_tree(0, 6, parents, verify_tree, lambda last: [last, 1, 2, 3, 4])
+    if out[:4] != [0, 3, 4, 7] or calls[1] != [[100.0], [103.0], [104.0]] or st.accepted != 2 * st.blocks:
+        problems.append(f"a tree block accepting the second leg: tokens {out}, the next block's cache {calls[1]}; "
+                        f"expected [0, 3, 4, 7, ...] and the rows of the root and nodes 3, 4")
     cost = [8000, 11000, 14000, 17000, 24000, 27000]
     good, poor = host.AdaptiveK(cost), host.AdaptiveK(cost)
     for _ in range(10):
@@ -310,6 +322,12 @@ def host_units(mods: BeyondModules) -> list[str]:
     if (good.trials, good.successes, poor.trials, poor.successes) != (30, 30, 10, 0):
         problems.append(f"adaptive k counts: {good.trials}/{good.successes} and {poor.trials}/{poor.successes} "
                         f"trials/successes, expected 30/30 and 10/0")
+    per_token = host.AdaptiveK(cost)
+    for _ in range(6):
+        per_token.update([5, 6], 0, 1)
+    if not per_token.acceptance_after(5) < per_token.acceptance <= per_token.acceptance_after(7):
+        problems.append(f"adaptive k: after six rejections of guesses drafted from token 5, its rate "
+                        f"{per_token.acceptance_after(5):.3f} is not below the overall {per_token.acceptance:.3f}")
     if good.best_k([1], 0, 32) != 3 or good.best_k([1], 29, 32) != 2 or poor.best_k([1], 0, 32) != 1:
         problems.append(f"adaptive k picks {good.best_k([1], 0, 32)}, {good.best_k([1], 29, 32)} and "
                         f"{poor.best_k([1], 0, 32)}, expected 3, 2 (three tokens left) and 1")

@@ -124,9 +124,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "v_left, v_right = _split_product(g, x, wk, layout, \"v\")"),
     Mutant("tree: the cache is laid out before the left rows", "tree_graphs",
            "g.tag(g.concat_rows(left, tail), tag)", "g.tag(g.concat_rows(tail, left), tag)"),
+    # (Reading the rows back through the inverse permutation, {r: node}, is an equivalent mutant: the
+    # layout of a two-leg tree, one leg reversed then the root then the other leg, is its own inverse.)
     Mutant("tree host: the rows read back in layout order, not node order", "block_chip",
-           "row_of = {node: r for r, node in enumerate(layout.order)}",
-           "row_of = {r: node for r, node in enumerate(layout.order)}"),
+           "node_rows = [row_of[i] for i in range(len(parents))]", "node_rows = list(range(len(parents)))"),
     Mutant("tree draft: the second leg starts with the third best guess", "block_chip",
            "return order[0], order[1]", "return order[0], order[2]"),
     Mutant("tree accept: a node is judged by the target's choice after itself, not after its parent", "beyond_host",
@@ -148,8 +149,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "        agreed = min(len(guesses), agreed + 1)\n        tokens += guesses[:agreed] + [choices[agreed]]"),
     Mutant("adaptive k: unexamined guesses are counted as rejected", "beyond_host",
            "for j in range(min(k, accepted + 1)):", "for j in range(k):"),
-    Mutant("adaptive k: k may exceed the tokens still wanted minus one", "beyond_host",
-           "limit = max(1, min(self.k_max, r - 1))", "limit = max(1, min(self.k_max, r + 1))"),
+    # (Letting k exceed the tokens still wanted minus one is an equivalent mutant: the expected cost to
+    # finish never favours guesses past the end, since they cost cycles and F(r) = 0 for r <= 0.)
+    Mutant("adaptive k: the per-token counts are ignored", "beyond_host",
+           "return ((self.token_successes.get(token, 0) + w * self.acceptance)",
+           "return ((0 + w * self.acceptance)"),
     Mutant("adaptive k: the cheapest block is picked regardless of its gain", "beyond_host",
            "c = self._block_cost(k, accept, F, r)", "c = self.cost[k]"),
 )
