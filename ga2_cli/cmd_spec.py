@@ -42,10 +42,12 @@ def write_mutation_json(path: str, unbroken: bool, problem, verdicts) -> None:
 
 def register(subparsers) -> None:
     p = mutate_targets(subparsers).add_parser(
-        "spec", help="the nineteen broken versions of speculative decoding",
-        description="Apply each of the chapter's nineteen one-line changes to a copy of spec/ and run the "
-                    "five checks (block == step, exactness, causality on the chip, compiled == interpreter "
-                    "and close to float, the rule through the chip's loop) against it.")
+        "spec", help="the broken versions of speculative decoding (the chapter's nineteen, and beyond)",
+        description="Apply each one-line change (the chapter's nineteen, then those of the work beyond the "
+                    "chapter: sampling, trees, n-gram and trigram drafts, adaptive k) to a copy of spec/ and run "
+                    "the five checks (block == step, exactness, causality on the chip, compiled == interpreter "
+                    "and close to float, the rule through the chip's loop) and the checks of "
+                    "spec/beyond_checks.py against it.")
     p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
     p.add_argument("--jobs", type=options.positive, default=2, help="mutants checked at once (default 2)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per mutant (default 900)")

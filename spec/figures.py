@@ -214,3 +214,30 @@ def table_figure(result, path: str) -> str:
               bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)
+
+
+METHOD_COLOURS = {"greedy": "#4c72b0", "sampling": "#dd8452", "tree": "#55a868", "ngram": "#c44e52",
+                  "trigram": "#8172b2", "adaptive_k": "#937860"}
+
+
+def beyond_figure(result, path: str) -> str:
+    """``ga2 beyond``: every run's speedup (bars coloured by method), one panel per model."""
+    models = [m for m in ("structured", "random") if any(r.model == m for r in result.rows)]
+    heights = [sum(r.model == m for r in result.rows) for m in models]
+    fig, axes = plt.subplots(1, len(models), figsize=(7.5 * len(models), 0.24 * max(heights) + 1.6), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        rows = [r for r in result.rows if r.model == model]
+        y = list(range(len(rows)))[::-1]
+        ax.barh(y, [r.speedup for r in rows], color=[METHOD_COLOURS.get(r.method, "#999999") for r in rows])
+        ax.set_yticks(y)
+        ax.set_yticklabels([r.name.split(": ", 1)[1] for r in rows], fontsize=7)
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        for yy, r in zip(y, rows):
+            ax.text(r.speedup + 0.02, yy, f"{r.speedup:.2f}x", va="center", fontsize=6)
+        ax.set_xlabel("speedup (greedy rows: against plain greedy; sampled rows: against plain sampling)")
+        ax.set_title(f"{model} model, {result.tokens} tokens, cycles replayed on "
+                     f"{', '.join(result.replays) or 'the golden model only'}", fontsize=9)
+    handles = [Patch(color=c, label=m) for m, c in METHOD_COLOURS.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return _save(fig, path)

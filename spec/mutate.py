@@ -11,7 +11,9 @@ exceeds its time limit.
 
 The list follows the chapter's nineteen changes: the accept rule, the bonus
 token, the cache, the block, the draft chain, the verifier's mask and output
-assembly, the float block's mask, and the draft table.
+assembly, the float block's mask, and the draft table; then the work beyond
+the chapter (``spec.beyond_checks``): speculative sampling, the tree of
+guesses, the n-gram and trigram drafts, adaptive k.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from pathlib import Path
 from types import ModuleType
 
 #: the package's modules that the checks load, in dependency order
-MODULE_ORDER = ("tiny_lm", "verifier", "draft", "speculative", "graphs", "chip")
+MODULE_ORDER = ("tiny_lm", "verifier", "draft", "speculative", "graphs", "chip",
+                "sampling", "tree_graphs", "block_chip", "beyond_host", "beyond_runs")
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -84,6 +87,75 @@ MUTANTS: tuple[Mutant, ...] = (
            "j <= cache_len + i for j", "j <= cache_len + block_len - 1 for j"),
     Mutant("draft table: the rule's next token is f(t)+1", "draft",
            "table[t][next_token_rule(t)] = RULE_LOGIT", "table[t][(next_token_rule(t) + 1) % V] = RULE_LOGIT"),
+    # ---- beyond the chapter: speculative sampling (spec/sampling.py)
+    Mutant("sampling: a guess is accepted with probability min(1, q/p) instead of min(1, p/q)", "sampling",
+           "a, b = p[x] * sq, q[x] * sp", "a, b = q[x] * sp, p[x] * sq"),
+    Mutant("sampling: every guess the target gives some mass is accepted", "sampling",
+           "return (1, 0) if a >= b else (a, b - a)", "return (1, 0) if a > 0 else (a, b - a)"),
+    Mutant("sampling: on rejection the token is drawn from p, not from max(0, p - q)", "sampling",
+           "chooser.choose(residual(ps[i], qs[i]))", "chooser.choose(ps[i])"),
+    Mutant("sampling: the residual is max(0, q - p)", "sampling",
+           "max(0, pi * sq - qi * sp)", "max(0, qi * sp - pi * sq)"),
+    Mutant("sampling: the bonus token is drawn from the last guess's row, not the row after it", "sampling",
+           "guesses + [chooser.choose(ps[k])]", "guesses + [chooser.choose(ps[k - 1])]"),
+    Mutant("sampling: guess i is judged by the target's row after guess i", "sampling",
+           "accept_weights(ps[i], qs[i], x)", "accept_weights(ps[i + 1], qs[i], x)"),
+    Mutant("sampling: every guess is drafted from the committed token", "sampling",
+           "q = list(draft(token))", "q = list(draft(last))"),
+    Mutant("sampling: the cache keeps one row more than the committed inputs", "sampling",
+           "keys += [list(r) for r in rows[\"k\"][:out.accepted + 1]]",
+           "keys += [list(r) for r in rows[\"k\"][:out.accepted + 2]]"),
+    Mutant("sampling: the seeded chooser gives the boundary value to the wrong token", "sampling",
+           "            if r < w:\n                return i", "            if r <= w:\n                return i"),
+    Mutant("sampling: greedy (temperature 0) takes the first choice for every row", "beyond_runs",
+           "return [one_hot(t, V) for t in choices], nk, nv", "return [one_hot(choices[0], V) for t in choices], nk, nv"),
+    Mutant("sampling head: the temperature is ignored", "tree_graphs",
+           "weight(\"Wout\"), scale=1.0 / temperature)", "weight(\"Wout\"), scale=1.0)"),
+    # ---- trees of guesses (spec/tree_graphs.py, spec/block_chip.py, spec/beyond_host.py)
+    Mutant("tree layout: leg 0 is not reversed left of the root", "tree_graphs",
+           "order = tuple(reversed(leg0)) + (0,) + tuple(leg1)", "order = tuple(leg0) + (0,) + tuple(leg1)"),
+    Mutant("tree mask: every row but the first sees one key more, left of its run", "tree_graphs",
+           "for row, (lo, hi) in enumerate(layout.visible):",
+           "for row, (lo, hi) in enumerate((max(0, a - 1), b) for a, b in layout.visible):"),
+    Mutant("tree: the query of every row is the first row's", "tree_graphs",
+           "_attend(g, g.slice_rows(q, row, 1)", "_attend(g, g.slice_rows(q, 0, 1)"),
+    Mutant("tree: the new values are computed with the key weights", "tree_graphs",
+           "v_left, v_right = _split_product(g, x, wv, layout, \"v\")",
+           "v_left, v_right = _split_product(g, x, wk, layout, \"v\")"),
+    Mutant("tree: the cache is laid out before the left rows", "tree_graphs",
+           "g.tag(g.concat_rows(left, tail), tag)", "g.tag(g.concat_rows(tail, left), tag)"),
+    # (Reading the rows back through the inverse permutation, {r: node}, is an equivalent mutant: the
+    # layout of a two-leg tree, one leg reversed then the root then the other leg, is its own inverse.)
+    Mutant("tree host: the rows read back in layout order, not node order", "block_chip",
+           "node_rows = [row_of[i] for i in range(len(parents))]", "node_rows = list(range(len(parents)))"),
+    Mutant("tree draft: the second leg starts with the third best guess", "block_chip",
+           "return order[0], order[1]", "return order[0], order[2]"),
+    Mutant("tree accept: a node is judged by the target's choice after itself, not after its parent", "beyond_host",
+           "tokens[c] == choices[node]]", "tokens[c] == choices[c]]"),
+    Mutant("tree accept: the free token is the choice after the root, not after the path's last node",
+           "beyond_host", "[node_tokens[i] for i in path] + [choices[last]]",
+           "[node_tokens[i] for i in path] + [choices[0]]"),
+    Mutant("tree cache: the first rows are kept, not the path's", "beyond_host",
+           "keys += [list(nk[i]) for i in [0] + path]", "keys += [list(nk[i]) for i in range(len(path) + 1)]"),
+    # ---- drafts without weights and adaptive k (spec/beyond_host.py)
+    Mutant("n-gram draft: proposes the last token of the match, not the one after it", "beyond_host",
+           "return tokens[j + size]", "return tokens[j + size - 1]"),
+    Mutant("n-gram draft: looks up only the last token", "beyond_host",
+           "for size in range(min(max_n, L - 1), 0, -1):", "for size in range(1, 0, -1):"),
+    Mutant("trigram draft: the pair's table is ignored", "beyond_host",
+           "if len(pair) == 2 and pair in self.table:", "if False:"),
+    Mutant("linear blocks: one more guess is accepted than agreed", "beyond_host",
+           "        tokens += guesses[:agreed] + [choices[agreed]]",
+           "        agreed = min(len(guesses), agreed + 1)\n        tokens += guesses[:agreed] + [choices[agreed]]"),
+    Mutant("adaptive k: unexamined guesses are counted as rejected", "beyond_host",
+           "for j in range(min(k, accepted + 1)):", "for j in range(k):"),
+    # (Letting k exceed the tokens still wanted minus one is an equivalent mutant: the expected cost to
+    # finish never favours guesses past the end, since they cost cycles and F(r) = 0 for r <= 0.)
+    Mutant("adaptive k: the per-token counts are ignored", "beyond_host",
+           "return ((self.token_successes.get(token, 0) + w * self.acceptance)",
+           "return ((0 + w * self.acceptance)"),
+    Mutant("adaptive k: the cheapest block is picked regardless of its gain", "beyond_host",
+           "c = self._block_cost(k, accept, F, r)", "c = self.cost[k]"),
 )
 
 
@@ -115,6 +187,13 @@ _fresh_ids = itertools.count()
 def load_package_copy(texts: dict[str, str]):
     """Execute the given module sources as a new package; return its modules as SpecModules."""
     from .checks import SpecModules
+    modules = load_modules_copy(texts)
+    return SpecModules(modules["tiny_lm"], modules["draft"], modules["verifier"],
+                       modules["speculative"], modules["chip"])
+
+
+def load_modules_copy(texts: dict[str, str]) -> dict[str, ModuleType]:
+    """Execute the given module sources as a new package; return its modules by name."""
     package_name = f"_spec_copy_{next(_fresh_ids)}"
     package = ModuleType(package_name)
     package.__path__ = []          # a package, so relative imports resolve inside it
@@ -129,18 +208,22 @@ def load_package_copy(texts: dict[str, str]):
         exec(compile(texts[name], f"<spec copy>/{name}.py", "exec"), module.__dict__)
         setattr(package, name, module)
         modules[name] = module
-    return SpecModules(modules["tiny_lm"], modules["draft"], modules["verifier"],
-                       modules["speculative"], modules["chip"])
+    return modules
 
 
 def first_problem(mutant: Mutant | None) -> str | None:
     """Run the checks on a copy of the package with ``mutant`` applied; the first problem
     found (the remaining checks are skipped: one problem is enough to catch a mutant),
     or None if every check passes."""
-    from .checks import CHIP_CHECKS, FLOAT_CHECKS
-    mods = load_package_copy(sources(mutant))
-    for check in FLOAT_CHECKS + CHIP_CHECKS:
-        problems = check(mods)
+    from .beyond_checks import BEYOND_CHECKS, BEYOND_MODULE_NAMES, BeyondModules
+    from .checks import CHIP_CHECKS, FLOAT_CHECKS, SpecModules
+    modules = load_modules_copy(sources(mutant))
+    mods = SpecModules(modules["tiny_lm"], modules["draft"], modules["verifier"], modules["speculative"],
+                       modules["chip"])
+    beyond = BeyondModules(modules["tiny_lm"], modules["draft"], modules["chip"],
+                           *(modules[name] for name in BEYOND_MODULE_NAMES))
+    for check, arg in [(c, mods) for c in FLOAT_CHECKS + CHIP_CHECKS] + [(c, beyond) for c in BEYOND_CHECKS]:
+        problems = check(arg)
         if problems:
             return f"{check.__name__}: {problems[0]}"
     return None
