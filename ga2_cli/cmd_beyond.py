@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
+
+from ga2_hdl.safe_io import atomic_write
+from gen.simulator import SIMULATORS
+
+from . import options
+from .main import CommandError
 
 DEFAULT_OUT = "out"
 
@@ -20,29 +25,15 @@ def register(subparsers) -> None:
                     "trigram drafts, and adaptive k against every fixed k = 1..5; replay every program in each "
                     "named simulator against the golden model.")
     p.add_argument("--sims", default="icarus,verilator",
-                   help="comma-separated simulators: icarus, verilator, amaranth, golden (default icarus,verilator; "
+                   help=f"comma-separated simulators of {', '.join(SIMULATORS)} (default icarus,verilator; "
                         "an empty string replays nothing)")
-    p.add_argument("--tokens", type=int, default=32, help="tokens per run (default 32, the chapter's)")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
-    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+    p.add_argument("--tokens", type=options.count(2, "number of tokens"), default=32,
+                   help="tokens per run (default 32, the chapter's)")
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the results as JSON to FILE")
+    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
                    help=f"directory for beyond.json and the figure beyond.png (default {DEFAULT_OUT}/)")
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    p.add_argument("--workers", type=options.positive, default=None, help="worker processes (default: one per core)")
     p.set_defaults(func=_beyond)
-
-
-def _write_json(path: str, data: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".beyond-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _beyond(args) -> int:
@@ -55,13 +46,7 @@ def _beyond(args) -> int:
     try:
         sims = parse_sims(args.sims)
     except SimulatorError as e:
-        raise ValueError(f"--sims: {e}") from None
-    if args.workers is not None and args.workers < 1:
-        raise ValueError("--workers must be at least 1")
-    if args.tokens < 2:
-        raise ValueError("--tokens must be at least 2")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        raise ValueError(f"--json {args.json}: the directory does not exist")
+        raise CommandError(f"--sims: {e}") from None
     os.makedirs(args.out, exist_ok=True)
     progress = _Progress()
     try:
@@ -80,7 +65,7 @@ def _beyond(args) -> int:
     png = figures.beyond_figure(result, os.path.join(args.out, "beyond.png"))
     data["figures"] = [png]
     for path in filter(None, (args.json, os.path.join(args.out, "beyond.json"))):
-        _write_json(path, data)
+        atomic_write(path, json.dumps(data, indent=2) + "\n")
     print(f"  wrote {os.path.join(args.out, 'beyond.json')}" + (f" and {args.json}" if args.json else "")
           + f", {png}")
     if result.problems:

@@ -73,14 +73,17 @@ class Status:
     halted: bool
     status: ErrorCode
     status_pc: int
-    counters: list[int]
+    counters: isa.Counters      # any sequence of five is converted
+
+    def __post_init__(self):
+        self.counters = isa.Counters(*self.counters)
 
     @classmethod
     def decode(cls, raw: bytes) -> "Status":
         if len(raw) != STATUS_BYTES:
             raise ProtocolError(f"status record of {len(raw)} bytes, expected {STATUS_BYTES}")
         flags, status, pc = struct.unpack_from("<BBH", raw)
-        counters = list(struct.unpack_from(f"<{len(isa.COUNTER_NAMES)}I", raw, 4))
+        counters = isa.Counters(*struct.unpack_from(f"<{len(isa.COUNTER_NAMES)}I", raw, 4))
         try:
             code = ErrorCode(status)
         except ValueError:

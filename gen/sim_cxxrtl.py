@@ -23,8 +23,8 @@ from ga2_hdl import isa
 from ga2_hdl.isa import ErrorCode
 
 from . import toolchain, verilog
-from .sim_verilog import TB_DIR, TIMEOUT_SLACK, _VerilogSimulator
-from .simulator import SimulatorError
+from .sim_verilog import TB_DIR, _VerilogSimulator
+from .simulator import WATCHDOG_FACTOR, WATCHDOG_SLACK, SimulatorError
 
 DRIVER = TB_DIR / "cxxrtl_driver.cpp"
 HEADER_FILE = "ga2_cxxrtl_params.h"
@@ -117,7 +117,8 @@ static const int GA2_EXT_WORDS = {ext_words};
 static const int GA2_LAT = {isa.LAT};
 static const int GA2_IMEM_WORDS = {imem_words};
 static const int GA2_SPAD_WORDS = {isa.SPAD_WORDS};
-static const int GA2_TIMEOUT_SLACK = {TIMEOUT_SLACK};
+static const int GA2_WATCHDOG_FACTOR = {WATCHDOG_FACTOR};
+static const int GA2_WATCHDOG_SLACK = {WATCHDOG_SLACK};
 static const uint32_t GA2_MAGIC = 0x{bundle_format.MAGIC:08x}u;
 static const uint32_t GA2_VERSION = {bundle_format.VERSION}u;
 static const uint32_t GA2_END_MARKER = 0x{bundle_format.END_MARKER:08x}u;

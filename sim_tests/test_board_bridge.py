@@ -124,7 +124,7 @@ def test_uart_bridge_reports_a_fault_and_status_while_idle():
         return before, after
 
     before, after = run_board(script)
-    assert not before.running and not before.halted and before.counters == [0] * 5
+    assert not before.running and not before.halted and before.counters == (0,) * 5
     assert after.halted and not after.running
     assert (after.status, after.status_pc, after.counters) == (want.error, want.error_pc, want.counters)
 

@@ -98,10 +98,12 @@ def test_beyond_refuses_bad_flags_before_any_work(capsys, tmp_path):
     from ga2_cli.main import main
     assert main(["beyond", "--sims", "icarus,modelsim", "--out", str(tmp_path)]) == 1
     assert "unknown simulator 'modelsim'" in capsys.readouterr().err
-    assert main(["beyond", "--tokens", "1", "--out", str(tmp_path)]) == 1
-    assert "--tokens must be at least 2" in capsys.readouterr().err
-    assert main(["beyond", "--json", str(tmp_path / "no" / "such.json"), "--out", str(tmp_path)]) == 1
-    assert "the directory does not exist" in capsys.readouterr().err
+    # the checked option types: argparse's one line naming the flag, exit status 2
+    assert main(["beyond", "--tokens", "1", "--out", str(tmp_path)]) == 2
+    assert "argument --tokens: 1: the number of tokens must be at least 2" in capsys.readouterr().err
+    assert main(["beyond", "--json", str(tmp_path / "no" / "such.json"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "argument --json" in err and "such.json" in err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -388,7 +388,7 @@ private:
             exp_final_ = pos_ + 7;
             if (!check_runs(exp_final_)) return;
             next_record_ = next_runs_;
-            limit_ = timeout_arg_ > 0 ? (uint64_t)timeout_arg_ : 2ull * exp_counter_[0] + GA2_TIMEOUT_SLACK;
+            limit_ = timeout_arg_ > 0 ? (uint64_t)timeout_arg_ : (uint64_t)GA2_WATCHDOG_FACTOR * exp_counter_[0] + GA2_WATCHDOG_SLACK;
             if (want_vcd_ && prog_ == vcd_program_) vcd_start();
             start_ = true;
             state_ = S_STARTED;
