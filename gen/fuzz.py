@@ -260,6 +260,12 @@ class _Builder:
         return True
 
 
+def min_max_cycles(illegal: float = 0.0) -> int:
+    """The least cycle budget a random program fits in: its HALT (and a faulting instruction,
+    when programs may be illegal)."""
+    return isa.FETCH_ISSUE_CYCLES * (2 if illegal > 0 else 1)
+
+
 def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *,
                    max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0) -> tuple[list[Instruction], list[int]]:
     """One random program and its external-memory image (``ext_words`` words).
@@ -279,6 +285,8 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
         raise ValueError(f"random programs need an external memory of at least 16 words, not {ext_words}")
     if not 0.0 <= illegal <= 1.0:
         raise ValueError(f"illegal={illegal}: a probability lies in 0..1")
+    if max_cycles < min_max_cycles(illegal):
+        raise ValueError(f"max_cycles={max_cycles}: a random program needs at least {min_max_cycles(illegal)} cycles")
     fault = illegal > 0 and rng.random() < illegal
     b = _Builder(rng, ext_words, max_cycles - (isa.FETCH_ISSUE_CYCLES if fault else 0))
 
