@@ -299,8 +299,12 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
 
     def load(reserve: int) -> None:
         """A piece of the input (sometimes reaching past it into zeros) to a random scratchpad place."""
-        n = _pick(rng, 1, min(n_in, 160))
-        src = min(_pick(rng, in_base, in_base + n_in - 1), ext_words - n)
+        r = rng.random()            # a length of 1, the longest both memories allow, or typical
+        n = 1 if r < EDGE / 2 else min(ext_words, SPAD) if r < EDGE else rng.randint(1, min(n_in, 160))
+        if rng.random() < EDGE:     # at an end of external memory (zeros outside the input are data too)
+            src = rng.choice([0, ext_words - n])
+        else:
+            src = min(rng.randrange(in_base, in_base + n_in), ext_words - n)
         dst = _free_start(rng, n, b.filled) if rng.random() < 0.8 else _pick(rng, 0, SPAD - n)
         if dst is None:
             return
@@ -388,6 +392,15 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
         ins = rng.choice(candidates)
         spec = ins.spec
         values = ins.operands()
+        names = {o.name for o in spec.operands}
+        starts = [r for r in spec.regions(ins) if r.memory == "spad" and r.role in names]
+        if spec.disjoint_or_same and len(starts) > 1 and rng.random() < 0.5:
+            # one region moved to start inside another: the overlap rule
+            a, b = rng.sample(starts, 2)
+            for length in spec.lengths:
+                values[length] = max(values[length], rng.randint(2, 16))
+            values[b.role] = values[a.role] + rng.randint(1, max(1, values[spec.lengths[0]] - 1)) \
+                if spec.lengths else values[a.role] + 1
         for _ in range(rng.choice([1, 1, 2])):
             o = rng.choice(spec.operands)
             top = (1 << o.bits) - 1
@@ -395,7 +408,7 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
             v = rng.choice([0, top, rng.randint(0, top), near + rng.randint(-3, 3),
                             SPAD - rng.randint(0, 3), ext_words - rng.randint(0, 3)])
             values[o.name] = min(max(v, 0), top)
-        bad = make(spec.mnemonic, **values)
+        bad = make(spec.mnemonic, **{o.name: min(values[o.name], (1 << o.bits) - 1) for o in spec.operands})
         if isa.check(bad, ext_words)[0] == code:
             return bad
     return None
