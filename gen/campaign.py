@@ -309,11 +309,12 @@ def _candidates(code: list[Instruction], ext: list[int], ext_words: int) -> Iter
     external memory zeroed where no instruction touches it."""
     body, halt = code[:-1], code[-1:]
     n = len(body)
-    if n > 1:
-        for lo, hi in ((0, n // 2), (n // 2, n)):
-            yield body[:lo] + body[hi:] + halt, ext
-    for i in reversed(range(n)):
-        yield body[:i] + body[i + 1:] + halt, ext
+    size = n // 2
+    while size >= 1:                    # halves, quarters, ... single instructions
+        for lo in range(0, n, size):
+            if size < n:
+                yield body[:lo] + body[lo + size:] + halt, ext
+        size //= 2
     for i, ins in enumerate(body):
         if ins.op not in isa.OP_BY_CODE:
             continue
@@ -353,12 +354,13 @@ def _unused_bits(old: Instruction, new: Instruction) -> dict:
 
 
 def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int, *,
-           seconds: float = DEFAULT_SHRINK_SECONDS, max_candidates: int = 64) -> Shrunk:
+           seconds: float = DEFAULT_SHRINK_SECONDS, batch: int = 8) -> Shrunk:
     """The smallest variant of a mismatching program that ``sim`` still gets wrong.
 
-    Greedy: each round replays, in one bundle, candidates ordered from the most reduced
-    (:func:`_candidates`); the simulator stops at the first one it gets wrong, which becomes
-    the program of the next round.  Ends when no candidate mismatches or after ``seconds``.
+    Greedy: each round replays candidates ordered from the most reduced (:func:`_candidates`),
+    in bundles of ``batch``, then twice as many, ...; the simulator stops at the first one it
+    gets wrong, which becomes the program of the next round.  Ends when no candidate
+    mismatches (the result is then 1-minimal for these reductions) or after ``seconds``.
     """
     t0 = time.perf_counter()
     code, ext = list(code), list(ext)
@@ -370,22 +372,23 @@ def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int,
     rounds, complete = 0, False
     while time.perf_counter() - t0 < seconds:
         rounds += 1
-        items = []
-        for cand_code, cand_ext in _candidates(code, ext, ext_words):
-            items.append((f"candidate {len(items)}", cand_code, cand_ext))
-            if len(items) >= max_candidates:
+        candidates = _candidates(code, ext, ext_words)
+        size, found = batch, None
+        while found is None and time.perf_counter() - t0 < seconds:
+            items = [(f"candidate {k}", c, e) for k, (c, e) in zip(range(size), candidates)]
+            if not items:
                 break
-        if not items:
-            complete = True
+            trial = Bundle.from_programs(items, ext_words)
+            rep = sim.run_bundle(trial)
+            if rep.mismatch is not None:
+                found = trial.programs[rep.mismatch.program or 0], rep.mismatch
+            size *= 2
+        if found is None:
+            complete = time.perf_counter() - t0 < seconds
             break
-        trial = Bundle.from_programs(items, ext_words)
-        rep = sim.run_bundle(trial)
-        if rep.mismatch is None:
-            complete = True
-            break
-        k = rep.mismatch.program or 0
-        code, ext = list(trial.programs[k].code), list(trial.programs[k].ext)
-        mismatch = str(rep.mismatch).split(": ", 1)[-1]
+        entry, why = found
+        code, ext = list(entry.code), list(entry.ext)
+        mismatch = str(why).split(": ", 1)[-1]
     name = f"shrunk mismatch in {sim.name}: {len(code) - 1} instructions and HALT"
     return Shrunk(Bundle.from_programs([(name, code, ext)], ext_words), mismatch,
                   time.perf_counter() - t0, rounds, complete)
