@@ -55,9 +55,10 @@ def _spec(args):
 
 
 def cmd_fuzz(args) -> int:
-    from gen.campaign import (CampaignError, DaskRunner, LocalRunner, coverage_table, results_table,
-                              run_campaign)
+    from gen.campaign import CampaignError, DaskRunner, LocalRunner, run_campaign
 
+    if args.status:
+        return _status(args)
     spec = _spec(args)
     try:
         spec.validate()
@@ -131,19 +132,7 @@ def cmd_fuzz(args) -> int:
     if tmp is not None:
         report["campaign"]["directory"] = None
 
-    print("results per simulator")
-    print(results_table(report))
-    for name, entry in report["results"].items():
-        print(f"{name}: {entry['line']}")
-        if entry.get("mismatch_program"):
-            print(f"  in program {entry['mismatch_program']!r}")
-    for item in report["kept"]:
-        where = item.get("file") or item.get("original_file")
-        size = (f"shrunk from {item['instructions']} to {item['shrunk_instructions']} instructions"
-                if "shrunk_instructions" in item else f"not shrunk ({item.get('shrink_error')})")
-        print(f"  kept: {item['simulator']} program {item['program']} ({size}): {where}")
-    print("functional coverage of the random programs")
-    print(coverage_table(spec, report))
+    _print_report(spec, report)
     c = report["campaign"]
     print(f"time: {c['wall_seconds']:.1f} s wall for {c['pieces_run']} pieces run now"
           + (f" ({c['resumed_pieces']} finished before)" if c["resumed_pieces"] else "")
@@ -171,6 +160,45 @@ def cmd_fuzz(args) -> int:
     else:
         print(f"fuzz: all simulators agree, {report['cycles']} cycles in total")
     return 0
+
+
+def _print_report(spec, report) -> None:
+    from gen.campaign import coverage_table, results_table
+    print("results per simulator")
+    print(results_table(report))
+    for name, entry in report["results"].items():
+        print(f"{name}: {entry['line']}")
+        if entry.get("mismatch_program"):
+            print(f"  in program {entry['mismatch_program']!r}")
+    for item in report["kept"]:
+        where = item.get("file") or item.get("original_file")
+        size = (f"shrunk from {item['instructions']} to {item['shrunk_instructions']} instructions"
+                if "shrunk_instructions" in item else f"not shrunk ({item.get('shrink_error')})")
+        print(f"  kept: {item['simulator']} program {item['program']} ({size}): {where}")
+    print("functional coverage of the random programs" + ("" if report["complete"] else " of the finished pieces"))
+    print(coverage_table(spec, report))
+
+
+def _status(args) -> int:
+    """--status: the finished pieces' report, running nothing."""
+    from gen.campaign import CampaignError, campaign_status
+    if not args.resume:
+        raise CommandError("--status needs --resume DIR (the campaign to look at)")
+    try:
+        spec, report = campaign_status(args.resume)
+    except CampaignError as e:
+        raise CommandError(str(e)) from None
+    _writable_file("--json", args.json)
+    c = report["campaign"]
+    print(f"campaign {args.resume}: {spec.programs:,} random programs{' after the directed suite' if spec.directed else ''}, "
+          f"seed {spec.seed}, simulators {', '.join(spec.sims)}: {c['pieces_finished']} of {c['pieces']} pieces "
+          f"finished ({report['programs']:,} programs, {report['cycles']:,} golden cycles)")
+    _print_report(spec, report)
+    if args.json:
+        from gen.campaign import write_atomic
+        write_atomic(args.json, json.dumps(report, indent=2) + "\n")
+        print(f"report written to {args.json}")
+    return 1 if report["mismatches"] else 0
 
 
 def _keep_bundle(spec, path: str) -> None:
@@ -256,6 +284,8 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=None, help="local worker processes (default: one per core)")
     p.add_argument("--resume", metavar="DIR", help="campaign directory: started there if new, continued if not "
                                                    "(finished pieces are not run again)")
+    p.add_argument("--status", action="store_true",
+                   help="with --resume DIR: report the finished pieces and run nothing (safe while it runs)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the pieces on a Dask distributed scheduler (tcp://host:8786); needs "
                         "pip install -e '.[cluster]'")

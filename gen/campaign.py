@@ -28,6 +28,7 @@ same results.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -447,6 +448,22 @@ class CampaignDir:
         write_atomic(self.manifest, json.dumps({"format": FORMAT, "version": VERSION, "spec": spec.to_json()},
                                                indent=2) + "\n")
 
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the campaign's lock: one command runs a campaign at a time."""
+        import fcntl
+        with open(self.root / "lock", "w") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise CampaignError(f"{self.root}: another ga2 fuzz is running this campaign (it holds "
+                                    f"{self.root / 'lock'}); ga2 fuzz --resume {self.root} --status shows "
+                                    f"its progress") from None
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
     def finished(self, tasks: Sequence[PieceTask]) -> dict[str, dict]:
         """The results already saved, by file name (a file that does not parse is ignored: run again)."""
         out = {}
@@ -628,7 +645,26 @@ def run_campaign(spec: CampaignSpec, directory: str | os.PathLike, runner=None, 
             raise CampaignError(f"{directory} holds another campaign: {'; '.join(diff)}")
     else:
         d.create(spec)
-    runner = runner or LocalRunner()
+    with d.locked():
+        return _run(spec, d, runner or LocalRunner(), progress)
+
+
+def campaign_status(directory: str | os.PathLike) -> tuple[CampaignSpec, dict]:
+    """The campaign in ``directory`` and the report of its finished pieces, running nothing
+    (safe while another command runs it)."""
+    d = CampaignDir(directory)
+    if not d.exists():
+        raise CampaignError(f"{directory}: no campaign there (no campaign.json)")
+    spec = d.read_spec()
+    tasks = spec.pieces()
+    saved = d.finished(tasks)
+    rep = report(spec, [saved.get(t.file_name) for t in tasks])
+    rep["campaign"].update(directory=str(d.root), resumed_pieces=len(saved), pieces_run=0, wall_seconds=0.0,
+                           runner="none (status only)")
+    return spec, rep
+
+
+def _run(spec: CampaignSpec, d: CampaignDir, runner, progress) -> dict:
     tasks = spec.pieces()
     saved = d.finished(tasks)
     results = {name: r for name, r in saved.items() if _complete(r)}

@@ -215,6 +215,15 @@ def test_cli_campaign_resume_and_report(tmp_path, capsys):
     assert "12 random programs, seed 6" in capsys.readouterr().out
     assert ga2(["fuzz", "--resume", str(d), "--seed", "7"]) == 1
     assert "--seed 7" in capsys.readouterr().err
+    (d / "pieces" / "piece-000002.json").unlink()
+    assert ga2(["fuzz", "--resume", str(d), "--status"]) == 0      # looks, runs nothing
+    assert "2 of 3 pieces finished (10 programs" in capsys.readouterr().out
+    assert not (d / "pieces" / "piece-000002.json").exists()
+    import fcntl                                                   # one command at a time per campaign
+    with open(d / "lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert ga2(["fuzz", "--resume", str(d), "--jobs", "1"]) == 1
+        assert "another ga2 fuzz is running this campaign" in capsys.readouterr().err
 
 
 def test_scheduler_without_dask_says_what_to_install(monkeypatch, capsys):
