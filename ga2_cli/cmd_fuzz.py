@@ -70,6 +70,7 @@ def cmd_fuzz(args) -> int:
         raise CommandError(f"--shrink-seconds {args.shrink_seconds}: a time cannot be negative")
     _writable_file("--json", args.json)
     _writable_file("--keep-bundle", args.keep_bundle)
+    _writable_file("--plot", args.plot)
     if args.resume:
         parent = os.path.dirname(os.path.abspath(args.resume))
         if not os.path.isdir(parent):
@@ -140,10 +141,7 @@ def cmd_fuzz(args) -> int:
     if args.keep_bundle:
         _keep_bundle(spec, args.keep_bundle)
         print(f"bundle written to {args.keep_bundle}")
-    if args.json:
-        from gen.campaign import write_atomic
-        write_atomic(args.json, json.dumps(report, indent=2) + "\n")
-        print(f"report written to {args.json}")
+    _outputs(args, report)
     if report["mismatches"] or not report["complete"]:
         what = (f"{report['mismatches']} mismatching program(s)" if report["mismatches"]
                 else f"{c['piece_errors']} piece(s) could not run")
@@ -189,16 +187,31 @@ def _status(args) -> int:
     except CampaignError as e:
         raise CommandError(str(e)) from None
     _writable_file("--json", args.json)
+    _writable_file("--plot", args.plot)
     c = report["campaign"]
     print(f"campaign {args.resume}: {spec.programs:,} random programs{' after the directed suite' if spec.directed else ''}, "
           f"seed {spec.seed}, simulators {', '.join(spec.sims)}: {c['pieces_finished']} of {c['pieces']} pieces "
           f"finished ({report['programs']:,} programs, {report['cycles']:,} golden cycles)")
     _print_report(spec, report)
+    _outputs(args, report)
+    return 1 if report["mismatches"] else 0
+
+
+def _outputs(args, report) -> None:
+    from gen.campaign import write_atomic
     if args.json:
-        from gen.campaign import write_atomic
         write_atomic(args.json, json.dumps(report, indent=2) + "\n")
         print(f"report written to {args.json}")
-    return 1 if report["mismatches"] else 0
+    if args.plot:
+        from gen.coverage import plot
+        tmp = f"{args.plot}.tmp.png"
+        plot(report["coverage"], report["results"], tmp,
+             f"{report['programs']:,} random programs (seed {report['seed']}): coverage "
+             f"{report['coverage']['hit']} of {report['coverage']['total_bins']} bins hit, "
+             f"{len(report['coverage']['unreachable'])} unreachable by construction, "
+             f"{len(report['coverage']['empty'])} empty")
+        os.replace(tmp, args.plot)
+        print(f"figure written to {args.plot}")
 
 
 def _keep_bundle(spec, path: str) -> None:
@@ -295,6 +308,7 @@ def register(subparsers) -> None:
                    help="where mismatching programs are kept without --resume (default out/fuzz_mismatches)")
     p.add_argument("--json", metavar="FILE", help="write the report (verdicts, timings, coverage) as JSON")
     p.add_argument("--keep-bundle", metavar="FILE", help="write every program of the campaign as one bundle")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the coverage and the speed per simulator")
     p.set_defaults(func=cmd_fuzz)
 
     p = subparsers.add_parser("bundle", help="make or inspect program bundles")

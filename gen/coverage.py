@@ -273,3 +273,84 @@ def merge(counts: Iterable[Mapping[str, int]]) -> Counter:
     for c in counts:
         total.update(c)
     return total
+
+
+def plot(summary: Mapping, results: Mapping[str, Mapping], path: str, title: str = "") -> None:
+    """The campaign as a PNG: the pair matrix, every operand's min / middle / max counts, the
+    error codes and region ends, and programs per CPU second per simulator.
+
+    ``summary`` is :meth:`CoverageModel.summary`; ``results`` the report's per-simulator entries.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    bins, unreachable = summary["bins"], summary["unreachable"]
+    fig = plt.figure(figsize=(15, 10))
+    grid = fig.add_gridspec(2, 3, width_ratios=[1.1, 1.6, 1.0])
+
+    # pairs: rows first op, columns second op
+    names = [s.mnemonic for s in isa.OPS]
+    rows = [n for n in names if isa.OP_BY_NAME[n].code != HALT_CODE]
+    m = np.array([[bins.get(f"pair {a}>{b}", 0) for b in names] for a in rows], dtype=float)
+    ax = fig.add_subplot(grid[0, 0])
+    ax.imshow(np.log10(m + 1), cmap="viridis")
+    ax.set_xticks(range(len(names)), names, rotation=90)
+    ax.set_yticks(range(len(rows)), rows)
+    for i in range(len(rows)):
+        for j in range(len(names)):
+            ax.text(j, i, f"{int(m[i, j])}" if m[i, j] else "0", ha="center", va="center", fontsize=6,
+                    color="white" if m[i, j] < m.max() / 10 else "black")
+    ax.set_title("consecutive operations (row, then column)")
+
+    # operands: three bars each
+    ax = fig.add_subplot(grid[:, 1])
+    labels = [k for k in summary["ranges"]]
+    for j, level in enumerate(LEVELS):
+        vals, colors = [], []
+        for k in labels:
+            op, operand = k.split(".")
+            key = f"operand {op}.{operand} {level}"
+            vals.append(bins.get(key, 0) if key in bins else 0)
+            colors.append("none" if key not in bins else "lightgrey" if key in unreachable else
+                          "black" if not bins[key] else f"C{j}")
+        ax.barh(np.arange(len(labels)) + (j - 1) * 0.27,
+                [max(v, 0.8) if c != "none" else 0 for v, c in zip(vals, colors)], height=0.27,
+                color=colors, label=level)
+    ax.set_yticks(range(len(labels)), [f"{k} {summary['ranges'][k][0]}..{summary['ranges'][k][1]}"
+                                       for k in labels], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("instructions in the bin (log); grey: unreachable by construction, black: empty")
+    ax.legend(loc="lower right")
+    ax.set_title("each operand at its least / a middle / its largest legal value")
+
+    # error codes and region ends
+    ax = fig.add_subplot(grid[1, 0])
+    keys = [k for k in bins if k.startswith(("error", "region"))]
+    vals = [max(bins[k], 0.8) for k in keys]
+    colors = ["lightgrey" if k in unreachable else "black" if not bins[k] else
+              ("C5" if k.startswith("error") else "C4") for k in keys]
+    ax.barh(range(len(keys)), vals, color=colors)
+    ax.set_yticks(range(len(keys)), [k.split(" ", 1)[1] for k in keys], fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_title("how programs ended; regions at memory ends")
+
+    # speed per simulator
+    ax = fig.add_subplot(grid[:, 2])
+    sims = list(results)
+    per_cpu = [(results[s]["programs_run"] / results[s]["cpu_seconds"]) if results[s].get("cpu_seconds") else 0
+               for s in sims]
+    ax.bar(sims, per_cpu, color=[f"C{i}" for i in range(len(sims))])
+    for i, v in enumerate(per_cpu):
+        ax.text(i, v, f"{v:,.1f}", ha="center", va="bottom")
+    ax.set_yscale("log")
+    ax.set_ylabel("programs per CPU second (one process)")
+    ax.set_title("speed of each simulator")
+    fig.suptitle(title or f"coverage: {summary['hit']} of {summary['total_bins']} bins hit, "
+                 f"{len(unreachable)} unreachable, {len(summary['empty'])} empty")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

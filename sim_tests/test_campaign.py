@@ -205,8 +205,9 @@ def test_bad_options_are_refused_in_one_line_before_any_work(args, capsys, tmp_p
 def test_cli_campaign_resume_and_report(tmp_path, capsys):
     d, js = tmp_path / "camp", tmp_path / "r.json"
     args = ["fuzz", "--programs", "12", "--piece-size", "5", "--seed", "6", "--ext-words", "1024", "--jobs", "1",
-            "--resume", str(d), "--json", str(js)]
+            "--resume", str(d), "--json", str(js), "--plot", str(tmp_path / "c.png")]
     assert ga2(args) == 0
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = capsys.readouterr().out
     rep = json.loads(js.read_text())
     assert rep["programs"] == 12 and rep["campaign"]["pieces"] == 3 and rep["coverage"]["total_bins"] > 0
