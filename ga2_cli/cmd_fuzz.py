@@ -153,8 +153,9 @@ def cmd_fuzz(args) -> int:
     if empty:
         print(f"fuzz: {len(empty)} reachable coverage bin(s) never hit (listed above as EMPTY)")
     if set(spec.sims) == {"golden"}:
+        from gen.simulator import SIMULATORS
         print(f"fuzz: the golden model ran alone ({report['cycles']} cycles): name an RTL simulator "
-              f"(amaranth, icarus, verilator) to compare anything with it")
+              f"({', '.join(n for n in SIMULATORS if n != 'golden')}) to compare anything with it")
     else:
         print(f"fuzz: all simulators agree, {report['cycles']} cycles in total")
     return 0
