@@ -735,7 +735,8 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
         elif errs:
             line = f"ERROR: {errs[0]}"
         else:
-            line = f"INCOMPLETE: {len(results) - len(finished)} of {len(results)} pieces have no result"
+            line = (f"INCOMPLETE: {progs} programs match the golden model so far (memory and all five cycle "
+                    f"counters); {len(results) - len(finished)} of {len(results)} pieces have no result yet")
         per_sim[name] = {"passed": passed, "programs_run": progs, "cycles": cycles,
                          "mismatching_programs": len(mism), "errors": errs[:5],
                          "run_seconds": round(run, 3),
