@@ -147,7 +147,7 @@ def cmd_fuzz(args) -> int:
                 else f"{c['piece_errors']} piece(s) could not run")
         print(f"fuzz: {what}; first: {report['first_mismatch']}", file=sys.stderr)
         if args.resume and not report["complete"]:
-            print(f"fuzz: run the same command again to retry the unfinished pieces", file=sys.stderr)
+            print("fuzz: run the same command again to retry the unfinished pieces", file=sys.stderr)
         return 1
     empty = report["coverage"]["empty"]
     if empty:

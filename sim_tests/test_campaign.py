@@ -15,7 +15,7 @@ from ga2_hdl.bundle import Bundle
 from ga2_hdl.isa import ErrorCode, Instruction, make
 from gen import campaign as cp
 from gen import simulator
-from gen.coverage import CoverageModel, operand_range, raisable_errors
+from gen.coverage import CoverageModel, raisable_errors
 from gen.fuzz import illegal_instruction, random_bundle, random_program
 from gen.sim_golden import GoldenSimulator
 
