@@ -442,6 +442,9 @@ class CampaignDir:
             raise CampaignError(f"--resume {self.root}: exists and is not a directory")
         if not self.root.parent.is_dir():
             raise CampaignError(f"--resume {self.root}: its parent directory {self.root.parent} does not exist")
+        if self.root.is_dir() and any(self.root.iterdir()):
+            raise CampaignError(f"--resume {self.root}: holds other files and no campaign; give a new or empty "
+                                f"directory")
         self.root.mkdir(exist_ok=True)
         self.pieces.mkdir(exist_ok=True)
         write_atomic(self.manifest, json.dumps({"format": FORMAT, "version": VERSION, "spec": spec.to_json()},
