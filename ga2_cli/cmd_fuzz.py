@@ -77,6 +77,10 @@ def cmd_fuzz(args) -> int:
             raise CommandError(f"--resume {args.resume}: the directory {parent} does not exist")
         if os.path.exists(args.resume) and not os.path.isdir(args.resume):
             raise CommandError(f"--resume {args.resume}: exists and is not a directory")
+        if os.path.isdir(args.resume) and os.listdir(args.resume) and \
+                not os.path.exists(os.path.join(args.resume, "campaign.json")):
+            raise CommandError(f"--resume {args.resume}: holds other files and no campaign; give a new or "
+                               f"empty directory")
     try:
         runner = DaskRunner(args.scheduler, args.shrink_seconds) if args.scheduler else \
             LocalRunner(args.jobs, args.shrink_seconds)
