@@ -90,7 +90,8 @@ def test_illegal_programs_raise_every_error_an_instruction_can_raise():
 
 @pytest.mark.slow
 def test_ten_thousand_programs_hit_every_reachable_bin():
-    spec = cp.CampaignSpec(10_000, seed=1, sims=("golden",), piece_size=500)
+    # the programs of the 10,000-program campaign of docs/results.md (the simulators do not change them)
+    spec = cp.CampaignSpec(10_000, seed=1, sims=("golden",))
     rep = cp.report(spec, [cp.run_piece(t) for t in spec.pieces()])
     assert rep["coverage"]["empty"] == [], rep["coverage"]["empty"]
 
