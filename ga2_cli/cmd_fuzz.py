@@ -2,61 +2,148 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import tempfile
+import time
 
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
-from ga2_hdl.safe_io import atomic_write
+from ga2_hdl.safe_io import atomic_write, temporary_sibling
 from gen.simulator import SIMULATORS
 
 from . import options
 from .main import CommandError
 
 
-def _progress(stream):
-    last = {}
+def _spec(args):
+    """The campaign the options ask for; with --resume DIR holding a campaign, options not
+    given come from it, and options given must agree with it."""
+    from gen.campaign import CampaignDir, CampaignSpec
+    from gen.simulator import SimulatorError, parse_sims
 
-    def report(sim: str, done: int, total: int) -> None:
-        step = max(1, total // 10)
-        if done == total or done - last.get(sim, 0) >= step:
-            last[sim] = done
-            print(f"  {sim}: {done}/{total} programs", file=stream, flush=True)
-    return report
+    given = {}
+    if args.sims is not None:
+        try:
+            given["sims"] = tuple(parse_sims(args.sims))
+        except SimulatorError as e:
+            raise CommandError(f"--sims: {e}") from None
+    for name in ("programs", "seed", "ext_words", "max_cycles", "piece_size", "illegal"):
+        if getattr(args, name) is not None:
+            given[name] = getattr(args, name)
+    if args.directed:
+        given["directed"] = True
+    base = None
+    if args.resume and CampaignDir(args.resume).exists():
+        base = CampaignDir(args.resume).read_spec()
+        for name, value in given.items():
+            if getattr(base, name) != value:
+                raise CommandError(f"--{name.replace('_', '-')} {value!r}: the campaign in {args.resume} was "
+                                   f"started with {getattr(base, name)!r} (leave the option out to resume it)")
+        return base
+    defaults = {"programs": 100, "sims": ("golden",)}
+    return CampaignSpec(**{**defaults, **given})
 
 
 def cmd_fuzz(args) -> int:
-    from gen.fuzz import fuzz
-    from gen.simulator import SimulatorError, parse_sims
+    from gen.campaign import CampaignError, DaskRunner, LocalRunner, run_campaign
 
+    if args.status:
+        return _status(args)
+    spec = _spec(args)
     try:
-        sims = parse_sims(args.sims)
-    except SimulatorError as e:
+        spec.validate()
+    except CampaignError as e:
         raise CommandError(str(e)) from None
-    if not sims:
-        raise CommandError("--sims names no simulator")
-    if args.programs < 1:
-        raise CommandError("--programs must be at least 1")
-    print(f"fuzz: {args.programs} random programs{' after the directed suite' if args.directed else ''}, seed {args.seed}, ext_words {args.ext_words}, "
-          f"simulators {', '.join(sims)}", flush=True)
+    if args.shrink_seconds < 0:
+        raise CommandError(f"--shrink-seconds {args.shrink_seconds}: a time cannot be negative")
+    if args.resume:
+        parent = os.path.dirname(os.path.abspath(args.resume))
+        if not os.path.isdir(parent):
+            raise CommandError(f"--resume {args.resume}: the directory {parent} does not exist")
+        if os.path.exists(args.resume) and not os.path.isdir(args.resume):
+            raise CommandError(f"--resume {args.resume}: exists and is not a directory")
+        if os.path.isdir(args.resume) and os.listdir(args.resume) and \
+                not os.path.exists(os.path.join(args.resume, "campaign.json")):
+            raise CommandError(f"--resume {args.resume}: holds other files and no campaign; give a new or "
+                               f"empty directory")
     try:
-        report = fuzz(args.programs, args.seed, sims, ext_words=args.ext_words, max_cycles=args.max_cycles,
-                      bundle_path=args.keep_bundle, directed=args.directed, progress=_progress(sys.stdout))
-    except SimulatorError as e:
+        runner = DaskRunner(args.scheduler, args.shrink_seconds) if args.scheduler else \
+            LocalRunner(args.jobs, args.shrink_seconds)
+    except CampaignError as e:
         raise CommandError(str(e)) from None
-    for name, entry in report["results"].items():
-        print(f"{name}: {entry['line']} ({entry['wall_seconds']} s)")
-        if entry.get("mismatch_program"):
-            print(f"  in program {entry['mismatch_program']!r}")
-    if args.json:
-        atomic_write(args.json, json.dumps(report, indent=2) + "\n")
-        print(f"report written to {args.json}")
+
+    print(f"fuzz: {spec.programs:,} random programs{' after the directed suite' if spec.directed else ''}, "
+          f"seed {spec.seed}, ext_words {spec.ext_words}, max {spec.max_cycles} cycles each, "
+          f"{spec.illegal:g} of them illegal, simulators {', '.join(spec.sims)}", flush=True)
+    print(f"  {spec.random_pieces + spec.directed} piece{'s' if spec.random_pieces + spec.directed != 1 else ''} "
+          f"of up to {spec.piece_size} programs on {runner.describe()}"
+          + (f"; campaign directory {args.resume}" if args.resume else ""), flush=True)
+    last = [0.0]
+
+    def progress(p) -> None:
+        now = time.monotonic()
+        if p.pieces_done == p.pieces_total or p.pieces_total <= 20 or now - last[0] >= 10:
+            last[0] = now
+            print(p.line(), flush=True)
+
+    tmp = None
+    directory = args.resume
+    if directory is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ga2_fuzz_")
+        directory = tmp.name
+    try:
+        try:
+            report = run_campaign(spec, directory, runner, progress=progress)
+        except CampaignError as e:
+            raise CommandError(str(e)) from None
+        except KeyboardInterrupt:
+            if args.resume:
+                print(f"fuzz: interrupted; the finished pieces are kept in {args.resume}: run the same command "
+                      f"(or ga2 fuzz --resume {args.resume}) to go on", file=sys.stderr)
+            else:
+                print("fuzz: interrupted (no --resume DIR: nothing kept)", file=sys.stderr)
+            return 130
+        finally:
+            if args.scheduler:
+                runner.close()
+        kept_dir = None
+        if report["kept"] and tmp is not None:      # keep the mismatching programs out of the temporary directory
+            kept_dir = args.mismatches or os.path.join("out", "fuzz_mismatches")
+            os.makedirs(kept_dir, exist_ok=True)
+            for item in report["kept"]:
+                for key in ("file", "original_file"):
+                    if key in item:
+                        dest = os.path.join(kept_dir, os.path.basename(item[key]))
+                        shutil.copyfile(item[key], dest)
+                        item[key] = dest
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    if tmp is not None:
+        report["campaign"]["directory"] = None
+
+    _print_report(spec, report)
+    c = report["campaign"]
+    print(f"time: {c['wall_seconds']:.1f} s wall for {c['pieces_run']} pieces run now"
+          + (f" ({c['resumed_pieces']} finished before)" if c["resumed_pieces"] else "")
+          + f", {report['programs']:,} programs, {report['cycles']:,} golden cycles")
     if args.keep_bundle:
+        _keep_bundle(spec, args.keep_bundle)
         print(f"bundle written to {args.keep_bundle}")
-    if report["mismatches"]:
-        print(f"fuzz: {report['mismatches']} simulator(s) disagree with the golden model; first: "
-              f"{report['first_mismatch']}", file=sys.stderr)
+    _outputs(args, report)
+    if report["mismatches"] or not report["complete"]:
+        what = (f"{report['mismatches']} mismatching program(s)" if report["mismatches"]
+                else f"{c['piece_errors']} piece(s) could not run")
+        print(f"fuzz: {what}; first: {report['first_mismatch']}", file=sys.stderr)
+        if args.resume and not report["complete"]:
+            print("fuzz: run the same command again to retry the unfinished pieces", file=sys.stderr)
         return 1
-    if set(sims) == {"golden"}:
+    empty = report["coverage"]["empty"]
+    if empty:
+        print(f"fuzz: {len(empty)} reachable coverage bin(s) never hit (listed above as EMPTY)")
+    if set(spec.sims) == {"golden"}:
         print(f"fuzz: the golden model ran alone ({report['cycles']} cycles): name an RTL simulator "
               f"({', '.join(n for n in SIMULATORS if n != 'golden')}) to compare anything with it")
     else:
@@ -73,6 +160,70 @@ def generated(make, *args):
         raise CommandError(f"--ext-words: {e}") from None
 
 
+def _print_report(spec, report) -> None:
+    from gen.campaign import coverage_table, results_table
+    print("results per simulator")
+    print(results_table(report))
+    for name, entry in report["results"].items():
+        print(f"{name}: {entry['line']}")
+        if entry.get("mismatch_program"):
+            print(f"  in program {entry['mismatch_program']!r}")
+    for item in report["kept"]:
+        where = item.get("file") or item.get("original_file")
+        size = (f"shrunk from {item['instructions']} to {item['shrunk_instructions']} instructions"
+                if "shrunk_instructions" in item else f"not shrunk ({item.get('shrink_error')})")
+        print(f"  kept: {item['simulator']} program {item['program']} ({size}): {where}")
+    print("functional coverage of the random programs" + ("" if report["complete"] else " of the finished pieces"))
+    print(coverage_table(spec, report))
+
+
+def _status(args) -> int:
+    """--status: the finished pieces' report, running nothing."""
+    from gen.campaign import CampaignError, campaign_status
+    if not args.resume:
+        raise CommandError("--status needs --resume DIR (the campaign to look at)")
+    try:
+        spec, report = campaign_status(args.resume)
+    except CampaignError as e:
+        raise CommandError(str(e)) from None
+    c = report["campaign"]
+    print(f"campaign {args.resume}: {spec.programs:,} random programs{' after the directed suite' if spec.directed else ''}, "
+          f"seed {spec.seed}, simulators {', '.join(spec.sims)}: {c['pieces_finished']} of {c['pieces']} pieces "
+          f"finished ({report['programs']:,} programs, {report['cycles']:,} golden cycles)")
+    _print_report(spec, report)
+    _outputs(args, report)
+    return 1 if report["mismatches"] else 0
+
+
+def _outputs(args, report) -> None:
+    if args.json:
+        atomic_write(args.json, json.dumps(report, indent=2) + "\n")
+        print(f"report written to {args.json}")
+    if args.plot:
+        from gen.coverage import plot
+        tmp = temporary_sibling(args.plot, ".png")
+        try:
+            plot(report["coverage"], report["results"], tmp,
+                 f"{report['programs']:,} random programs (seed {report['seed']}): coverage "
+                 f"{report['coverage']['hit']} of {report['coverage']['total_bins']} bins hit, "
+                 f"{len(report['coverage']['unreachable'])} unreachable by construction, "
+                 f"{len(report['coverage']['empty'])} empty")
+            os.replace(tmp, args.plot)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        print(f"figure written to {args.plot}")
+
+
+def _keep_bundle(spec, path: str) -> None:
+    """Every program of the campaign in one bundle file (made again: pieces are deterministic)."""
+    programs = []
+    for task in spec.pieces():
+        programs += task.bundle().programs
+    Bundle(spec.ext_words, programs).write(path)
+
+
 def cmd_bundle_directed(args) -> int:
     from gen.fuzz import directed_suite
     bundle = Bundle.from_programs(generated(directed_suite, args.ext_words), args.ext_words)
@@ -82,8 +233,14 @@ def cmd_bundle_directed(args) -> int:
 
 
 def cmd_bundle_fuzz(args) -> int:
+    from gen.campaign import CampaignError, CampaignSpec
     from gen.fuzz import random_bundle
-    bundle = generated(random_bundle, args.programs, args.seed, args.ext_words, args.max_cycles)
+    try:   # the same rules as ga2 fuzz (beyond the option types), checked before any work
+        CampaignSpec(args.programs, args.seed, ("golden",), args.ext_words, args.max_cycles,
+                     illegal=args.illegal).validate()
+    except CampaignError as e:
+        raise CommandError(str(e)) from None
+    bundle = generated(random_bundle, args.programs, args.seed, args.ext_words, args.max_cycles, args.illegal)
     bundle.write(args.output)
     print(f"{args.output}: {len(bundle.programs)} random programs (seed {args.seed}), "
           f"{bundle.total_cycles} cycles")
@@ -121,18 +278,44 @@ def cmd_bundle_info(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("fuzz", help="random valid programs replayed in simulators, compared with the golden model")
-    p.add_argument("--programs", type=options.positive, default=100,
-                   help="number of random programs (default 100)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--sims", default="golden", help=f"comma-separated simulators: {', '.join(SIMULATORS)}")
-    p.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT)
-    p.add_argument("--max-cycles", type=options.max_cycles, default=3000,
+    from gen.campaign import DEFAULT_ILLEGAL, DEFAULT_PIECE_SIZE, DEFAULT_SHRINK_SECONDS
+    p = subparsers.add_parser("fuzz", help="random programs replayed in simulators, compared with the golden "
+                                           "model, in resumable pieces, with functional coverage")
+    # no defaults here: with --resume DIR the options not given come from the campaign (see _spec)
+    p.add_argument("--programs", type=options.positive, default=None, help="number of random programs (default 100)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default 1)")
+    p.add_argument("--sims", default=None, help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
+                                                f"(default golden)")
+    p.add_argument("--ext-words", type=options.fuzz_ext_words, default=None,
+                   help=f"external memory words (default {isa.EXT_WORDS_DEFAULT})")
+    p.add_argument("--max-cycles", type=options.max_cycles, default=None,
                    help="cycle budget of each program (default 3000)")
+    p.add_argument("--illegal", type=float, default=None,
+                   help=f"fraction of programs that end in a fault, one per error code at random "
+                        f"(default {DEFAULT_ILLEGAL})")
     p.add_argument("--directed", action="store_true", help="replay the directed corner-case suite first")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the report as JSON")
+    p.add_argument("--piece-size", type=options.positive, default=None,
+                   help=f"programs per piece, the unit of work, of resuming and of distribution "
+                        f"(default {DEFAULT_PIECE_SIZE})")
+    p.add_argument("--jobs", type=options.positive, default=None,
+                   help="local worker processes (default: one per core)")
+    p.add_argument("--resume", metavar="DIR", help="campaign directory: started there if new, continued if not "
+                                                   "(finished pieces are not run again)")
+    p.add_argument("--status", action="store_true",
+                   help="with --resume DIR: report the finished pieces and run nothing (safe while it runs)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the pieces on a Dask distributed scheduler (tcp://host:8786); needs "
+                        "pip install -e '.[cluster]'")
+    p.add_argument("--shrink-seconds", type=float, default=DEFAULT_SHRINK_SECONDS,
+                   help=f"time to shrink each mismatching program (default {DEFAULT_SHRINK_SECONDS:g})")
+    p.add_argument("--mismatches", metavar="DIR", type=options.output_dir,
+                   help="where mismatching programs are kept without --resume (default out/fuzz_mismatches)")
+    p.add_argument("--json", metavar="FILE", type=options.output_file,
+                   help="write the report (verdicts, timings, coverage) as JSON")
     p.add_argument("--keep-bundle", metavar="FILE", type=options.output_file,
-                   help="write the generated bundle (to replay a mismatch)")
+                   help="write every program of the campaign as one bundle")
+    p.add_argument("--plot", metavar="FILE.png", type=options.output_file,
+                   help="draw the coverage and the speed per simulator")
     p.set_defaults(func=cmd_fuzz)
 
     p = subparsers.add_parser("bundle", help="make or inspect program bundles")
@@ -141,11 +324,14 @@ def register(subparsers) -> None:
     q.add_argument("-o", "--output", required=True, type=options.output_file)
     q.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT)
     q.set_defaults(func=cmd_bundle_directed)
-    q = sub.add_parser("fuzz", help="random valid programs as a bundle")
+    q = sub.add_parser("fuzz", help="random programs as a bundle (the first piece of ga2 fuzz with the same "
+                                    "options)")
     q.add_argument("--programs", type=options.positive, default=100)
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT)
     q.add_argument("--max-cycles", type=options.max_cycles, default=3000)
+    q.add_argument("--illegal", type=float, default=DEFAULT_ILLEGAL,
+                   help=f"fraction of programs that end in a fault (default {DEFAULT_ILLEGAL})")
     q.add_argument("-o", "--output", required=True, type=options.output_file)
     q.set_defaults(func=cmd_bundle_fuzz)
     q = sub.add_parser("make", help="a bundle from program files: PROG[:MEM] ...")

@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import functools
 import random
 import time
 from typing import Callable, Sequence
@@ -24,6 +25,7 @@ from ga2_hdl.bundle import Bundle
 from ga2_hdl.isa import ErrorCode, Instruction, make
 
 SPAD = isa.SPAD_WORDS
+STRIDE_MAX = (1 << isa.OP_BY_NAME["MM"].operand("lda").bits) - 1
 DEFAULT_MAX_CYCLES = 3000
 Region = tuple[int, int]          # (start, length)
 
@@ -58,10 +60,34 @@ def _disjoint(a: Region, b: Region) -> bool:
     return a[0] + a[1] <= b[0] or b[0] + b[1] <= a[0]
 
 
-def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit: int = SPAD) -> int | None:
-    """A random start for ``length`` words inside 0..limit-1, disjoint from every region in ``avoid``."""
+#: how often a value the generator draws is put at an end of its legal range instead (so that
+#: every operand's least and largest value, and regions touching the ends of both memories,
+#: occur in a campaign; gen/coverage.py counts them)
+EDGE = 0.08
+
+
+def _pick(rng: random.Random, lo: int, hi: int, edge: float = EDGE) -> int:
+    """A value in lo..hi: an end of the range with probability ``edge``, else uniform."""
+    r = rng.random()
+    if r < edge / 2:
+        return lo
+    if r < edge:
+        return hi
+    return rng.randint(lo, hi)
+
+
+def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit: int = SPAD,
+                edge: float = EDGE) -> int | None:
+    """A random start for ``length`` words inside 0..limit-1, disjoint from every region in ``avoid``
+    (at one end of the memory with probability ``edge``, when that end is free)."""
     if length > limit:
         return None
+    if rng.random() < edge:
+        ends = [0, limit - length]
+        rng.shuffle(ends)
+        for s in ends:
+            if all(_disjoint((s, length), r) for r in avoid):
+                return s
     for _ in range(64):
         s = rng.randrange(0, limit - length + 1)
         if all(_disjoint((s, length), r) for r in avoid):
@@ -70,7 +96,10 @@ def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit:
 
 
 def _source_start(rng: random.Random, span: int, filled: Sequence[Region]) -> int:
-    """A start for a source of ``span`` words, usually where loaded or computed data lies."""
+    """A start for a source of ``span`` words, usually where loaded or computed data lies,
+    sometimes at an end of the scratchpad."""
+    if rng.random() < EDGE:
+        return rng.choice([0, SPAD - span])
     if filled and rng.random() < 0.92:
         r = rng.choice(filled)
         # mostly inside the region, sometimes running past its end
@@ -120,14 +149,14 @@ class _Builder:
     # -- compute operations
     def mm(self) -> bool:
         rng = self.rng
-        M, N = rng.choice([rng.randint(1, 4), 4]), rng.choice([rng.randint(1, 4), 4])
+        M, N = rng.choice([rng.randint(1, 4), 4, 1]), rng.choice([rng.randint(1, 4), 4, 1])
         K = rng.choice([rng.randint(1, 8), rng.randint(1, 64), 64, 1])
         tb = rng.randint(0, 1)
 
         def stride(rows: int, natural: int) -> int:
             # rows == 1: the stride is never used, so any 12-bit value is legal
             if rows == 1 and rng.random() < 0.3:
-                return rng.getrandbits(12)
+                return _pick(rng, 0, STRIDE_MAX, 0.3)
             pick = rng.random()
             if pick < 0.5:
                 return natural
@@ -138,7 +167,7 @@ class _Builder:
         lda = stride(M, K)
         ldb = stride(N, K) if tb else stride(K, N)
         # C rows must not share words (the ISA leaves no order among them to rely on)
-        ldc = rng.getrandbits(12) if M == 1 and rng.random() < 0.3 else N + rng.choice([0, 0, 1, 3])
+        ldc = _pick(rng, 0, STRIDE_MAX, 0.3) if M == 1 and rng.random() < 0.3 else N + rng.choice([0, 0, 1, 3])
         a_span = (M - 1) * lda + K
         b_span = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
         c_span = (M - 1) * ldc + N if M > 1 else N
@@ -161,8 +190,8 @@ class _Builder:
         if dst is None:
             return False
         if op == "RQ":
-            m = rng.randrange(1 << 23, 1 << 24) if rng.random() < 0.85 else rng.getrandbits(24)
-            s = rng.randint(16, 44) if rng.random() < 0.8 else rng.randint(0, 63)
+            m = rng.randrange(1 << 23, 1 << 24) if rng.random() < 0.85 else _pick(rng, 0, (1 << 24) - 1, 0.3)
+            s = rng.randint(16, 44) if rng.random() < 0.8 else _pick(rng, 0, 63, 0.3)
             ins = make("RQ", dst=dst, src=src, len=n, m=m, s=s, relu=rng.randint(0, 1))
         else:
             ins = make(op, dst=dst, src=src, len=n)
@@ -231,51 +260,158 @@ class _Builder:
         return True
 
 
-def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *,
-                   max_cycles: int = DEFAULT_MAX_CYCLES) -> tuple[list[Instruction], list[int]]:
-    """One valid random program and its external-memory image (``ext_words`` words).
+def min_max_cycles(illegal: float = 0.0) -> int:
+    """The least cycle budget a random program fits in: its HALT (and a faulting instruction,
+    when programs may be illegal)."""
+    return isa.FETCH_ISSUE_CYCLES * (2 if illegal > 0 else 1)
 
-    Loads come first, then 2..10 compute operations (any of MM, RQ, SM, VADD,
-    AMAX, and sometimes a store-and-reload), then one store per result.  The
-    program takes at most ``max_cycles`` cycles.
+
+def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *,
+                   max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0) -> tuple[list[Instruction], list[int]]:
+    """One random program and its external-memory image (``ext_words`` words).
+
+    Loads come first, then 2..10 actions (any of MM, RQ, SM, VADD, AMAX, and
+    sometimes another load, an early store of a result, or a store-and-reload),
+    then one store per result; sometimes one more operation whose result is
+    never stored comes last.  The program takes at most ``max_cycles`` cycles.
+
+    The program is valid, except with probability ``illegal``: then one
+    instruction raising a random error code (of those an instruction can
+    raise, :func:`gen.coverage.raisable_errors`) is put somewhere after the
+    loads (half the time after the stores), and the rest of the program is the
+    work the fault must prevent.
     """
     if ext_words < 16:
         raise ValueError(f"random programs need an external memory of at least 16 words, not {ext_words}")
-    b = _Builder(rng, ext_words, max_cycles)
+    if not 0.0 <= illegal <= 1.0:
+        raise ValueError(f"illegal={illegal}: a probability lies in 0..1")
+    if max_cycles < min_max_cycles(illegal):
+        raise ValueError(f"max_cycles={max_cycles}: a random program needs at least {min_max_cycles(illegal)} cycles")
+    fault = illegal > 0 and rng.random() < illegal
+    b = _Builder(rng, ext_words, max_cycles - (isa.FETCH_ISSUE_CYCLES if fault else 0))
 
-    # Input data somewhere in external memory.
+    # Input data somewhere in external memory (sometimes at one of its ends).
     n_in = rng.randint(8, min(320, ext_words // 2))
-    in_base = rng.randrange(0, ext_words - n_in + 1)
+    in_base = _pick(rng, 0, ext_words - n_in)
     ext = [0] * ext_words
     for i in range(n_in):
         ext[in_base + i] = random_word(rng)
 
-    # Loads: pieces of the input (sometimes reaching past it into zeros) to random scratchpad places.
-    for _ in range(rng.randint(1, 4)):
-        n = rng.randint(1, min(n_in, 160))
-        src = rng.randrange(in_base, in_base + n_in)
-        src = min(src, ext_words - n)
-        dst = _free_start(rng, n, b.filled) if rng.random() < 0.8 else rng.randrange(0, SPAD - n + 1)
+    def load(reserve: int) -> None:
+        """A piece of the input (sometimes reaching past it into zeros) to a random scratchpad place."""
+        r = rng.random()            # a length of 1, the longest both memories allow, or typical
+        n = 1 if r < EDGE / 2 else min(ext_words, SPAD) if r < EDGE else rng.randint(1, min(n_in, 160))
+        if rng.random() < EDGE:     # at an end of external memory (zeros outside the input are data too)
+            src = rng.choice([0, ext_words - n])
+        else:
+            src = min(rng.randrange(in_base, in_base + n_in), ext_words - n)
+        dst = _free_start(rng, n, b.filled) if rng.random() < 0.8 else _pick(rng, 0, SPAD - n)
         if dst is None:
-            continue
+            return
         ins = make("LD", dst=dst, src=src, len=n)
-        if b.fits(ins, 400):
+        if b.fits(ins, reserve):
             b.emit(ins)
             b.filled.append((dst, n))
 
+    def store(start: int, n: int) -> Instruction:
+        n = min(n, ext_words)           # a tiny external memory sees the start of a long result
+        return make("ST", src=start, dst=_pick(rng, 0, ext_words - n), len=n)
+
+    def store_early() -> None:
+        if not b.results:
+            return
+        k = rng.randrange(len(b.results))
+        start, n = b.results.pop(k)
+        st = store(start, n)
+        if b.fits(st, b.store_reserve()):
+            b.emit(st)
+        else:
+            b.results.insert(k, (start, n))
+
+    for _ in range(rng.randint(1, 4)):
+        load(400)
+    loaded = len(b.code)
+
     ops = [b.mm, b.rq, b.sm, b.vadd, b.amax]
     for _ in range(rng.randint(2, 10)):
-        op = b.round_trip if rng.random() < 0.08 else rng.choice(ops)
-        op()
+        pick = rng.random()
+        if pick < 0.08:
+            b.round_trip()
+        elif pick < 0.16:
+            load(b.store_reserve())
+        elif pick < 0.24:
+            store_early()
+        else:
+            rng.choice(ops)()
 
     # Stores: every result to a random place in external memory.
     for start, n in b.results:
-        n = min(n, ext_words)           # a tiny external memory sees the start of a long result
-        dst = rng.randrange(0, ext_words - n + 1)
-        b.emit(make("ST", src=start, dst=dst, len=n))
+        b.emit(store(start, n))
+    b.results = []
+    # Sometimes one more operation, whose result stays in the scratchpad: only the counters see it.
+    if rng.random() < 0.12:
+        rng.choice(ops + [lambda: load(0)])()
+    if fault:
+        at = len(b.code) if rng.random() < 0.5 else rng.randint(min(loaded, len(b.code)), len(b.code))
+        target = rng.choice(sorted(raisable_errors(ext_words) - {ErrorCode.OK}))
+        bad = illegal_instruction(rng, target, ext_words, b.code)
+        if bad is not None:
+            b.code.insert(at, bad)
+            if at == len(b.code) - 1 and b.code[:at]:        # work after the fault that must not happen
+                b.code.append(rng.choice(b.code[:at]))
     b.code.append(isa.HALT)
-    assert b.cycles <= max_cycles and len(b.code) <= isa.IMEM_WORDS
+    assert len(b.code) <= isa.IMEM_WORDS
+    assert b.cycles <= max_cycles
     return b.code, ext
+
+
+@functools.lru_cache(maxsize=None)
+def raisable_errors(ext_words: int) -> frozenset[ErrorCode]:
+    from .coverage import raisable_errors as probe
+    return frozenset(probe(ext_words))
+
+
+def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
+                        pool: Sequence[Instruction] = ()) -> Instruction | None:
+    """An instruction that raises ``code`` at issue, or None if 200 tries find none.
+
+    An undefined op code with junk in every field for BAD_OPCODE; otherwise a
+    legal instruction (one of ``pool``, or an operation at its least legal
+    operands) with one or two operands changed to a value near an end of
+    their field or of a memory, or next to another operand's value, until
+    :func:`isa.check` says ``code``.
+    """
+    if code == ErrorCode.BAD_OPCODE:
+        undefined = [op for op in range(isa.FIELD["op"].mask + 1) if op not in isa.OP_BY_CODE]
+        return Instruction(rng.choice(undefined), **{f: rng.getrandbits(isa.FIELD[f].width)
+                                                     for f in isa.OPERAND_FIELDS})
+    from .coverage import legal_base
+    candidates = [ins for ins in pool if ins.op in isa.OP_BY_CODE and ins.spec.operands]
+    candidates += [make(spec.mnemonic, **legal_base(spec, ext_words)) for spec in isa.OPS if spec.operands]
+    for _ in range(200):
+        ins = rng.choice(candidates)
+        spec = ins.spec
+        values = ins.operands()
+        names = {o.name for o in spec.operands}
+        starts = [r for r in spec.regions(ins) if r.memory == "spad" and r.role in names]
+        if spec.disjoint_or_same and len(starts) > 1 and rng.random() < 0.5:
+            # one region moved to start inside another: the overlap rule
+            a, b = rng.sample(starts, 2)
+            for length in spec.lengths:
+                values[length] = max(values[length], rng.randint(2, 16))
+            values[b.role] = values[a.role] + rng.randint(1, max(1, values[spec.lengths[0]] - 1)) \
+                if spec.lengths else values[a.role] + 1
+        for _ in range(rng.choice([1, 1, 2])):
+            o = rng.choice(spec.operands)
+            top = (1 << o.bits) - 1
+            near = rng.choice([values[p.name] for p in spec.operands])
+            v = rng.choice([0, top, rng.randint(0, top), near + rng.randint(-3, 3),
+                            SPAD - rng.randint(0, 3), ext_words - rng.randint(0, 3)])
+            values[o.name] = min(max(v, 0), top)
+        bad = make(spec.mnemonic, **{o.name: min(values[o.name], (1 << o.bits) - 1) for o in spec.operands})
+        if isa.check(bad, ext_words)[0] == code:
+            return bad
+    return None
 
 
 # ----------------------------------------------------------------------------- directed programs
@@ -462,11 +598,12 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
 # ----------------------------------------------------------------------------- the fuzz loop
 
 def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
-                  max_cycles: int = DEFAULT_MAX_CYCLES) -> Bundle:
+                  max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0) -> Bundle:
+    """``n`` random programs from ``random.Random(seed)`` (expected results from the golden model)."""
     rng = random.Random(seed)
     items = []
     for i in range(n):
-        code, ext = random_program(rng, ext_words, max_cycles=max_cycles)
+        code, ext = random_program(rng, ext_words, max_cycles=max_cycles, illegal=illegal)
         items.append((f"random seed={seed} #{i}", code, ext))
     return Bundle.from_programs(items, ext_words)
 
