@@ -9,7 +9,7 @@ collection on the parser as ``targets``; see :func:`mutate_targets`.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 
 
@@ -29,12 +29,20 @@ def mutate_targets(subparsers) -> argparse._SubParsersAction:
     return targets
 
 
-def write_mutation_json(path: str, unbroken: bool, problem, verdicts) -> None:
-    """The JSON every `ga2 mutate` target writes: the unbroken verdict and one entry per mutant."""
-    with open(path, "w") as f:
-        json.dump({"unbroken_passes": unbroken, "unbroken_problem": problem,
-                   "mutants": [v.as_dict() for v in verdicts]}, f, indent=2)
-        f.write("\n")
+def write_mutation_json(path: str, unbroken: bool, problem, results, **extra) -> None:
+    """The JSON every `ga2 mutate` target writes (ga2_hdl.mutation.report), atomically: the unbroken
+    verdict, the totals and one entry per mutant."""
+    from ga2_hdl import mutation
+    mutation.write_json(path, mutation.report(results, unbroken_passes=unbroken, unbroken_problem=problem,
+                                              **extra))
+
+
+def check_json_path(path: str | None) -> None:
+    """Refuse a --json FILE whose directory does not exist before any work starts."""
+    if path is not None:
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise ValueError(f"--json {path}: the directory {directory} does not exist")
 
 
 def register(subparsers) -> None:
@@ -54,13 +62,16 @@ def _mutate_spec(args) -> int:
 
     if args.jobs < 1:
         raise ValueError("--jobs must be at least 1")
+    if args.timeout <= 0:
+        raise ValueError("--timeout must be positive")
+    check_json_path(args.json)
     print("NOTE: this deliberately breaks copies of spec/. 'caught' is EXPECTED: it shows the checks "
           "notice the mistake.", flush=True)
     done = []
 
     def progress(verdict):
         done.append(verdict)
-        print(f"  [{len(done)}/{len(MUTANTS)}] {verdict.name}: {verdict.status} ({verdict.seconds:.0f} s)",
+        print(f"  [{len(done)}/{len(MUTANTS)}] {verdict.mutant.name}: {verdict.status} ({verdict.seconds:.0f} s)",
               file=sys.stderr, flush=True)
 
     unbroken, problem, verdicts = run_mutants(jobs=args.jobs, timeout=args.timeout, progress=progress)
@@ -68,10 +79,10 @@ def _mutate_spec(args) -> int:
     if not unbroken:
         print(f"  first problem of the unbroken version: {problem}")
     for v in verdicts:
-        print(f"{v.name}: {v.status}")
-        print(f"    {v.how}")
+        print(f"{v.mutant.name}: {v.status}")
+        print(f"    {(v.caught_by + ': ') if v.caught_by else ''}{v.detail}")
     caught = sum(v.status == "caught" for v in verdicts)
-    timed_out = sum(v.status == "TIMEOUT" for v in verdicts)
+    timed_out = sum(v.status == "timeout" for v in verdicts)
     if unbroken:
         print(f"\nspeculative decoding: {caught} of {len(MUTANTS)} broken versions caught")
         if timed_out:
