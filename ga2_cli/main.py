@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "ga2_cli.cmd_verilog",    # verilog
     "ga2_cli.cmd_compiler",   # mutate compiler
     "ga2_cli.cmd_spec",       # mutate spec
+    "ga2_cli.cmd_mutate",     # mutate rtl
     "ga2_cli.cmd_ch16",       # ch16, example a|b
 )
 

@@ -1,68 +1,143 @@
-"""Test harness for units with the GA-2 unit control contract.
+"""The one test harness for every execution unit (DMA, matrix unit, vector engines): one contract.
 
-:class:`SpadHarness` puts a unit next to a real scratchpad: a
-``lib.memory.Memory`` of SPAD_WORDS x 32 bits with one synchronous read port
-and one write port, wired to the unit's ``spad`` master port, and forwards the
-unit's ``start``, ``ins`` and ``done``.
+:class:`SpadHarness` puts a unit next to the real scratchpad
+(:class:`ga2_hdl.sram.Scratchpad`, with the unit's ``spad`` master port as its
+only master) and, for the DMA, the external-memory model of docs/chip.md; it
+forwards the unit's ``start``, ``ins`` and ``done``.
 
-:func:`run_program` preloads memory from the testbench, issues instructions
-one at a time as the sequencer would (start for one cycle, ins held until
-done, idle gaps between), and checks the contract on every cycle:
+:func:`run_jobs` issues instructions one at a time as the sequencer does
+(``start`` for one cycle, ``ins`` held until ``done``, idle gaps between, the
+instruction word cleared once ``done`` has been seen) and checks the unit
+control contract on every cycle:
 
-* ``done`` is high exactly once, in cycle t + W (t = the start cycle);
+* ``done`` is high exactly once, in cycle t + W (t = the start cycle), and
+  never later than the ISA's busy time ``ins.busy()`` (the run stops there, so a
+  unit that never answers fails at once instead of after a long wait);
 * the unit touches the scratchpad only in its busy cycles t+1 .. t+W, and
   drives rd_en = wr_en = 0 in the start cycle and while idle;
-* it never reads and writes the same address in the same cycle.
+* it never reads and writes the same address in the same cycle;
+* the scratchpad never sees two masters at once (its ``conflict`` flag).
 
-It returns the final memory and the measured W of every instruction.
+:func:`run_program` is the same for a list of instructions on a preloaded
+scratchpad, returning the final scratchpad and the measured W of each;
+:class:`UnitBench` is the same with per-instruction ``before``/``after``
+callbacks that prepare and check memory from the testbench.
 """
 
 from typing import Callable, Mapping, Sequence
 
 from amaranth.hdl import Module
-from amaranth.lib import memory, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from ga2_hdl import isa
 from ga2_hdl.layout import INSTRUCTION
+from ga2_hdl.sram import Scratchpad
 
 IDLE_CYCLES_AFTER = 3          # cycles watched after done (the unit must stay quiet)
-MAX_CYCLES = 200_000
 
 
 class SpadHarness(wiring.Component):
+    """A unit with the real scratchpad (and, with ``ext_words``, the external-memory model)."""
+
     start: In(1)
     ins: In(INSTRUCTION)
     done: Out(1)
 
-    def __init__(self, unit: wiring.Component):
+    def __init__(self, unit: wiring.Component, *, ext_words: int = 0, spad_init=()):
         super().__init__()
         self.unit = unit
-        self.mem = memory.Memory(shape=isa.WORD_BITS, depth=isa.SPAD_WORDS, init=[])
+        self.spad = Scratchpad({"unit": unit.spad}, init=spad_init)
+        self.mem = self.spad.memory
+        self.ext = None
+        if ext_words:
+            from gen.extmem import ExternalMemoryModel
+            self.ext = ExternalMemoryModel(unit, ext_words)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.unit = unit = self.unit
-        m.submodules.mem = self.mem
-        rd = self.mem.read_port()           # synchronous: address in t, data in t+1
-        wr = self.mem.write_port()
+        m.submodules.spad = self.spad
+        if self.ext is not None:
+            m.submodules.ext = self.ext
         m.d.comb += [
             unit.start.eq(self.start),
             unit.ins.eq(self.ins),
             self.done.eq(unit.done),
-            rd.en.eq(unit.spad.rd_en),
-            rd.addr.eq(unit.spad.rd_addr),
-            unit.spad.rd_data.eq(rd.data),
-            wr.en.eq(unit.spad.wr_en),
-            wr.addr.eq(unit.spad.wr_addr),
-            wr.data.eq(unit.spad.wr_data),
         ]
         return m
 
 
 class ContractError(AssertionError):
     pass
+
+
+Job = tuple  # (isa.Instruction, before or None, after or None)
+
+
+def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
+             setup: Callable | None = None, finish: Callable | None = None) -> list[int]:
+    """Run ``jobs`` = [(instruction, before(ctx, harness), after(ctx, harness, W))] in one simulation,
+    checking the contract every cycle; returns the measured W of each instruction."""
+    spad = harness.unit.spad
+    busy_times: list[int] = []
+
+    async def bench(ctx):
+        if setup:
+            setup(ctx)
+
+        def watch(cycle: int, busy: bool, ins: isa.Instruction):
+            rd_en, wr_en = ctx.get(spad.rd_en), ctx.get(spad.wr_en)
+            if not busy and (rd_en or wr_en):
+                raise ContractError(f"{ins}: scratchpad {'read' if rd_en else 'write'} in cycle t+{cycle}, "
+                                    f"outside the busy cycles")
+            if rd_en and wr_en and ctx.get(spad.rd_addr) == ctx.get(spad.wr_addr):
+                raise ContractError(f"{ins}: read and write of address {ctx.get(spad.rd_addr)} "
+                                    f"in the same cycle t+{cycle}")
+            if ctx.get(harness.spad.conflict):
+                raise ContractError(f"{ins}: two scratchpad masters in cycle t+{cycle}")
+
+        for _ in range(gap):
+            await ctx.tick()
+        for ins, before, after in jobs:
+            if before:
+                before(ctx, harness)
+            limit = ins.busy()
+            ctx.set(harness.ins.as_value(), ins.encode())
+            ctx.set(harness.start, 1)
+            if ctx.get(harness.done):
+                raise ContractError(f"{ins}: done in the start cycle")
+            watch(0, False, ins)
+            await ctx.tick()
+            ctx.set(harness.start, 0)
+            cycle = 1
+            while True:
+                watch(cycle, True, ins)
+                if ctx.get(harness.done):
+                    break
+                if cycle >= limit:
+                    raise ContractError(f"{ins}: no done by cycle t+{limit} (the ISA's busy time {limit})")
+                await ctx.tick()
+                cycle += 1
+            busy_times.append(cycle)
+            for k in range(1, IDLE_CYCLES_AFTER + gap + 1):
+                await ctx.tick()
+                # once done, the instruction word may change (the chip fetches the next one)
+                ctx.set(harness.ins.as_value(), 0)
+                if ctx.get(harness.done):
+                    raise ContractError(f"{ins}: done high again in cycle t+{cycle + k}")
+                watch(cycle + k, False, ins)
+            if after:
+                after(ctx, harness, cycle)
+        if finish:
+            finish(ctx)
+
+    sim = Simulator(harness)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return busy_times
 
 
 def run_program(make_unit: Callable[[], wiring.Component],
@@ -76,55 +151,49 @@ def run_program(make_unit: Callable[[], wiring.Component],
     instruction]).
     """
     harness = SpadHarness(make_unit())
-    spad = harness.unit.spad
-    busy_times: list[int] = []
     final: list[int] = []
     items = image.items() if isinstance(image, Mapping) else enumerate(image)
 
-    async def bench(ctx):
+    def setup(ctx):
         for addr, word in items:
             ctx.set(harness.mem.data[addr], word & isa.WORD_MASK)
 
-        def watch(cycle: int, busy: bool, ins: isa.Instruction):
-            rd_en, wr_en = ctx.get(spad.rd_en), ctx.get(spad.wr_en)
-            if not busy and (rd_en or wr_en):
-                raise ContractError(f"{ins}: scratchpad {'read' if rd_en else 'write'} in cycle t+{cycle}, "
-                                    f"outside the busy cycles")
-            if rd_en and wr_en and ctx.get(spad.rd_addr) == ctx.get(spad.wr_addr):
-                raise ContractError(f"{ins}: read and write of address {ctx.get(spad.rd_addr)} "
-                                    f"in the same cycle t+{cycle}")
-
-        for _ in range(gap):
-            await ctx.tick()
-        for ins in instructions:
-            ctx.set(harness.ins.as_value(), ins.encode())
-            ctx.set(harness.start, 1)
-            if ctx.get(harness.done):
-                raise ContractError(f"{ins}: done in the start cycle")
-            watch(0, False, ins)
-            await ctx.tick()
-            ctx.set(harness.start, 0)
-            cycle = 1
-            while True:
-                watch(cycle, True, ins)
-                if ctx.get(harness.done):
-                    break
-                await ctx.tick()
-                cycle += 1
-                if cycle > MAX_CYCLES:
-                    raise ContractError(f"{ins}: no done after {MAX_CYCLES} cycles")
-            busy_times.append(cycle)
-            for k in range(1, IDLE_CYCLES_AFTER + gap + 1):
-                await ctx.tick()
-                # once done, the instruction word may change (the chip fetches the next one)
-                ctx.set(harness.ins.as_value(), 0)
-                if ctx.get(harness.done):
-                    raise ContractError(f"{ins}: done high again in cycle t+{cycle + k}")
-                watch(cycle + k, False, ins)
+    def finish(ctx):
         final.extend(ctx.get(harness.mem.data[a]) for a in range(isa.SPAD_WORDS))
 
-    sim = Simulator(harness)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return final, busy_times
+    busy = run_jobs(harness, [(ins, None, None) for ins in instructions], gap=gap, setup=setup, finish=finish)
+    return final, busy
+
+
+class UnitBench:
+    """One unit on the harness, run through jobs with memory callbacks (the DMA's and matrix unit's tests).
+
+    ``run(jobs)``: jobs are (Instruction, before, after) where before(ctx, bench) prepares memory
+    and after(ctx, bench, busy) checks it; returns the list of measured busy times.
+    """
+
+    def __init__(self, unit, *, ext_words: int = 0, spad_init=()):
+        self.unit = unit
+        self.harness = SpadHarness(unit, ext_words=ext_words, spad_init=spad_init)
+        self.spad = self.harness.spad
+        self.ext = self.harness.ext
+
+    def run(self, jobs, *, gap: int = 2) -> list[int]:
+        wrap = [(ins, (lambda ctx, _h, b=before: b(ctx, self)) if before else None,
+                 (lambda ctx, _h, w, a=after: a(ctx, self, w)) if after else None) for ins, before, after in jobs]
+        return run_jobs(self.harness, wrap, gap=gap)
+
+    # memory helpers (testbench side)
+    def spad_write(self, ctx, addr: int, words):
+        for i, w in enumerate(words):
+            ctx.set(self.spad.memory.data[addr + i], w & isa.WORD_MASK)
+
+    def spad_read(self, ctx, addr: int, n: int) -> list[int]:
+        return [ctx.get(self.spad.memory.data[addr + i]) for i in range(n)]
+
+    def ext_write(self, ctx, addr: int, words):
+        for i, w in enumerate(words):
+            ctx.set(self.ext.memory.data[addr + i], w & isa.WORD_MASK)
+
+    def ext_read(self, ctx, addr: int, n: int) -> list[int]:
+        return [ctx.get(self.ext.memory.data[addr + i]) for i in range(n)]

@@ -8,7 +8,7 @@ import random
 
 from ga2_hdl import isa
 from ga2_hdl.dma import DMA
-from sim_tests.unit_bench import UnitBench
+from sim_tests.spad_harness import UnitBench
 
 EXT_WORDS = 2048
 
