@@ -143,7 +143,7 @@ class _Generator:
             return
         self._seen.add(key)
         line = node.lineno
-        context = f"{where}: {self.lines[line - 1].strip()}"
+        context = f"{where}: {source_line(self.lines[line - 1])}"
         self.mutants.append(Mutant(self.file, old, new, line=line, offset=start, operator=operator,
                                    context=context))
 
@@ -252,6 +252,12 @@ class _Generator:
                 self.add(e, "drop", "", where, span=(start, self.src[start:end]))
         else:
             self.add(n, "drop", "pass", where)
+
+
+def source_line(text: str) -> str:
+    """A source line as keys use it: without its comment and surrounding blanks."""
+    code = text.split("  #")[0].split("\t#")[0]
+    return code.strip()
 
 
 def _call_name(n: ast.Call) -> str:

@@ -16,7 +16,9 @@ control contract on every cycle:
 * the unit touches the scratchpad only in its busy cycles t+1 .. t+W, and
   drives rd_en = wr_en = 0 in the start cycle and while idle;
 * it never reads and writes the same address in the same cycle;
-* the scratchpad never sees two masters at once (its ``conflict`` flag).
+* the scratchpad never sees two masters at once (its ``conflict`` flag);
+* a unit with a ``busy`` output (the DMA, the matrix unit) holds it high from
+  t+1 to t+W-1 and low in the start cycle, in the cycle of ``done`` and while idle.
 
 :func:`run_program` is the same for a list of instructions on a preloaded
 scratchpad, returning the final scratchpad and the measured W of each;
@@ -77,10 +79,13 @@ Job = tuple  # (isa.Instruction, before or None, after or None)
 
 
 def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
-             setup: Callable | None = None, finish: Callable | None = None) -> list[int]:
+             setup: Callable | None = None, finish: Callable | None = None,
+             monitor: Callable | None = None) -> list[int]:
     """Run ``jobs`` = [(instruction, before(ctx, harness), after(ctx, harness, W))] in one simulation,
-    checking the contract every cycle; returns the measured W of each instruction."""
+    checking the contract every cycle; returns the measured W of each instruction.
+    ``monitor(ctx, ins, cycle)``, if given, sees every cycle t+0 .. t+W+gap+3 of every instruction."""
     spad = harness.unit.spad
+    busy_port = getattr(harness.unit, "busy", None) if "busy" in harness.unit.signature.members else None
     busy_times: list[int] = []
 
     async def bench(ctx):
@@ -97,6 +102,12 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
                                     f"in the same cycle t+{cycle}")
             if ctx.get(harness.spad.conflict):
                 raise ContractError(f"{ins}: two scratchpad masters in cycle t+{cycle}")
+            if monitor:
+                monitor(ctx, ins, cycle)
+
+        def busy_is(cycle: int, want: int, ins: isa.Instruction):
+            if busy_port is not None and ctx.get(busy_port) != want:
+                raise ContractError(f"{ins}: busy is {1 - want} in cycle t+{cycle}")
 
         for _ in range(gap):
             await ctx.tick()
@@ -109,13 +120,16 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
             if ctx.get(harness.done):
                 raise ContractError(f"{ins}: done in the start cycle")
             watch(0, False, ins)
+            busy_is(0, 0, ins)
             await ctx.tick()
             ctx.set(harness.start, 0)
             cycle = 1
             while True:
                 watch(cycle, True, ins)
                 if ctx.get(harness.done):
+                    busy_is(cycle, 0, ins)
                     break
+                busy_is(cycle, 1, ins)
                 if cycle >= limit:
                     raise ContractError(f"{ins}: no done by cycle t+{limit} (the ISA's busy time {limit})")
                 await ctx.tick()
@@ -128,6 +142,7 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
                 if ctx.get(harness.done):
                     raise ContractError(f"{ins}: done high again in cycle t+{cycle + k}")
                 watch(cycle + k, False, ins)
+                busy_is(cycle + k, 0, ins)
             if after:
                 after(ctx, harness, cycle)
         if finish:
@@ -178,10 +193,10 @@ class UnitBench:
         self.spad = self.harness.spad
         self.ext = self.harness.ext
 
-    def run(self, jobs, *, gap: int = 2) -> list[int]:
+    def run(self, jobs, *, gap: int = 2, monitor: Callable | None = None) -> list[int]:
         wrap = [(ins, (lambda ctx, _h, b=before: b(ctx, self)) if before else None,
                  (lambda ctx, _h, w, a=after: a(ctx, self, w)) if after else None) for ins, before, after in jobs]
-        return run_jobs(self.harness, wrap, gap=gap)
+        return run_jobs(self.harness, wrap, gap=gap, monitor=monitor)
 
     # memory helpers (testbench side)
     def spad_write(self, ctx, addr: int, words):

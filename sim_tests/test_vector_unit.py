@@ -256,3 +256,16 @@ def test_random_vector_programs():
 def test_random_vector_programs_many():
     for image, program in random_vector_programs(77, 40):
         run_and_check(image, program)
+
+
+def test_amax_over_the_whole_scratchpad_reports_indices_above_2047():
+    # indices need all 12 address bits: the maximum at 4095, then at 2048, then a tie won by the first
+    rng = random.Random(73)
+    image = [isa.word_of(rng.randrange(-1000, 1000)) for _ in range(isa.SPAD_WORDS)]
+    image[4095] = isa.word_of(INT32_MAX)
+    program = [isa.make("AMAX", dst=4095, src=0, len=isa.SPAD_WORDS)]
+    final, _ = run_and_check(image, program)
+    assert final[4095] == 4095
+    image[4095], image[2048], image[3000] = 0, isa.word_of(50_000), isa.word_of(50_000)
+    final, _ = run_and_check(image, [isa.make("AMAX", dst=0, src=0, len=isa.SPAD_WORDS)])
+    assert final[0] == 2048
