@@ -61,7 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ga2_hdl.mutation import Finding, Mutant, Outcome
@@ -153,6 +153,14 @@ class _Generator:
             if _builds_hardware(fn):
                 self.function(fn, scope)
         self.mutants.sort(key=lambda m: (m.offset, OPERATORS.index(m.operator), m.new))
+        # the same change twice on one line (two `x.eq(0)` -> `x.eq(1)` ...): number them in the context,
+        # so a key (file, function, line, change) names one mutant
+        seen: dict[tuple, int] = {}
+        for i, m in enumerate(self.mutants):
+            key = (m.context, m.change)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1 or sum(1 for x in self.mutants if (x.context, x.change) == key) > 1:
+                self.mutants[i] = replace(m, context=f"{m.context} [{seen[key]}]")
         return self.mutants
 
     def function(self, fn, where: str) -> None:
@@ -170,6 +178,7 @@ class _Generator:
                 # widths and layouts: the width operator (one bit narrower) covers them
                 skip.update(id(x) for a in n.args for x in ast.walk(a) if isinstance(x, ast.Constant))
         states = _fsm_states(fn)
+        parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
         assigned = {id(n.args[0]) for n in ast.walk(fn) if isinstance(n, ast.Call) and _call_name(n) == "eq"
                     and len(n.args) == 1 and isinstance(n.args[0], ast.Constant)}
         for n in ast.walk(fn):
@@ -181,8 +190,17 @@ class _Generator:
             elif isinstance(n, ast.Constant) and type(n.value) is int:
                 # a constant assigned as a whole (x.eq(0)): one mutant, 0 -> 1 or c -> c - 1
                 # (for one-bit signals +1 and -1 would be the same change twice)
+                # shown (and keyed) with the expression around it: `last2.eq(0) -> last2.eq(1)`
+                parent = parents.get(id(n))
                 for d in ((1,) if n.value == 0 else (-1,)) if id(n) in assigned else (1, -1):
-                    self.add(n, "constant", str(n.value + d), where)
+                    if isinstance(parent, (ast.Call, ast.BinOp, ast.Compare, ast.UnaryOp, ast.Slice)):
+                        p_start, p_text = self.segment(parent)
+                        at = self.segment(n)[0] - p_start
+                        width = len(self.segment(n)[1])
+                        self.add(n, "constant", p_text[:at] + str(n.value + d) + p_text[at + width:], where,
+                                 span=(p_start, p_text))
+                    else:
+                        self.add(n, "constant", str(n.value + d), where)
             elif isinstance(n, ast.Call):
                 self.call(n, where)
             elif isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Sub, ast.LShift, ast.RShift, ast.FloorDiv, ast.Mod)):

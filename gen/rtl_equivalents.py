@@ -27,6 +27,14 @@ _DMA_COUNTER = ("the DMA's word counters only count to len, and the issue check 
                 "needs 13 bits; the len field is 16 bits wide, so a 15-bit counter never wraps and every "
                 "comparison with len (zero-extended) gives the same answer")
 
+_SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under their valid bits (EXP's write "
+                 "under v2, SCALE's under v3), which next_pass clears; a flag set to 1 at the end of a pass "
+                 "is overwritten by the pipeline (last2 <= last1, last3 <= last2) within two cycles, while "
+                 "the valid bits are still 0, and every pass, the next SM included, starts at least two cycles "
+                 "later, so no write, no done and no state change differs")
+_RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**55 - 2**31 < 2**55 and fits in "
+               "55 bits (PRODUCT_BITS = 56 is one more than needed); the narrower register holds every value")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
@@ -41,6 +49,63 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "with v3 = 0; by SCALE both have been overwritten by the pipeline (last2 <= last1, last3 <= "
                 "last2 every cycle) and cleared again by next_pass at the end of EXP, so no write, no done "
                 "and no state change differs"),
+    Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "next_num_quot = Cat(fits, cur_num_quot[:w - 1])",
+                "w - 1 -> w - 0",
+                "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
+                "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
+                "on their low w bits, so the assignment truncates the extra top bit away and the register "
+                "takes the same value every cycle"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last2.eq(0) -> last2.eq(1)", _SOFTMAX_LAST),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last3.eq(0) -> last3.eq(1)", _SOFTMAX_LAST),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "wr_index.eq(0) -> wr_index.eq(1)",
+                "wr_index is used only by the writes of EXP and SCALE; MAX, the first pass, writes nothing and "
+                "ends with next_pass, which sets wr_index to 0 before EXP's first write, so the value given to "
+                "it at start is never used"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
+                "self.acc < 0 -> self.acc < 1",
+                "the change only calls acc = 0 negative: its magnitude is 0 either way (-0 = 0), the product, "
+                "the rounded value and the saturated value are 0, and the result is -0 = 0, or 0 with relu: "
+                "the same q for every input"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "product = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "rounded = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and the rounded value never exceeds it)"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
+                "self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),",
+                "src2, src1 -> src1, src2",
+                "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
+                "operands, the number of reads and the busy time are the same, and the write of dst[i] (two "
+                "slots after the second read) still never meets a read of its own address, since src1, src2 "
+                "and dst are each either identical or disjoint (the issue check) and the read it meets is "
+                "element i+1 of one of them; so memory and cycle counts are the same"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
+                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+                "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
+                "the only input the change treats differently is total = INT8_MAX, which the clamp then "
+                "replaces by INT8_MAX: the same value"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
+                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+                "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
+                "the only input the change treats differently is total = INT8_MIN, which the clamp then "
+                "replaces by INT8_MIN: the same value"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.size -> self.size - 1",
+                "with the ISA's array size 4 (isa.MM_MAX_MN), range(4) and range(3) are both the shape "
+                "unsigned(2): the struct field, and so the hardware, is bit for bit the same (it would not "
+                "be for a size that is one more than a power of two)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.max_k -> self.max_k - 1",
+                "with the ISA's largest K, 64 (isa.MM_MAX_K), range(64) and range(63) are both the shape "
+                "unsigned(6): the struct field, and so the hardware, is bit for bit the same"),
 )
 
 
