@@ -70,12 +70,14 @@ def _mutate_rtl(args) -> int:
     load_start = os.getloadavg()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ga2_mutate_rtl_") as tmp:
+        from pathlib import Path
+        base = mutate_rtl.snapshot(Path(tmp) / "sources")   # what the run judges, whatever is edited meanwhile
         bundle = os.path.join(tmp, "chip_check.hex")
         programs = mutate_rtl.write_chip_bundle(bundle)
         print(f"chip check: {programs} programs (directed suite and {mutate_rtl.RANDOM_PROGRAMS} random, seed "
               f"{mutate_rtl.RANDOM_SEED}) with the golden model's expectations", flush=True)
         print("checking the unbroken design first ...", flush=True)
-        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout)
+        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base)
         if problem:
             print(f"unbroken design passes: False\n  {problem}\nno mutant was run: the checks must pass on the "
                   f"unbroken design first")
@@ -95,7 +97,7 @@ def _mutate_rtl(args) -> int:
                   f"{r.mutant.change[:70]}: {r.status}{by} ({r.seconds:.0f} s; eta {eta / 60:.1f} min)",
                   file=sys.stderr, flush=True)
 
-        results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle), jobs=args.jobs,
+        results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle, base), jobs=args.jobs,
                                        timeout=args.timeout, crash_status="error", progress=progress)
     for r in results:
         if r.status == "survived":

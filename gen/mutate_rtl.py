@@ -121,13 +121,13 @@ class _Generator:
         for line in self.src.splitlines(keepends=True):
             starts.append(starts[-1] + len(line.encode()))
         self._line_starts = starts
+        self._raw = self.src.encode()
         self.mutants: list[Mutant] = []
         self._seen: set[tuple] = set()
 
     # character offset of a node (ast columns are UTF-8 byte offsets)
     def _offset(self, lineno: int, col: int) -> int:
-        raw = self.src.encode()
-        return len(raw[:self._line_starts[lineno - 1] + col].decode())
+        return len(self._raw[:self._line_starts[lineno - 1] + col].decode())
 
     def segment(self, node) -> tuple[int, str]:
         start = self._offset(node.lineno, node.col_offset)
@@ -149,6 +149,9 @@ class _Generator:
 
     def run(self) -> list[Mutant]:
         tree = ast.parse(self.src)
+        # module-level names bound to a range (a shape, not a number: `width - 1` would not be Python)
+        self.ranges = {t.id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                       and _call_name(n.value) == "range" for t in n.targets if isinstance(t, ast.Name)}
         for scope, fn in _functions(tree):
             if _builds_hardware(fn):
                 self.function(fn, scope)
@@ -231,7 +234,8 @@ class _Generator:
             arg = n.args[0]
             if not (isinstance(arg, ast.Call) and getattr(arg.func, "attr", getattr(arg.func, "id", ""))
                     in ("StructLayout", "ArrayLayout", "range", "signed", "unsigned")) and \
-                    not isinstance(arg, ast.Constant) and not (name == "range" and len(n.args) > 1):
+                    not isinstance(arg, ast.Constant) and not (name == "range" and len(n.args) > 1) and \
+                    not (isinstance(arg, ast.Name) and arg.id in self.ranges):
                 _, text = self.segment(arg)
                 self.add(arg, "width", f"({text}) - 1" if isinstance(arg, ast.BinOp) else f"{text} - 1", where)
         if name == "Mux" and len(n.args) == 3:
@@ -369,18 +373,26 @@ def stages(unit: str) -> list[Stage]:
     return out
 
 
-def make_copy(mutant: Mutant | None, into: Path) -> Path:
-    """A copy of the design with the mutant applied, under ``into``."""
+def snapshot(into: Path) -> Path:
+    """A copy of the sources a run judges (taken once at its start, so that editing the repository
+    during a run changes nothing in it); every mutant's copy is made from it."""
+    return make_copy(None, into, base=REPO)
+
+
+def make_copy(mutant: Mutant | None, into: Path, base: Path | None = None) -> Path:
+    """A copy of the design (from ``base``, default the repository) with the mutant applied, under ``into``."""
     from ga2_hdl.mutation import apply
+    base = base or REPO
+    into.mkdir(parents=True, exist_ok=True)
     for name in COPIED:
-        src = REPO / name
+        src = base / name
         if src.is_dir():
-            shutil.copytree(src, into / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(src, into / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".cache"))
         else:
             shutil.copy2(src, into / name)
     if mutant is not None:
         path = into / mutant.file
-        path.write_text(apply((REPO / mutant.file).read_text(), mutant))
+        path.write_text(apply((base / mutant.file).read_text(), mutant))
     return into
 
 
@@ -448,12 +460,15 @@ def _exports() -> str | None:
     return None
 
 
-def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool = True):
-    """In this (forked, disposable) process: build ``mutant`` into a private copy and run the stages
-    of ``unit``; the first failing check (Finding), an Outcome (error), or None (all passed)."""
-    tmp = tempfile.mkdtemp(prefix="ga2_mutant_")
+def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool = True,
+               base: Path | None = None):
+    """In this (forked, disposable) process: build ``mutant`` into a private copy (of ``base``, default
+    the repository; made next to the bundle file, so that the run's directory holds every copy, even of
+    a child killed on a timeout) and run the stages of ``unit``; the first failing check (Finding), an
+    Outcome (error), or None (all passed)."""
+    tmp = tempfile.mkdtemp(prefix="ga2_mutant_", dir=os.path.dirname(os.path.abspath(bundle_path)))
     try:
-        root = make_copy(mutant, Path(tmp))
+        root = make_copy(mutant, Path(tmp), base)
         _switch_to(root)
         for stage in stages(unit):
             if stage.args == ["chip"]:
@@ -480,14 +495,15 @@ def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def judge(bundle_path: str):
+def judge(bundle_path: str, base: Path | None = None):
     """The RTL verdict for the engine (run in the engine's forked child)."""
     def run(mutant: Mutant):
-        return run_stages(mutant, unit_of(mutant), bundle_path)
+        return run_stages(mutant, unit_of(mutant), bundle_path, base=base)
     return run
 
 
-def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: float = 600.0) -> str | None:
+def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: float = 600.0,
+             base: Path | None = None) -> str | None:
     """Every stage the given units' mutants use, on an unbroken copy; the first problem, or None."""
     from ga2_hdl import mutation
     probes = [Mutant(f"ga2_hdl/{u}.py", "", "", name=f"unbroken {u}", offset=0) for u in units]
@@ -495,8 +511,8 @@ def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: floa
 
     def run(probe: Mutant):
         if probe.name == "unbroken chip check":
-            return _unbroken_chip(bundle_path)
-        return run_stages(None, unit_of(probe), bundle_path, chip=False)
+            return _unbroken_chip(bundle_path, base)
+        return run_stages(None, unit_of(probe), bundle_path, chip=False, base=base)
 
     for r in mutation.run_mutants(probes, run, jobs=jobs, timeout=timeout, crash_status="error"):
         if r.status != "survived":
@@ -504,10 +520,10 @@ def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: floa
     return None
 
 
-def _unbroken_chip(bundle_path: str):
-    tmp = tempfile.mkdtemp(prefix="ga2_unbroken_")
+def _unbroken_chip(bundle_path: str, base: Path | None = None):
+    tmp = tempfile.mkdtemp(prefix="ga2_unbroken_", dir=os.path.dirname(os.path.abspath(bundle_path)))
     try:
-        _switch_to(make_copy(None, Path(tmp)))
+        _switch_to(make_copy(None, Path(tmp), base))
         return _chip_check(bundle_path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -35,6 +35,17 @@ _SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under t
 _RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**55 - 2**31 < 2**55 and fits in "
                "55 bits (PRODUCT_BITS = 56 is one more than needed); the narrower register holds every value")
 
+_MM_STREAM_READ = ("the operand memory's data enters the array only with array.valid, which is mem_valid: the "
+                   "registered `reading`, so it is 0 in exactly the cycle after each read the change adds (steps "
+                   "past K), and the array then takes zeros whatever the memory returns; reading a memory has no "
+                   "other effect, so the products, the write-back and the busy time are the same")
+_VECTOR_IDLE_DATA = ("the value only reaches engines that are not selected by ins.op; such an engine is not "
+                     "started (start is gated by the same selection) and ins is held from start to done, so it "
+                     "stays idle for the whole instruction: its valid bits are 0 and every use of the read data "
+                     "(the RQ write, the VADD operands, the AMAX compare, the softmax passes) is gated by them, "
+                     "and the registers it loads unconditionally (AMAX's value2) are overwritten by real data "
+                     "before their valid bit is next set")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
@@ -55,6 +66,24 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
                 "takes the same value every cycle"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "a_mem.rd_en.eq(reading), a_mem.rd_addr.eq(step),",
+                "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "b_mem.rd_en.eq(reading), b_mem.rd_addr.eq(step),",
+                "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
+                "self.acc < 0 -> self.acc <= 0",
+                "for integers acc <= 0 is acc < 1: the change only calls acc = 0 negative, whose magnitude, "
+                "product, rounded and saturated values are 0, giving -0 = 0 (or 0 with relu): the same q"),
+    Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
+                "engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),",
+                "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, -1)", _VECTOR_IDLE_DATA),
+    Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
+                "engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),",
+                "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, 1)", _VECTOR_IDLE_DATA),
+    Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "steps_left = Signal(range(w))", "w -> w - 1",
+                "steps_left counts down from w - 1 = 39 (the divider's width is isa.DIV_BITS = 40): range(40) "
+                "and range(39) are both the shape unsigned(6), so the register, and the hardware, are bit for "
+                "bit the same"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0) -> last2.eq(1)", _SOFTMAX_LAST),
