@@ -66,6 +66,30 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
                 "takes the same value every cycle"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "m.d.sync += land_valid.eq(0)",
+                "land_valid.eq(0) -> land_valid.eq(1)",
+                "outside STAGE and DRAIN the change keeps writing the scratchpad's read data into the operand "
+                "memory at the last staged position (land is only changed in STAGE).  While the MM runs that "
+                "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
+                "enabled), so the same value is written again; between MMs another unit's reads may put other "
+                "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
+                "position it does not stage is a lane beyond M or N (which reaches only processing elements "
+                "the write-back never selects, see rowmem.py) or a k beyond K (never streamed)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "wb_m.eq(0), wb_n.eq(0),",
+                "wb_n.eq(0), -> ",
+                "wb_n is 0 whenever an MM starts: it is 0 after reset and WRITE sets it to 0 with the last "
+                "element of every row (wb_n == last_n), the last row included, which ends every MM; so LOAD's "
+                "clear writes the value it already holds (wb_m, which ends at M, does need its clear)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "m.d.sync += mem_valid.eq(0)",
+                "m.d.sync += mem_valid.eq(0) -> pass",
+                "mem_valid is written only in STREAM (mem_valid <= reading) besides this default; STREAM's "
+                "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
+                "holds 0 without the default: the array sees the same valid every cycle"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "inner.eq(0), outer.eq(0),",
+                "inner.eq(0), -> ",
+                "inner is 0 whenever an MM starts: it is 0 after reset and STAGE sets it to 0 in the cycle "
+                "its last word is read (inner == inner_last), which ends every MM's staging; so LOAD's clear "
+                "writes the value it already holds"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "a_mem.rd_en.eq(reading), a_mem.rd_addr.eq(step),",
                 "reading -> 1", _MM_STREAM_READ),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "b_mem.rd_en.eq(reading), b_mem.rd_addr.eq(step),",
