@@ -11,6 +11,11 @@ import os
 import sys
 import time
 
+from ga2_hdl.safe_io import atomic_write
+
+from . import options
+from .main import CommandError
+
 DEFAULT_OUT = "out"
 
 
@@ -24,11 +29,11 @@ def register(subparsers) -> None:
     p.add_argument("--sims", default="icarus,verilator",
                    help="comma-separated simulators: icarus, verilator, amaranth, golden "
                         "(default icarus,verilator; an empty string replays nothing)")
-    p.add_argument("--tokens", type=int, default=32, help="tokens per run (default 32, the chapter's)")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
-    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+    p.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the results as JSON to FILE")
+    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
                    help=f"directory for the figure ch16_table.png and ch16.json (default {DEFAULT_OUT}/)")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=options.positive, default=None,
                    help="worker processes for the replays (default: one per core)")
     p.add_argument("--no-checks", action="store_true", help="skip the software checks")
     p.set_defaults(func=_ch16)
@@ -38,14 +43,16 @@ def register(subparsers) -> None:
                                            "causality in integers) or B (when does speculation pay).")
     which = ex.add_subparsers(dest="example", metavar="EXAMPLE", required=True)
     a = which.add_parser("a", help="three blocks traced, the verifier's anatomy, causality in integers")
-    a.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT}/)")
+    a.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
+                   help=f"output directory (default {DEFAULT_OUT}/)")
     a.set_defaults(func=_example_a)
     b = which.add_parser("b", help="the measured sweep, the geometric model, the serving arithmetic")
-    b.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT}/)")
+    b.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
+                   help=f"output directory (default {DEFAULT_OUT}/)")
     b.add_argument("--noises", default="0,3,4,5,6", help="draft noises of the sweep (default 0,3,4,5,6)")
     b.add_argument("--ks", default="1,2,3,4,5", help="guesses per block of the sweep (default 1,2,3,4,5)")
-    b.add_argument("--tokens", type=int, default=32, help="tokens per run (default 32, the chapter's)")
-    b.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    b.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
+    b.add_argument("--workers", type=options.positive, default=None, help="worker processes (default: one per core)")
     b.set_defaults(func=_example_b)
 
 
@@ -53,9 +60,9 @@ def _numbers(text: str, what: str, kind=float) -> list:
     try:
         values = [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ValueError(f"{what}: expected comma-separated numbers, got {text!r}") from None
+        raise CommandError(f"{what}: expected comma-separated numbers, got {text!r}") from None
     if not values:
-        raise ValueError(f"{what}: no values given")
+        raise CommandError(f"{what}: no values given")
     return values
 
 
@@ -98,9 +105,9 @@ def _ch16(args) -> int:
     try:
         sims = parse_sims(args.sims)
     except SimulatorError as e:
-        raise ValueError(f"--sims: {e}") from None
+        raise CommandError(f"--sims: {e}") from None
     if args.workers is not None and args.workers < 1:
-        raise ValueError("--workers must be at least 1")
+        raise CommandError("--workers must be at least 1")
     progress = _Progress()
     try:
         result = ch16.run_ch16(args.tokens, sims, workers=args.workers, checks=not args.no_checks,
@@ -130,9 +137,7 @@ def _ch16(args) -> int:
     png = figures.table_figure(result, os.path.join(args.out, "ch16_table.png"))
     data["figures"] = [png]
     for path in filter(None, (args.json, os.path.join(args.out, "ch16.json"))):
-        with open(path, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
+        atomic_write(path, json.dumps(data, indent=2) + "\n")
     print(f"  wrote {os.path.join(args.out, 'ch16.json')}" + (f" and {args.json}" if args.json else "")
           + f", {png}")
     if not result.ok:
@@ -164,9 +169,7 @@ def _write_example(out: str, name: str, data: dict, figure_paths: list[str], t0:
     """An example's JSON (with the paths of its figures) into OUT, and the line that says so."""
     data["figures"] = figure_paths
     path = os.path.join(out, name)
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
+    atomic_write(path, json.dumps(data, indent=2) + "\n")
     print(f"\nwrote {path}, {', '.join(figure_paths)} ({time.perf_counter() - t0:.1f} s)")
 
 
@@ -194,11 +197,11 @@ def _example_b(args) -> int:
     noises = _numbers(args.noises, "--noises")
     ks = _numbers(args.ks, "--ks", int)
     if any(k < 1 for k in ks):
-        raise ValueError("--ks: k must be at least 1")
+        raise CommandError("--ks: k must be at least 1")
     if any(x < 0 for x in noises):
-        raise ValueError("--noises: a noise is a standard deviation, at least 0")
+        raise CommandError("--noises: a noise is a standard deviation, at least 0")
     if args.tokens < 1:
-        raise ValueError("--tokens must be at least 1")
+        raise CommandError("--tokens must be at least 1")
     ex = examples.example_b(noises=noises, ks=ks, n=args.tokens, workers=args.workers)
     print(examples.format_example_b(ex))
     os.makedirs(args.out, exist_ok=True)

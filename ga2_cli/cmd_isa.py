@@ -9,18 +9,48 @@ from ga2_hdl.bundle import Bundle, is_bundle_file
 from ga2_hdl.files import read_memory, read_program, write_memory, write_program
 from ga2_hdl.isa import ErrorCode
 from ga2_hdl.results import first_mismatch
+from ga2_hdl.safe_io import read_text
 
-from .main import CommandError
+from . import options
+from .main import CommandError, user_input
 
 _ASM_SUFFIXES = (".s", ".asm")
 
 
-def load_program(path: str) -> list[isa.Instruction]:
-    """A program from a hex program file, or from assembly when the name ends in .s or .asm."""
+def _load_program(path: str) -> list[isa.Instruction]:
     if path.lower().endswith(_ASM_SUFFIXES):
-        with open(path) as f:
-            return asm.assemble(f.read(), path)
-    return read_program(path)
+        program = asm.assemble(read_text(path), path)
+    else:
+        program = read_program(path)
+    golden.check_program(program)          # empty, too long, no HALT: refused here, naming the file
+    return program
+
+
+def load_program(path: str) -> list[isa.Instruction]:
+    """A program from a hex program file, or from assembly when the name ends in .s or .asm.
+
+    Anything wrong with the file is a CommandError naming it.
+    """
+    return user_input(path, _load_program)
+
+
+def load_memory(path: str, ext_words: int) -> list[int]:
+    """A memory file for an external memory of ``ext_words`` words (errors name the file)."""
+    return user_input(path, read_memory, ext_words)
+
+
+def load_bundle(path: str) -> Bundle:
+    """A bundle file (errors name the file and line)."""
+    return user_input(path, Bundle.read)
+
+
+def is_bundle(path: str) -> bool:
+    return user_input(path, is_bundle_file)
+
+
+def ext_words_of(args) -> int:
+    """--ext-words as given, else the ISA's default (None means: not given on the command line)."""
+    return isa.EXT_WORDS_DEFAULT if args.ext_words is None else args.ext_words
 
 
 def counters_line(counters) -> str:
@@ -29,12 +59,14 @@ def counters_line(counters) -> str:
 
 def add_run_arguments(p) -> None:
     """The options of every command that runs one program (`ga2 golden`, `ga2 run`)."""
-    p.add_argument("--ext", help="initial external memory (memory file, 8 hex digits a line)")
-    p.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+    p.add_argument("--ext", type=options.input_file,
+                   help="initial external memory (memory file, 8 hex digits a line)")
+    p.add_argument("--ext-words", type=options.ext_words, default=None,
                    help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
     p.add_argument("--json", action="store_true",
                    help='print {"counters": [...], "ext": [every final external-memory word]}')
-    p.add_argument("--dump-ext", metavar="FILE", help="write the final external memory as a memory file")
+    p.add_argument("--dump-ext", metavar="FILE", type=options.output_file,
+                   help="write the final external memory as a memory file (atomically)")
 
 
 def report_run(result, args) -> int:
@@ -52,8 +84,7 @@ def report_run(result, args) -> int:
 
 
 def cmd_asm(args) -> int:
-    with open(args.source) as f:
-        program = asm.assemble(f.read(), args.source)
+    program = user_input(args.source, lambda path: asm.assemble(read_text(path), path))
     if args.output:
         write_program(args.output, program)
         print(f"{args.output}: {len(program)} instructions")
@@ -63,22 +94,22 @@ def cmd_asm(args) -> int:
 
 
 def cmd_disasm(args) -> int:
-    if is_bundle_file(args.file):
-        bundle = Bundle.read(args.file)
+    if is_bundle(args.file):
+        bundle = load_bundle(args.file)
         for i, p in enumerate(bundle.programs):
             print(f"# program {i}: {p.name}")
             sys.stdout.write(asm.disassemble(p.code))
         return 0
-    sys.stdout.write(asm.disassemble(read_program(args.file)))
+    sys.stdout.write(asm.disassemble(user_input(args.file, read_program)))
     return 0
 
 
 def _golden_bundle(args) -> int:
-    bundle = Bundle.read(args.file)
+    bundle = load_bundle(args.file)
     width = max((len(p.name) for p in bundle.programs), default=0)
     failures = 0
     for i, p in enumerate(bundle.programs):
-        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words)
+        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words, sparse=True)
         mm = first_mismatch(p.expected, got, program=i)
         status = "" if got.error == ErrorCode.OK else f"  status={got.error.name}@{got.error_pc}"
         note = f"  DIFFERS FROM BUNDLE: {mm}" if mm else ""
@@ -91,28 +122,40 @@ def _golden_bundle(args) -> int:
     return 0
 
 
+#: options of `ga2 golden` that mean nothing for a bundle, and why
+_NOT_FOR_BUNDLES = {
+    "ext": "each program carries its own image",
+    "ext_words": "the bundle says its own size",
+    "json": "it prints one line per program",
+    "dump_ext": "there is one final memory per program",
+}
+
+
 def cmd_golden(args) -> int:
-    if is_bundle_file(args.file):
-        if args.ext:
-            raise CommandError("--ext does not apply to a bundle (each program carries its own image)")
+    if is_bundle(args.file):
+        for name, why in _NOT_FOR_BUNDLES.items():      # refused, never silently ignored
+            if getattr(args, name) not in (None, False):
+                raise CommandError(f"--{name.replace('_', '-')} does not apply to a bundle ({args.file}): {why}")
         return _golden_bundle(args)
     program = load_program(args.file)
-    ext = read_memory(args.ext, args.ext_words) if args.ext else None
-    result = golden.run(program, ext, ext_words=args.ext_words)
+    words = ext_words_of(args)
+    ext = load_memory(args.ext, words) if args.ext else None
+    result = golden.run(program, ext, ext_words=words)
     return report_run(result, args)
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("asm", help="assemble GA-2 assembly into a program file (32 hex digits a line)")
-    p.add_argument("source", help="assembly file")
-    p.add_argument("-o", "--output", help="program file to write (default: print the words)")
+    p.add_argument("source", type=options.input_file, help="assembly file")
+    p.add_argument("-o", "--output", type=options.output_file,
+                   help="program file to write (default: print the words)")
     p.set_defaults(func=cmd_asm)
 
     p = subparsers.add_parser("disasm", help="disassemble a program file (or every program of a bundle)")
-    p.add_argument("file", help="program file, or a bundle")
+    p.add_argument("file", type=options.input_file, help="program file, or a bundle")
     p.set_defaults(func=cmd_disasm)
 
     p = subparsers.add_parser("golden", help="run a program (or every program of a bundle) in the golden model")
-    p.add_argument("file", help="program file (.s/.asm: assembly), or a bundle")
+    p.add_argument("file", type=options.input_file, help="program file (.s/.asm: assembly), or a bundle")
     add_run_arguments(p)
     p.set_defaults(func=cmd_golden)

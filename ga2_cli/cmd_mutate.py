@@ -10,7 +10,9 @@ import tempfile
 import time
 from collections import Counter
 
-from .cmd_spec import check_json_path, mutate_targets, write_mutation_json
+from . import options
+from .cmd_spec import mutate_targets, write_mutation_json
+from .main import CommandError
 
 DEFAULT_SAMPLE = 240
 
@@ -26,9 +28,9 @@ def register(subparsers) -> None:
                     "the expected outcome.")
     p.add_argument("--unit", action="append", metavar="NAME",
                    help="only this unit's file (ga2_hdl/NAME.py; repeatable; default: every RTL unit)")
-    p.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
-    p.add_argument("--jobs", type=int, default=2, help="mutants judged at once (default 2)")
-    p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the report as JSON to FILE")
+    p.add_argument("--jobs", type=options.positive, default=2, help="mutants judged at once (default 2)")
+    p.add_argument("--sample", type=options.positive, default=DEFAULT_SAMPLE,
                    help=f"judge this many of the generated mutants, spread evenly over all of them "
                         f"(default {DEFAULT_SAMPLE})")
     p.add_argument("--all", action="store_true", help="judge every generated mutant")
@@ -41,17 +43,12 @@ def _mutate_rtl(args) -> int:
     from ga2_hdl import mutation
     from gen import mutate_rtl
 
-    if args.jobs < 1:
-        raise ValueError("--jobs must be at least 1")
-    if args.sample < 1:
-        raise ValueError("--sample must be at least 1")
     if args.timeout <= 0:
-        raise ValueError("--timeout must be positive")
-    check_json_path(args.json)
+        raise CommandError("--timeout must be positive")
     known = mutate_rtl.rtl_files()
     for unit in args.unit or ():
         if unit not in known:
-            raise ValueError(f"--unit {unit}: not an RTL unit; units: {', '.join(known)}")
+            raise CommandError(f"--unit {unit}: not an RTL unit; units: {', '.join(known)}")
 
     generated = mutate_rtl.generate(args.unit)
     chosen = mutate_rtl.spread(generated, None if args.all else args.sample)

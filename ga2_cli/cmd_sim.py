@@ -11,9 +11,10 @@ import sys
 import time
 
 from ga2_hdl import isa
-from ga2_hdl.files import read_memory
+from ga2_hdl.safe_io import atomic_write
 
-from .cmd_isa import add_run_arguments, load_program, report_run
+from . import options
+from .cmd_isa import add_run_arguments, ext_words_of, load_bundle, load_memory, load_program, report_run
 from .main import CommandError
 
 
@@ -51,16 +52,18 @@ def _progress(name: str):
 
 def cmd_run(args) -> int:
     from gen.simulator import SimulatorError
-    program = load_program(args.program)
-    if not 0 < args.ext_words <= 1 << 16:       # 0 would otherwise fall back silently to the default size
-        raise CommandError(f"--ext-words {args.ext_words}: the external memory holds 1 .. 65536 words")
-    ext = read_memory(args.ext, args.ext_words) if args.ext else None
     sim = _simulator(args.sim)
+    if args.vcd and args.sim == "golden":      # refused before anything runs
+        raise CommandError("--vcd: the golden model runs at instruction level and has no waveform; "
+                           "use --sim amaranth, icarus or verilator")
+    program = load_program(args.program)
+    words = ext_words_of(args)
+    ext = load_memory(args.ext, words) if args.ext else None
     try:
-        result = sim.run_program(program, ext if ext is not None else [], ext_words=args.ext_words, vcd=args.vcd)
+        result = sim.run_program(program, ext if ext is not None else [], ext_words=words, vcd=args.vcd)
     except SimulatorError as e:
         raise CommandError(str(e)) from None
-    if args.vcd:
+    if args.vcd:       # the simulators move the waveform into place only once it is written, or fail
         print(f"waveform written to {args.vcd}", file=sys.stderr)
     return report_run(result, args)
 
@@ -84,15 +87,18 @@ def report_line(name: str, report) -> str:
 
 
 def cmd_replay(args) -> int:
-    from ga2_hdl.bundle import Bundle
     from gen.simulator import SimulatorError
 
     names = _sim_names(args.sims)
+    if args.vcd and "golden" in names:
+        raise CommandError("--vcd: the golden model has no waveform; leave it out of --sims")
     if args.program is not None and not args.vcd:
         raise CommandError("--program chooses the program whose waveform --vcd writes; give --vcd FILE too")
-    bundle = Bundle.read(args.bundle)
+    bundle = load_bundle(args.bundle)
     if not bundle.programs:          # nothing would be compared: a PASS here would mean nothing
         raise CommandError(f"{args.bundle}: the bundle holds no programs; nothing to replay")
+    if args.program is not None and not args.program < len(bundle.programs):
+        raise CommandError(f"--program {args.program}: {args.bundle} has programs 0 .. {len(bundle.programs) - 1}")
     simulators = {name: _simulator(name) for name in names}      # fail early if one is missing
     failures = 0
     for name, sim in simulators.items():
@@ -108,7 +114,8 @@ def cmd_replay(args) -> int:
         for note in report.notes:
             print(f"  {note}")
         if report.mismatch is not None and report.mismatch.program is not None:
-            print(f"  in program {report.mismatch.program}: {bundle.programs[report.mismatch.program].name}")
+            print(f"  in program {report.mismatch.program}: {bundle.programs[report.mismatch.program].name} "
+                  f"(expected values: those stored in {args.bundle})")
         failures += not report.passed
     return 1 if failures else 0
 
@@ -119,9 +126,11 @@ def bench_bundle(random_programs: int, seed: int, ext_words: int):
     """The fixed benchmark bundle: the directed suite of gen/fuzz.py, or seeded random programs."""
     from ga2_hdl.bundle import Bundle
     from gen.fuzz import directed_suite, random_bundle
+    from .cmd_fuzz import generated
     if random_programs:
-        return f"{random_programs} random programs (seed {seed})", random_bundle(random_programs, seed, ext_words)
-    return "the directed suite", Bundle.from_programs(directed_suite(ext_words), ext_words)
+        return (f"{random_programs} random programs (seed {seed})",
+                generated(random_bundle, random_programs, seed, ext_words))
+    return "the directed suite", Bundle.from_programs(generated(directed_suite, ext_words), ext_words)
 
 
 def cmd_bench_sim(args) -> int:
@@ -155,8 +164,8 @@ def cmd_bench_sim(args) -> int:
                          "cycles": report.cycles, "passed": report.passed, "notes": list(report.notes)}
         failures += not report.passed
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"bundle": what, "programs": len(bundle.programs), "results": results}, f, indent=2)
+        atomic_write(args.json, json.dumps({"bundle": what, "programs": len(bundle.programs),
+                                            "results": results}, indent=2) + "\n")
     return 1 if failures else 0
 
 
@@ -164,19 +173,21 @@ def cmd_bench_sim(args) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a program on a simulator (output as `ga2 golden`)")
-    p.add_argument("program", help="program file (.s/.asm: assembly)")
+    p.add_argument("program", type=options.input_file, help="program file (.s/.asm: assembly)")
     add_run_arguments(p)
     p.add_argument("--sim", default="amaranth",
                    help="simulator: golden, amaranth, icarus or verilator (default amaranth)")
-    p.add_argument("--vcd", metavar="FILE", help="write a waveform of the run")
+    p.add_argument("--vcd", metavar="FILE", type=options.output_file, help="write a waveform of the run")
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")
-    p.add_argument("bundle", help="bundle file")
+    p.add_argument("bundle", type=options.input_file, help="bundle file")
     p.add_argument("--sims", default="amaranth",
                    help="comma-separated simulators (default amaranth), e.g. amaranth,icarus,verilator")
-    p.add_argument("--vcd", metavar="FILE", help="write the waveform of one program (see --program)")
-    p.add_argument("--program", type=int, metavar="N", help="the program whose waveform --vcd writes (default 0)")
+    p.add_argument("--vcd", metavar="FILE", type=options.output_file,
+                   help="write the waveform of one program (see --program)")
+    p.add_argument("--program", type=options.non_negative, metavar="N",
+                   help="the program whose waveform --vcd writes (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_replay)
 
@@ -184,10 +195,10 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="bench_what", metavar="WHAT", required=True)
     q = sub.add_parser("sim", help="simulated cycles per second on a fixed bundle, and the build time")
     q.add_argument("--sims", default="amaranth", help="comma-separated simulators (default amaranth)")
-    q.add_argument("--random", type=int, default=0, metavar="N",
-                   help="use N seeded random programs instead of the directed suite")
+    q.add_argument("--random", type=options.non_negative, default=0, metavar="N",
+                   help="use N seeded random programs instead of the directed suite (0: the directed suite)")
     q.add_argument("--seed", type=int, default=1, help="seed for --random (default 1)")
-    q.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+    q.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT,
                    help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
-    q.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    q.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the results as JSON")
     q.set_defaults(func=cmd_bench_sim)

@@ -9,8 +9,13 @@ collection on the parser as ``targets``; see :func:`mutate_targets`.
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import sys
+
+from ga2_hdl.safe_io import atomic_write
+
+from . import options
+from .main import CommandError
 
 
 def mutate_targets(subparsers) -> argparse._SubParsersAction:
@@ -30,19 +35,11 @@ def mutate_targets(subparsers) -> argparse._SubParsersAction:
 
 
 def write_mutation_json(path: str, unbroken: bool, problem, results, **extra) -> None:
-    """The JSON every `ga2 mutate` target writes (ga2_hdl.mutation.report), atomically: the unbroken
-    verdict, the totals and one entry per mutant."""
+    """The JSON every `ga2 mutate` target writes (the engine's report, ga2_hdl.mutation.report),
+    atomically: the unbroken verdict, the target's own fields, the totals and one entry per mutant."""
     from ga2_hdl import mutation
-    mutation.write_json(path, mutation.report(results, unbroken_passes=unbroken, unbroken_problem=problem,
-                                              **extra))
-
-
-def check_json_path(path: str | None) -> None:
-    """Refuse a --json FILE whose directory does not exist before any work starts."""
-    if path is not None:
-        directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            raise ValueError(f"--json {path}: the directory {directory} does not exist")
+    report = mutation.report(results, unbroken_passes=unbroken, unbroken_problem=problem, **extra)
+    atomic_write(path, json.dumps(report, indent=2) + "\n")
 
 
 def register(subparsers) -> None:
@@ -51,8 +48,8 @@ def register(subparsers) -> None:
         description="Apply each of the chapter's nineteen one-line changes to a copy of spec/ and run the "
                     "five checks (block == step, exactness, causality on the chip, compiled == interpreter "
                     "and close to float, the rule through the chip's loop) against it.")
-    p.add_argument("--json", metavar="FILE", help="also write the verdicts as JSON to FILE")
-    p.add_argument("--jobs", type=int, default=2, help="mutants checked at once (default 2)")
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
+    p.add_argument("--jobs", type=options.positive, default=2, help="mutants checked at once (default 2)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per mutant (default 900)")
     p.set_defaults(func=_mutate_spec)
 
@@ -61,10 +58,9 @@ def _mutate_spec(args) -> int:
     from spec.mutate import MUTANTS, run_mutants
 
     if args.jobs < 1:
-        raise ValueError("--jobs must be at least 1")
+        raise CommandError("--jobs must be at least 1")
     if args.timeout <= 0:
-        raise ValueError("--timeout must be positive")
-    check_json_path(args.json)
+        raise CommandError("--timeout must be positive")
     print("NOTE: this deliberately breaks copies of spec/. 'caught' is EXPECTED: it shows the checks "
           "notice the mistake.", flush=True)
     done = []

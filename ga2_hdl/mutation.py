@@ -24,16 +24,15 @@ own *judge* (the verdict: which checks run against the broken copy).
   ``timeout`` (no verdict in time: counted apart, never as caught) and
   ``error`` (the judge or the build failed: counted apart).
 * :func:`report` turns the results into the JSON every ``ga2 mutate`` target
-  writes: one entry per mutant under ``"mutants"`` and the totals.
+  writes (atomically, through ga2_hdl.safe_io): one entry per mutant under
+  ``"mutants"`` and the totals.
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -253,23 +252,6 @@ def totals(results: Iterable[Result]) -> dict:
 def report(results: Sequence[Result], **extra) -> dict:
     """The JSON of a mutation run: ``extra`` fields, ``totals`` and one entry per mutant."""
     return {**extra, "totals": totals(results), "mutants": [r.as_dict() for r in results]}
-
-
-def write_json(path: str, data: dict) -> None:
-    """Write ``data`` as JSON to ``path`` atomically (a temporary file in the same directory, renamed)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".mutants.", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _one_line(text: str) -> str:

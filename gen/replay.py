@@ -296,11 +296,21 @@ def replay(bundle: Bundle, simulators: Sequence[str], *, workers: int | None = N
     try:
         with ProcessPoolExecutor(max_workers=min(workers, len(pieces)) or 1, mp_context=ctx) as pool:
             pending = {pool.submit(_run_piece, p) for p in _order(pieces)}
-            while pending:
-                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                drain()
-                for f in finished:
-                    results.append(f.result())
+            try:
+                while pending:
+                    finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    drain()
+                    for f in finished:
+                        results.append(f.result())
+            except BaseException:
+                # an interrupt (or an error): the workers stop now instead of finishing their pieces;
+                # each worker inherited ga2's signal handlers, so SIGTERM ends its simulator's group too
+                pool.shutdown(wait=False, cancel_futures=True)
+                for worker in multiprocessing.active_children():
+                    worker.terminate()
+                for worker in multiprocessing.active_children():
+                    worker.join(timeout=10)
+                raise
         time.sleep(0.05)
         drain()
     finally:

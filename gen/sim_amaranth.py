@@ -37,27 +37,16 @@ from amaranth.sim import Simulator
 from ga2_hdl import golden, isa
 from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
 from ga2_hdl.isa import ErrorCode, Instruction
+from ga2_hdl.memimage import MemoryImage
 from ga2_hdl.results import RunResult, first_mismatch
 
 from .extmem import ExternalMemoryModel, WriteMonitor
-from .simulator import BundleReport, SimulatorError, external_memory_words
+from .simulator import (BundleReport, SimulatorError, check_vcd, cycle_bound, external_memory_words,
+                        timeout_line, vcd_output)
 
 __all__ = ["AmaranthSimulator", "ChipSimulation"]
 
 CLOCK_PERIOD = 1e-6            # simulated seconds per cycle (any value; only cycles matter)
-WATCHDOG_MARGIN = 64           # cycles beyond the program's own bound
-
-
-def cycle_bound(program: Sequence[Instruction]) -> int:
-    """An upper bound on the cycles ``program`` can take on the chip (for the watchdog)."""
-    total = 0
-    for ins in program:
-        total += isa.FETCH_ISSUE_CYCLES
-        if ins.op == isa.HALT.op:
-            break
-        if ins.op in isa.OP_BY_CODE:
-            total += ins.busy()
-    return total + WATCHDOG_MARGIN
 
 
 class ChipSimulation:
@@ -77,6 +66,7 @@ class ChipSimulation:
         m.submodules.written = self.written
         self.top = m
         self._ran = False
+        self.timed_out: tuple[int, int, str] | None = None    # (program, bound, where it was) if one hung
         self._ext_rows = [self.ext.memory.data[i] for i in range(ext_words)]
         self._spad_rows = [self.chip.spad.memory.data[i] for i in range(self.chip.spad.depth)]
         self.build_seconds = time.perf_counter() - t0
@@ -101,7 +91,9 @@ class ChipSimulation:
 
         async def bench(ctx):
             nonlocal ext_known, spad_dirty
-            for i, (program, image) in enumerate(jobs):
+            for i, (program, source) in enumerate(jobs):
+                # a bundle's image is sparse (MemoryImage): made dense for this program only
+                image = source.tolist() if isinstance(source, MemoryImage) else list(source)
                 # 1. the program, through the instruction-memory port
                 ctx.set(chip.imem_we, 1)
                 for addr, ins in enumerate(program):
@@ -110,7 +102,7 @@ class ChipSimulation:
                     await ctx.tick()
                 ctx.set(chip.imem_we, 0)
                 # 2. external memory: write only what differs from the current contents
-                for lo in range(0, self.ext_words, block):
+                for lo in range(0, self.ext_words, block) if ext_known != image else ():
                     if ext_known[lo:lo + block] != image[lo:lo + block]:
                         for addr in range(lo, min(lo + block, self.ext_words)):
                             if ext_known[addr] != image[addr]:
@@ -129,17 +121,22 @@ class ChipSimulation:
                 ctx.set(self.written.clear, 0)
                 bound = cycle_bound(program)
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
-                if not halted_edge:
-                    raise SimulatorError(f"program {i}: the chip did not halt within {bound} cycles "
-                                         f"(pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)})")
+                if not halted_edge:          # reported as every simulator does: TIMEOUT, then FAIL
+                    self.timed_out = (i, bound, f"pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)}")
+                    return
                 # 5. the end state
-                ext_known = list(image)
-                for span in written.written_ranges(ctx.get(written.blocks["ext"]), self.ext_words):
+                ext_known = image
+                ext_spans = written.written_ranges(ctx.get(written.blocks["ext"]), self.ext_words)
+                for span in ext_spans:
                     ext_known[span.start:span.stop] = [ctx.get(row) for row in self._ext_rows[span.start:span.stop]]
+                if isinstance(source, MemoryImage):     # kept sparse: a bundle's results cost what they touch
+                    final = source if not ext_spans else MemoryImage.from_words(ext_known)
+                else:
+                    final = list(ext_known)
                 spad_dirty = written.written_ranges(ctx.get(written.blocks["spad"]), self.chip.spad.depth)
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
-                    ext=list(ext_known),
+                    ext=final,
                     error=ErrorCode(ctx.get(chip.status)),
                     error_pc=ctx.get(chip.status_pc),
                 )
@@ -154,8 +151,11 @@ class ChipSimulation:
         sim.add_testbench(bench)
         self.build_seconds += time.perf_counter() - t0      # the simulator compiles the design here
         if vcd:
-            with sim.write_vcd(vcd):
-                sim.run()
+            with vcd_output(vcd) as target:
+                with sim.write_vcd(target.tmp):
+                    sim.run()
+            if not target.written:
+                raise SimulatorError(f"--vcd {vcd}: Amaranth wrote no waveform")
         else:
             sim.run()
         return results
@@ -178,17 +178,26 @@ class AmaranthSimulator:
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         words = external_memory_words(ext_words, self.ext_words)
+        if vcd:
+            check_vcd(vcd)
         job = _prepare(program, ext, words)
-        return ChipSimulation(words).run([job], vcd=vcd)[0]
+        session = ChipSimulation(words)
+        results = session.run([job], vcd=vcd)
+        if session.timed_out:
+            i, bound, where = session.timed_out
+            raise SimulatorError(f"{self.name}: the program did not halt within {bound} cycles ({where})")
+        return results[0]
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> BundleReport:
         n = len(bundle.programs)
         if vcd and vcd_program is not None and not 0 <= vcd_program < n:
             raise SimulatorError(f"--program {vcd_program}: the bundle has programs 0..{n - 1}")
+        if vcd:
+            check_vcd(vcd)                 # before any work: a waveform that cannot be written is refused
         t0 = time.perf_counter()
         session = ChipSimulation(bundle.ext_words)
-        jobs = [(entry.code, list(entry.ext)) for entry in bundle.programs]
+        jobs = [(entry.code, entry.ext) for entry in bundle.programs]
         mismatch = None
 
         def on_result(i: int, result: RunResult) -> bool:
@@ -201,16 +210,20 @@ class AmaranthSimulator:
         results = session.run(jobs, on_result=on_result)
         wall = time.perf_counter() - t0
         notes = []
+        if session.timed_out:
+            i, bound, _where = session.timed_out
+            notes.append(timeout_line(i, bound, bundle.programs[i].expected.counters[0]))
         if vcd:
             # the waveform comes from a separate run of that one program, so that tracing does not
             # slow down (or get measured with) the replay of the whole bundle
             which = 0 if vcd_program is None else vcd_program
             v0 = time.perf_counter()
-            traced = ChipSimulation(bundle.ext_words).run([jobs[which]], vcd=vcd)[0]
-            again = first_mismatch(bundle.programs[which].expected, traced, program=which)
+            traced = ChipSimulation(bundle.ext_words).run([jobs[which]], vcd=vcd)
+            again = (first_mismatch(bundle.programs[which].expected, traced[0], program=which) if traced
+                     else f"program {which} did not halt")
             notes.append(f"waveform of program {which} written to {vcd} in {time.perf_counter() - v0:.1f} s"
                          + (f" (that run: {again})" if again else ""))
-            if again and mismatch is None:
+            if again and mismatch is None and not isinstance(again, str):
                 mismatch = again
         return BundleReport(self.name, n, results, mismatch, wall,
                             build_seconds=session.build_seconds, notes=notes)

@@ -40,6 +40,6 @@ class GoldenSimulator:
 
         def run_one(i: int) -> RunResult:
             entry = bundle.programs[i]
-            return golden.run(entry.code, entry.ext, ext_words=bundle.ext_words)
+            return golden.run(entry.code, entry.ext, ext_words=bundle.ext_words, sparse=True)
 
         return replay_with(self, bundle, run_one, progress)

@@ -48,7 +48,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
 
 from . import toolchain, verilog
-from .simulator import BundleReport, SimulatorError, external_memory_words
+from .simulator import BundleReport, SimulatorError, check_vcd, cycle_bound, external_memory_words, vcd_output
 
 TB_DIR = Path(__file__).resolve().parent / "tb"
 TESTBENCH = TB_DIR / "ga2_tb.v"
@@ -177,25 +177,26 @@ class _VerilogSimulator:
         cap = self.bundle_cap(words)
         header = params_header(ext_words, cap, scratchpad_array(exported.text))
         flags = self.flags(trace)
-        key = toolchain.digest(self.name, exported.text, header, *(p.read_bytes() for p in self.sources()),
+        key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, exported.text, header,
+                               *(p.read_bytes() for p in self.sources()),
                                *(toolchain.version(t) for t in self.tools()), *flags)
         final, lock = toolchain.cached_dir("build", key)
-        stamp = final / "build.done"
         with toolchain.locked(lock):
-            if self.use_cache and stamp.exists():
-                command, compile_seconds = _read_stamp(stamp, final)
-                toolchain.touch(final)
-                return Build(final, command, key, cap, trace, time.perf_counter() - t0, compile_seconds, True)
-            tmp = toolchain.new_build_dir(final)
-            chip = tmp / f"{verilog.CHIP_UNIT}.v"
-            chip.write_text(exported.text)
-            (tmp / PARAMS_HEADER).write_text(header)
-            c0 = time.perf_counter()
-            command = self.compile(tmp, chip, trace)
-            compile_seconds = time.perf_counter() - c0
-            toolchain.publish(tmp, final)
-            command = [c.replace(str(tmp), str(final)) for c in command]
-            _write_stamp(stamp, command, compile_seconds, final)
+            meta = toolchain.reusable(final, f"{self.name} build") if self.use_cache else None
+            command = _stamp_command(meta, final)
+            if command is not None:
+                return Build(final, command, key, cap, trace, time.perf_counter() - t0,
+                             float(meta["compile_seconds"]), True)
+            with toolchain.build_dir(final) as (tmp, tmp_meta):
+                chip = tmp / f"{verilog.CHIP_UNIT}.v"
+                chip.write_text(exported.text)
+                (tmp / PARAMS_HEADER).write_text(header)
+                c0 = time.perf_counter()
+                command = self.compile(tmp, chip, trace)
+                compile_seconds = time.perf_counter() - c0
+                tmp_meta.update(command=[c.replace(str(tmp), "{dir}") for c in command],
+                                compile_seconds=compile_seconds)     # the manifest: written atomically, last
+            command = _stamp_command(tmp_meta, final)
         toolchain.prune("build")
         return Build(final, command, key, cap, trace, time.perf_counter() - t0, compile_seconds, False)
 
@@ -210,6 +211,8 @@ class _VerilogSimulator:
         n = len(bundle.programs)
         if vcd is not None and not (vcd_program or 0) < n:
             raise SimulatorError(f"--program {vcd_program}: the bundle has programs 0 .. {n - 1}")
+        if vcd is not None:
+            check_vcd(vcd)                 # before any work: a waveform that cannot be written is refused
         text = bundle.to_text()
         words = sum(1 for line in text.splitlines() if line and not line.startswith("//"))
 
@@ -217,17 +220,19 @@ class _VerilogSimulator:
         build = self.build(bundle.ext_words, words=words, trace=vcd is not None, exported=exported)
         setup = time.perf_counter() - t0
 
-        with tempfile.TemporaryDirectory(prefix="ga2_run_") as tmp:
+        with tempfile.TemporaryDirectory(prefix="ga2_run_") as tmp, vcd_output(vcd) as vcd_target:
             bundle_path = Path(tmp) / "bundle.hex"
             bundle_path.write_text(text)
             ext_path = Path(tmp) / "ext.txt"
             args = [f"+bundle={bundle_path}", f"+bundle_words={words}", f"+ext_out={ext_path}"]
             if ext_all:
                 args.append("+ext_all")
-            if self.timeout_cycles:
-                args.append(f"+timeout={self.timeout_cycles}")
-            if vcd is not None:
-                args += [f"+vcd={os.path.abspath(vcd)}", f"+vcd_program={vcd_program or 0}"]
+            # the watchdog comes from the programs (as in every simulator), never from the expectations
+            bound = self.timeout_cycles or max((cycle_bound(p.code) for p in bundle.programs), default=0)
+            if bound:
+                args.append(f"+timeout={bound}")
+            if vcd_target.tmp is not None:
+                args += [f"+vcd={os.path.abspath(vcd_target.tmp)}", f"+vcd_program={vcd_program or 0}"]
             r0 = time.perf_counter()
             status_lines, verdict, notes, rc, output = self._execute(build.command + args, n, progress)
             run_seconds = time.perf_counter() - r0
@@ -265,6 +270,10 @@ class _VerilogSimulator:
                                               if build.cached else ""),
             f"run {run_seconds:.2f} s",
         ] + notes
+        if vcd is not None:
+            report.notes.append(f"waveform of program {vcd_program or 0} written to {vcd}" if vcd_target.written
+                                else f"no waveform written to {vcd}: the run stopped before program "
+                                     f"{vcd_program or 0}")
         if verdict is None:
             raise SimulatorError(f"{self.name} ended (exit status {rc}) without a verdict line:\n{_tail(output)}")
         if verdict != report.line():
@@ -280,6 +289,8 @@ class _VerilogSimulator:
         words = external_memory_words(ext_words, self.ext_words)
         one = Bundle.from_programs([("program", program, list(ext))], ext_words=words)
         report = self.run_bundle(one, vcd=vcd, vcd_program=0 if vcd else None, ext_all=True)
+        if vcd and not any(note.startswith("waveform of program") for note in report.notes):
+            raise SimulatorError(f"{self.name}: --vcd {vcd}: the simulation wrote no waveform")
         if not report.results:
             raise SimulatorError(f"{self.name}: the program did not finish: {report.line()}; "
                                  + "; ".join(report.notes[3:]))
@@ -291,25 +302,22 @@ class _VerilogSimulator:
         verdict = None
         notes: list[str] = []
         lines: list[str] = []
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace", bufsize=1)
-        except FileNotFoundError:
-            toolchain.require(cmd[0])
-            raise
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            lines.append(line)
-            if line.startswith("RESULT "):
-                results.append(_parse_result(line, len(results)))
-                if progress:
-                    progress(len(results), n)
-            elif line.startswith(("PASS: ", "MISMATCH: ", "FAIL: ")):
-                verdict = line
-            elif line.startswith(("TIMEOUT: ", "ERROR: ")):
-                notes.append(line)
-        rc = proc.wait()
+        # its own process group, ended with ga2 (an interrupt, an error in this loop): see toolchain.child
+        with toolchain.child(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             errors="replace", bufsize=1) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                line = line.rstrip("\n")
+                lines.append(line)
+                if line.startswith("RESULT "):
+                    results.append(_parse_result(line, len(results)))
+                    if progress:
+                        progress(len(results), n)
+                elif line.startswith(("PASS: ", "MISMATCH: ", "FAIL: ")):
+                    verdict = line
+                elif line.startswith(("TIMEOUT: ", "ERROR: ")):
+                    notes.append(line)
+            rc = proc.wait()
         output = "\n".join(lines)
         errors = [x for x in notes if x.startswith("ERROR: ")]
         if errors:
@@ -383,16 +391,13 @@ class VerilatorSimulator(_VerilogSimulator):
 
 
 # ---------------------------------------------------------------------- helpers
-def _write_stamp(stamp: Path, command: list[str], seconds: float, directory: Path) -> None:
-    import json
-    rel = [c.replace(str(directory), "{dir}") for c in command]
-    stamp.write_text(json.dumps({"command": rel, "compile_seconds": seconds}))
-
-
-def _read_stamp(stamp: Path, directory: Path) -> tuple[list[str], float]:
-    import json
-    d = json.loads(stamp.read_text())
-    return [c.replace("{dir}", str(directory)) for c in d["command"]], float(d["compile_seconds"])
+def _stamp_command(meta: dict | None, directory: Path) -> list[str] | None:
+    """The run command a cache entry's manifest records (None if there is no usable one)."""
+    if not meta or not isinstance(meta.get("command"), list) or not meta["command"]:
+        return None
+    if not isinstance(meta.get("compile_seconds"), (int, float)):
+        return None
+    return [str(c).replace("{dir}", str(directory)) for c in meta["command"]]
 
 
 def _parse_result(line: str, expected_index: int) -> tuple[int, int, list[int]]:

@@ -7,13 +7,17 @@ how a simulator is started.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
+from ga2_hdl import isa
 from ga2_hdl.isa import Instruction
 from ga2_hdl.results import Mismatch, RunResult
+from ga2_hdl.safe_io import check_output, temporary_sibling
 
 #: name -> "module:factory"; the module is imported only when the simulator is asked for.
 SIMULATORS: dict[str, str] = {
@@ -83,6 +87,70 @@ def external_memory_words(requested: int | None, configured: int | None) -> int:
                 raise SimulatorError(f"ext_words={words}: the external memory needs at least one word")
             return words
     return EXT_WORDS_DEFAULT
+
+
+#: cycles a program may take beyond its own bound before a simulator calls it hung
+WATCHDOG_MARGIN = 64
+
+
+def cycle_bound(program: Sequence[Instruction]) -> int:
+    """An upper bound on the cycles ``program`` can take on the chip: every simulator's watchdog.
+
+    It comes from the program alone (every instruction's busy time plus fetch and issue, up to
+    the first HALT), never from an expectation, so a wrong expectation is reported as the same
+    MISMATCH by every simulator instead of a timeout in some of them.
+    """
+    total = 0
+    for ins in program:
+        total += isa.FETCH_ISSUE_CYCLES
+        if ins.op == isa.HALT.op:
+            break
+        if ins.op in isa.OP_BY_CODE:
+            total += ins.busy()
+    return total + WATCHDOG_MARGIN
+
+
+def timeout_line(program: int, bound: int, expected_total: int) -> str:
+    """The one TIMEOUT note of every simulator (the Verilog testbench prints the same words)."""
+    return (f"TIMEOUT: program {program} did not halt within {bound} cycles "
+            f"(the bundle expects {expected_total})")
+
+
+def check_vcd(vcd: str | os.PathLike) -> None:
+    """Refuse, before anything runs, a waveform path that cannot be written."""
+    try:
+        check_output(vcd, "waveform file")
+    except OSError as e:
+        raise SimulatorError(f"--vcd {os.fspath(vcd)}: {e.strerror}") from None
+
+
+@dataclass
+class VcdTarget:
+    """Where a simulator writes a waveform (``tmp``), and whether it reached ``final`` (``written``)."""
+    final: str | None
+    tmp: str | None = None
+    written: bool = False
+
+
+@contextlib.contextmanager
+def vcd_output(vcd: str | os.PathLike | None) -> Iterator[VcdTarget]:
+    """A temporary waveform path next to ``vcd`` for the simulator to write; renamed to ``vcd`` when
+    the block ends normally and the simulator did write something, removed otherwise.  So ``vcd`` is
+    whole or as it was, and ``written`` says which (nobody says "written" of a file that is not there)."""
+    target = VcdTarget(None if vcd is None else os.fspath(vcd))
+    if vcd is None:
+        yield target
+        return
+    check_vcd(vcd)
+    target.tmp = temporary_sibling(vcd, ".vcd")
+    try:
+        yield target
+        if os.path.getsize(target.tmp) > 0:
+            os.replace(target.tmp, vcd)
+            target.written = True
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(target.tmp)
 
 
 def get_simulator(name: str, **options) -> Simulator:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from ga2_hdl.safe_io import atomic_write
+
 from . import toolchain
 from .simulator import SimulatorError
 
@@ -81,7 +83,7 @@ class Export:
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / f"{self.unit}.v"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.text)
+        atomic_write(path, self.text)
         return path
 
 
@@ -205,24 +207,21 @@ def export(unit: str = "chip", *, ext_words: int | None = None, params: dict | N
         text = convert(info, params, emit_src=emit_src)
         dt = time.perf_counter() - t0
         return Export(info.name, text, params, dt, dt, False)
-    key = toolchain.digest(_source_fingerprint(), info.name, json.dumps(params, sort_keys=True),
-                           f"emit_src={emit_src}")
+    key = toolchain.digest(toolchain.CACHE_FORMAT, _source_fingerprint(), info.name,
+                           json.dumps(params, sort_keys=True), f"emit_src={emit_src}")
     final, lock = toolchain.cached_dir("verilog", key)
     path = final / f"{info.name}.v"
-    meta = final / "export.json"
     with toolchain.locked(lock):
-        if path.exists() and meta.exists():
-            convert_seconds = json.loads(meta.read_text()).get("convert_seconds", 0.0)
-            toolchain.touch(final)
-            return Export(info.name, path.read_text(), params, time.perf_counter() - t0, convert_seconds, True)
+        meta = toolchain.reusable(final, "Verilog export")
+        if meta is not None and path.is_file() and isinstance(meta.get("convert_seconds"), (int, float)):
+            return Export(info.name, path.read_text(), params, time.perf_counter() - t0,
+                          float(meta["convert_seconds"]), True)
         c0 = time.perf_counter()
         text = convert(info, params, emit_src=emit_src)
         convert_seconds = time.perf_counter() - c0
-        tmp = toolchain.new_build_dir(final)
-        (tmp / f"{info.name}.v").write_text(text)
-        (tmp / "export.json").write_text(json.dumps({"unit": info.name, "params": params,
-                                                     "convert_seconds": convert_seconds}))
-        toolchain.publish(tmp, final)
+        with toolchain.build_dir(final) as (tmp, tmp_meta):
+            (tmp / f"{info.name}.v").write_text(text)
+            tmp_meta.update(unit=info.name, params=params, convert_seconds=convert_seconds)
     toolchain.prune("verilog")
     return Export(info.name, text, params, time.perf_counter() - t0, convert_seconds, False)
 

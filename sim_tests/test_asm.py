@@ -159,7 +159,8 @@ def test_cli_asm_disasm_golden(tmp_path, capsys):
                    "00000002\n00000003\nffffffff\n00000005\n")
     hexf = tmp_path / "p.hex"
     assert ga2(["asm", str(src), "-o", str(hexf)]) == 0
-    assert len(hexf.read_text().splitlines()) == 4
+    lines = hexf.read_text().splitlines()
+    assert len(lines) == 5 and lines[0].startswith("// GA2 program file: 4 instructions, crc32 ")
     capsys.readouterr()
     assert ga2(["disasm", str(hexf)]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "MM dst=100 A=0 B=4 M=1 K=4 N=2 tb=0 lda=4 ldb=2 ldc=2"

@@ -86,6 +86,6 @@ def test_unknown_simulator_is_a_clear_error(tmp_path, capsys):
 def test_run_refuses_an_external_memory_of_no_words(tmp_path, capsys):
     prog, _ = _files(tmp_path)
     for sim in ("golden", "amaranth"):
-        assert main(["run", prog, "--sim", sim, "--ext-words", "0"]) == 1
+        assert main(["run", prog, "--sim", sim, "--ext-words", "0"]) == 2     # argparse's usage error
         captured = capsys.readouterr()
-        assert captured.out == "" and "--ext-words 0: the external memory holds 1 .. 65536 words" in captured.err
+        assert captured.out == "" and "--ext-words: 0: the external memory holds 1 .. 65536 words" in captured.err

@@ -15,6 +15,7 @@ Each function returns the path it wrote.
 """
 from __future__ import annotations
 
+import io
 import os
 
 import matplotlib
@@ -24,6 +25,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import matplotlib.ticker  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from ga2_hdl.safe_io import atomic_write  # noqa: E402
+
 from .verifier import causal_mask  # noqa: E402
 
 UNIT_COLOURS = {"matrix": "#4c72b0", "dma": "#dd8452", "vector": "#55a868", "fetch and issue": "#8c8c8c"}
@@ -32,9 +35,12 @@ UNIT_LABELS = {"matrix": "matrix unit (MM)", "dma": "DMA (LD, ST)", "vector": "v
 
 
 def _save(fig, path: str) -> str:
+    """Render, then write atomically (a failure leaves the old figure or none)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=130, bbox_inches="tight")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=os.path.splitext(path)[1].lstrip(".") or "png", dpi=130, bbox_inches="tight")
     plt.close(fig)
+    atomic_write(path, buffer.getvalue())
     return path
 
 

@@ -22,7 +22,8 @@
 //   +ext_out=PATH       write final external memories there (non-zero words): every program
 //                       with +ext_all, otherwise only a mismatching one
 //   +vcd=PATH           dump a waveform of one program (+vcd_program=N, default 0)
-//   +timeout=N          cycles to wait for `halted` (default: 2 x expected total + slack)
+//   +timeout=N          cycles to wait for `halted` (the runner passes the programs' own bound,
+//                       gen/simulator.py cycle_bound; default: 2 x expected total + slack)
 //
 // Output, one line each:
 //   RESULT i status status_pc total matrix dma vector instructions   (every program run)
@@ -362,7 +363,7 @@ module ga2_tb (
             end else begin
                 waited = waited + 1;
                 if (waited > limit) begin
-                    $display("TIMEOUT: program %0d did not halt within %0d cycles (the golden model takes %0d)",
+                    $display("TIMEOUT: program %0d did not halt within %0d cycles (the bundle expects %0d)",
                              prog, limit, exp_counter[0]);
                     fail;
                 end

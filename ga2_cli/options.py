@@ -1,0 +1,88 @@
+"""The checked option types every `ga2` command uses: validated when the arguments are parsed,
+before any work starts.
+
+Each is an argparse ``type=``: a bad value stops the command with argparse's
+one-line message naming the flag (``ga2 golden: error: argument --ext-words:
+...``, exit status 2) and nothing is run, created or written.
+
+* :func:`count` (``positive``, ``non_negative``): whole numbers with a floor;
+* :data:`ext_words`: an external-memory size, 1 .. 65536 words (``fuzz_ext_words``: 16 ..);
+* :data:`max_cycles`: a generated program's cycle budget;
+* :data:`output_file`: a file the command will write: its directory exists and
+  can be written, it is not a directory (probed by creating and removing a file,
+  which also catches a read-only mount and works for root);
+* :data:`output_dir`: a directory the command will write into (existing or creatable);
+* :data:`input_file`: a file that exists and can be read.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+from ga2_hdl import isa
+from ga2_hdl.safe_io import check_output, check_output_dir
+
+
+def count(minimum: int, what: str = "number"):
+    """An integer of at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value}: the {what} must be at least {minimum}")
+        return value
+    parse.__name__ = f"count>={minimum}"
+    return parse
+
+
+positive = count(1)
+non_negative = count(0)
+
+
+def _ext_words(minimum: int, why: str = ""):
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not minimum <= value <= 1 << 16:
+            raise argparse.ArgumentTypeError(f"{value}: the external memory holds {minimum} .. 65536 words{why} "
+                                             f"(default {isa.EXT_WORDS_DEFAULT})")
+        return value
+    return parse
+
+
+#: an external-memory size
+ext_words = _ext_words(1)
+#: an external-memory size for generated programs (gen/fuzz.py's random programs need 16 words)
+fuzz_ext_words = _ext_words(16, " for random programs")
+#: a cycle budget of a generated program: at least a HALT's fetch and issue
+max_cycles = count(isa.FETCH_ISSUE_CYCLES, "cycle budget (a HALT alone takes that many)")
+
+
+def output_file(text: str) -> str:
+    try:
+        check_output(text)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"{text}: {e.strerror}") from None
+    return text
+
+
+def output_dir(text: str) -> str:
+    try:
+        check_output_dir(text)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"{text}: {e.strerror}") from None
+    return text
+
+
+def input_file(text: str) -> str:
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, not a file")
+    if not os.access(text, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text}: cannot be read (permission denied)")
+    return text
