@@ -46,6 +46,13 @@ _VECTOR_IDLE_DATA = ("the value only reaches engines that are not selected by in
                      "and the registers it loads unconditionally (AMAX's value2) are overwritten by real data "
                      "before their valid bit is next set")
 
+_MM_STREAM_COUNT = ("step counts from 0 to stream_last = K+M+N-1 <= 64+4+4-1 = 71 (the issue check refuses "
+                    "larger shapes), which needs 7 bits; dim_bits = 7 (64.bit_length()), so dim_bits + 1 = 8 "
+                    "bits already hold every value and nothing wraps")
+_SOFTMAX_INDEX_AT_START = ("rd_index and wr_index are 0 whenever an SM starts: they are 0 after reset and "
+                           "next_pass sets both to 0 at the end of every pass, SCALE (the last) included; so "
+                           "the clear at start writes the values they already hold")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
@@ -66,6 +73,28 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
                 "takes the same value every cycle"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", '"stream_last": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", '"step": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "mem.wr_data.eq(self.spad.rd_data[:8]),",
+                ":8 -> :9",
+                "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
+                "only its low 8, the same int8 as before"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
+                "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
+                "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
+                "are bit for bit the same"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "product = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1",
+                "product = e * r with r = floor(2**38 / S) and e one of the terms of the sum S, so e <= S and "
+                "e * r <= e * 2**38 / S <= 2**38, with equality only if e = S divides 2**38, which no sum of "
+                "table entries does (S = 65535 for a single term): the product is below 2**38 and fits in 38 "
+                "bits, one fewer than PRODUCT_BITS = 39"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "rd_index.eq(0), -> ", _SOFTMAX_INDEX_AT_START),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                ", wr_index.eq(0) -> ", _SOFTMAX_INDEX_AT_START),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "m.d.sync += land_valid.eq(0)",
                 "land_valid.eq(0) -> land_valid.eq(1)",
                 "outside STAGE and DRAIN the change keeps writing the scratchpad's read data into the operand "

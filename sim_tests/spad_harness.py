@@ -158,12 +158,12 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
 def run_program(make_unit: Callable[[], wiring.Component],
                 image: Mapping[int, int] | Sequence[int],
                 instructions: Sequence[isa.Instruction],
-                gap: int = 2) -> tuple[list[int], list[int]]:
+                gap: int = 2, monitor: Callable | None = None) -> tuple[list[int], list[int]]:
     """Run ``instructions`` one after the other on a fresh unit and scratchpad.
 
     ``image`` is the initial scratchpad (a mapping address -> word, or a list
     from address 0).  Returns (final scratchpad as SPAD_WORDS words, [W per
-    instruction]).
+    instruction]).  ``monitor(ctx, harness, ins, cycle)`` sees every cycle (see :func:`run_jobs`).
     """
     harness = SpadHarness(make_unit())
     final: list[int] = []
@@ -176,7 +176,8 @@ def run_program(make_unit: Callable[[], wiring.Component],
     def finish(ctx):
         final.extend(ctx.get(harness.mem.data[a]) for a in range(isa.SPAD_WORDS))
 
-    busy = run_jobs(harness, [(ins, None, None) for ins in instructions], gap=gap, setup=setup, finish=finish)
+    busy = run_jobs(harness, [(ins, None, None) for ins in instructions], gap=gap, setup=setup, finish=finish,
+                    monitor=(lambda ctx, ins, cycle: monitor(ctx, harness, ins, cycle)) if monitor else None)
     return final, busy
 
 
