@@ -12,15 +12,20 @@ is *caught* if the battery reports any problem.
 The unbroken compiler, loaded the same way, must pass first.  A change listed
 as *equivalent* does not alter what the compiler produces; the battery must
 NOT flag it, and it is reported as "equivalent", never counted as caught.
+
+The mutants, the copies' sources and the run are the project's one mutation
+engine (:mod:`ga2_hdl.mutation`); this module supplies the compiler's
+mutants and its judge (the slice battery).
 """
 from __future__ import annotations
 
 import itertools
 import sys
-import time
 import types
-from dataclasses import dataclass
 from pathlib import Path
+
+from ga2_hdl import mutation
+from ga2_hdl.mutation import Finding, Result
 
 from .battery import run_battery
 
@@ -29,13 +34,14 @@ MODULES = ("errors", "graph", "reference", "scales", "planner", "lower", "interp
 SOURCE_DIR = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    module: str          # which of MODULES is changed
-    old: str             # text that must occur exactly once in that module's source
-    new: str
-    equivalent: bool = False
+def Mutant(name: str, module: str, old: str, new: str, equivalent: str = "") -> mutation.Mutant:
+    """A change to compiler/``module``.py: ``old`` (which must occur exactly once) becomes ``new``;
+    ``equivalent`` is the argument when the change is claimed not to alter the compiler's output."""
+    return mutation.Mutant(f"compiler/{module}.py", old, new, name=name, equivalent=equivalent)
+
+
+def module_of(mutant: mutation.Mutant) -> str:
+    return Path(mutant.file).stem
 
 
 SLICE_MUTANTS: tuple[Mutant, ...] = (
@@ -75,26 +81,17 @@ EQUIVALENT_MUTANTS: tuple[Mutant, ...] = (
     Mutant("slice: a slice is first given a buffer of its own, which the next loop replaces by the view "
            "(an unused buffer entry)", "planner",
            'if n.op in ("output", "argmax", "slice"):',
-           'if n.op in ("output", "argmax"):', equivalent=True),
+           'if n.op in ("output", "argmax"):',
+           equivalent="the planner's next loop gives every slice the placement of its source's view, "
+                      "replacing the buffer entry made here; the entry is never read, so the program and "
+                      "its memory layout are the same"),
 )
 
 MUTANTS = SLICE_MUTANTS + EQUIVALENT_MUTANTS
 
 
-class MutantAnchorError(RuntimeError):
-    """A mutant's text does not occur exactly once in its module: the source changed under it."""
-
-
-@dataclass
-class Verdict:
-    name: str
-    status: str          # "caught", "not caught", "equivalent", or "equivalent but flagged"
-    problem: str         # the battery's first problem ("" when none)
-    seconds: float
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "status": self.status, "problem": self.problem,
-                "seconds": round(self.seconds, 2)}
+#: a stale anchor (the text to change is missing or repeated): the run stops, the mutant must be updated
+MutantAnchorError = mutation.MutantError
 
 
 _copies = itertools.count()
@@ -104,17 +101,11 @@ def module_source(module: str) -> str:
     return (SOURCE_DIR / f"{module}.py").read_text()
 
 
-def mutated_source(mutant: Mutant) -> str:
+def mutated_source(mutant: mutation.Mutant) -> str:
     """The module's source with the one change made; refuses an anchor that is missing or repeated."""
-    if mutant.module not in MODULES:
-        raise MutantAnchorError(f"mutant {mutant.name!r}: unknown module {mutant.module!r}")
-    src = module_source(mutant.module)
-    found = src.count(mutant.old)
-    if found != 1:
-        raise MutantAnchorError(f"mutant {mutant.name!r}: its text occurs {found} times in compiler/"
-                                f"{mutant.module}.py (it must occur exactly once; update the mutant):\n"
-                                f"    {mutant.old!r}")
-    return src.replace(mutant.old, mutant.new)
+    if module_of(mutant) not in MODULES or not mutant.file.startswith("compiler/"):
+        raise MutantAnchorError(f"mutant {mutant.label!r}: unknown module {mutant.file!r}")
+    return mutation.apply(module_source(module_of(mutant)), mutant)
 
 
 class CompilerCopy:
@@ -125,7 +116,7 @@ class CompilerCopy:
     package name, and removed again on exit.
     """
 
-    def __init__(self, mutant: Mutant | None = None):
+    def __init__(self, mutant: mutation.Mutant | None = None):
         self.mutant = mutant
         self.name = f"_capra_copy_{next(_copies)}"
         self.package: types.ModuleType | None = None
@@ -133,7 +124,7 @@ class CompilerCopy:
     def __enter__(self) -> types.ModuleType:
         sources = {m: module_source(m) for m in MODULES}
         if self.mutant is not None:
-            sources[self.mutant.module] = mutated_source(self.mutant)
+            sources[module_of(self.mutant)] = mutated_source(self.mutant)
         label = "unbroken" if self.mutant is None else "mutant"
         pkg = types.ModuleType(self.name, "a private copy of the compiler package")
         pkg.__path__ = []                  # nothing is found on disk: every submodule is preloaded below
@@ -160,7 +151,7 @@ class CompilerCopy:
             del sys.modules[key]
 
 
-def check(mutant: Mutant | None, graphs: int = 40) -> tuple[bool, str]:
+def check(mutant: mutation.Mutant | None, graphs: int = 40) -> tuple[bool, str]:
     """(whether the battery found a problem, the first problem) for the compiler with ``mutant``."""
     try:
         with CompilerCopy(mutant) as capra:
@@ -172,27 +163,25 @@ def check(mutant: Mutant | None, graphs: int = 40) -> tuple[bool, str]:
     return (not report.passed), (report.problems[0] if report.problems else "")
 
 
-def run_mutation(graphs: int = 40, progress=None) -> tuple[bool, str, list[Verdict]]:
-    """Check the unbroken compiler, then every mutant.
+def judge(graphs: int = 40):
+    """The compiler's verdict for the engine: the slice battery's first problem, or None."""
+    def run(mutant: mutation.Mutant):
+        caught, first = check(mutant, graphs)
+        return Finding("slice battery", first) if caught else None
+    return run
 
-    Returns ``(unbroken passes, its first problem, verdicts)``.  All anchors are
+
+def run_mutation(graphs: int = 40, progress=None, jobs: int = 1) -> tuple[bool, str, list[Result]]:
+    """Check the unbroken compiler, then every mutant (each in a child process of the engine).
+
+    Returns ``(unbroken passes, its first problem, results)``.  All anchors are
     checked before anything runs, so a stale mutant fails at once.
     """
     for m in MUTANTS:
         mutated_source(m)
     bad, problem = check(None, graphs)
-    verdicts: list[Verdict] = []
     if bad:
-        return False, problem, verdicts
-    for m in MUTANTS:
-        t0 = time.perf_counter()
-        caught, first = check(m, graphs)
-        if m.equivalent:
-            status = "equivalent but flagged" if caught else "equivalent"
-        else:
-            status = "caught" if caught else "not caught"
-        v = Verdict(m.name, status, first, time.perf_counter() - t0)
-        verdicts.append(v)
-        if progress:
-            progress(v)
-    return True, "", verdicts
+        return False, problem, []
+    results = mutation.run_mutants(MUTANTS, judge(graphs), jobs=jobs, timeout=600,
+                                   progress=(lambda _n, r: progress(r)) if progress else None)
+    return True, "", results

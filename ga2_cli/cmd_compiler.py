@@ -37,10 +37,10 @@ def _mutate_compiler(args) -> int:
     if not unbroken:
         print(f"  its first problem: {problem}")
         print("no mutant was run: the battery must pass on the unbroken compiler first")
-    by_name = {v.name: v for v in verdicts}
+    by_name = {v.mutant.name: v for v in verdicts}
     broken = [by_name[m.name] for m in SLICE_MUTANTS if m.name in by_name]
     for v in broken:
-        print(f"{v.name}: {v.status}")
+        print(f"{v.mutant.name}: {v.status}")
     caught = sum(v.status == "caught" for v in broken)
     equivalent = [by_name[m.name] for m in EQUIVALENT_MUTANTS if m.name in by_name]
     if unbroken:
@@ -48,8 +48,9 @@ def _mutate_compiler(args) -> int:
         print("\nA change that looks like a bug and is not:")
         for v in equivalent:
             verdict = "NOT CAUGHT (as it should be)" if v.status == "equivalent" else \
-                f"FLAGGED, which it should not be: {v.problem}"
-            print(f"EQUIVALENT in effect: {v.name}: {verdict}")
+                f"FLAGGED, which it should not be: {v.detail}"
+            print(f"EQUIVALENT in effect: {v.mutant.name}: {verdict}")
+            print(f"    why: {v.mutant.equivalent}")
     if args.json:
         write_mutation_json(args.json, unbroken, problem, verdicts)
     ok = unbroken and caught == len(SLICE_MUTANTS) and all(v.status == "equivalent" for v in equivalent)

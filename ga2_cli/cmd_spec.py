@@ -34,10 +34,12 @@ def mutate_targets(subparsers) -> argparse._SubParsersAction:
     return targets
 
 
-def write_mutation_json(path: str, unbroken: bool, problem, verdicts) -> None:
-    """The JSON every `ga2 mutate` target writes: the unbroken verdict and one entry per mutant."""
-    atomic_write(path, json.dumps({"unbroken_passes": unbroken, "unbroken_problem": problem,
-                                   "mutants": [v.as_dict() for v in verdicts]}, indent=2) + "\n")
+def write_mutation_json(path: str, unbroken: bool, problem, results, **extra) -> None:
+    """The JSON every `ga2 mutate` target writes (the engine's report, ga2_hdl.mutation.report),
+    atomically: the unbroken verdict, the target's own fields, the totals and one entry per mutant."""
+    from ga2_hdl import mutation
+    report = mutation.report(results, unbroken_passes=unbroken, unbroken_problem=problem, **extra)
+    atomic_write(path, json.dumps(report, indent=2) + "\n")
 
 
 def register(subparsers) -> None:
@@ -59,13 +61,15 @@ def _mutate_spec(args) -> int:
 
     if args.jobs < 1:
         raise CommandError("--jobs must be at least 1")
+    if args.timeout <= 0:
+        raise CommandError("--timeout must be positive")
     print("NOTE: this deliberately breaks copies of spec/. 'caught' is EXPECTED: it shows the checks "
           "notice the mistake.", flush=True)
     done = []
 
     def progress(verdict):
         done.append(verdict)
-        print(f"  [{len(done)}/{len(MUTANTS)}] {verdict.name}: {verdict.status} ({verdict.seconds:.0f} s)",
+        print(f"  [{len(done)}/{len(MUTANTS)}] {verdict.mutant.name}: {verdict.status} ({verdict.seconds:.0f} s)",
               file=sys.stderr, flush=True)
 
     unbroken, problem, verdicts = run_mutants(jobs=args.jobs, timeout=args.timeout, progress=progress)
@@ -73,10 +77,10 @@ def _mutate_spec(args) -> int:
     if not unbroken:
         print(f"  first problem of the unbroken version: {problem}")
     for v in verdicts:
-        print(f"{v.name}: {v.status}")
-        print(f"    {v.how}")
+        print(f"{v.mutant.name}: {v.status}")
+        print(f"    {(v.caught_by + ': ') if v.caught_by else ''}{v.detail}")
     caught = sum(v.status == "caught" for v in verdicts)
-    timed_out = sum(v.status == "TIMEOUT" for v in verdicts)
+    timed_out = sum(v.status == "timeout" for v in verdicts)
     if unbroken:
         print(f"\nspeculative decoding: {caught} of {len(MUTANTS)} broken versions caught")
         if timed_out:

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "ga2_cli.cmd_verilog",    # verilog
     "ga2_cli.cmd_compiler",   # mutate compiler
     "ga2_cli.cmd_spec",       # mutate spec
+    "ga2_cli.cmd_mutate",     # mutate rtl
     "ga2_cli.cmd_ch16",       # ch16, example a|b
     "ga2_cli.cmd_synth",      # synth, build, board run
     "ga2_cli.cmd_beyond",     # beyond

@@ -257,9 +257,10 @@ class _VerilogSimulator:
                     message = (f"{len(undefined)} undefined (x) words in the final memory, "
                                f"the first at ext[{min(undefined)}]")
             else:
-                # not dumped: the testbench compared this program's memory word by word and went
-                # on, so it is the expected memory (a difference would have stopped it here)
-                ext = bundle.programs[i].expected.ext       # shared, not copied: a bundle stays sparse
+                # not dumped: the testbench compared this program's memory word by word itself and
+                # went on; what the chip wrote was not read back, so it is reported as unobserved
+                # (None), never filled in from the expectation
+                ext = None
             results.append(RunResult(counters, ext, _error_code(status), pc, message))
         mismatch = None
         if results:
@@ -465,7 +466,7 @@ def _first_mismatch(expected: RunResult, got: RunResult, program: int,
     if not isinstance(got.error, ErrorCode):
         return Mismatch("status", "error", f"{expected.error.name}@{expected.error_pc}",
                         f"?@{got.error_pc}", program)
-    found = first_mismatch(expected, got, program=program)
+    found = first_mismatch(expected, got, program=program, memory=got.ext is not None)
     first_x = min(undefined, default=None)
     if first_x is not None and (found is None or found.where.startswith("ext[") and
                                 int(found.where[4:-1]) >= first_x):

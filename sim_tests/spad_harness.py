@@ -1,20 +1,30 @@
-"""Test harness for units with the GA-2 unit control contract.
+"""The one test harness for every execution unit (DMA, matrix unit, vector engines): one contract.
 
-:class:`SpadHarness` puts a unit next to a real scratchpad (the chip's
-:class:`~ga2_hdl.sram.Scratchpad` with one master, connected to the unit's
-``spad`` port) and forwards the unit's ``start``, ``ins``, ``done`` and ``busy``.
+:class:`SpadHarness` puts a unit next to the real scratchpad
+(:class:`ga2_hdl.sram.Scratchpad`, with the unit's ``spad`` master port as its
+only master) and, for the DMA, the external-memory model of docs/chip.md; it
+forwards the unit's ``start``, ``ins`` and ``done``.
 
-:func:`run_program` preloads memory from the testbench, issues instructions
-one at a time as the sequencer would (start for one cycle, ins held until
-done, idle gaps between), and checks the contract on every cycle:
+:func:`run_jobs` issues instructions one at a time as the sequencer does
+(``start`` for one cycle, ``ins`` held until ``done``, idle gaps between, the
+instruction word cleared once ``done`` has been seen) and checks the unit
+control contract on every cycle:
 
 * ``done`` is high exactly once, in cycle t + W (t = the start cycle), and
-  ``busy`` exactly in cycles t+1 .. t+W;
+  never later than the ISA's busy time ``ins.busy()`` (the run stops there, so a
+  unit that never answers fails at once instead of after a long wait);
 * the unit touches the scratchpad only in its busy cycles t+1 .. t+W, and
   drives rd_en = wr_en = 0 in the start cycle and while idle;
-* it never reads and writes the same address in the same cycle.
+* it never reads and writes the same address in the same cycle;
+* the scratchpad never sees two masters at once (its ``conflict`` flag);
+* ``busy`` (every unit has it, ga2_hdl/layout.py ``UnitSignature``) is high
+  exactly in cycles t+1 .. t+W (the cycle of ``done`` included) and low in the
+  start cycle and while idle.
 
-It returns the final memory and the measured W of every instruction.
+:func:`run_program` is the same for a list of instructions on a preloaded
+scratchpad, returning the final scratchpad and the measured W of each;
+:class:`UnitBench` is the same with per-instruction ``before``/``after``
+callbacks that prepare and check memory from the testbench.
 """
 
 from typing import Callable, Mapping, Sequence
@@ -29,32 +39,36 @@ from ga2_hdl.layout import INSTRUCTION
 from ga2_hdl.sram import Scratchpad
 
 IDLE_CYCLES_AFTER = 3          # cycles watched after done (the unit must stay quiet)
-MAX_CYCLES = 200_000
 
 
 class SpadHarness(wiring.Component):
-    """The unit and a scratchpad of its own; the harness's ports are the unit's control members."""
+    """A unit with the real scratchpad (and, with ``ext_words``, the external-memory model)."""
+
     start: In(1)
     ins: In(INSTRUCTION)
     done: Out(1)
-    busy: Out(1)
 
-    def __init__(self, unit: wiring.Component):
+    def __init__(self, unit: wiring.Component, *, ext_words: int = 0, spad_init=()):
         super().__init__()
         self.unit = unit
-        self.spad = Scratchpad(1)
+        self.spad = Scratchpad(1, init=spad_init)
         self.mem = self.spad.memory
+        self.ext = None
+        if ext_words:
+            from gen.extmem import ExternalMemoryModel
+            self.ext = ExternalMemoryModel(unit, ext_words)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.unit = unit = self.unit
         m.submodules.spad = self.spad
         wiring.connect(m, unit=unit.spad, scratchpad=self.spad.masters[0])
+        if self.ext is not None:
+            m.submodules.ext = self.ext
         m.d.comb += [
             unit.start.eq(self.start),
             unit.ins.eq(self.ins),
             self.done.eq(unit.done),
-            self.busy.eq(unit.busy),
         ]
         return m
 
@@ -63,29 +77,24 @@ class ContractError(AssertionError):
     pass
 
 
-def run_program(make_unit: Callable[[], wiring.Component],
-                image: Mapping[int, int] | Sequence[int],
-                instructions: Sequence[isa.Instruction],
-                gap: int = 2) -> tuple[list[int], list[int]]:
-    """Run ``instructions`` one after the other on a fresh unit and scratchpad.
+Job = tuple  # (isa.Instruction, before or None, after or None)
 
-    ``image`` is the initial scratchpad (a mapping address -> word, or a list
-    from address 0).  Returns (final scratchpad as SPAD_WORDS words, [W per
-    instruction]).
-    """
-    harness = SpadHarness(make_unit())
+
+def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
+             setup: Callable | None = None, finish: Callable | None = None,
+             monitor: Callable | None = None) -> list[int]:
+    """Run ``jobs`` = [(instruction, before(ctx, harness), after(ctx, harness, W))] in one simulation,
+    checking the contract every cycle; returns the measured W of each instruction.
+    ``monitor(ctx, ins, cycle)``, if given, sees every cycle t+0 .. t+W+gap+3 of every instruction."""
     spad = harness.unit.spad
+    busy_port = getattr(harness.unit, "busy", None) if "busy" in harness.unit.signature.members else None
     busy_times: list[int] = []
-    final: list[int] = []
-    items = image.items() if isinstance(image, Mapping) else enumerate(image)
 
     async def bench(ctx):
-        for addr, word in items:
-            ctx.set(harness.mem.data[addr], word & isa.WORD_MASK)
+        if setup:
+            setup(ctx)
 
         def watch(cycle: int, busy: bool, ins: isa.Instruction):
-            if ctx.get(harness.busy) != busy:
-                raise ContractError(f"{ins}: busy is {ctx.get(harness.busy)} in cycle t+{cycle}")
             rd_en, wr_en = ctx.get(spad.rd_en), ctx.get(spad.wr_en)
             if not busy and (rd_en or wr_en):
                 raise ContractError(f"{ins}: scratchpad {'read' if rd_en else 'write'} in cycle t+{cycle}, "
@@ -93,26 +102,40 @@ def run_program(make_unit: Callable[[], wiring.Component],
             if rd_en and wr_en and ctx.get(spad.rd_addr) == ctx.get(spad.wr_addr):
                 raise ContractError(f"{ins}: read and write of address {ctx.get(spad.rd_addr)} "
                                     f"in the same cycle t+{cycle}")
+            if ctx.get(harness.spad.conflict):
+                raise ContractError(f"{ins}: two scratchpad masters in cycle t+{cycle}")
+            if monitor:
+                monitor(ctx, ins, cycle)
+
+        def busy_is(cycle: int, want: int, ins: isa.Instruction):
+            if busy_port is not None and ctx.get(busy_port) != want:
+                raise ContractError(f"{ins}: busy is {1 - want} in cycle t+{cycle}")
 
         for _ in range(gap):
             await ctx.tick()
-        for ins in instructions:
+        for ins, before, after in jobs:
+            if before:
+                before(ctx, harness)
+            limit = ins.busy()
             ctx.set(harness.ins.as_value(), ins.encode())
             ctx.set(harness.start, 1)
             if ctx.get(harness.done):
                 raise ContractError(f"{ins}: done in the start cycle")
             watch(0, False, ins)
+            busy_is(0, 0, ins)
             await ctx.tick()
             ctx.set(harness.start, 0)
             cycle = 1
             while True:
                 watch(cycle, True, ins)
                 if ctx.get(harness.done):
+                    busy_is(cycle, 1, ins)      # busy covers t+1 .. t+W, the cycle of done included
                     break
+                busy_is(cycle, 1, ins)
+                if cycle >= limit:
+                    raise ContractError(f"{ins}: no done by cycle t+{limit} (the ISA's busy time {limit})")
                 await ctx.tick()
                 cycle += 1
-                if cycle > MAX_CYCLES:
-                    raise ContractError(f"{ins}: no done after {MAX_CYCLES} cycles")
             busy_times.append(cycle)
             for k in range(1, IDLE_CYCLES_AFTER + gap + 1):
                 await ctx.tick()
@@ -121,10 +144,74 @@ def run_program(make_unit: Callable[[], wiring.Component],
                 if ctx.get(harness.done):
                     raise ContractError(f"{ins}: done high again in cycle t+{cycle + k}")
                 watch(cycle + k, False, ins)
-        final.extend(ctx.get(harness.mem.data[a]) for a in range(isa.SPAD_WORDS))
+                busy_is(cycle + k, 0, ins)
+            if after:
+                after(ctx, harness, cycle)
+        if finish:
+            finish(ctx)
 
     sim = Simulator(harness)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    return final, busy_times
+    return busy_times
+
+
+def run_program(make_unit: Callable[[], wiring.Component],
+                image: Mapping[int, int] | Sequence[int],
+                instructions: Sequence[isa.Instruction],
+                gap: int = 2, monitor: Callable | None = None) -> tuple[list[int], list[int]]:
+    """Run ``instructions`` one after the other on a fresh unit and scratchpad.
+
+    ``image`` is the initial scratchpad (a mapping address -> word, or a list
+    from address 0).  Returns (final scratchpad as SPAD_WORDS words, [W per
+    instruction]).  ``monitor(ctx, harness, ins, cycle)`` sees every cycle (see :func:`run_jobs`).
+    """
+    harness = SpadHarness(make_unit())
+    final: list[int] = []
+    items = image.items() if isinstance(image, Mapping) else enumerate(image)
+
+    def setup(ctx):
+        for addr, word in items:
+            ctx.set(harness.mem.data[addr], word & isa.WORD_MASK)
+
+    def finish(ctx):
+        final.extend(ctx.get(harness.mem.data[a]) for a in range(isa.SPAD_WORDS))
+
+    busy = run_jobs(harness, [(ins, None, None) for ins in instructions], gap=gap, setup=setup, finish=finish,
+                    monitor=(lambda ctx, ins, cycle: monitor(ctx, harness, ins, cycle)) if monitor else None)
+    return final, busy
+
+
+class UnitBench:
+    """One unit on the harness, run through jobs with memory callbacks (the DMA's and matrix unit's tests).
+
+    ``run(jobs)``: jobs are (Instruction, before, after) where before(ctx, bench) prepares memory
+    and after(ctx, bench, busy) checks it; returns the list of measured busy times.
+    """
+
+    def __init__(self, unit, *, ext_words: int = 0, spad_init=()):
+        self.unit = unit
+        self.harness = SpadHarness(unit, ext_words=ext_words, spad_init=spad_init)
+        self.spad = self.harness.spad
+        self.ext = self.harness.ext
+
+    def run(self, jobs, *, gap: int = 2, monitor: Callable | None = None) -> list[int]:
+        wrap = [(ins, (lambda ctx, _h, b=before: b(ctx, self)) if before else None,
+                 (lambda ctx, _h, w, a=after: a(ctx, self, w)) if after else None) for ins, before, after in jobs]
+        return run_jobs(self.harness, wrap, gap=gap, monitor=monitor)
+
+    # memory helpers (testbench side)
+    def spad_write(self, ctx, addr: int, words):
+        for i, w in enumerate(words):
+            ctx.set(self.spad.memory.data[addr + i], w & isa.WORD_MASK)
+
+    def spad_read(self, ctx, addr: int, n: int) -> list[int]:
+        return [ctx.get(self.spad.memory.data[addr + i]) for i in range(n)]
+
+    def ext_write(self, ctx, addr: int, words):
+        for i, w in enumerate(words):
+            ctx.set(self.ext.memory.data[addr + i], w & isa.WORD_MASK)
+
+    def ext_read(self, ctx, addr: int, n: int) -> list[int]:
+        return [ctx.get(self.ext.memory.data[addr + i]) for i in range(n)]

@@ -21,11 +21,13 @@ def test_mutate_compiler_cli(tmp_path, capsys):
     assert len(statuses) == 11
     assert [statuses[m.name] for m in mutate.SLICE_MUTANTS] == ["caught"] * 10
     assert [statuses[m.name] for m in mutate.EQUIVALENT_MUTANTS] == ["equivalent"]
+    assert report["totals"]["caught"] == 10 and report["totals"]["equivalent"] == 1
+    assert all(m["file"].startswith("compiler/") and m["change"] for m in report["mutants"])
 
 
 def test_every_anchor_occurs_exactly_once():
     for m in mutate.MUTANTS:
-        assert mutate.module_source(m.module).count(m.old) == 1, m.name
+        assert mutate.module_source(mutate.module_of(m)).count(m.old) == 1, m.name
 
 
 def test_a_stale_anchor_fails_loudly():

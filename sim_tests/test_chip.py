@@ -117,6 +117,7 @@ def test_port_protocol_cycle_by_cycle():
         ctx.set(chip.start, 0)
         assert not ctx.get(chip.halted) and ctx.get(chip.running) and ctx.get(chip.cnt_total) == 0
         assert b.counters(ctx) == (0,) * 5
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.OK, 0), "start clears the status"
         await ctx.tick().until(chip.halted)
         assert b.counters(ctx) == (total, 0, ld_cycles - 2, 0, 1)
 
@@ -146,6 +147,13 @@ def test_fault_status_and_imem_port_ignored_while_running():
             == (want.error, want.error_pc)
         assert b.counters(ctx) == want.counters
         assert want.counters.total == program[0].cycles() + 2
+        # the next start clears the fault's status and pc while the program runs
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        assert ctx.get(chip.running) and (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.OK, 0)
+        await ctx.tick().until(chip.halted)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.BAD_SHAPE, 1)
 
     b.run(bench)
 

@@ -8,7 +8,7 @@ import random
 
 from ga2_hdl import isa
 from ga2_hdl.dma import DMA
-from sim_tests.unit_bench import UnitBench
+from sim_tests.spad_harness import UnitBench
 
 EXT_WORDS = 2048
 
@@ -80,9 +80,34 @@ def test_ld_st_contents_and_exact_busy_times():
     assert busy[:2] == [10, 3]
 
 
+def external_port_monitor(dma, seen):
+    """Record every external-memory request of every instruction: {ins: [(cycle, 're'|'we', addr)]}."""
+    def monitor(ctx, ins, cycle):
+        for kind in ("re", "we"):
+            if ctx.get(getattr(dma, f"ext_{kind}")):
+                seen.setdefault(ins, []).append((cycle, kind, ctx.get(dma.ext_addr)))
+    return monitor
+
+
+def check_external_requests(ins, requests, busy):
+    """LD asks for each source word once, in order, in t+1 .. t+len; ST writes each destination word
+    once, in order, in t+2 .. t+len+1; nothing else goes out on the port."""
+    if ins.mnemonic == "LD":
+        assert requests == [(1 + i, "re", ins.src + i) for i in range(ins.len)], f"{ins}: external reads"
+    else:
+        assert requests == [(2 + i, "we", ins.dst + i) for i in range(ins.len)], f"{ins}: external writes"
+    assert all(c <= busy for c, _, _ in requests)
+
+
 def test_whole_scratchpad_load():
     rng = random.Random(9)
     expect = []
-    jobs = [_ld_job(rng, 0, 0, isa.SPAD_WORDS, expect), _st_job(rng, 0, 4096, isa.SPAD_WORDS, expect)]
-    busy = UnitBench(DMA(), ext_words=8192).run(jobs)
-    assert busy == expect == [isa.SPAD_WORDS + isa.LAT + 1, isa.SPAD_WORDS + 2]
+    jobs = [_ld_job(rng, 0, 0, isa.SPAD_WORDS, expect), _st_job(rng, 0, 4096, isa.SPAD_WORDS, expect),
+            _ld_job(rng, 7, 100, 3, expect), _st_job(rng, 4093, 8189, 3, expect)]
+    dma = DMA()
+    seen = {}
+    busy = UnitBench(dma, ext_words=8192).run(jobs, monitor=external_port_monitor(dma, seen))
+    assert busy == expect
+    assert busy[:2] == [isa.SPAD_WORDS + isa.LAT + 1, isa.SPAD_WORDS + 2]
+    for (ins, _, _), w in zip(jobs, busy):
+        check_external_requests(ins, seen.get(ins, []), w)

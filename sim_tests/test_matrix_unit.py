@@ -14,7 +14,7 @@ import pytest
 
 from ga2_hdl import isa
 from ga2_hdl.matrix_unit import MatrixUnit
-from sim_tests.unit_bench import UnitBench
+from sim_tests.spad_harness import UnitBench
 
 
 def int8_low(words: np.ndarray) -> np.ndarray:

@@ -116,8 +116,45 @@ def test_region_at_the_top_of_the_scratchpad():
 
 
 def test_busy_time_formula_from_structure():
+    """The phases of the formula, seen on the unit's scratchpad port: MAX reads src in t+1 .. t+len and
+    lasts len + MAX_DEPTH cycles; EXP reads src again and writes e to dst, lasting len + EXP_DEPTH;
+    the division takes DIV_PHASE_CYCLES with the port quiet; SCALE reads dst and writes p, ending
+    with done at t + len + SCALE_DEPTH after it began.  So the constants of busy_cycles are the RTL's."""
+    from ga2_hdl.softmax import DIV_PHASE_CYCLES, EXP_DEPTH, MAX_DEPTH, SCALE_DEPTH, SoftmaxUnit
+    from sim_tests.spad_harness import SpadHarness, run_jobs
+
     for n in (1, 2, 100, 4096):
         assert busy_cycles(n) == isa.make("SM", dst=0, src=0, len=n).busy()
+    lengths = (1, 2, 5, 17)
+    program = [sm(1000 + 100 * i, 100 * i, n) for i, n in enumerate(lengths)]
+    seen = {ins: [] for ins in program}
+
+    def monitor(ctx, ins, cycle):
+        port = harness.unit.spad
+        seen[ins].append((cycle, ctx.get(port.rd_en), ctx.get(port.rd_addr), ctx.get(port.wr_en),
+                          ctx.get(port.wr_addr)))
+
+    harness = SpadHarness(SoftmaxUnit())
+    busy = run_jobs(harness, [(ins, None, None) for ins in program], monitor=monitor)
+    for ins, w in zip(program, busy):
+        n = ins.len
+        reads = [(c, a) for c, r, a, _, _ in seen[ins] if r]
+        writes = [(c, a) for c, _, _, wr, a in seen[ins] if wr]
+        src = list(range(ins.src, ins.src + n))
+        dst = list(range(ins.dst, ins.dst + n))
+        max_pass = n + MAX_DEPTH
+        exp_pass = n + EXP_DEPTH
+        scale_start = max_pass + exp_pass + DIV_PHASE_CYCLES     # the SCALE pass begins after this cycle
+        # MAX: reads of src in t+1 .. t+n; EXP: reads of src again from the cycle after MAX ends
+        assert reads[:n] == [(1 + i, a) for i, a in enumerate(src)], ins
+        assert reads[n:2 * n] == [(max_pass + 1 + i, a) for i, a in enumerate(src)], ins
+        # EXP writes e to dst, its last write in the last cycle of the pass
+        assert [a for _, a in writes[:n]] == dst and writes[n - 1][0] == max_pass + exp_pass, ins
+        # the division: the port is quiet until SCALE reads dst from the cycle after it
+        assert reads[2 * n:] == [(scale_start + 1 + i, a) for i, a in enumerate(dst)], ins
+        # SCALE writes p to dst, the last write in the cycle of done
+        assert [a for _, a in writes[n:]] == dst and writes[-1][0] == scale_start + n + SCALE_DEPTH == w, ins
+        assert w == busy_cycles(n) == ins.busy(), ins
 
 
 @pytest.mark.slow

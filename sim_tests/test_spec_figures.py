@@ -105,7 +105,7 @@ def test_mutants_that_need_the_chip_checks_are_caught():
     # caught by a check's finding, not by a crash or a timeout (with no baseline run here, a broken
     # copy loader would otherwise "catch" every mutant)
     check_names = {c.__name__ for c in FLOAT_CHECKS + CHIP_CHECKS}
-    assert all(v.how.split(":")[0] in check_names for v in verdicts), [v.how for v in verdicts]
+    assert all(v.caught_by in check_names for v in verdicts), [v.as_dict() for v in verdicts]
 
 
 @pytest.mark.slow
@@ -113,5 +113,5 @@ def test_all_nineteen_mutants_are_caught():
     unbroken, problem, verdicts = run_mutants(jobs=2, timeout=900)
     assert unbroken, problem
     assert len(verdicts) == len(MUTANTS)
-    missed = [v.name for v in verdicts if v.status != "caught"]
+    missed = [v.mutant.name for v in verdicts if v.status != "caught"]
     assert not missed, missed

@@ -49,6 +49,10 @@ def test_each_master_reads_and_writes_through_the_mux():
                 ctx.set(who.wr_addr, wa)
                 ctx.set(who.wr_data, wd)
             assert not ctx.get(dut.conflict)
+            # the debug outputs name the write the memory takes this cycle
+            assert ctx.get(dut.write_en) == (op != "read"), f"step {step}: write_en"
+            if op != "read":
+                assert ctx.get(dut.write_addr) == wa, f"step {step}: write_addr"
             await ctx.tick()
             if op in ("read", "both"):
                 for name in MASTERS:                      # rd_data is broadcast
@@ -57,6 +61,7 @@ def test_each_master_reads_and_writes_through_the_mux():
                 model[wa] = wd
             held = ctx.get(dut.masters[DMA].rd_data)
             _idle_all(ctx, dut, junk=rng.getrandbits(32))
+            assert not ctx.get(dut.write_en), f"step {step}: write_en while every master is idle"
             await ctx.tick()
             assert ctx.get(dut.masters[DMA].rd_data) == held, "rd_data must hold while no read is enabled"
         for a in range(0, isa.SPAD_WORDS, 7):

@@ -10,11 +10,12 @@ def wrap32(x: np.ndarray) -> np.ndarray:
     return ((x.astype(np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def stream(size, a, b, *, gap_before=0, trace=None):
+def stream(size, a, b, *, gap_before=0, trace=None, pause_at=None):
     """Clear, then present step k = (a[:, k], b[k, :]) for k in 0..K-1; return acc after draining.
 
     ``trace`` (optional dict) receives, per cycle after the first step, the accumulator matrix,
-    to check exactly when each PE is final.
+    to check exactly when each PE is final.  ``pause_at`` (a cycle) holds ``run`` low for three
+    cycles before that cycle's step, with valid junk on the lanes: every register must freeze.
     """
     M, K = a.shape
     N = b.shape[1]
@@ -34,6 +35,15 @@ def stream(size, a, b, *, gap_before=0, trace=None):
             await ctx.tick()
         cycles = K + 1 + 2 * (size - 1) + 2
         for c in range(cycles):
+            if c == pause_at:
+                ctx.set(dut.run, 0)
+                ctx.set(dut.valid, 1)
+                for i in range(size):
+                    ctx.set(dut.a[i], 101)
+                    ctx.set(dut.b[i], -101)
+                for _ in range(3):
+                    await ctx.tick()
+                ctx.set(dut.run, 1)
             if c < K:
                 ctx.set(dut.valid, 1)
                 for i in range(size):
@@ -70,6 +80,14 @@ def test_products_match_numpy(M, K, N):
     b = rng.integers(-127, 128, size=(K, N))
     acc = stream(4, a, b, gap_before=2)
     assert (acc[:M, :N] == a @ b).all()
+
+
+@pytest.mark.parametrize("pause_at", [0, 2, 6])
+def test_run_low_freezes_the_skew_and_the_cells_mid_stream(pause_at):
+    rng = np.random.default_rng(pause_at)
+    a = rng.integers(-128, 128, size=(4, 5))
+    b = rng.integers(-128, 128, size=(5, 4))
+    assert (stream(4, a, b, pause_at=pause_at) == wrap32(a @ b)).all()
 
 
 def test_extremes_and_wraparound():

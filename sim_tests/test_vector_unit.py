@@ -72,9 +72,20 @@ def run_and_check(image, program):
         isa_effect(expected, ins)
         numpy_effect(expected_np, ins)
     assert expected == expected_np, "isa reference and numpy reference disagree"
-    final, busy = run_program(VectorUnit, image, program)
-    for ins, w in zip(program, busy):
+    reads = []
+
+    def count_reads(ctx, harness, ins, cycle):
+        if cycle == 0:
+            reads.append(0)
+        reads[-1] += ctx.get(harness.unit.spad.rd_en)
+
+    final, busy = run_program(VectorUnit, image, program, monitor=count_reads)
+    for ins, w, n in zip(program, busy, reads):
         assert w == ins.busy(), f"{ins}: busy {w} cycles, the ISA says {ins.busy()}"
+        # every source word is read once per pass, and nothing else: RQ and AMAX one pass, VADD two
+        # operands, SM three passes
+        want = {"RQ": 1, "AMAX": 1, "VADD": 2, "SM": 3}[ins.mnemonic] * ins.len
+        assert n == want, f"{ins}: {n} scratchpad reads, expected {want}"
     for addr, (got, want) in enumerate(zip(final, expected)):
         assert got == want, f"scratchpad[{addr}] = {got:#x}, expected {want:#x}"
     return final, busy
@@ -256,3 +267,24 @@ def test_random_vector_programs():
 def test_random_vector_programs_many():
     for image, program in random_vector_programs(77, 40):
         run_and_check(image, program)
+
+
+def test_amax_over_the_whole_scratchpad_reports_indices_above_2047():
+    # indices need all 12 address bits: the maximum at 4095, then at 2048, then a tie won by the first
+    rng = random.Random(73)
+    image = [isa.word_of(rng.randrange(-1000, 1000)) for _ in range(isa.SPAD_WORDS)]
+    image[4095] = isa.word_of(INT32_MAX)
+    program = [isa.make("AMAX", dst=4095, src=0, len=isa.SPAD_WORDS)]
+    final, _ = run_and_check(image, program)
+    assert final[4095] == 4095
+    image[4095], image[2048], image[3000] = 0, isa.word_of(50_000), isa.word_of(50_000)
+    final, _ = run_and_check(image, [isa.make("AMAX", dst=0, src=0, len=isa.SPAD_WORDS)])
+    assert final[0] == 2048
+
+
+def test_vadd_in_place_over_the_whole_scratchpad():
+    # 2 x 4096 read slots: the slot counter must count to 8192 without wrapping
+    rng = random.Random(74)
+    image = [isa.word_of(rng.randrange(-128, 128)) for _ in range(isa.SPAD_WORDS)]
+    final, busy = run_and_check(image, [isa.make("VADD", dst=0, src1=0, src2=0, len=isa.SPAD_WORDS)])
+    assert busy == [2 * isa.SPAD_WORDS + 2]

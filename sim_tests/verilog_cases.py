@@ -99,6 +99,15 @@ class VerilogSimulatorCases:
                 (entry.expected.error, entry.expected.error_pc, entry.expected.counters), f"program {i}"
         assert any(r.error != ErrorCode.OK for r in suite_report.results)     # faults are in the suite too
 
+    def test_memory_not_read_back_is_reported_unobserved(self, suite, suite_report):
+        # a passing program's final memory was compared by the testbench, not read back: it is None,
+        # never the golden model's copy, and comparing it is refused
+        from ga2_hdl.results import first_mismatch
+        assert all(r.ext is None for r in suite_report.results)
+        with pytest.raises(ValueError, match="not observed"):
+            first_mismatch(suite.programs[0].expected, suite_report.results[0])
+        assert first_mismatch(suite.programs[0].expected, suite_report.results[0], memory=False) is None
+
     def test_times_are_reported(self, suite_report):
         assert 0 < suite_report.build_seconds <= suite_report.wall_seconds
         assert suite_report.cycles_per_second > 0

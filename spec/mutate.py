@@ -9,6 +9,10 @@ five checks of ``spec.checks`` run against the copy in a child process; the
 mutant is *caught* if a check reports a problem, the code raises, or the run
 exceeds its time limit.
 
+The mutants and the run are the project's one mutation engine
+(:mod:`ga2_hdl.mutation`); this module supplies the spec package's mutants and
+its judge (the five checks).
+
 The list follows the chapter's nineteen changes: the accept rule, the bonus
 token, the cache, the block, the draft chain, the verifier's mask and output
 assembly, the float block's mask, and the draft table; then the work beyond
@@ -18,13 +22,12 @@ guesses, the n-gram and trigram drafts, adaptive k.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import sys
-import time
-import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+
+from ga2_hdl import mutation
+from ga2_hdl.mutation import Finding, MutantError, Result
 
 #: the package's modules that the checks load, in dependency order
 MODULE_ORDER = ("tiny_lm", "verifier", "draft", "speculative", "graphs", "chip",
@@ -32,12 +35,13 @@ MODULE_ORDER = ("tiny_lm", "verifier", "draft", "speculative", "graphs", "chip",
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
-class Mutant:
-    name: str        #: what the change breaks, in words
-    module: str      #: module of spec/ whose source is changed
-    old: str         #: text that must occur exactly once
-    new: str         #: its replacement
+def Mutant(name: str, module: str, old: str, new: str) -> mutation.Mutant:
+    """A change to spec/``module``.py: ``old`` (which must occur exactly once) becomes ``new``."""
+    return mutation.Mutant(f"spec/{module}.py", old, new, name=name)
+
+
+def module_of(mutant: mutation.Mutant) -> str:
+    return Path(mutant.file).stem
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -159,25 +163,17 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
-class MutantError(ValueError):
-    """A mutant that cannot be applied (its text does not occur exactly once)."""
+def apply_mutant(source: str, mutant: mutation.Mutant) -> str:
+    return mutation.apply(source, mutant)
 
 
-def apply_mutant(source: str, mutant: Mutant) -> str:
-    count = source.count(mutant.old)
-    if count != 1:
-        raise MutantError(f"mutant {mutant.name!r}: the text to change occurs {count} times in "
-                          f"spec/{mutant.module}.py (must be exactly once): {mutant.old!r}")
-    return source.replace(mutant.old, mutant.new)
-
-
-def sources(mutant: Mutant | None = None) -> dict[str, str]:
+def sources(mutant: mutation.Mutant | None = None) -> dict[str, str]:
     """The package's module sources, with ``mutant`` applied."""
     texts = {name: (PACKAGE_DIR / f"{name}.py").read_text() for name in MODULE_ORDER}
     if mutant is not None:
-        if mutant.module not in texts:
-            raise MutantError(f"mutant {mutant.name!r}: no module spec/{mutant.module}.py among {MODULE_ORDER}")
-        texts[mutant.module] = apply_mutant(texts[mutant.module], mutant)
+        if module_of(mutant) not in texts or not mutant.file.startswith("spec/"):
+            raise MutantError(f"mutant {mutant.name!r}: no module {mutant.file} among {MODULE_ORDER}")
+        texts[module_of(mutant)] = apply_mutant(texts[module_of(mutant)], mutant)
     return texts
 
 
@@ -211,7 +207,7 @@ def load_modules_copy(texts: dict[str, str]) -> dict[str, ModuleType]:
     return modules
 
 
-def first_problem(mutant: Mutant | None) -> str | None:
+def first_problem(mutant: mutation.Mutant | None) -> str | None:
     """Run the checks on a copy of the package with ``mutant`` applied; the first problem
     found (the remaining checks are skipped: one problem is enough to catch a mutant),
     or None if every check passes."""
@@ -229,80 +225,28 @@ def first_problem(mutant: Mutant | None) -> str | None:
     return None
 
 
-def _child(mutant: Mutant | None, conn) -> None:
-    try:
-        problem = first_problem(mutant)
-        conn.send(("ok", problem))
-    except Exception as exc:                      # a crash is a detection too
-        conn.send(("crash", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"))
-    finally:
-        conn.close()
+def judge(mutant: mutation.Mutant | None):
+    """The spec package's verdict for the engine: the first check that reports a problem, or None.
+    (An exception escaping it is a detection too: the engine counts a crash as caught.)"""
+    problem = first_problem(mutant)
+    if problem is None:
+        return None
+    check, _, detail = problem.partition(": ")
+    return Finding(check, detail)
 
 
-@dataclass
-class Verdict:
-    name: str
-    status: str          #: "caught", "NOT CAUGHT", or "TIMEOUT" (no verdict: neither caught nor survived)
-    how: str             #: the problem reported, the exception, or "timeout"
-    seconds: float
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "status": self.status, "how": self.how, "seconds": round(self.seconds, 1)}
-
-
-def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress=None, baseline: bool = True):
+def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress=None,
+                baseline: bool = True) -> tuple[bool, str | None, list[Result]]:
     """The unbroken package first (it must pass; ``baseline=False`` skips it when the caller
     has just checked it), then every mutant, ``jobs`` at a time, each in its own child
-    process.  Returns (unbroken passes, unbroken problem, verdicts)."""
+    process.  Returns (unbroken passes, unbroken problem, results)."""
     for m in mutants:                          # refuse a bad anchor before running anything
         sources(m)
-    ctx = multiprocessing.get_context("fork")
-
-    def launch(mutant):
-        parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(mutant, child), daemon=True)
-        proc.start()
-        child.close()
-        return proc, parent, time.monotonic()
-
-    def finish(proc, conn, started, deadline_hit=False):
-        if deadline_hit:
-            proc.kill()
-            proc.join()
-            return "timeout", f"no verdict after {timeout:.0f} s", time.monotonic() - started
-        kind, detail = conn.recv() if conn.poll() else ("crash", f"child exited with status {proc.exitcode}")
-        proc.join()
-        return kind, detail, time.monotonic() - started
-
     if baseline:
-        proc, conn, started = launch(None)
-        answered = conn.poll(timeout)
-        kind, detail, _ = finish(proc, conn, started, deadline_hit=not answered)
-        if not (kind == "ok" and detail is None):
-            return False, detail, []
-
-    verdicts: list[Verdict | None] = [None] * len(mutants)
-    pending = list(enumerate(mutants))
-    running = {}
-    while pending or running:
-        while pending and len(running) < max(1, jobs):
-            index, mutant = pending.pop(0)
-            running[index] = launch(mutant)
-        time.sleep(0.2)
-        for index, (proc, conn, started) in list(running.items()):
-            late = time.monotonic() - started > timeout
-            if proc.is_alive() and not conn.poll() and not late:
-                continue
-            kind, detail, seconds = finish(proc, conn, started, deadline_hit=late and not conn.poll())
-            del running[index]
-            if kind == "ok" and detail is None:
-                verdict = Verdict(mutants[index].name, "NOT CAUGHT", "every check passed", seconds)
-            elif kind == "timeout":      # a slow machine is not evidence that the checks notice the change
-                verdict = Verdict(mutants[index].name, "TIMEOUT", detail, seconds)
-            else:
-                how = detail if kind == "ok" else f"{kind}: {detail.splitlines()[0]}"
-                verdict = Verdict(mutants[index].name, "caught", how, seconds)
-            verdicts[index] = verdict
-            if progress:
-                progress(verdict)
-    return True, None, verdicts
+        [unbroken] = mutation.run_mutants([mutation.Mutant("spec/", "", "", name="unbroken", offset=0)],
+                                          lambda _m: judge(None), jobs=1, timeout=timeout)
+        if unbroken.status != "survived":
+            return False, f"{unbroken.caught_by}: {unbroken.detail}" if unbroken.caught_by else unbroken.detail, []
+    results = mutation.run_mutants(list(mutants), judge, jobs=jobs, timeout=timeout,
+                                   progress=(lambda _n, r: progress(r)) if progress else None)
+    return True, None, results

@@ -1,0 +1,145 @@
+"""`ga2 mutate rtl`: mutation testing of the hardware (gen/mutate_rtl.py, the engine ga2_hdl/mutation.py).
+
+    ga2 mutate rtl [--unit NAME] [--json FILE] [--jobs N] [--sample N | --all] [--timeout S] [--list]
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+
+from . import options
+from .cmd_spec import mutate_targets, write_mutation_json
+from .main import CommandError
+
+DEFAULT_SAMPLE = 240
+
+
+def register(subparsers) -> None:
+    p = mutate_targets(subparsers).add_parser(
+        "rtl", help="systematic mutants of every Amaranth unit, judged by the unit tests and the chip",
+        description="Generate mutants from the Amaranth sources of every RTL unit (comparisons, constants "
+                    "+1/-1, widths -1, swapped operands, a dropped m.d.sync statement, an enable stuck at "
+                    "0/1, a state's m.next changed), build each into a private copy of the design and judge "
+                    "it: the unit's own tests, the tests of the units containing it (Amaranth's simulator), "
+                    "then the chip on the directed suite and fixed random programs (Icarus).  'caught' is "
+                    "the expected outcome.")
+    p.add_argument("--unit", action="append", metavar="NAME",
+                   help="only this unit's file (ga2_hdl/NAME.py; repeatable; default: every RTL unit)")
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the report as JSON to FILE")
+    p.add_argument("--jobs", type=options.positive, default=2, help="mutants judged at once (default 2)")
+    p.add_argument("--sample", type=options.positive, default=DEFAULT_SAMPLE,
+                   help=f"judge this many of the generated mutants, spread evenly over all of them "
+                        f"(default {DEFAULT_SAMPLE})")
+    p.add_argument("--all", action="store_true", help="judge every generated mutant")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per mutant (default 600)")
+    p.add_argument("--list", action="store_true", help="only list the mutants that would be judged")
+    p.set_defaults(func=_mutate_rtl)
+
+
+def _mutate_rtl(args) -> int:
+    from ga2_hdl import mutation
+    from gen import mutate_rtl
+
+    if args.timeout <= 0:
+        raise CommandError("--timeout must be positive")
+    known = mutate_rtl.rtl_files()
+    for unit in args.unit or ():
+        if unit not in known:
+            raise CommandError(f"--unit {unit}: not an RTL unit; units: {', '.join(known)}")
+
+    generated = mutate_rtl.generate(args.unit)
+    chosen = mutate_rtl.spread(generated, None if args.all else args.sample)
+    if args.list:
+        for m in chosen:
+            print(f"{m.file}:{m.line}: [{m.operator}] {m.change}    ({m.context})")
+        print(f"{len(chosen)} of {len(generated)} generated mutants")
+        return 0
+
+    print("NOTE: this deliberately breaks copies of the RTL. 'caught' is EXPECTED: it shows the tests "
+          "notice the mistake.", flush=True)
+    units = sorted({mutate_rtl.unit_of(m) for m in chosen})
+    print(f"{len(generated)} mutants generated from {len(set(m.file for m in generated))} files; judging "
+          f"{len(chosen)}{' (all)' if len(chosen) == len(generated) else ' spread evenly over them'}, "
+          f"{args.jobs} at a time", flush=True)
+    load_start = os.getloadavg()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ga2_mutate_rtl_") as tmp:
+        from pathlib import Path
+        base = mutate_rtl.snapshot(Path(tmp) / "sources")   # what the run judges, whatever is edited meanwhile
+        bundle = os.path.join(tmp, "chip_check.hex")
+        programs = mutate_rtl.write_chip_bundle(bundle)
+        print(f"chip check: {programs} programs (directed suite and {mutate_rtl.RANDOM_PROGRAMS} random, seed "
+              f"{mutate_rtl.RANDOM_SEED}) with the golden model's expectations", flush=True)
+        print("checking the unbroken design first ...", flush=True)
+        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base)
+        if problem:
+            print(f"unbroken design passes: False\n  {problem}\nno mutant was run: the checks must pass on the "
+                  f"unbroken design first")
+            if args.json:
+                write_mutation_json(args.json, False, problem, [])
+            return 1
+        base_seconds = time.perf_counter() - t0
+        print(f"unbroken design passes: True ({base_seconds:.0f} s)", flush=True)
+
+        start = time.perf_counter()
+
+        def progress(done, r):
+            elapsed = time.perf_counter() - start
+            eta = elapsed / done * (len(chosen) - done)
+            by = f" by {r.caught_by}" if r.caught_by else ""
+            print(f"  [{done}/{len(chosen)}] {r.mutant.file}:{r.mutant.line} [{r.mutant.operator}] "
+                  f"{r.mutant.change[:70]}: {r.status}{by} ({r.seconds:.0f} s; eta {eta / 60:.1f} min)",
+                  file=sys.stderr, flush=True)
+
+        results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle, base), jobs=args.jobs,
+                                       timeout=args.timeout, crash_status="error", progress=progress)
+    for r in results:
+        if r.status == "survived":
+            r.detail = mutate_rtl.SURVIVOR_REASON
+    seconds = time.perf_counter() - t0
+    load_end = os.getloadavg()
+    totals = mutation.totals(results)
+    per_minute = len(results) / (seconds / 60) if seconds else 0.0
+
+    print(f"\n{'unit':14} {'mutants':>7} {'caught':>6} {'survived':>8} {'equiv':>5} {'timeout':>7} {'error':>5}")
+    for unit in units:
+        c = Counter(r.status for r in results if mutate_rtl.unit_of(r.mutant) == unit)
+        print(f"{unit:14} {sum(c.values()):7} {c['caught']:6} {c['survived']:8} {c['equivalent']:5} "
+              f"{c['timeout']:7} {c['error']:5}")
+    print(f"{'all':14} {totals['mutants']:7} {totals['caught']:6} {totals['survived']:8} "
+          f"{totals['equivalent']:5} {totals['timeout']:7} {totals['error']:5}")
+    by_check = Counter(_check_kind(r.caught_by) for r in results if r.status == "caught")
+    print("caught by: " + ", ".join(f"{k} {n}" for k, n in by_check.most_common()))
+    for status in ("survived", "timeout", "error"):
+        listed = [r for r in results if r.status == status]
+        if listed:
+            print(f"\n{status.upper()} ({len(listed)}):")
+            for r in listed:
+                print(f"  {r.mutant.file}:{r.mutant.line}: {r.mutant.change}    ({r.mutant.context.split(': ')[0]})")
+                print(f"      {r.detail}")
+    refuted = [r for r in results if r.argument_refuted]
+    for r in refuted:
+        print(f"ARGUED EQUIVALENT BUT CAUGHT: {r.mutant.file}:{r.mutant.line}: {r.mutant.change}: {r.caught_by}")
+    pct = totals["caught_percent"]
+    print(f"\nRTL: {totals['caught']} of {totals['non_equivalent_judged']} non-equivalent mutants caught"
+          f" ({pct if pct is not None else '-'}%), {totals['equivalent']} equivalent (argued in "
+          f"gen/rtl_equivalents.py), {totals['timeout']} timed out, {totals['error']} did not build")
+    print(f"time: {seconds:.0f} s ({seconds / 60:.1f} min) for {len(results)} mutants: {per_minute:.1f} mutants per "
+          f"minute with --jobs {args.jobs}; load average {load_start[0]:.1f} at the start, {load_end[0]:.1f} at "
+          f"the end, on {os.cpu_count()} cores")
+    if args.json:
+        write_mutation_json(args.json, True, None, results, target="rtl", generated=len(generated),
+                            seconds=round(seconds, 1), mutants_per_minute=round(per_minute, 2), jobs=args.jobs,
+                            load_average_start=round(load_start[0], 2), load_average_end=round(load_end[0], 2),
+                            cores=os.cpu_count(), chip_check_programs=programs)
+        print(f"wrote {args.json}")
+    return 0 if not (totals["survived"] or refuted) else 1
+
+
+def _check_kind(caught_by: str) -> str:
+    if caught_by.startswith("sim_tests/"):
+        return caught_by.split("::")[0]
+    return caught_by.split(" ")[0]

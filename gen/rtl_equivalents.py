@@ -1,0 +1,205 @@
+"""Arguments that an RTL mutant is equivalent: the change cannot alter what the chip does.
+
+`ga2 mutate rtl` reports a mutant ``equivalent`` only when every check passes
+*and* an argument for it is written here; it never assumes one.  Each entry
+is keyed by content, not by a line number, so it survives edits around it:
+the file, the enclosing function, the (stripped) source line the change is
+on, and the change itself (``old -> new``, as the report prints it).  An entry
+that no longer matches any mutant is reported by the tests (the argument went
+stale and must be rewritten for the new code).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    file: str          #: "ga2_hdl/<unit>.py"
+    function: str      #: the enclosing function, Class.method
+    line: str          #: the stripped source line the change starts on
+    change: str        #: "old -> new", exactly as the report prints it
+    argument: str      #: why no program can tell the difference
+
+
+_DMA_COUNTER = ("the DMA's word counters only count to len, and the issue check refuses an LD or ST whose "
+                "scratchpad region passes the end of the 4096-word scratchpad (SPAD_RANGE), so len <= 4096 "
+                "needs 13 bits; the len field is 16 bits wide, so a 15-bit counter never wraps and every "
+                "comparison with len (zero-extended) gives the same answer")
+
+_SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under their valid bits (EXP's write "
+                 "under v2, SCALE's under v3), which next_pass clears; a flag set to 1 at the end of a pass "
+                 "is overwritten by the pipeline (last2 <= last1, last3 <= last2) within two cycles, while "
+                 "the valid bits are still 0, and every pass, the next SM included, starts at least two cycles "
+                 "later, so no write, no done and no state change differs")
+_RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**55 - 2**31 < 2**55 and fits in "
+               "55 bits (PRODUCT_BITS = 56 is one more than needed); the narrower register holds every value")
+
+_MM_STREAM_READ = ("the operand memory's data enters the array only with array.valid, which is mem_valid: the "
+                   "registered `reading`, so it is 0 in exactly the cycle after each read the change adds (steps "
+                   "past K), and the array then takes zeros whatever the memory returns; reading a memory has no "
+                   "other effect, so the products, the write-back and the busy time are the same")
+_VECTOR_IDLE_DATA = ("the value only reaches engines that are not selected by ins.op; such an engine is not "
+                     "started (start is gated by the same selection) and ins is held from start to done, so it "
+                     "stays idle for the whole instruction: its valid bits are 0 and every use of the read data "
+                     "(the RQ write, the VADD operands, the AMAX compare, the softmax passes) is gated by them, "
+                     "and the registers it loads unconditionally (AMAX's value2) are overwritten by real data "
+                     "before their valid bit is next set")
+
+_MM_STREAM_COUNT = ("step counts from 0 to stream_last = K+M+N-1 <= 64+4+4-1 = 71 (the issue check refuses "
+                    "larger shapes), which needs 7 bits; dim_bits = 7 (64.bit_length()), so dim_bits + 1 = 8 "
+                    "bits already hold every value and nothing wraps")
+_SOFTMAX_INDEX_AT_START = ("rd_index and wr_index are 0 whenever an SM starts: they are 0 after reset and "
+                           "next_pass sets both to 0 at the end of every pass, SCALE (the last) included; so "
+                           "the clear at start writes the values they already hold")
+
+EQUIVALENT: tuple[Equivalence, ...] = (
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
+                "len(length) -> len(length) - 1", _DMA_COUNTER),
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "completed = Signal(len(length))",
+                "len(length) -> len(length) - 1", _DMA_COUNTER),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last2.eq(0), -> ",
+                "last2 is read only under v2 (EXP's write, `with m.If(v2)` then `m.If(last2)`) and copied into "
+                "last3, read only under v3 (SCALE).  Without the clear, the stale last2 = 1 left by MAX's last "
+                "element lives one cycle with v2 = 0 (still cleared), and its copy in last3 one cycle more "
+                "with v3 = 0; by SCALE both have been overwritten by the pipeline (last2 <= last1, last3 <= "
+                "last2 every cycle) and cleared again by next_pass at the end of EXP, so no write, no done "
+                "and no state change differs"),
+    Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "next_num_quot = Cat(fits, cur_num_quot[:w - 1])",
+                "w - 1 -> w - 0",
+                "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
+                "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
+                "on their low w bits, so the assignment truncates the extra top bit away and the register "
+                "takes the same value every cycle"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", '"stream_last": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", '"step": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "mem.wr_data.eq(self.spad.rd_data[:8]),",
+                ":8 -> :9",
+                "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
+                "only its low 8, the same int8 as before"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
+                "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
+                "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
+                "are bit for bit the same"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "product = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1",
+                "product = e * r with r = floor(2**38 / S) and e one of the terms of the sum S, so e <= S and "
+                "e * r <= e * 2**38 / S <= 2**38, with equality only if e = S divides 2**38, which no sum of "
+                "table entries does (S = 65535 for a single term): the product is below 2**38 and fits in 38 "
+                "bits, one fewer than PRODUCT_BITS = 39"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "rd_index.eq(0), -> ", _SOFTMAX_INDEX_AT_START),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                ", wr_index.eq(0) -> ", _SOFTMAX_INDEX_AT_START),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "m.d.sync += land_valid.eq(0)",
+                "land_valid.eq(0) -> land_valid.eq(1)",
+                "outside STAGE and DRAIN the change keeps writing the scratchpad's read data into the operand "
+                "memory at the last staged position (land is only changed in STAGE).  While the MM runs that "
+                "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
+                "enabled), so the same value is written again; between MMs another unit's reads may put other "
+                "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
+                "position it does not stage is a lane beyond M or N (which reaches only processing elements "
+                "the write-back never selects, see rowmem.py) or a k beyond K (never streamed)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "wb_m.eq(0), wb_n.eq(0),",
+                "wb_n.eq(0), -> ",
+                "wb_n is 0 whenever an MM starts: it is 0 after reset and WRITE sets it to 0 with the last "
+                "element of every row (wb_n == last_n), the last row included, which ends every MM; so LOAD's "
+                "clear writes the value it already holds (wb_m, which ends at M, does need its clear)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "m.d.sync += mem_valid.eq(0)",
+                "m.d.sync += mem_valid.eq(0) -> pass",
+                "mem_valid is written only in STREAM (mem_valid <= reading) besides this default; STREAM's "
+                "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
+                "holds 0 without the default: the array sees the same valid every cycle"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "inner.eq(0), outer.eq(0),",
+                "inner.eq(0), -> ",
+                "inner is 0 whenever an MM starts: it is 0 after reset and STAGE sets it to 0 in the cycle "
+                "its last word is read (inner == inner_last), which ends every MM's staging; so LOAD's clear "
+                "writes the value it already holds"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "a_mem.rd_en.eq(reading), a_mem.rd_addr.eq(step),",
+                "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "b_mem.rd_en.eq(reading), b_mem.rd_addr.eq(step),",
+                "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
+                "self.acc < 0 -> self.acc <= 0",
+                "for integers acc <= 0 is acc < 1: the change only calls acc = 0 negative, whose magnitude, "
+                "product, rounded and saturated values are 0, giving -0 = 0 (or 0 with relu): the same q"),
+    Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
+                "engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),",
+                "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, -1)", _VECTOR_IDLE_DATA),
+    Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
+                "engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),",
+                "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, 1)", _VECTOR_IDLE_DATA),
+    Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "steps_left = Signal(range(w))", "w -> w - 1",
+                "steps_left counts down from w - 1 = 39 (the divider's width is isa.DIV_BITS = 40): range(40) "
+                "and range(39) are both the shape unsigned(6), so the register, and the hardware, are bit for "
+                "bit the same"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last2.eq(0) -> last2.eq(1)", _SOFTMAX_LAST),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last3.eq(0) -> last3.eq(1)", _SOFTMAX_LAST),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "wr_index.eq(0) -> wr_index.eq(1)",
+                "wr_index is used only by the writes of EXP and SCALE; MAX, the first pass, writes nothing and "
+                "ends with next_pass, which sets wr_index to 0 before EXP's first write, so the value given to "
+                "it at start is never used"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
+                "self.acc < 0 -> self.acc < 1",
+                "the change only calls acc = 0 negative: its magnitude is 0 either way (-0 = 0), the product, "
+                "the rounded value and the saturated value are 0, and the result is -0 = 0, or 0 with relu: "
+                "the same q for every input"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "product = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "rounded = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and the rounded value never exceeds it)"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
+                "self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),",
+                "src2, src1 -> src1, src2",
+                "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
+                "operands, the number of reads and the busy time are the same, and the write of dst[i] (two "
+                "slots after the second read) still never meets a read of its own address, since src1, src2 "
+                "and dst are each either identical or disjoint (the issue check) and the read it meets is "
+                "element i+1 of one of them; so memory and cycle counts are the same"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
+                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+                "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
+                "the only input the change treats differently is total = INT8_MAX, which the clamp then "
+                "replaces by INT8_MAX: the same value"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
+                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+                "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
+                "the only input the change treats differently is total = INT8_MIN, which the clamp then "
+                "replaces by INT8_MIN: the same value"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.size -> self.size - 1",
+                "with the ISA's array size 4 (isa.MM_MAX_MN), range(4) and range(3) are both the shape "
+                "unsigned(2): the struct field, and so the hardware, is bit for bit the same (it would not "
+                "be for a size that is one more than a power of two)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.max_k -> self.max_k - 1",
+                "with the ISA's largest K, 64 (isa.MM_MAX_K), range(64) and range(63) are both the shape "
+                "unsigned(6): the struct field, and so the hardware, is bit for bit the same"),
+)
+
+
+def key_of(mutant) -> tuple[str, str, str, str]:
+    function, _, line = mutant.context.partition(": ")
+    return (mutant.file, function, line, mutant.change)
+
+
+_BY_KEY = {(e.file, e.function, e.line, e.change): e for e in EQUIVALENT}
+
+
+def argument_for(mutant) -> str:
+    """The written argument for ``mutant`` ("" when there is none)."""
+    entry = _BY_KEY.get(key_of(mutant))
+    return entry.argument if entry else ""
