@@ -34,7 +34,7 @@ def register(subparsers) -> None:
                    help=f"judge this many of the generated mutants, spread evenly over all of them "
                         f"(default {DEFAULT_SAMPLE})")
     p.add_argument("--all", action="store_true", help="judge every generated mutant")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per mutant (default 600)")
+    p.add_argument("--timeout", type=options.seconds, default=600.0, help="seconds allowed per mutant (default 600)")
     p.add_argument("--list", action="store_true", help="only list the mutants that would be judged")
     p.set_defaults(func=_mutate_rtl)
 
@@ -43,8 +43,6 @@ def _mutate_rtl(args) -> int:
     from ga2_hdl import mutation
     from gen import mutate_rtl
 
-    if args.timeout <= 0:
-        raise CommandError("--timeout must be positive")
     known = mutate_rtl.rtl_files()
     for unit in args.unit or ():
         if unit not in known:

@@ -52,7 +52,7 @@ def register(subparsers) -> None:
                     "spec/beyond_checks.py against it.")
     p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
     p.add_argument("--jobs", type=options.positive, default=2, help="mutants checked at once (default 2)")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per mutant (default 900)")
+    p.add_argument("--timeout", type=options.seconds, default=900.0, help="seconds allowed per mutant (default 900)")
     p.set_defaults(func=_mutate_spec)
 
 

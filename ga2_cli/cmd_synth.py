@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import options
 from .main import CommandError
 
 #: board name -> (amaranth_boards module, platform class)
@@ -404,35 +405,35 @@ def register(subparsers) -> None:
                    help="chip (default), a unit name (see `ga2 verilog --list`), or all (every unit and the chip)")
     p.add_argument("--target", action="append", metavar="NAME",
                    help="ecp5-25k (default, LFE5U-25F-6) or ecp5-85k (LFE5U-85F-6); may be repeated")
-    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the figures as JSON")
     p.add_argument("--report", action="store_true",
                    help="join the chip's Fmax with cycles per token (plain and k=3 speculative decoding)")
-    p.add_argument("--tokens", type=int, default=32, help="tokens decoded for --report (default 32, the chapter's)")
-    p.add_argument("--png", metavar="FILE", help="with --report: draw area against tokens per second")
+    p.add_argument("--tokens", type=options.count(2, "number of tokens"), default=32, help="tokens decoded for --report (default 32, the chapter's)")
+    p.add_argument("--png", metavar="FILE", type=options.output_file, help="with --report: draw area against tokens per second")
     p.add_argument("--label", default="current sources", help="with --report: the design's name in the table")
     p.add_argument("--also", action="append", metavar="JSON",
                    help="with --report: add the rows of an earlier `ga2 synth --report --json` file (other sources)")
-    p.add_argument("--keep", metavar="DIR", help="copy each run's Verilog, scripts, logs and reports to DIR")
+    p.add_argument("--keep", metavar="DIR", type=options.output_dir, help="copy each run's Verilog, scripts, logs and reports to DIR")
     p.add_argument("--no-cache", action="store_true", help="run the tools even if a cached result exists")
     p.set_defaults(func=cmd_synth)
 
     b = subparsers.add_parser("build", help="a bitstream of the board top (chip + UART bridge) for an FPGA board")
     b.add_argument("--board", required=True, help=f"one of: {', '.join(BOARDS)}")
-    b.add_argument("-o", "--output", default="build/board", metavar="DIR", help="build directory (default build/board)")
-    b.add_argument("--baud", type=int, default=115_200, help="UART rate (default 115200)")
-    b.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+    b.add_argument("-o", "--output", default="build/board", metavar="DIR", type=options.output_dir, help="build directory (default build/board)")
+    b.add_argument("--baud", type=options.positive, default=115_200, help="UART rate (default 115200)")
+    b.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
                    help=f"external memory in block RAM, words (default {isa.EXT_WORDS_DEFAULT})")
     b.set_defaults(func=cmd_build)
 
     r = subparsers.add_parser("board", help="talk to a board running the bridge (ga2 board run PROG.hex --port ...)")
     rs = r.add_subparsers(dest="board_command", metavar="ACTION", required=True)
     run = rs.add_parser("run", help="load a program and its memory, run it, read back the counters and memory")
-    run.add_argument("program", metavar="PROG.hex")
-    run.add_argument("--ext", metavar="MEM.hex", help="external memory image")
+    run.add_argument("program", metavar="PROG.hex", type=options.input_file)
+    run.add_argument("--ext", metavar="MEM.hex", type=options.input_file, help="external memory image")
     run.add_argument("--port", required=True, help="serial port, e.g. /dev/ttyUSB0")
-    run.add_argument("--baud", type=int, default=115_200)
-    run.add_argument("--ext-words", type=int, default=isa.EXT_WORDS_DEFAULT,
+    run.add_argument("--baud", type=options.positive, default=115_200)
+    run.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
                      help="the board's external memory size (as built)")
-    run.add_argument("--json", metavar="FILE", help="write the result (counters, memory) as JSON")
+    run.add_argument("--json", metavar="FILE", type=options.output_file, help="write the result (counters, memory) as JSON")
     run.add_argument("--check", action="store_true", help="compare with the golden model")
     run.set_defaults(func=cmd_board_run)

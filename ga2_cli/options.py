@@ -6,6 +6,7 @@ one-line message naming the flag (``ga2 golden: error: argument --ext-words:
 ...``, exit status 2) and nothing is run, created or written.
 
 * :func:`count` (``positive``, ``non_negative``): whole numbers with a floor;
+* :func:`seconds`: a time limit, more than 0 seconds;
 * :data:`ext_words`: an external-memory size, 1 .. isa.EXT_WORDS_MAX words (``fuzz_ext_words``: 16 ..);
 * :data:`max_cycles`: a generated program's cycle budget;
 * :data:`output_file`: a file the command will write: its directory exists and
@@ -39,6 +40,17 @@ def count(minimum: int, what: str = "number"):
 
 positive = count(1)
 non_negative = count(0)
+
+
+def seconds(text: str) -> float:
+    """A time limit in seconds: a number greater than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:       # also refuses nan
+        raise argparse.ArgumentTypeError(f"{value}: the time limit must be more than 0 seconds")
+    return value
 
 
 def _ext_words(minimum: int, why: str = ""):

@@ -200,9 +200,11 @@ class GA2Chip(wiring.Component):
             # There are no branches, so FETCH decodes and checks it and registers the verdict,
             # and ISSUE acts on registers only: the same cycles, a shorter path.
             with m.State("IDLE"):
-                m.d.comb += imem_rd.addr.eq(0)
+                # word 0 is read in every idle cycle, not only in the start cycle: the read
+                # register then never holds a value no program wrote (Verilog's x before the first
+                # read, Amaranth's 0), so every simulator's decode sees the same word at start
+                m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
                 with m.If(self.start):
-                    m.d.comb += imem_rd.en.eq(1)
                     m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
                     m.d.sync += [c.eq(0) for c in counters.values()]
                     m.next = "FETCH"
