@@ -37,18 +37,15 @@ _RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**
 
 _MM_STREAM_READ = ("the operand memory's data enters the array only with array.valid, which is mem_valid: the "
                    "registered `reading`, so it is 0 in exactly the cycle after each read the change adds (steps "
-                   "past K), and the array then takes zeros whatever the memory returns; reading a memory has no "
-                   "other effect, so the products, the write-back and the busy time are the same")
+                   "past K, only in STREAM), and the array then takes zeros whatever the memory returns (and "
+                   "outside STREAM run is low, so it takes nothing); reading a memory has no other effect, so the products, the write-back and the busy time are the same")
 _VECTOR_IDLE_DATA = ("the value only reaches engines that are not selected by ins.op; such an engine is not "
                      "started (start is gated by the same selection) and ins is held from start to done, so it "
                      "stays idle for the whole instruction: its valid bits are 0 and every use of the read data "
                      "(the RQ write, the VADD operands, the AMAX compare, the softmax passes) is gated by them, "
-                     "and the registers it loads unconditionally (AMAX's value2) are overwritten by real data "
-                     "before their valid bit is next set")
+                     "and the registers it loads unconditionally (AMAX's value2, the requantizer's pipeline "
+                     "register) are overwritten by real data before their valid bit is next set")
 
-_MM_STREAM_COUNT = ("step counts from 0 to stream_last = K+M+N-1 <= 64+4+4-1 = 71 (the issue check refuses "
-                    "larger shapes), which needs 7 bits; dim_bits = 7 (64.bit_length()), so dim_bits + 1 = 8 "
-                    "bits already hold every value and nothing wraps")
 _SOFTMAX_INDEX_AT_START = ("rd_index and wr_index are 0 whenever an SM starts: they are 0 after reset and "
                            "next_pass sets both to 0 at the end of every pass, SCALE (the last) included; so "
                            "the clear at start writes the values they already hold")
@@ -73,11 +70,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
                 "takes the same value every cycle"),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", '"stream_last": unsigned(dim_bits + 2),',
-                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", '"step": unsigned(dim_bits + 2),',
-                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "mem.wr_data.eq(self.spad.rd_data[:8]),",
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words", "mem.wr_data.eq(self.spad.rd_data[:8]),",
                 ":8 -> :9",
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
                 "only its low 8, the same int8 as before"),
@@ -95,43 +88,48 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "rd_index.eq(0), -> ", _SOFTMAX_INDEX_AT_START),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
                 ", wr_index.eq(0) -> ", _SOFTMAX_INDEX_AT_START),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "m.d.sync += land_valid.eq(0)",
-                "land_valid.eq(0) -> land_valid.eq(1)",
-                "outside STAGE and DRAIN the change keeps writing the scratchpad's read data into the operand "
-                "memory at the last staged position (land is only changed in STAGE).  While the MM runs that "
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
+                "r.land.valid.eq(0) -> r.land.valid.eq(1)",
+                "outside STAGE and DRAIN the change keeps writing the scratchpad's read data (broadcast to "
+                "every master) into the operand memory at the last staged position (r.land is only changed "
+                "in STAGE).  While the MM runs that "
                 "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
                 "enabled), so the same value is written again; between MMs another unit's reads may put other "
                 "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
                 "position it does not stage is a lane beyond M or N (which reaches only processing elements "
                 "the write-back never selects, see rowmem.py) or a k beyond K (never streamed)"),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "wb_m.eq(0), wb_n.eq(0),",
-                "wb_n.eq(0), -> ",
-                "wb_n is 0 whenever an MM starts: it is 0 after reset and WRITE sets it to 0 with the last "
-                "element of every row (wb_n == last_n), the last row included, which ends every MM; so LOAD's "
-                "clear writes the value it already holds (wb_m, which ends at M, does need its clear)"),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "m.d.sync += mem_valid.eq(0)",
-                "m.d.sync += mem_valid.eq(0) -> pass",
-                "mem_valid is written only in STREAM (mem_valid <= reading) besides this default; STREAM's "
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._load", "r.wb.m.eq(0), r.wb.n.eq(0),",
+                "r.wb.n.eq(0), -> ",
+                "wb.n is 0 whenever an MM starts: it is 0 after reset and WRITE (_write_back) sets it to 0 "
+                "with the last element of every row (wb.n == last_n), the last row included, which ends every "
+                "MM; so LOAD's clear writes the value it already holds (wb.m, which ends at M, does need its "
+                "clear)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
+                "r.stream.mem_valid.eq(0), -> ",
+                "r.stream.mem_valid is written only in STREAM (_stream: mem_valid <= reading) besides this "
+                "default (CLEAR writes only the step field); STREAM's "
                 "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
                 "holds 0 without the default: the array sees the same valid every cycle"),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "inner.eq(0), outer.eq(0),",
-                "inner.eq(0), -> ",
-                "inner is 0 whenever an MM starts: it is 0 after reset and STAGE sets it to 0 in the cycle "
-                "its last word is read (inner == inner_last), which ends every MM's staging; so LOAD's clear "
-                "writes the value it already holds"),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "a_mem.rd_en.eq(reading), a_mem.rd_addr.eq(step),",
-                "reading -> 1", _MM_STREAM_READ),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate", "b_mem.rd_en.eq(reading), b_mem.rd_addr.eq(step),",
-                "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._load", "r.walk.inner.eq(0), r.walk.outer.eq(0),",
+                "r.walk.inner.eq(0), -> ",
+                "walk.inner is 0 whenever an MM starts: it is 0 after reset and STAGE (_stage) sets it to 0 in "
+                "the cycle its last word is read (inner == inner_last), which ends every MM's staging; so "
+                "LOAD's clear writes the value it already holds"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._stream",
+                "self.a_mem.rd_en.eq(reading), self.a_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._stream",
+                "self.b_mem.rd_en.eq(reading), self.b_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
     Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
                 "self.acc < 0 -> self.acc <= 0",
                 "for integers acc <= 0 is acc < 1: the change only calls acc = 0 negative, whose magnitude, "
                 "product, rounded and saturated values are 0, giving -0 = 0 (or 0 with relu): the same q"),
     Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
-                "engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),",
+                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0))",
                 "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, -1)", _VECTOR_IDLE_DATA),
     Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
-                "engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0)),",
+                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0))",
                 "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, 1)", _VECTOR_IDLE_DATA),
     Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "steps_left = Signal(range(w))", "w -> w - 1",
                 "steps_left counts down from w - 1 = 39 (the divider's width is isa.DIV_BITS = 40): range(40) "
@@ -177,17 +175,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
                 "the only input the change treats differently is total = INT8_MIN, which the clamp then "
                 "replaces by INT8_MIN: the same value"),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
-                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
-                "self.size -> self.size - 1",
-                "with the ISA's array size 4 (isa.MM_MAX_MN), range(4) and range(3) are both the shape "
-                "unsigned(2): the struct field, and so the hardware, is bit for bit the same (it would not "
-                "be for a size that is one more than a power of two)"),
-    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
-                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
-                "self.max_k -> self.max_k - 1",
-                "with the ISA's largest K, 64 (isa.MM_MAX_K), range(64) and range(63) are both the shape "
-                "unsigned(6): the struct field, and so the hardware, is bit for bit the same"),
 )
 
 
