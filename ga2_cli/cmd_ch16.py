@@ -107,8 +107,6 @@ def _ch16(args) -> int:
         sims = parse_sims(args.sims)
     except SimulatorError as e:
         raise CommandError(f"--sims: {e}") from None
-    if args.workers is not None and args.workers < 1:
-        raise CommandError("--workers must be at least 1")
     progress = _Progress()
     try:
         result = ch16.run_ch16(args.tokens, sims, workers=args.workers, checks=not args.no_checks,

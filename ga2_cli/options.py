@@ -74,20 +74,20 @@ fuzz_ext_words = _ext_words(16, " for random programs")
 max_cycles = count(isa.FETCH_ISSUE_CYCLES, "cycle budget (a HALT alone takes that many)")
 
 
-def output_file(text: str) -> str:
-    try:
-        check_output(text)
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f"{text}: {e.strerror}") from None
-    return text
+def _writable(check):
+    """An option type that runs ``check`` (safe_io's output probe) on the path and keeps it."""
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except OSError as e:
+            raise argparse.ArgumentTypeError(f"{text}: {e.strerror}") from None
+        return text
+    parse.__name__ = check.__name__
+    return parse
 
 
-def output_dir(text: str) -> str:
-    try:
-        check_output_dir(text)
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f"{text}: {e.strerror}") from None
-    return text
+output_file = _writable(check_output)
+output_dir = _writable(check_output_dir)
 
 
 def input_file(text: str) -> str:
