@@ -25,6 +25,7 @@ import numpy as np
 
 from . import isa
 from .memimage import MemoryImage
+from .config import Config
 from .isa import Counter, ErrorCode, Instruction, IsaError
 from .results import RunResult
 
@@ -44,13 +45,13 @@ def as_instructions(program: Iterable[Instruction | int]) -> list[Instruction]:
     return out
 
 
-def check_program(program: Sequence[Instruction]) -> None:
-    """What every loader refuses: an empty program, one too long, or one not ending in HALT."""
+def check_program(program: Sequence[Instruction], config: Config = isa.BOOK) -> None:
+    """What every loader refuses: an empty program, one too long for ``config``, or one not ending in HALT."""
     if len(program) == 0:
         raise IsaError("empty program: a program ends with HALT")
-    if len(program) > isa.IMEM_WORDS:
+    if len(program) > config.imem_words:
         raise IsaError(f"program of {len(program)} instructions does not fit the instruction memory "
-                       f"of {isa.IMEM_WORDS} words")
+                       f"of {config.imem_words} words")
     if program[-1].op != isa.HALT.op:
         raise IsaError(f"program does not end with HALT (last instruction, at {len(program) - 1}: "
                        f"{program[-1]})")
@@ -102,10 +103,15 @@ def _int8(words: np.ndarray) -> np.ndarray:
 class Machine:
     """The architectural state: scratchpad, external memory, counters."""
 
-    def __init__(self, ext: Sequence[int] | None = None, ext_words: int = isa.EXT_WORDS_DEFAULT):
-        self.ext_words = ext_words
-        self.ext = ext_image(ext, ext_words)
-        self.spad = np.zeros(isa.SPAD_WORDS, dtype=np.int64)
+    def __init__(self, ext: Sequence[int] | None = None, ext_words: int | None = None,
+                 config: Config = isa.BOOK):
+        if config.overlap:
+            raise IsaError(f"configuration {config.name!r}: the golden model has no overlapped timing yet")
+        self.config = config
+        self.iset = isa.instruction_set(config)
+        self.ext_words = config.ext_words if ext_words is None else ext_words
+        self.ext = ext_image(ext, self.ext_words)
+        self.spad = np.zeros(config.spad_words, dtype=np.int64)
         self.counters = [0] * len(Counter)
 
     # -- one instruction each; all operands are read before anything is written
@@ -162,16 +168,17 @@ class Machine:
             cnt[Counter.TOTAL] += isa.FETCH_ISSUE_CYCLES
             if ins.op == isa.HALT.op:
                 return ErrorCode.OK, pc, ""
-            code, why = isa.check(ins, self.ext_words)
+            code, why = self.iset.check(ins, self.ext_words)
             if code != ErrorCode.OK:
                 return code, pc, f"pc {pc}: {why}"
             execute = self._EXECUTE.get(ins.op)
             if execute is None:   # an OpSpec without semantics here: a gap in the model, not the program
                 raise NotImplementedError(f"golden model has no semantics for {ins.mnemonic}")
             execute(self, ins)
-            busy = ins.busy()
+            spec = self.iset.spec(ins.op)
+            busy = spec.busy(ins)
             cnt[Counter.TOTAL] += busy
-            cnt[isa.UNIT_COUNTER[ins.spec.unit]] += busy
+            cnt[isa.UNIT_COUNTER[spec.unit]] += busy
             cnt[Counter.INSTRUCTIONS] += 1
         # Unreachable for a checked program (it ends with HALT); the hardware would run into
         # whatever the instruction memory holds next.
@@ -179,8 +186,10 @@ class Machine:
 
 
 def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, *,
-        ext_words: int = isa.EXT_WORDS_DEFAULT, keep_spad: bool = False, sparse: bool = False) -> RunResult:
-    """Run ``program`` on the external-memory image ``ext`` (zero-padded to ``ext_words``).
+        ext_words: int | None = None, keep_spad: bool = False, sparse: bool = False,
+        config: Config = isa.BOOK) -> RunResult:
+    """Run ``program`` on the chip ``config`` (the book's by default), on the external-memory
+    image ``ext`` zero-padded to ``ext_words`` (the configuration's size by default).
 
     Returns the final state: the five counters, the whole external memory, the
     halt status and its address (and the scratchpad if ``keep_spad``).  Raises
@@ -190,8 +199,8 @@ def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, 
     :class:`~ga2_hdl.memimage.MemoryImage` (what a bundle keeps) instead of a list.
     """
     code = as_instructions(program)
-    check_program(code)
-    machine = Machine(ext, ext_words)
+    check_program(code, config)
+    machine = Machine(ext, ext_words, config)
     status, pc, message = machine.run(code)
     return RunResult(
         counters=isa.Counters(*(c & isa.WORD_MASK for c in machine.counters)),

@@ -3,10 +3,15 @@
 Everything that knows about GA-2 instructions takes it from here: the golden
 model, the assembler and disassembler, the Amaranth decoder, the compiler and
 the generated documentation.  This module is plain data and integer arithmetic:
-it imports nothing of the project's and no Amaranth, so anyone may read it.
+it imports nothing of the project's but the configuration (:mod:`ga2_hdl.config`,
+which sits below it) and no Amaranth, so anyone may read it.
 
 What lives here
-  * the machine's sizes and constants (word width, memory sizes, LAT);
+  * the instruction set of a configuration (:func:`instruction_set`): the
+    operations, their legality and busy times for that chip's sizes; the
+    module-level names (``SPAD_WORDS``, ``OPS``, :func:`check` ...) are the
+    book's chip, :data:`BOOK`;
+  * the constants no configuration changes (word width, instruction word);
   * the 128-bit instruction word: its fields and their bit positions;
   * one :class:`OpSpec` per operation: op code, assembly operands (and which
     bits of which field each one occupies), the unit that executes it, the
@@ -15,29 +20,30 @@ What lives here
     exp table, 40-bit divider, fixed-point softmax), which the golden model
     and the RTL unit tests share.
 
-Adding an instruction: add an :class:`OpSpec` to ``OPS`` (and its semantics in
-``golden.py`` and its unit in the RTL); see ``docs/extending.md``.
+Adding an instruction: see ``docs/extending.md``.
 """
 from __future__ import annotations
 
 import enum
 import math
 from dataclasses import dataclass, field
+import functools
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
+
+from .config import Config
 
 # --------------------------------------------------------------------------
 # Machine constants
 # --------------------------------------------------------------------------
 
+#: The book's chip: what the module-level sizes and :data:`OPS` describe.
+BOOK = Config.book()
+
 WORD_BITS = 32                 #: every memory word is 32 bits
 WORD_MASK = (1 << WORD_BITS) - 1
 INSTR_BITS = 128               #: one instruction word
-SPAD_WORDS = 4096              #: scratchpad size in words
-IMEM_WORDS = 1024              #: instruction memory of our chip, in 128-bit words
-EXT_WORDS_DEFAULT = 8192       #: external memory size in words (the book's early chapters use 2048)
 EXT_ADDR_BITS = 16             #: external addresses are 16 bits (LD's src and ST's dst fields)
 EXT_WORDS_MAX = 1 << EXT_ADDR_BITS  #: the largest external memory: 65536 words
-LAT = 8                        #: external-memory latency in cycles, paid once per load
 FETCH_ISSUE_CYCLES = 2         #: every instruction, HALT included, costs fetch + issue
 INT8_MIN, INT8_MAX = -127, 127 #: -128 is never produced by any unit
 Q16_ONE = 1 << 16              #: probabilities are Q0.16: 65536 = 1.0
@@ -45,8 +51,14 @@ EXP_TABLE_SIZE = 256
 DIV_BITS = 40                  #: width of the softmax unit's unsigned divider
 SOFTMAX_NUMERATOR = 1 << 38    #: r = floor(2**38 / S)
 SOFTMAX_OUT_SHIFT = 22         #: p = (e * r + 2**21) >> 22
-MM_MAX_MN = 4                  #: the systolic array is 4 x 4
-MM_MAX_K = 64                  #: the operand row memories hold 64 values
+
+# The book chip's sizes (a configuration's own are on its Config).
+SPAD_WORDS = BOOK.spad_words           #: scratchpad size in words
+IMEM_WORDS = BOOK.imem_words           #: instruction memory, in 128-bit words
+EXT_WORDS_DEFAULT = BOOK.ext_words     #: external memory size in words (the book's early chapters use 2048)
+LAT = BOOK.lat                         #: external-memory latency in cycles, paid once per load
+MM_MAX_MN = BOOK.array                 #: the systolic array is 4 x 4
+MM_MAX_K = BOOK.max_k                  #: the operand row memories hold 64 values
 
 
 # --------------------------------------------------------------------------
@@ -256,69 +268,151 @@ def _mm_regions(i: "Instruction") -> tuple[Region, ...]:
     )
 
 
-_O = Operand
-OPS: tuple[OpSpec, ...] = (
-    OpSpec(0, "HALT", Unit.NONE, (),
-           "stop; the counters hold their final values (an all-zero word is HALT)",
-           "0", lambda i: 0),
-    OpSpec(1, "LD", Unit.DMA,
-           (_O("dst", "a", doc="scratchpad destination"), _O("src", "b", doc="external source"),
-            _O("len", "c", doc="words")),
-           "scratch[dst+i] = ext[src+i] for i < len",
-           "len + LAT + 1", lambda i: i.len + LAT + 1,
-           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("ext", i.src, i.len, "src")),
-           lengths=("len",)),
-    OpSpec(2, "ST", Unit.DMA,
-           (_O("src", "a", doc="scratchpad source"), _O("dst", "b", doc="external destination"),
-            _O("len", "c", doc="words")),
-           "ext[dst+i] = scratch[src+i] for i < len",
-           "len + 2", lambda i: i.len + 2,
-           lambda i: (Region("spad", i.src, i.len, "src"), Region("ext", i.dst, i.len, "dst")),
-           lengths=("len",)),
-    OpSpec(3, "MM", Unit.MATRIX,
-           (_O("dst", "a", doc="C"), _O("A", "b", doc="A (M x K)"), _O("B", "c", doc="B (K x N)"),
-            _O("M", "f", legal=(1, MM_MAX_MN)), _O("K", "g", legal=(1, MM_MAX_K)),
-            _O("N", "h", legal=(1, MM_MAX_MN)),
-            _O("tb", "fl", 0, 1, doc="B is stored transposed"),
-            _O("lda", "d", 0, 12), _O("ldb", "d", 12, 12), _O("ldc", "x", 0, 12)),
-           "C = A x B, int8 inputs (low byte, signed), wrap-around int32 sums; A[m][k] at A+m*lda+k; "
-           "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n",
-           "M*K + K*N + (K+M+N-2) + M*N + 7",
-           lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7,
-           _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"}),
-    OpSpec(4, "RQ", Unit.VECTOR,
-           (_O("dst", "a"), _O("src", "b"), _O("len", "c"),
-            _O("m", "d", doc="24-bit mantissa"), _O("s", "e", doc="shift"),
-            _O("relu", "fl", 0, 1)),
-           "dst[i] = clamp(round_half_away(acc[i]*m / 2^s), -127, 127) (relu: clamp at 0 from below)",
-           "len + 2", lambda i: i.len + 2,
-           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
-           lengths=("len",), disjoint_or_same=True, defaults={"relu": 0}),
-    OpSpec(5, "SM", Unit.VECTOR,
-           (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
-           "dst = softmax of int8 scores src[0..len) (real value x/16), Q0.16 probabilities",
-           "3*len + 41 + 6", lambda i: 3 * i.len + 41 + 6,
-           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
-           lengths=("len",), disjoint_or_same=True),
-    OpSpec(6, "VADD", Unit.VECTOR,
-           (_O("dst", "a"), _O("src1", "b"), _O("src2", "c"), _O("len", "d", 0, 16)),
-           "dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127)",
-           "2*len + 2", lambda i: 2 * i.len + 2,
-           lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src1, i.len, "src1"),
-                      Region("spad", i.src2, i.len, "src2")),
-           lengths=("len",), disjoint_or_same=True),
-    OpSpec(7, "AMAX", Unit.VECTOR,
-           (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
-           "dst[0] = index of the first maximum of the signed int32 src[0..len)",
-           "len + 3", lambda i: i.len + 3,
-           lambda i: (Region("spad", i.dst, 1, "dst"), Region("spad", i.src, i.len, "src")),
-           lengths=("len",)),
-)
-del _O
+def _book_ops(config: Config) -> tuple[OpSpec, ...]:
+    """The book's eight operations, with the sizes and timings of ``config``."""
+    _O = Operand
+    LAT = config.lat
+    return (
+        OpSpec(0, "HALT", Unit.NONE, (),
+               "stop; the counters hold their final values (an all-zero word is HALT)",
+               "0", lambda i: 0),
+        OpSpec(1, "LD", Unit.DMA,
+               (_O("dst", "a", doc="scratchpad destination"), _O("src", "b", doc="external source"),
+                _O("len", "c", doc="words")),
+               "scratch[dst+i] = ext[src+i] for i < len",
+               "len + LAT + 1", lambda i: i.len + LAT + 1,
+               lambda i: (Region("spad", i.dst, i.len, "dst"), Region("ext", i.src, i.len, "src")),
+               lengths=("len",)),
+        OpSpec(2, "ST", Unit.DMA,
+               (_O("src", "a", doc="scratchpad source"), _O("dst", "b", doc="external destination"),
+                _O("len", "c", doc="words")),
+               "ext[dst+i] = scratch[src+i] for i < len",
+               "len + 2", lambda i: i.len + 2,
+               lambda i: (Region("spad", i.src, i.len, "src"), Region("ext", i.dst, i.len, "dst")),
+               lengths=("len",)),
+        OpSpec(3, "MM", Unit.MATRIX,
+               (_O("dst", "a", doc="C"), _O("A", "b", doc="A (M x K)"), _O("B", "c", doc="B (K x N)"),
+                _O("M", "f", legal=(1, config.array)), _O("K", "g", legal=(1, config.max_k)),
+                _O("N", "h", legal=(1, config.array)),
+                _O("tb", "fl", 0, 1, doc="B is stored transposed"),
+                _O("lda", "d", 0, 12), _O("ldb", "d", 12, 12), _O("ldc", "x", 0, 12)),
+               "C = A x B, int8 inputs (low byte, signed), wrap-around int32 sums; A[m][k] at A+m*lda+k; "
+               "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n",
+               "M*K + K*N + (K+M+N-2) + M*N + 7",
+               lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7,
+               _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"}),
+        OpSpec(4, "RQ", Unit.VECTOR,
+               (_O("dst", "a"), _O("src", "b"), _O("len", "c"),
+                _O("m", "d", doc="24-bit mantissa"), _O("s", "e", doc="shift"),
+                _O("relu", "fl", 0, 1)),
+               "dst[i] = clamp(round_half_away(acc[i]*m / 2^s), -127, 127) (relu: clamp at 0 from below)",
+               "len + 2", lambda i: i.len + 2,
+               lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
+               lengths=("len",), disjoint_or_same=True, defaults={"relu": 0}),
+        OpSpec(5, "SM", Unit.VECTOR,
+               (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
+               "dst = softmax of int8 scores src[0..len) (real value x/16), Q0.16 probabilities",
+               "3*len + 41 + 6", lambda i: 3 * i.len + 41 + 6,
+               lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
+               lengths=("len",), disjoint_or_same=True),
+        OpSpec(6, "VADD", Unit.VECTOR,
+               (_O("dst", "a"), _O("src1", "b"), _O("src2", "c"), _O("len", "d", 0, 16)),
+               "dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127)",
+               "2*len + 2", lambda i: 2 * i.len + 2,
+               lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src1, i.len, "src1"),
+                          Region("spad", i.src2, i.len, "src2")),
+               lengths=("len",), disjoint_or_same=True),
+        OpSpec(7, "AMAX", Unit.VECTOR,
+               (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
+               "dst[0] = index of the first maximum of the signed int32 src[0..len)",
+               "len + 3", lambda i: i.len + 3,
+               lambda i: (Region("spad", i.dst, 1, "dst"), Region("spad", i.src, i.len, "src")),
+               lengths=("len",)),
+    )
 
-OP_BY_CODE: dict[int, OpSpec] = {o.code: o for o in OPS}
-OP_BY_NAME: dict[str, OpSpec] = {o.mnemonic: o for o in OPS}
-assert len(OP_BY_CODE) == len(OPS) and len(OP_BY_NAME) == len(OPS)
+#: Op codes no configuration may define: the undefined op that tests and the
+#: directed suite use to provoke BAD_OPCODE.
+RESERVED_OP_CODES = (15,)
+
+
+def config_problems(config: Config) -> list[str]:
+    """What stops ``config`` from fitting the instruction word (empty if it fits)."""
+    out = []
+    for name, what, fld in (("array", "M and N", "f"), ("max_k", "K", "g")):
+        top = FIELD[fld].mask
+        if getattr(config, name) > top:
+            out.append(f"{name}={getattr(config, name)}: {what} are {FIELD[fld].width}-bit fields (at most {top})")
+    spad_top = 1 << FIELD["a"].width
+    if config.spad_words > spad_top:
+        out.append(f"spad_words={config.spad_words}: scratchpad addresses are {FIELD['a'].width}-bit fields "
+                   f"(at most {spad_top} words)")
+    problem = ext_words_problem(config.ext_words)
+    if problem:
+        out.append(f"ext_words={config.ext_words}: {problem}")
+    return out
+
+
+class InstructionSet:
+    """The operations of one configuration, with that chip's legality rules and busy times.
+
+    Get one with :func:`instruction_set`; the module-level :data:`OPS`,
+    :func:`check` and :func:`program_counters` are the book chip's.
+    """
+
+    def __init__(self, config: Config):
+        problems = config_problems(config)
+        if problems:
+            raise IsaError(f"configuration {config.name!r} does not fit the instruction word: "
+                           + "; ".join(problems))
+        if config.extensions:
+            raise IsaError(f"configuration {config.name!r}: instruction-set extensions are not supported yet")
+        self.config = config
+        self.ops: tuple[OpSpec, ...] = _book_ops(config)
+        self.by_code: dict[int, OpSpec] = {o.code: o for o in self.ops}
+        self.by_name: dict[str, OpSpec] = {o.mnemonic: o for o in self.ops}
+        if len(self.by_code) != len(self.ops) or len(self.by_name) != len(self.ops):
+            raise IsaError(f"configuration {config.name!r}: two operations share an op code or a mnemonic")
+        reserved = sorted(set(self.by_code) & set(RESERVED_OP_CODES))
+        if reserved:
+            raise IsaError(f"op code {reserved[0]} is reserved: no configuration may define it")
+
+    def __repr__(self):
+        return f"InstructionSet({self.config.describe()})"
+
+    def spec(self, code: int) -> OpSpec:
+        """The operation of op code ``code`` (:class:`IsaError` if this chip has none)."""
+        try:
+            return self.by_code[code]
+        except KeyError:
+            raise IsaError(f"undefined op code {code}") from None
+
+    def unit_ops(self, unit: "Unit") -> tuple[int, ...]:
+        """The op codes a unit executes, in op-code order."""
+        return tuple(o.code for o in self.ops if o.unit == unit)
+
+    def busy(self, ins: "Instruction") -> int:
+        """The executing unit's busy time of ``ins`` on this chip (0 for HALT)."""
+        return self.spec(ins.op).busy(ins)
+
+    def check(self, ins: "Instruction", ext_words: int | None = None) -> tuple["ErrorCode", str]:
+        """:func:`check` on this chip (``ext_words`` defaults to the configuration's)."""
+        return _check(self, ins, self.config.ext_words if ext_words is None else ext_words)
+
+    def counters(self, program: Sequence["Instruction"]) -> "Counters":
+        """:func:`program_counters` on this chip."""
+        return _counters(self, program)
+
+
+@functools.lru_cache(maxsize=None)
+def instruction_set(config: Config = BOOK) -> InstructionSet:
+    """The instruction set of ``config`` (the book's by default); one object per configuration."""
+    return InstructionSet(config)
+
+
+_BOOK_SET = instruction_set(BOOK)
+OPS: tuple[OpSpec, ...] = _BOOK_SET.ops                  #: the book chip's operations
+OP_BY_CODE: dict[int, OpSpec] = _BOOK_SET.by_code
+OP_BY_NAME: dict[str, OpSpec] = _BOOK_SET.by_name
 
 
 # --------------------------------------------------------------------------
@@ -444,13 +538,19 @@ HALT = Instruction(0)
 # --------------------------------------------------------------------------
 
 def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCode, str]:
-    """The error the hardware raises at issue for ``ins``, and why (``(OK, "")`` if legal).
+    """The error the book chip raises at issue for ``ins``, and why (``(OK, "")`` if legal).
 
     Checked in this order, the first failure wins: op code; operand ranges (MM's
     shape, :attr:`Operand.legal`); zero lengths; memory ranges (in the order of
-    the operation's regions); overlap.
+    the operation's regions); overlap.  Another configuration's:
+    ``instruction_set(config).check(ins)``.
     """
-    spec = OP_BY_CODE.get(ins.op)
+    return _check(_BOOK_SET, ins, ext_words)
+
+
+def _check(iset: InstructionSet, ins: Instruction, ext_words: int) -> tuple[ErrorCode, str]:
+    spad_words = iset.config.spad_words
+    spec = iset.by_code.get(ins.op)
     if spec is None:
         return ErrorCode.BAD_OPCODE, f"undefined op code {ins.op}"
     if any(not o.legal[0] <= getattr(ins, o.name) <= o.legal[1] for o in spec.ranged):
@@ -461,7 +561,7 @@ def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCo
             return ErrorCode.ZERO_LENGTH, f"{spec.mnemonic} {name}=0"
     regions = spec.regions(ins)
     for r in regions:
-        size = SPAD_WORDS if r.memory == "spad" else ext_words
+        size = spad_words if r.memory == "spad" else ext_words
         if r.end > size:
             code = ErrorCode.SPAD_RANGE if r.memory == "spad" else ErrorCode.EXT_RANGE
             return code, (f"{spec.mnemonic} {r.role} words {r.start}..{r.end - 1} lie outside the "
@@ -481,20 +581,28 @@ def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCo
 # --------------------------------------------------------------------------
 
 def program_counters(program: Sequence[Instruction]) -> Counters:
-    """The five counters of a legal program.
+    """The five counters of a legal program on the book chip.
 
     Instructions run one at a time in order up to the first HALT; each costs
     fetch + issue + its unit's busy time; HALT costs fetch + issue and is not
-    counted as an executed instruction.
+    counted as an executed instruction.  Another configuration's:
+    ``instruction_set(config).counters(program)``.
     """
+    return _counters(_BOOK_SET, program)
+
+
+def _counters(iset: InstructionSet, program: Sequence[Instruction]) -> Counters:
+    if iset.config.overlap:
+        raise IsaError(f"configuration {iset.config.name!r}: the overlapped timing rule is not defined yet")
     counters = [0] * len(Counter)
     for ins in program:
         counters[Counter.TOTAL] += FETCH_ISSUE_CYCLES
         if ins.op == 0:
             return Counters(*counters)
-        busy = ins.busy()
+        spec = iset.spec(ins.op)
+        busy = spec.busy(ins)
         counters[Counter.TOTAL] += busy
-        counters[UNIT_COUNTER[ins.spec.unit]] += busy
+        counters[UNIT_COUNTER[spec.unit]] += busy
         counters[Counter.INSTRUCTIONS] += 1
     raise IsaError("program has no HALT")
 
