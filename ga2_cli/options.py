@@ -13,7 +13,9 @@ one-line message naming the flag (``ga2 golden: error: argument --ext-words:
   can be written, it is not a directory (probed by creating and removing a file,
   which also catches a read-only mount and works for root);
 * :data:`output_dir`: a directory the command will write into (existing or creatable);
-* :data:`input_file`: a file that exists and can be read.
+* :data:`input_file`: a file that exists and can be read;
+* :func:`chip_config`: a configuration, by preset name or TOML/JSON file, that
+  fits the instruction word (``--config``; :func:`add_config` adds the flag).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import argparse
 import os
 
 from ga2_hdl import isa
+from ga2_hdl.config import PRESETS, Config, ConfigError, load as load_config
 from ga2_hdl.safe_io import check_output, check_output_dir
 
 
@@ -98,3 +101,20 @@ def input_file(text: str) -> str:
     if not os.access(text, os.R_OK):
         raise argparse.ArgumentTypeError(f"{text}: cannot be read (permission denied)")
     return text
+
+
+def chip_config(text: str) -> Config:
+    """A chip configuration: a preset name or a ``.toml``/``.json`` file, checked against the ISA."""
+    try:
+        config = load_config(text)
+        isa.instruction_set(config)
+    except (ConfigError, isa.IsaError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return config
+
+
+def add_config(parser: argparse.ArgumentParser) -> None:
+    """The ``--config FILE|NAME`` flag every command that builds, runs, compiles or exports takes."""
+    parser.add_argument("--config", type=chip_config, default=isa.BOOK, metavar="FILE|NAME",
+                        help=f"chip configuration: a preset ({', '.join(PRESETS)}) or a .toml/.json "
+                             f"file of Config fields (default: book, the book's GA-2)")
