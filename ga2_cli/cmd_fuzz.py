@@ -21,14 +21,9 @@ def _spec(args):
     """The campaign the options ask for; with --resume DIR holding a campaign, options not
     given come from it, and options given must agree with it."""
     from gen.campaign import CampaignDir, CampaignSpec
-    from gen.simulator import SimulatorError, parse_sims
-
     given = {}
     if args.sims is not None:
-        try:
-            given["sims"] = tuple(parse_sims(args.sims))
-        except SimulatorError as e:
-            raise CommandError(f"--sims: {e}") from None
+        given["sims"] = tuple(args.sims)
     for name in ("programs", "seed", "ext_words", "max_cycles", "piece_size", "illegal"):
         if getattr(args, name) is not None:
             given[name] = getattr(args, name)
@@ -284,7 +279,7 @@ def register(subparsers) -> None:
     # no defaults here: with --resume DIR the options not given come from the campaign (see _spec)
     p.add_argument("--programs", type=options.positive, default=None, help="number of random programs (default 100)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default 1)")
-    p.add_argument("--sims", default=None, help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
+    p.add_argument("--sims", type=options.simulators(), default=None, help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
                                                 f"(default golden)")
     p.add_argument("--ext-words", type=options.fuzz_ext_words, default=None,
                    help=f"external memory words (default {isa.EXT_WORDS_DEFAULT})")

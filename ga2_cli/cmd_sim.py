@@ -18,6 +18,7 @@ from gen.simulator import SIMULATORS
 from . import options
 from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, load_memory, load_program, report_run
 from .main import CommandError
+from .progress import Progress
 
 
 def _simulator(name: str):
@@ -26,28 +27,6 @@ def _simulator(name: str):
         return get_simulator(name)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
-
-
-def _sim_names(text: str) -> list[str]:
-    from gen.simulator import SimulatorError, parse_sims
-    try:
-        names = parse_sims(text)
-    except SimulatorError as e:
-        raise CommandError(str(e)) from None
-    if not names:
-        raise CommandError("--sims names no simulator")
-    return names
-
-
-def _progress(name: str):
-    """A progress report on stderr, about every 10% of the programs."""
-    last = [0]
-
-    def report(done: int, total: int) -> None:
-        if done == total or done - last[0] >= max(1, total // 10):
-            last[0] = done
-            print(f"  {name}: {done}/{total} programs", file=sys.stderr, flush=True)
-    return report
 
 
 # ------------------------------------------------------------------------------------------ run
@@ -91,7 +70,7 @@ def report_line(name: str, report) -> str:
 def cmd_replay(args) -> int:
     from gen.simulator import SimulatorError
 
-    names = _sim_names(args.sims)
+    names = args.sims
     if args.vcd and "golden" in names:
         raise CommandError("--vcd: the golden model has no waveform; leave it out of --sims")
     if args.program is not None and not args.vcd:
@@ -103,15 +82,20 @@ def cmd_replay(args) -> int:
         raise CommandError(f"--program {args.program}: {args.bundle} has programs 0 .. {len(bundle.programs) - 1}")
     simulators = {name: _simulator(name) for name in names}      # fail early if one is missing
     failures = 0
+    progress = Progress() if not args.quiet else None
     for name, sim in simulators.items():
         vcd = _vcd_name(args.vcd, name, len(names) > 1) if args.vcd else None
         try:
             report = sim.run_bundle(bundle, vcd=vcd, vcd_program=args.program if vcd else None,
-                                    progress=_progress(name) if not args.quiet else None)
+                                    progress=progress.of(name) if progress else None)
         except SimulatorError as e:
+            if progress:
+                progress.close()
             print(f"{name}: ERROR: {e}")
             failures += 1
             continue
+        if progress:
+            progress.close()
         print(report_line(name, report), flush=True)
         for note in report.notes:
             print(f"  {note}")
@@ -146,7 +130,7 @@ def cmd_bench_sim(args) -> int:
     from gen import book_rtl
     from gen.simulator import SimulatorError
 
-    names = _sim_names(args.sims)
+    names = args.sims
     try:
         book = book_rtl.directory(args.book_rtl) if "icarus" in names else None
     except SimulatorError as e:
@@ -232,7 +216,7 @@ def cmd_diff_sims(args) -> int:
     from gen.diffsims import diff_sims
     from gen.simulator import SimulatorError
 
-    names = _sim_names(args.sims)
+    names = args.sims
     if len(names) != 2 or names[0] == names[1]:
         raise CommandError(f"--sims {args.sims}: name two different simulators, e.g. amaranth,verilator")
     if "golden" in names:
@@ -286,7 +270,7 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")
     p.add_argument("bundle", type=options.input_file, help="bundle file")
-    p.add_argument("--sims", default="amaranth",
+    p.add_argument("--sims", type=options.simulators(), default="amaranth",
                    help=f"comma-separated simulators of {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file,
                    help="write the waveform of one program (see --program)")
@@ -298,7 +282,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("bench", help="benchmarks")
     sub = p.add_subparsers(dest="bench_what", metavar="WHAT", required=True)
     q = sub.add_parser("sim", help="simulated cycles per second on a fixed bundle, and the build time")
-    q.add_argument("--sims", default="amaranth", help="comma-separated simulators (default amaranth)")
+    q.add_argument("--sims", type=options.simulators(), default="amaranth", help="comma-separated simulators (default amaranth)")
     q.add_argument("--random", type=options.non_negative, default=0, metavar="N",
                    help="use N seeded random programs instead of the directed suite (0: the directed suite)")
     q.add_argument("--seed", type=int, default=1, help="seed for --random (default 1)")
@@ -323,7 +307,7 @@ def register(subparsers) -> None:
     p.add_argument("--ext", type=options.input_file, help="initial external memory (memory file, 8 hex digits a line)")
     p.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
                    help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT}; a bundle has its own)")
-    p.add_argument("--sims", default="amaranth,verilator",
+    p.add_argument("--sims", type=options.simulators(), default="amaranth,verilator",
                    help=f"the two simulators to compare, of {', '.join(SIMULATORS)} (default amaranth,verilator)")
     p.add_argument("--program", dest="index", type=options.non_negative, metavar="N",
                    help="with a bundle: the program to compare (default 0)")

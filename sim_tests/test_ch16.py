@@ -77,8 +77,8 @@ def test_ch16_prints_the_table_and_its_speeds_and_draws_it(ch16_run):
 
 
 def test_ch16_rejects_an_unknown_simulator(capsys):
-    assert main(["ch16", "--sims", "icarus,modelsim"]) == 1
-    assert "unknown simulator 'modelsim'" in capsys.readouterr().err
+    assert main(["ch16", "--sims", "icarus,modelsim"]) == 2       # refused when the options are parsed
+    assert "argument --sims: unknown simulator 'modelsim'" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- the replay's pieces and attribution
