@@ -212,7 +212,7 @@ class AmaranthSimulator:
         notes = []
         if session.timed_out:
             i, bound, _where = session.timed_out
-            notes.append(timeout_line(i, bound, bundle.programs[i].expected.counters[0]))
+            notes.append(timeout_line(i, bound, bundle.programs[i].expected.counters.total))
         if vcd:
             # the waveform comes from a separate run of that one program, so that tracing does not
             # slow down (or get measured with) the replay of the whole bundle

@@ -275,6 +275,7 @@ class _VerilogSimulator:
                                               if build.cached else ""),
             f"run {run_seconds:.2f} s",
         ] + notes
+        report.messages = list(notes)
         if vcd is not None:
             report.notes.append(f"waveform of program {vcd_program or 0} written to {vcd}" if vcd_target.written
                                 else f"no waveform written to {vcd}: the run stopped before program "
@@ -298,7 +299,7 @@ class _VerilogSimulator:
             raise SimulatorError(f"{self.name}: --vcd {vcd}: the simulation wrote no waveform")
         if not report.results:
             raise SimulatorError(f"{self.name}: the program did not finish: {report.line()}; "
-                                 + "; ".join(report.notes[3:]))
+                                 + "; ".join(report.messages))
         return report.results[0]
 
     def _execute(self, cmd: list[str], n: int, progress) -> tuple[list, str | None, list[str], int, str]:

@@ -45,6 +45,8 @@ class BundleReport:
     #: also when this run found it in the cache
     compile_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: what the simulation itself reported (errors, timeouts), also among the notes
+    messages: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
