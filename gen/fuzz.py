@@ -483,8 +483,8 @@ def directed_suite(ext_words: int | None = None, *,
     """Named corner-case programs ``(name, code, ext)`` for the chip ``config`` and an external memory
     of ``ext_words`` (by default the configuration's).
 
-    Needs at least 512 words of external memory (and room for two of the largest tiles in its
-    lower half), an array of at least 4 x 4 and ``max_k`` of at least 9; the longest-vector
+    Needs at least 512 words of external memory (and room for two of the largest tiles),
+    an array of at least 4 x 4 and ``max_k`` of at least 9; the longest-vector
     programs use min(spad_words, ext_words // 2) words, the largest tiles are
     ``array`` x ``max_k`` by ``max_k`` x ``array``, the fullest program fills ``imem_words``.
     """
@@ -496,7 +496,7 @@ def directed_suite(ext_words: int | None = None, *,
         raise ValueError(f"configuration {config.name!r}: the directed suite needs array >= 4 and max_k >= 9, "
                          f"not array={ARRAY}, max_k={MAX_K}")
     TILE = ARRAY * MAX_K                # words of the largest A (or B) tile: 256 on the book chip
-    if 2 * TILE > ext_words // 2 or 2 * TILE + 88 + ARRAY * ARRAY > SPAD:
+    if 2 * TILE > ext_words or 2 * TILE + 88 + ARRAY * ARRAY > SPAD:
         raise ValueError(f"configuration {config.name!r}: two {ARRAY} x {MAX_K} tiles do not fit the directed "
                          f"suite's layout ({ext_words} words of external memory, {SPAD} of scratchpad)")
     rng = random.Random(20240611)      # fixed data: the suite is the same every time
