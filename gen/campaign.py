@@ -110,6 +110,10 @@ class CampaignSpec:
         if self.directed and self.ext_words < 512:
             raise CampaignError(f"--ext-words {self.ext_words}: the directed suite (--directed) needs at least "
                                 f"512 words")
+        verilog_sims = [n for n in self.sims if n in ("icarus", "verilator", "cxxrtl")]
+        if verilog_sims and self.config.lat < 2:
+            raise CampaignError(f"--config {self.config.name}: the testbenches' memory model of "
+                                f"{', '.join(verilog_sims)} needs lat >= 2, not {self.config.lat}")
         if self.directed:
             from .fuzz import directed_suite
             try:

@@ -249,3 +249,14 @@ def test_book_exports_are_the_books():
     assert plain.text == book.text and "config=" not in plain.text.splitlines()[0]
     other = verilog.export("chip", config=PRESETS["array8"])
     assert "config=<array8 (array=8)>" in other.text.splitlines()[0] and other.text != plain.text
+
+
+def test_a_campaign_records_its_chip():
+    from gen.campaign import CampaignError, CampaignSpec
+    spec = CampaignSpec(10, config=PRESETS["array16"])
+    assert spec.ext_words == 8192 and spec.max_cycles == fuzz.default_max_cycles(PRESETS["array16"]) > 3000
+    assert CampaignSpec.from_json(spec.to_json()) == spec
+    assert "config" not in CampaignSpec(10).to_json()          # a book campaign's manifest is unchanged
+    assert CampaignSpec.from_json(CampaignSpec(10).to_json()).config == isa.BOOK
+    with pytest.raises(CampaignError, match="lat >= 2"):
+        CampaignSpec(10, sims=("golden", "verilator"), config=Config(name="lat1", lat=1)).validate()
