@@ -19,6 +19,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from . import isa
+from .config import Config
 from .layout import INSTRUCTION
 
 __all__ = ["operand", "unit_ops", "IssueCheck", "STATUS_BITS"]
@@ -34,9 +35,9 @@ def operand(ins, mnemonic: str, name: str) -> Value:
     return getattr(ins, o.field)[o.lsb:o.lsb + o.bits]
 
 
-def unit_ops(unit: isa.Unit) -> tuple[int, ...]:
-    """The op codes executed by ``unit``."""
-    return tuple(spec.code for spec in isa.OPS if spec.unit == unit)
+def unit_ops(unit: isa.Unit, config: Config = isa.BOOK) -> tuple[int, ...]:
+    """The op codes executed by ``unit`` on the chip ``config``."""
+    return isa.instruction_set(config).unit_ops(unit)
 
 
 class _HardwareOperands:
@@ -88,12 +89,16 @@ def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
 
 
 class IssueCheck(wiring.Component):
-    """Combinational legality check of one instruction, exactly :func:`isa.check`.
+    """Combinational legality check of one instruction, exactly the configuration's
+    :meth:`isa.InstructionSet.check` (:func:`isa.check` on the book chip).
 
     Parameters
     ----------
-    ext_words : int
-        Size of the external memory (the EXT_RANGE bound).
+    ext_words : int, optional
+        Size of the external memory (the EXT_RANGE bound); by default the configuration's.
+    config : Config
+        The chip (the book's by default): its instruction set gives the operations, their
+        legal operand ranges and regions, and its ``spad_words`` the SPAD_RANGE bound.
 
     Ports
     -----
@@ -104,8 +109,10 @@ class IssueCheck(wiring.Component):
         order (op code, operand ranges, zero lengths, regions in order, overlap), or ``OK``.
     """
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
-        self.ext_words = isa.check_ext_words(ext_words)
+    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+        self.config = config
+        self.iset = isa.instruction_set(config)
+        self.ext_words = isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
         super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
 
     def _op_error(self, m: Module, spec: isa.OpSpec) -> Value:
@@ -122,7 +129,7 @@ class IssueCheck(wiring.Component):
             rules.append((operand(ins, spec.mnemonic, name) == 0, isa.ErrorCode.ZERO_LENGTH))
         regions = _hardware_regions(ins, spec)
         for memory, _start, end in regions:
-            size = isa.SPAD_WORDS if memory == "spad" else self.ext_words
+            size = self.config.spad_words if memory == "spad" else self.ext_words
             code = isa.ErrorCode.SPAD_RANGE if memory == "spad" else isa.ErrorCode.EXT_RANGE
             rules.append((end > size, code))
         if spec.disjoint_or_same:
@@ -138,7 +145,7 @@ class IssueCheck(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         with m.Switch(self.ins.op):
-            for spec in isa.OPS:
+            for spec in self.iset.ops:
                 with m.Case(spec.code):
                     m.d.comb += self.error.eq(self._op_error(m, spec))
             with m.Default():

@@ -42,17 +42,16 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 
 from . import isa
+from .config import Config
 from .decoder import operand
-from .layout import SPAD_ADDR_BITS, UnitSignature
+from .layout import UnitSignature, refuse_beyond, spad_addr_bits
 from .requant import Requantizer
 from .softmax import SoftmaxUnit
 
-_INDEX = range(isa.SPAD_WORDS + 1)          # element counters: 0 .. len, len <= SPAD_WORDS
 
-
-def _addr(base, index):
-    """A scratchpad address: base + index, within the 12-bit address space."""
-    return (base + index)[:SPAD_ADDR_BITS]
+def _index(config: Config) -> range:
+    """An element counter's values: 0 .. len, len <= the configuration's ``spad_words``."""
+    return range(config.spad_words + 1)
 
 
 def _int8(word):
@@ -61,17 +60,29 @@ def _int8(word):
 
 
 class _Engine(wiring.Component):
-    """One operation's engine, on the unit contract (:class:`ga2_hdl.layout.UnitSignature`)."""
+    """One operation's engine, on the unit contract (:class:`ga2_hdl.layout.UnitSignature`).
 
-    def __init__(self):
-        super().__init__(UnitSignature())
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the scratchpad's size sets the address and
+        counter widths.
+    """
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, f"the {type(self).__name__}", ("spad_ports",))
+        super().__init__(UnitSignature(config=config))
+
+    def _addr(self, base, index):
+        """A scratchpad address: base + index, within the scratchpad's address space."""
+        return (base + index)[:spad_addr_bits(self.config)]
 
     def _write(self, m, valid, last, base, index, value):
         """Write ``value`` to ``base + index`` when ``valid`` (``index`` then steps);
         with ``last`` that write is the engine's done cycle."""
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(base, index)),
+                         self.spad.wr_addr.eq(self._addr(base, index)),
                          self.spad.wr_data.eq(value)]           # sign-extended to the word
             m.d.sync += index.eq(index + 1)
             with m.If(last):
@@ -96,7 +107,7 @@ class RequantizeEngine(_Engine):
         assert Requantizer.LATENCY == 1
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
 
-        rd_index, wr_index = Signal(_INDEX), Signal(_INDEX)
+        rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
         reading = Signal()
         v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()  # data on rd_data; q valid
 
@@ -105,7 +116,7 @@ class RequantizeEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(src, rd_index)),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
             rq.acc.eq(self.spad.rd_data.as_signed()),
             rq.mantissa.eq(operand(self.ins, "RQ", "m")),
             rq.shift.eq(operand(self.ins, "RQ", "s")),
@@ -134,8 +145,8 @@ class AddEngine(_Engine):
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
 
-        slot = Signal(range(2 * isa.SPAD_WORDS + 1))    # read slots issued: 2 per element
-        wr_index = Signal(_INDEX)
+        slot = Signal(range(2 * self.config.spad_words + 1))    # read slots issued: 2 per element
+        wr_index = Signal(_index(self.config))
         reading = Signal()
         v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
         v2, last2 = Signal(), Signal()                      # a sum is ready to write
@@ -148,7 +159,7 @@ class AddEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (slot < 2 * length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),
+            self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),
         ]
         m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == 2 * length - 1))]
         with m.If(reading):
@@ -181,13 +192,13 @@ class ArgmaxEngine(_Engine):
         m = Module()
         dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
 
-        rd_index = Signal(_INDEX)
+        rd_index = Signal(_index(self.config))
         reading = Signal()
-        v1, last1, idx1 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data on rd_data
-        v2, last2, idx2 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data registered
+        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data on rd_data
+        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data registered
         value2 = Signal(signed(isa.WORD_BITS))
         best = Signal(signed(isa.WORD_BITS))
-        best_index = Signal(SPAD_ADDR_BITS)
+        best_index = Signal(spad_addr_bits(self.config))
         finish = Signal()                                              # all compared: write
 
         with m.If(self.start):
@@ -196,7 +207,7 @@ class ArgmaxEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(src, rd_index)),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
         ]
         m.d.sync += [
             v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
@@ -210,7 +221,7 @@ class ArgmaxEngine(_Engine):
 
         with m.If(finish):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(dst, 0)),
+                         self.spad.wr_addr.eq(self._addr(dst, 0)),
                          self.spad.wr_data.eq(best_index)]
             self._finish(m)
         return m
@@ -219,6 +230,11 @@ class ArgmaxEngine(_Engine):
 class VectorUnit(wiring.Component):
     """The GA-2 vector unit: RQ, SM, VADD, AMAX.
 
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default), handed to every engine.
+
     Ports
     -----
     The unit contract (:class:`ga2_hdl.layout.UnitSignature`), which each engine
@@ -226,8 +242,9 @@ class VectorUnit(wiring.Component):
     ``ins.op`` that is not a vector operation is ignored.
     """
 
-    def __init__(self):
-        super().__init__(UnitSignature())
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, "the vector unit", ("spad_ports", "extensions"))
+        super().__init__(UnitSignature(config=config))
 
     #: the engine of each operation
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
@@ -246,7 +263,7 @@ class VectorUnit(wiring.Component):
         m.submodules.read_gate = read_gate = Module()
         engines = {}
         for name, cls in self.ENGINES.items():
-            engine = engines[name] = cls()
+            engine = engines[name] = cls(config=self.config)
             m.submodules[name.lower()] = engine
             selected = self.ins.op == isa.OP_BY_NAME[name].code
             m.d.comb += [
