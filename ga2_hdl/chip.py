@@ -48,7 +48,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from . import isa
-from .decoder import STATUS_BITS, IssueCheck, unit_ops
+from .config import Config
+from .decoder import STATUS_BITS, IssueCheck
 from .dma import DMA
 from .layout import INSTRUCTION, ExtPort
 from .matrix_unit import MatrixUnit
@@ -77,9 +78,12 @@ class GA2Chip(wiring.Component):
     Parameters
     ----------
     ext_words : int
-        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality bound.
+        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality bound;
+        None: the configuration's.
     imem_words : int
         Instruction memory size in 128-bit words.
+    config : Config
+        The chip (default the book's): its instruction set, extensions included.
 
     Ports
     -----
@@ -106,15 +110,18 @@ class GA2Chip(wiring.Component):
     pc : Signal
     """
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, imem_words: int = isa.IMEM_WORDS):
+    def __init__(self, ext_words: int | None = None, imem_words: int = isa.IMEM_WORDS, *,
+                 config: Config = isa.BOOK):
+        self.config = config
+        ext_words = config.ext_words if ext_words is None else ext_words
         isa.check_ext_words(ext_words)
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
-        self.issue_check = IssueCheck(ext_words)
-        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: VectorUnit()}
+        self.issue_check = IssueCheck(ext_words, config=config)
+        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: VectorUnit(config=config)}
         assert list(self.units) == list(UNIT_NAMES)
         self.spad = Scratchpad(len(self.units))
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
@@ -133,6 +140,7 @@ class GA2Chip(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        iset = isa.instruction_set(self.config)
         m.submodules.imem = self.imem
         m.submodules[SPAD_NAME] = self.spad
         m.submodules.issue_check = check = self.issue_check
@@ -213,7 +221,7 @@ class GA2Chip(wiring.Component):
                 m.d.comb += self.running.eq(1)
                 m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words),
                              verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(check.error)]
-                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*unit_ops(kind))) for kind in self.units]
+                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind))) for kind in self.units]
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):

@@ -35,13 +35,16 @@ reading src2[i+1]).  AMAX writes its single result word after its last read,
 so its destination may lie anywhere, inside the source too.
 
 Operands come from ``ins`` through the ISA's operand definitions
-(``decoder.operand``), op codes from ``isa.OP_BY_NAME``.  Lengths are at
+(``decoder.operand``), op codes from the configuration's instruction set
+(:func:`ga2_hdl.isa.instruction_set`), whose extensions bring engines of their
+own (``docs/extending.md``).  Lengths are at
 least 1 (the sequencer refuses 0).
 """
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 
 from . import isa
+from .config import Config
 from .decoder import operand
 from .layout import SPAD_ADDR_BITS, UnitSignature
 from .requant import Requantizer
@@ -216,8 +219,19 @@ class ArgmaxEngine(_Engine):
         return m
 
 
+def _ports(signature: wiring.Signature) -> dict:
+    """Every port of a signature: path -> (flow, shape) (signatures compare by identity)."""
+    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
+
+
 class VectorUnit(wiring.Component):
-    """The GA-2 vector unit: RQ, SM, VADD, AMAX.
+    """The GA-2 vector unit: RQ, SM, VADD, AMAX, and the vector operations of the
+    configuration's extensions (each with its own engine).
+
+    Parameters
+    ----------
+    config : Config
+        The chip; its instruction set says which operations the unit runs.
 
     Ports
     -----
@@ -226,15 +240,43 @@ class VectorUnit(wiring.Component):
     ``ins.op`` that is not a vector operation is ignored.
     """
 
-    def __init__(self):
+    #: the engine of each of the book's operations
+    ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = config
+        self.engine_classes = self.engines_of(config)      # fails here, naming an op without engine
         super().__init__(UnitSignature())
 
-    #: the engine of each operation
-    ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
+    @classmethod
+    def engines_of(cls, config: Config) -> dict[str, type]:
+        """Mnemonic -> engine class of every vector operation of ``config``, in op-code order;
+        :class:`ValueError` naming the operation that has none."""
+        iset = isa.instruction_set(config)
+        out = {}
+        for code in iset.unit_ops(isa.Unit.VECTOR):
+            spec = iset.by_code[code]
+            ext = iset.extension_of.get(code)
+            engine = cls.ENGINES.get(spec.mnemonic) if ext is None else ext.engines.get(spec.mnemonic)
+            if engine is None:
+                where = (f"VectorUnit.ENGINES" if ext is None
+                         else f"the engines mapping of {ext.module}'s EXTENSION")
+                raise ValueError(f"vector operation {spec.mnemonic} (op code {code}, {iset.origin(code)}) "
+                                 f"has no RTL engine: add one to {where}")
+            out[spec.mnemonic] = engine
+        return out
+
+    def _engine(self, name: str, cls) -> wiring.Component:
+        """One engine (an extension's is given the configuration), checked against the unit contract."""
+        engine = cls() if name in self.ENGINES else cls(config=self.config)
+        if not isinstance(engine, wiring.Component) or _ports(engine.signature) != _ports(UnitSignature()):
+            raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a wiring.Component "
+                             f"on the unit contract (ga2_hdl.layout.UnitSignature)")
+        return engine
 
     def elaborate(self, platform):
         m = Module()
-        assert {op for op, spec in isa.OP_BY_NAME.items() if spec.unit is isa.Unit.VECTOR} == set(self.ENGINES)
+        iset = isa.instruction_set(self.config)
 
         # Only the engine the instruction names sees the scratchpad's read data; the others see
         # 0.  An engine uses read data only between its start and its done, while ins.op names
@@ -245,10 +287,10 @@ class VectorUnit(wiring.Component):
         # that small process, not the whole unit's.
         m.submodules.read_gate = read_gate = Module()
         engines = {}
-        for name, cls in self.ENGINES.items():
-            engine = engines[name] = cls()
+        for name, cls in self.engine_classes.items():
+            engine = engines[name] = self._engine(name, cls)
             m.submodules[name.lower()] = engine
-            selected = self.ins.op == isa.OP_BY_NAME[name].code
+            selected = self.ins.op == iset.by_name[name].code
             m.d.comb += [
                 engine.ins.eq(self.ins),
                 engine.start.eq(self.start & selected),
@@ -262,7 +304,7 @@ class VectorUnit(wiring.Component):
         # The engine named by the instruction owns the port (idle engines drive the enables low).
         with m.Switch(self.ins.op):
             for name, engine in engines.items():
-                with m.Case(isa.OP_BY_NAME[name].code):
+                with m.Case(iset.by_name[name].code):
                     m.d.comb += [
                         self.spad.rd_en.eq(engine.spad.rd_en),
                         self.spad.rd_addr.eq(engine.spad.rd_addr),

@@ -149,7 +149,9 @@ class CxxrtlSimulator(_VerilogSimulator):
     def bundle_cap(self, words: int) -> int:
         return words              # the driver reads a bundle of any size into a vector
 
-    def export(self, ext_words: int) -> verilog.Export:
+    def export(self, ext_words: int, config=isa.BOOK) -> verilog.Export:
+        if not config.same_chip(isa.BOOK):
+            raise SimulatorError(f"cxxrtl builds the book's chip only so far, not {config.describe()}")
         return export(ext_words, use_cache=self.use_cache)
 
     def header_text(self, ext_words: int, cap: int, exported: verilog.Export) -> str:

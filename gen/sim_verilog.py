@@ -45,6 +45,7 @@ from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.chip import SPAD_MEMORY_PATH
+from ga2_hdl.config import Config
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
 
 from . import toolchain, verilog
@@ -144,8 +145,9 @@ class _VerilogSimulator:
     header_file = PARAMS_HEADER      #: the generated constants' file in the build directory
 
     def __init__(self, ext_words: int | None = None, *, timeout_cycles: int | None = None,
-                 use_cache: bool = True):
+                 use_cache: bool = True, config: Config = isa.BOOK):
         self.ext_words = ext_words
+        self.config = config
         self.timeout_cycles = timeout_cycles
         self.use_cache = use_cache
 
@@ -171,8 +173,8 @@ class _VerilogSimulator:
     def bundle_cap(self, words: int) -> int:
         return max(self.min_bundle_cap, 1 << max(0, words - 1).bit_length())
 
-    def export(self, ext_words: int) -> verilog.Export:
-        return verilog.export("chip", ext_words=ext_words, use_cache=self.use_cache)
+    def export(self, ext_words: int, config: Config = isa.BOOK) -> verilog.Export:
+        return verilog.export("chip", ext_words=ext_words, config=config, use_cache=self.use_cache)
 
     def build(self, ext_words: int, *, words: int = 0, trace: bool = False,
               exported: verilog.Export | None = None) -> Build:
@@ -225,7 +227,7 @@ class _VerilogSimulator:
         text = bundle.to_text()
         words = sum(1 for line in text.splitlines() if line and not line.startswith("//"))
 
-        exported = self.export(bundle.ext_words)
+        exported = self.export(bundle.ext_words, bundle.config)
         build = self.build(bundle.ext_words, words=words, trace=vcd is not None, exported=exported)
         setup = time.perf_counter() - t0
 
@@ -237,7 +239,8 @@ class _VerilogSimulator:
             if ext_all:
                 args.append("+ext_all")
             # the watchdog comes from the programs (as in every simulator), never from the expectations
-            bound = self.timeout_cycles or max((cycle_bound(p.code) for p in bundle.programs), default=0)
+            bound = self.timeout_cycles or max((cycle_bound(p.code, bundle.config) for p in bundle.programs),
+                                                    default=0)
             if bound:
                 args.append(f"+timeout={bound}")
             if vcd_target.tmp is not None:
@@ -292,7 +295,7 @@ class _VerilogSimulator:
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         """Run one program; its end state (the whole final memory), whatever the golden model says."""
         words = external_memory_words(ext_words, self.ext_words)
-        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words)
+        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
         report = self._replay(one, vcd=vcd, vcd_program=0 if vcd else None, progress=None, ext_all=True)
         if vcd and not any(note.startswith("waveform of program") for note in report.notes):
             raise SimulatorError(f"{self.name}: --vcd {vcd}: the simulation wrote no waveform")

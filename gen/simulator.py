@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol, Sequence
 
-from ga2_hdl.isa import FETCH_ISSUE_CYCLES, HALT, OP_BY_CODE, Instruction
+from ga2_hdl.config import Config
+from ga2_hdl.isa import BOOK, FETCH_ISSUE_CYCLES, HALT, Instruction, instruction_set
 from ga2_hdl.results import Mismatch, RunResult
 from ga2_hdl.safe_io import check_output, temporary_sibling
 
@@ -92,19 +93,20 @@ def watchdog_cycles(expected_cycles: int) -> int:
     return WATCHDOG_FACTOR * expected_cycles + WATCHDOG_SLACK
 
 
-def expected_cycles(program: Sequence[Instruction]) -> int:
+def expected_cycles(program: Sequence[Instruction], config: Config = BOOK) -> int:
     """The cycles ``program`` takes on the chip up to its first HALT (or to its end), by the ISA's timing.
 
     An undefined op code counts as its fetch and issue alone.  For a legal program this is its
     ``total`` counter; for one that faults it is an upper bound.
     """
+    iset = instruction_set(config)
     total = 0
     for ins in program:
         total += FETCH_ISSUE_CYCLES
         if ins.op == HALT.op:
             break
-        if ins.op in OP_BY_CODE:
-            total += ins.busy()
+        if ins.op in iset.by_code:
+            total += iset.busy(ins)
     return total
 
 
@@ -119,13 +121,13 @@ def external_memory_words(requested: int | None, configured: int | None) -> int:
     return EXT_WORDS_DEFAULT
 
 
-def cycle_bound(program: Sequence[Instruction]) -> int:
+def cycle_bound(program: Sequence[Instruction], config: Config = BOOK) -> int:
     """Every simulator's watchdog for ``program``: :func:`watchdog_cycles` of its :func:`expected_cycles`.
 
     It comes from the program alone, never from an expectation, so a wrong expectation is
     reported as the same MISMATCH by every simulator instead of a timeout in some of them.
     """
-    return watchdog_cycles(expected_cycles(program))
+    return watchdog_cycles(expected_cycles(program, config))
 
 
 def timeout_line(program: int, bound: int, expected_total: int) -> str:
