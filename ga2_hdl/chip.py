@@ -117,11 +117,12 @@ class GA2Chip(wiring.Component):
         isa.check_ext_words(ext_words)
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
+        vector = VectorUnit(config=config)     # first: an operation without an engine fails before anything is built
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
         self.issue_check = IssueCheck(ext_words, config=config)
-        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: VectorUnit(config=config)}
+        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
         self.spad = Scratchpad(len(self.units))
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")

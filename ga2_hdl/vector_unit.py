@@ -245,7 +245,20 @@ class VectorUnit(wiring.Component):
 
     def __init__(self, *, config: Config = isa.BOOK):
         self.config = config
-        self.engine_classes = self.engines_of(config)      # fails here, naming an op without engine
+        iset = isa.instruction_set(config)
+        #: mnemonic -> engine, in op-code order (an extension's is given the configuration)
+        self.engines: dict[str, wiring.Component] = {}
+        try:
+            for name, cls in self.engines_of(config).items():
+                engine = cls() if iset.by_name[name].code not in iset.extension_of else cls(config=config)
+                self.engines[name] = engine
+                if not isinstance(engine, wiring.Component) or _ports(engine.signature) != _ports(UnitSignature()):
+                    raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
+                                     f"wiring.Component on the unit contract (ga2_hdl.layout.UnitSignature)")
+        except Exception:
+            for engine in self.engines.values():       # never used: no warning about them on top of the error
+                engine._MustUse__silence = True
+            raise
         super().__init__(UnitSignature())
 
     @classmethod
@@ -266,14 +279,6 @@ class VectorUnit(wiring.Component):
             out[spec.mnemonic] = engine
         return out
 
-    def _engine(self, name: str, cls) -> wiring.Component:
-        """One engine (an extension's is given the configuration), checked against the unit contract."""
-        engine = cls() if name in self.ENGINES else cls(config=self.config)
-        if not isinstance(engine, wiring.Component) or _ports(engine.signature) != _ports(UnitSignature()):
-            raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a wiring.Component "
-                             f"on the unit contract (ga2_hdl.layout.UnitSignature)")
-        return engine
-
     def elaborate(self, platform):
         m = Module()
         iset = isa.instruction_set(self.config)
@@ -286,9 +291,8 @@ class VectorUnit(wiring.Component):
         # submodule of its own, so that in Amaranth's simulator a read by another unit runs only
         # that small process, not the whole unit's.
         m.submodules.read_gate = read_gate = Module()
-        engines = {}
-        for name, cls in self.engine_classes.items():
-            engine = engines[name] = self._engine(name, cls)
+        engines = self.engines
+        for name, engine in engines.items():
             m.submodules[name.lower()] = engine
             selected = self.ins.op == iset.by_name[name].code
             m.d.comb += [
