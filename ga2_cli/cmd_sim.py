@@ -20,10 +20,10 @@ from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, lo
 from .main import CommandError
 
 
-def _simulator(name: str):
+def _simulator(name: str, **options):
     from gen.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name)
+        return get_simulator(name, **options)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
 
@@ -54,11 +54,11 @@ def _progress(name: str):
 
 def cmd_run(args) -> int:
     from gen.simulator import SimulatorError
-    sim = _simulator(args.sim)
+    sim = _simulator(args.sim, config=args.config)
     if args.vcd and args.sim == "golden":      # refused before anything runs
         raise CommandError("--vcd: the golden model runs at instruction level and has no waveform; "
                            "use --sim amaranth, icarus or verilator")
-    program = load_program(args.program)
+    program = load_program(args.program, args.config)
     words = ext_words_of(args)
     ext = load_memory(args.ext, words) if args.ext else None
     try:
@@ -282,6 +282,7 @@ def register(subparsers) -> None:
     p.add_argument("--sim", default="amaranth",
                    help=f"simulator: {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file, help="write a waveform of the run")
+    options.add_config(p)
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")

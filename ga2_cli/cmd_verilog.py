@@ -58,7 +58,8 @@ def cmd_verilog(args) -> int:
             ext_words = args.ext_words if "ext_words" in info.params else None
             if ext_words is None and args.ext_words_given and args.unit != "all":
                 raise CommandError(f"unit {info.name} has no ext_words parameter")
-            exported = verilog.export(name, ext_words=ext_words, params=params,
+            config = args.config if "config" in info.params else None    # a unit the same on every chip
+            exported = verilog.export(name, ext_words=ext_words, config=config, params=params,
                                       emit_src=args.src, use_cache=not args.no_cache)
         except verilog.ExportError as e:
             raise CommandError(str(e)) from None
@@ -91,6 +92,7 @@ def register(subparsers) -> None:
     p.add_argument("--src", action="store_true",
                    help="keep source-location attributes (absolute paths: the file then depends on the checkout)")
     p.add_argument("--lint", action="store_true", help="run verilator --lint-only -Wall (documented waivers)")
+    options.add_config(p)
     p.add_argument("--no-cache", action="store_true", help="convert even if a cached export exists")
     p.add_argument("--list", action="store_true", help="list the exportable units and their parameters")
     p.set_defaults(func=_run)

@@ -139,7 +139,7 @@ class Unit(enum.Enum):
     NONE = "none"     # HALT
     DMA = "dma"       # LD, ST
     MATRIX = "mm"     # MM
-    VECTOR = "vec"    # RQ, SM, VADD, AMAX
+    VECTOR = "vec"    # RQ, SM, VADD, AMAX, and every extension's operation
 
 
 class Counter(enum.IntEnum):

@@ -366,8 +366,8 @@ PRE_COUNTERS = [(2 + 13) + (2 + 6), 0, 13 + 6, 0, 2]
 
 
 @pytest.mark.parametrize("bad, code", [
-    (isa.Instruction(op=9), ErrorCode.BAD_OPCODE),
-    (isa.Instruction(op=15, a=1), ErrorCode.BAD_OPCODE),
+    (isa.Instruction(op=isa.RESERVED_OP_CODES[0]), ErrorCode.BAD_OPCODE),     # no chip defines it
+    (isa.Instruction(op=isa.instruction_set().undefined_codes()[0], a=1), ErrorCode.BAD_OPCODE),
     (make("LD", dst=4093, src=0, len=4), ErrorCode.SPAD_RANGE),
     (make("MM", dst=0, A=4090, B=0, M=2, K=4, N=1), ErrorCode.SPAD_RANGE),
     (make("MM", dst=4094, A=0, B=0, M=1, K=4, N=3), ErrorCode.SPAD_RANGE),
