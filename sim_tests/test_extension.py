@@ -59,6 +59,26 @@ def test_the_extension_is_in_every_tool():
     assert iset.check(iset.make("RELU", dst=1, src=0, len=4))[0] == ErrorCode.OVERLAP
 
 
+def test_the_engine_keeps_the_unit_contract_and_its_busy_time():
+    """The engine alone on the scratchpad (sim_tests/spad_harness.py checks the contract every cycle:
+    busy exactly t+1 .. t+W, done once at t+W, the port quiet when idle): W is the OpSpec's, and the
+    scratchpad ends as the golden semantics leave it."""
+    from relu_ext import EXTENSION, ReluEngine
+    from sim_tests.spad_harness import run_program
+    iset = isa.instruction_set(RELU)
+    rng = random.Random(7)
+    image = [rng.getrandbits(32) for _ in range(256)]
+    program = [iset.make("RELU", dst=300, src=0, len=1), iset.make("RELU", dst=10, src=10, len=40),
+               iset.make("RELU", dst=500, src=100, len=150), iset.make("RELU", dst=0, src=200, len=56)]
+    final, busy = run_program(lambda: ReluEngine(config=RELU), image, program)
+    assert busy == [iset.busy(ins) for ins in program] == [2, 41, 151, 57]
+    machine = golden.Machine(config=RELU)
+    machine.spad[:len(image)] = image
+    for ins in program:
+        EXTENSION.golden["RELU"](machine, ins)
+    assert final == machine.spad.tolist()
+
+
 def test_random_programs_and_coverage_derive_the_extension():
     from gen.coverage import CoverageModel
     from gen.fuzz import random_program
