@@ -1,5 +1,6 @@
 """The instruction set extended from outside the package: docs/extending.md's worked example
 (examples/relu_ext.py) runs through the whole tool chain, and what goes wrong says so."""
+import json
 import pathlib
 import random
 import re
@@ -12,6 +13,7 @@ import pytest
 from ga2_hdl import asm, golden, isa
 from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, IsaError
+from ga2_hdl.isadoc import render_isa_markdown
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -93,10 +95,29 @@ def test_random_programs_and_coverage_derive_the_extension():
 
 
 def test_docs_describe_the_configuration_and_its_extension():
-    from ga2_hdl.isadoc import render_isa_markdown
     text = render_isa_markdown(RELU)
     assert "### 8 RELU" in text and "extension relu_ext" in text and "relu" in text.split("## Machine")[0]
     assert "RELU" not in render_isa_markdown()
+
+
+def test_the_commands_take_the_extended_configuration(tmp_path, capsys):
+    from ga2_cli.main import main
+    config = str(EXAMPLES / "relu.toml")
+    src = tmp_path / "relu.s"
+    src.write_text("LD dst=0 src=0 len=2\nRELU dst=0 src=0 len=2\nST src=0 dst=8 len=2\nHALT\n")
+    mem = tmp_path / "m.hex"
+    mem.write_text("00000007\nfffffff9\n")
+    assert main(["golden", str(src), "--ext", str(mem), "--config", config, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ext"][8:10] == [7, 0]
+    assert main(["asm", str(src), "--config", config, "-o", str(tmp_path / "p.hex")]) == 0
+    assert main(["disasm", str(tmp_path / "p.hex"), "--config", config]) == 0
+    assert "RELU dst=0 src=0 len=2" in capsys.readouterr().out
+    assert main(["asm", str(src)]) == 1                               # the book chip has no RELU
+    assert "unknown operation 'RELU'" in capsys.readouterr().err
+    assert main(["isadoc", "--config", config, "-o", str(tmp_path / "isa.md")]) == 0
+    assert (tmp_path / "isa.md").read_text() == render_isa_markdown(RELU)
+    assert main(["isadoc", "-o", str(tmp_path / "book.md")]) == 0
+    assert (tmp_path / "book.md").read_text() == (ROOT / "docs" / "isa.md").read_text()
 
 
 def test_golden_equals_amaranth_icarus_and_verilator_on_programs_using_the_extension():
