@@ -117,7 +117,11 @@ class GA2Chip(wiring.Component):
         isa.check_ext_words(ext_words)
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
-        vector = VectorUnit(config=config)     # first: an operation without an engine fails before anything is built
+        try:                                    # first: an operation without an engine fails before anything is built
+            vector = VectorUnit(config=config)
+        except Exception:
+            self._MustUse__silence = True       # (no unused-elaboratable warning on top of the error)
+            raise
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])

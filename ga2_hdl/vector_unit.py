@@ -256,8 +256,8 @@ class VectorUnit(wiring.Component):
                     raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
                                      f"wiring.Component on the unit contract (ga2_hdl.layout.UnitSignature)")
         except Exception:
-            for engine in self.engines.values():       # never used: no warning about them on top of the error
-                engine._MustUse__silence = True
+            for unused in (self, *self.engines.values()):   # no warnings about them on top of the error
+                unused._MustUse__silence = True
             raise
         super().__init__(UnitSignature())
 
