@@ -8,9 +8,11 @@ which sits below it) and no Amaranth, so anyone may read it.
 
 What lives here
   * the instruction set of a configuration (:func:`instruction_set`): the
-    operations, their legality and busy times for that chip's sizes; the
-    module-level names (``SPAD_WORDS``, ``OPS``, :func:`check` ...) are the
-    book's chip, :data:`BOOK`;
+    operations, their legality and busy times for that chip's sizes, the
+    book's eight and those of the configuration's extensions (:class:`Extension`,
+    defined in a user's own module: ``docs/extending.md``); the module-level
+    names (``SPAD_WORDS``, ``OPS``, :func:`check` ...) are the book's chip,
+    :data:`BOOK`;
   * the constants no configuration changes (word width, instruction word);
   * the 128-bit instruction word: its fields and their bit positions;
   * one :class:`OpSpec` per operation: op code, assembly operands (and which
@@ -20,7 +22,7 @@ What lives here
     exp table, 40-bit divider, fixed-point softmax), which the golden model
     and the RTL unit tests share.
 
-Adding an instruction: see ``docs/extending.md``.
+Adding an instruction: an extension, in a module of your own (``docs/extending.md``).
 """
 from __future__ import annotations
 
@@ -635,7 +637,8 @@ class Instruction:
     """One decoded instruction: its op code and the raw value of every field.
 
     Operand names of the operation are attributes: ``ins.dst``, ``ins.len``,
-    ``ins.M`` ... (see :data:`OPS`).  Build one with :func:`make`, or with
+    ``ins.M`` ... (see :data:`OPS`; an extension's operation once it is loaded,
+    :func:`known_spec`).  Build one with :func:`make`, or with
     :meth:`decode` from a 128-bit word.
     """
     op: int
