@@ -1,4 +1,4 @@
-"""`ga2 asm`, `ga2 disasm`, `ga2 golden`: the ISA's own tools."""
+"""`ga2 asm`, `ga2 disasm`, `ga2 golden`, `ga2 isadoc`: the ISA's own tools (each on a configuration)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.files import read_memory, read_program, write_memory, write_program
 from ga2_hdl.isa import ErrorCode
 from ga2_hdl.results import first_mismatch
-from ga2_hdl.safe_io import read_text
+from ga2_hdl.safe_io import atomic_write, read_text
 
 from . import options
 from .main import CommandError, user_input
@@ -20,7 +20,7 @@ _ASM_SUFFIXES = (".s", ".asm")
 
 def _load_program(path: str, config: Config = isa.BOOK) -> list[isa.Instruction]:
     if path.lower().endswith(_ASM_SUFFIXES):
-        program = asm.assemble(read_text(path), path)
+        program = asm.assemble(read_text(path), path, config)
     else:
         program = read_program(path)
     golden.check_program(program, config)  # empty, too long, no HALT: refused here, naming the file
@@ -95,7 +95,7 @@ def report_run(result, args) -> int:
 
 
 def cmd_asm(args) -> int:
-    program = user_input(args.source, lambda path: asm.assemble(read_text(path), path))
+    program = user_input(args.source, lambda path: asm.assemble(read_text(path), path, args.config))
     if args.output:
         write_program(args.output, program)
         print(f"{args.output}: {len(program)} instructions")
@@ -109,9 +109,20 @@ def cmd_disasm(args) -> int:
         bundle = load_bundle(args.file)
         for i, p in enumerate(bundle.programs):
             print(f"# program {i}: {p.name}")
-            sys.stdout.write(asm.disassemble(p.code))
+            sys.stdout.write(asm.disassemble(p.code, args.config))
         return 0
-    sys.stdout.write(asm.disassemble(user_input(args.file, read_program)))
+    sys.stdout.write(asm.disassemble(user_input(args.file, read_program), args.config))
+    return 0
+
+
+def cmd_isadoc(args) -> int:
+    from ga2_hdl.isadoc import render_isa_markdown
+    text = render_isa_markdown(args.config)
+    if args.output:
+        atomic_write(args.output, text)
+        print(f"{args.output}: the instruction set of {args.config.describe()}")
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -147,6 +158,9 @@ def cmd_golden(args) -> int:
         for name, why in _NOT_FOR_BUNDLES.items():      # refused, never silently ignored
             if getattr(args, name) not in (None, False):
                 raise CommandError(f"--{name.replace('_', '-')} does not apply to a bundle ({args.file}): {why}")
+        if not args.config.same_chip(isa.BOOK):
+            raise CommandError(f"--config does not apply to a bundle ({args.file}): bundle files are for the "
+                               f"book's chip (the format records no configuration yet)")
         return _golden_bundle(args)
     program = load_program(args.file, args.config)
     words = ext_words_of(args)
@@ -160,13 +174,22 @@ def register(subparsers) -> None:
     p.add_argument("source", type=options.input_file, help="assembly file")
     p.add_argument("-o", "--output", type=options.output_file,
                    help="program file to write (default: print the words)")
+    options.add_config(p)
     p.set_defaults(func=cmd_asm)
 
     p = subparsers.add_parser("disasm", help="disassemble a program file (or every program of a bundle)")
     p.add_argument("file", type=options.input_file, help="program file, or a bundle")
+    options.add_config(p)
     p.set_defaults(func=cmd_disasm)
 
     p = subparsers.add_parser("golden", help="run a program (or every program of a bundle) in the golden model")
     p.add_argument("file", type=options.input_file, help="program file (.s/.asm: assembly), or a bundle")
     add_run_arguments(p)
+    options.add_config(p)
     p.set_defaults(func=cmd_golden)
+
+    p = subparsers.add_parser("isadoc", help="the instruction set of a configuration as markdown (docs/isa.md is "
+                                             "the book's)")
+    p.add_argument("-o", "--output", type=options.output_file, help="file to write (atomically; default: print)")
+    options.add_config(p)
+    p.set_defaults(func=cmd_isadoc)

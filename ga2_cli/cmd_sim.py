@@ -21,10 +21,10 @@ from .main import CommandError
 from .progress import Progress
 
 
-def _simulator(name: str, config=isa.BOOK):
+def _simulator(name: str, **options):
     from gen.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name, config=config)
+        return get_simulator(name, **options)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
 
@@ -33,7 +33,7 @@ def _simulator(name: str, config=isa.BOOK):
 
 def cmd_run(args) -> int:
     from gen.simulator import SimulatorError
-    sim = _simulator(args.sim, args.config)
+    sim = _simulator(args.sim, config=args.config)
     if args.vcd and args.sim == "golden":      # refused before anything runs
         raise CommandError("--vcd: the golden model runs at instruction level and has no waveform; "
                            "use --sim amaranth, icarus or verilator")
@@ -271,6 +271,7 @@ def register(subparsers) -> None:
     p.add_argument("--sim", default="amaranth",
                    help=f"simulator: {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file, help="write a waveform of the run")
+    options.add_config(p)
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")

@@ -29,9 +29,13 @@ STATUS_BITS = 4
 assert max(isa.ErrorCode) < 1 << STATUS_BITS
 
 
-def operand(ins, mnemonic: str, name: str) -> Value:
-    """Operand ``name`` of operation ``mnemonic``, sliced out of the instruction view ``ins``."""
-    o = isa.OP_BY_NAME[mnemonic].operand(name)
+def operand(ins, op: "str | isa.OpSpec", name: str) -> Value:
+    """Operand ``name`` of operation ``op`` (an OpSpec, or the mnemonic of a book operation or of a
+    loaded extension's), sliced out of the instruction view ``ins``."""
+    spec = op if isinstance(op, isa.OpSpec) else isa.known_spec(op)
+    if spec is None:
+        raise isa.IsaError(f"operand {name!r} of {op!r}: no such operation (the book's, or a loaded extension's)")
+    o = spec.operand(name)
     return getattr(ins, o.field)[o.lsb:o.lsb + o.bits]
 
 
@@ -50,7 +54,7 @@ class _HardwareOperands:
 
     def __init__(self, ins, spec: isa.OpSpec, fixed: dict[str, int]):
         for o in spec.operands:
-            setattr(self, o.name, fixed[o.name] if o.name in fixed else operand(ins, spec.mnemonic, o.name))
+            setattr(self, o.name, fixed[o.name] if o.name in fixed else operand(ins, spec, o.name))
 
 
 def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
@@ -74,7 +78,7 @@ def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
     shapes = {tuple((r.memory, r.role) for r in rs) for rs in variants.values()}
     if len(shapes) != 1:
         raise ValueError(f"{spec.mnemonic}: the regions differ in number or kind between flag values")
-    flag_values = [operand(ins, spec.mnemonic, o.name) for o in flags]
+    flag_values = [operand(ins, spec, o.name) for o in flags]
     out = []
     for idx, (memory, _role) in enumerate(next(iter(shapes))):
         start = end = None
@@ -122,11 +126,11 @@ class IssueCheck(wiring.Component):
         if spec.ranged:
             outside = Const(0)
             for o in spec.ranged:
-                value = operand(ins, spec.mnemonic, o.name)
+                value = operand(ins, spec, o.name)
                 outside = outside | (value < o.legal[0]) | (value > o.legal[1])
             rules.append((outside, isa.ErrorCode.BAD_SHAPE))
         for name in spec.lengths:
-            rules.append((operand(ins, spec.mnemonic, name) == 0, isa.ErrorCode.ZERO_LENGTH))
+            rules.append((operand(ins, spec, name) == 0, isa.ErrorCode.ZERO_LENGTH))
         regions = _hardware_regions(ins, spec)
         for memory, _start, end in regions:
             size = self.config.spad_words if memory == "spad" else self.ext_words

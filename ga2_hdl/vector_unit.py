@@ -35,7 +35,9 @@ reading src2[i+1]).  AMAX writes its single result word after its last read,
 so its destination may lie anywhere, inside the source too.
 
 Operands come from ``ins`` through the ISA's operand definitions
-(``decoder.operand``), op codes from ``isa.OP_BY_NAME``.  Lengths are at
+(``decoder.operand``), op codes from the configuration's instruction set
+(:func:`ga2_hdl.isa.instruction_set`), whose extensions bring engines of their
+own (``docs/extending.md``).  Lengths are at
 least 1 (the sequencer refuses 0).
 """
 from amaranth.hdl import Module, Mux, Signal, signed
@@ -227,13 +229,20 @@ class ArgmaxEngine(_Engine):
         return m
 
 
+def _ports(signature: wiring.Signature) -> dict:
+    """Every port of a signature: path -> (flow, shape) (signatures compare by identity)."""
+    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
+
+
 class VectorUnit(wiring.Component):
-    """The GA-2 vector unit: RQ, SM, VADD, AMAX.
+    """The GA-2 vector unit: RQ, SM, VADD, AMAX, and the vector operations of the
+    configuration's extensions (each with its own engine).
 
     Parameters
     ----------
     config : Config
-        The chip (the book's by default), handed to every engine.
+        The chip (the book's by default): its instruction set says which operations the
+        unit runs; every engine is given it.
 
     Ports
     -----
@@ -242,16 +251,47 @@ class VectorUnit(wiring.Component):
     ``ins.op`` that is not a vector operation is ignored.
     """
 
+    #: the engine of each of the book's operations
+    ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
+
     def __init__(self, *, config: Config = isa.BOOK):
-        self.config = refuse_beyond(config, "the vector unit", ("spad_ports", "extensions"))
+        self.config = refuse_beyond(config, "the vector unit", ("spad_ports",))
+        contract = _ports(UnitSignature(config=config))
+        #: mnemonic -> engine, in op-code order; every engine is given the configuration
+        self.engines: dict[str, wiring.Component] = {}
+        try:
+            for name, cls in self.engines_of(config).items():
+                engine = self.engines[name] = cls(config=config)
+                if not isinstance(engine, wiring.Component) or _ports(engine.signature) != contract:
+                    raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
+                                     f"wiring.Component on the unit contract (ga2_hdl.layout.UnitSignature)")
+        except Exception:
+            for unused in (self, *self.engines.values()):   # no warnings about them on top of the error
+                unused._MustUse__silence = True
+            raise
         super().__init__(UnitSignature(config=config))
 
-    #: the engine of each operation
-    ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
+    @classmethod
+    def engines_of(cls, config: Config) -> dict[str, type]:
+        """Mnemonic -> engine class of every vector operation of ``config``, in op-code order;
+        :class:`ValueError` naming the operation that has none."""
+        iset = isa.instruction_set(config)
+        out = {}
+        for code in iset.unit_ops(isa.Unit.VECTOR):
+            spec = iset.by_code[code]
+            ext = iset.extension_of.get(code)
+            engine = cls.ENGINES.get(spec.mnemonic) if ext is None else ext.engines.get(spec.mnemonic)
+            if engine is None:
+                where = (f"VectorUnit.ENGINES" if ext is None
+                         else f"the engines mapping of {ext.module}'s EXTENSION")
+                raise ValueError(f"vector operation {spec.mnemonic} (op code {code}, {iset.origin(code)}) "
+                                 f"has no RTL engine: add one to {where}")
+            out[spec.mnemonic] = engine
+        return out
 
     def elaborate(self, platform):
         m = Module()
-        assert {op for op, spec in isa.OP_BY_NAME.items() if spec.unit is isa.Unit.VECTOR} == set(self.ENGINES)
+        iset = isa.instruction_set(self.config)
 
         # Only the engine the instruction names sees the scratchpad's read data; the others see
         # 0.  An engine uses read data only between its start and its done, while ins.op names
@@ -261,11 +301,10 @@ class VectorUnit(wiring.Component):
         # submodule of its own, so that in Amaranth's simulator a read by another unit runs only
         # that small process, not the whole unit's.
         m.submodules.read_gate = read_gate = Module()
-        engines = {}
-        for name, cls in self.ENGINES.items():
-            engine = engines[name] = cls(config=self.config)
+        engines = self.engines
+        for name, engine in engines.items():
             m.submodules[name.lower()] = engine
-            selected = self.ins.op == isa.OP_BY_NAME[name].code
+            selected = self.ins.op == iset.by_name[name].code
             m.d.comb += [
                 engine.ins.eq(self.ins),
                 engine.start.eq(self.start & selected),
@@ -279,7 +318,7 @@ class VectorUnit(wiring.Component):
         # The engine named by the instruction owns the port (idle engines drive the enables low).
         with m.Switch(self.ins.op):
             for name, engine in engines.items():
-                with m.Case(isa.OP_BY_NAME[name].code):
+                with m.Case(iset.by_name[name].code):
                     m.d.comb += [
                         self.spad.rd_en.eq(engine.spad.rd_en),
                         self.spad.rd_addr.eq(engine.spad.rd_addr),

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.config import Config
-from ga2_hdl.isa import ErrorCode, Instruction, make
+from ga2_hdl.isa import ErrorCode, Instruction, OpSpec, make
 
 SPAD = isa.SPAD_WORDS             #: the book chip's scratchpad (a configuration's own: config.spad_words)
 STRIDE_MAX = (1 << isa.OP_BY_NAME["MM"].operand("lda").bits) - 1
@@ -134,7 +134,15 @@ def _source_start(rng: random.Random, span: int, filled: Sequence[Region], spad:
 # ----------------------------------------------------------------------------- operations
 
 class _Builder:
-    """Accumulates a program while keeping it legal and within its cycle budget."""
+    """Accumulates a program while keeping it legal and within its cycle budget.
+
+    Every compute operation of the instruction set has a generator (:meth:`compute_ops`):
+    the book's own (:attr:`DEDICATED`, which know each operation's corners), or for an
+    extension's operation the generic one, :meth:`generic`, which reads the OpSpec.
+    """
+
+    #: the generators written for the book's compute operations, by mnemonic (the methods below)
+    DEDICATED = {"MM": "mm", "RQ": "rq", "SM": "sm", "VADD": "vadd", "AMAX": "amax"}
 
     def __init__(self, rng: random.Random, ext_words: int, max_cycles: int, config: Config = isa.BOOK):
         self.rng = rng
@@ -142,24 +150,33 @@ class _Builder:
         self.iset = isa.instruction_set(config)
         self.spad = config.spad_words
         self.ext_words = ext_words
+        self._store_cycles: dict[int, int] = {}
         self.code: list[Instruction] = []
         self.cycles = isa.FETCH_ISSUE_CYCLES          # the final HALT
         self.max_cycles = max_cycles
         self.filled: list[Region] = []                # scratchpad regions holding data
         self.results: list[Region] = []               # regions computed, to be stored at the end
 
-    def ins_cycles(self, ins: Instruction) -> int:
-        """Fetch + issue + busy time of ``ins`` on this chip."""
-        return isa.FETCH_ISSUE_CYCLES + self.iset.busy(ins)
+    def compute_ops(self) -> list[Callable[[], bool]]:
+        """A generator for every operation that is neither HALT nor a DMA transfer, in op-code order."""
+        out = []
+        for spec in self.iset.ops:
+            if spec.unit in (isa.Unit.NONE, isa.Unit.DMA):
+                continue
+            if spec.code in self.iset.extension_of:
+                out.append(functools.partial(self.generic, spec))
+            else:
+                out.append(getattr(self, self.DEDICATED[spec.mnemonic]))
+        return out
 
     def fits(self, ins: Instruction, reserve: int = 0) -> bool:
-        return self.cycles + self.ins_cycles(ins) + reserve <= self.max_cycles
+        return self.cycles + self.iset.cycles(ins) + reserve <= self.max_cycles
 
     def emit(self, ins: Instruction) -> None:
         code, why = self.iset.check(ins, self.ext_words)
         assert code == ErrorCode.OK, f"generator made an illegal instruction {ins}: {why}"
         self.code.append(ins)
-        self.cycles += self.ins_cycles(ins)
+        self.cycles += self.iset.cycles(ins)
 
     def free_start(self, length: int, avoid: Sequence[Region]) -> int | None:
         return _free_start(self.rng, length, avoid, limit=self.spad)
@@ -167,12 +184,18 @@ class _Builder:
     def source_start(self, span: int) -> int:
         return _source_start(self.rng, span, self.filled, self.spad)
 
+    def store_cycles(self, n: int) -> int:
+        """Cycles of an ST of ``n`` words (fetch and issue included)."""
+        if n not in self._store_cycles:
+            self._store_cycles[n] = self.iset.cycles(self.iset.make("ST", src=0, dst=0, len=n))
+        return self._store_cycles[n]
+
     def store_reserve(self) -> int:
         """Cycles the final stores of the results so far will need."""
-        return sum(n + 2 + isa.FETCH_ISSUE_CYCLES for _, n in self.results)
+        return sum(self.store_cycles(n) for _, n in self.results)
 
     def try_emit(self, ins: Instruction, result: Region | None) -> bool:
-        extra = (result[1] + 2 + isa.FETCH_ISSUE_CYCLES) if result else 0
+        extra = self.store_cycles(result[1]) if result else 0
         if not self.fits(ins, self.store_reserve() + extra):
             return False
         self.emit(ins)
@@ -275,6 +298,58 @@ class _Builder:
             return False
         return self.try_emit(make("AMAX", dst=dst, src=src, len=n), (dst, 1))
 
+    def generic(self, spec: OpSpec) -> bool:
+        """One instruction of ``spec`` with random legal operands, read from the OpSpec alone.
+
+        Lengths are 1, up to 16, or up to 160; every other operand is uniform in its legal
+        range (or its bits), sometimes at an end.  A scratchpad region named after an operand
+        (``Region.role``) is placed where data lies when it is read, in free space when it is
+        the destination (``dst``), or on a source when the operation allows identical regions;
+        an external region anywhere in the external memory.  The destination is the result
+        that gets stored.  False if that gives no legal instruction this time.
+        """
+        rng = self.rng
+        values = {}
+        for o in spec.operands:
+            lo, hi = o.legal if o.legal else (0, (1 << o.bits) - 1)
+            if o.name in spec.lengths:
+                hi = min(hi, 160)
+                values[o.name] = rng.choice([max(lo, 1), rng.randint(max(lo, 1), min(hi, 16)),
+                                             rng.randint(max(lo, 1), hi)])
+            else:
+                values[o.name] = _pick(rng, lo, hi)
+        names = {o.name for o in spec.operands}
+        regions = [r for r in spec.regions(self.iset.make(spec.mnemonic, **values)) if r.role in names]
+        sources: list[Region] = []
+        result: Region | None = None
+        for r in sorted(regions, key=lambda r: r.role == "dst"):      # sources first
+            top = (1 << spec.operand(r.role).bits) - 1
+            if r.memory == "ext":
+                if r.length > self.ext_words:
+                    return False
+                start = rng.randrange(0, self.ext_words - r.length + 1)
+            elif r.role != "dst":
+                if r.length > SPAD:
+                    return False
+                start = _source_start(rng, r.length, self.filled)
+                sources.append((start, r.length))
+            else:
+                same = [s for s in sources if s[1] == r.length]
+                if spec.disjoint_or_same and same and rng.random() < 0.3:
+                    start = rng.choice(same)[0]
+                else:
+                    start = _free_start(rng, r.length, sources)
+                    if start is None:
+                        return False
+                result = (start, r.length)
+            if start > top:
+                return False
+            values[r.role] = start
+        ins = self.iset.make(spec.mnemonic, **values)
+        if self.iset.check(ins, self.ext_words)[0] != ErrorCode.OK:
+            return False
+        return self.try_emit(ins, result)
+
     def round_trip(self) -> bool:
         """ST a region out and LD it back elsewhere: external memory read after write."""
         rng = self.rng
@@ -288,7 +363,7 @@ class _Builder:
             return False
         st = make("ST", src=start, dst=ext_at, len=n)
         ld = make("LD", dst=back, src=ext_at, len=n)
-        if not self.fits(st, self.ins_cycles(ld) + self.store_reserve() + n + 2 + isa.FETCH_ISSUE_CYCLES):
+        if not self.fits(st, self.iset.cycles(ld) + self.store_reserve() + self.store_cycles(n)):
             return False
         self.emit(st)
         self.emit(ld)
@@ -309,7 +384,8 @@ def random_program(rng: random.Random, ext_words: int | None = None, *,
     """One random program for the chip ``config`` and its external-memory image (``ext_words``
     words, by default the configuration's).
 
-    Loads come first, then 2..10 actions (any of MM, RQ, SM, VADD, AMAX, and
+    Loads come first, then 2..10 actions (any compute operation of the instruction set,
+    :meth:`_Builder.compute_ops`, and
     sometimes another load, an early store of a result, or a store-and-reload),
     then one store per result; sometimes one more operation whose result is
     never stored comes last.  The program takes at most ``max_cycles`` cycles
@@ -375,7 +451,7 @@ def random_program(rng: random.Random, ext_words: int | None = None, *,
         load(400)
     loaded = len(b.code)
 
-    ops = [b.mm, b.rq, b.sm, b.vadd, b.amax]
+    ops = b.compute_ops()
     for _ in range(rng.randint(2, 10)):
         pick = rng.random()
         if pick < 0.08:
@@ -415,7 +491,7 @@ def raisable_errors(ext_words: int, config: Config = isa.BOOK) -> frozenset[Erro
 
 
 def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
-                        pool: Sequence[Instruction] = (), *, config: Config = isa.BOOK) -> Instruction | None:
+                        pool: Sequence[Instruction] = (), config: Config = isa.BOOK) -> Instruction | None:
     """An instruction that raises ``code`` at issue, or None if 200 tries find none.
 
     An undefined op code with junk in every field for BAD_OPCODE; otherwise a
@@ -427,12 +503,12 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
     iset = isa.instruction_set(config)
     SPAD = config.spad_words
     if code == ErrorCode.BAD_OPCODE:
-        undefined = [op for op in range(isa.FIELD["op"].mask + 1) if op not in iset.by_code]
-        return Instruction(rng.choice(undefined), **{f: rng.getrandbits(isa.FIELD[f].width)
-                                                     for f in isa.OPERAND_FIELDS})
+        return Instruction(rng.choice(iset.undefined_codes()), **{f: rng.getrandbits(isa.FIELD[f].width)
+                                                                  for f in isa.OPERAND_FIELDS})
     from .coverage import legal_base
-    candidates = [ins for ins in pool if ins.op in iset.by_code and ins.spec.operands]
-    candidates += [make(spec.mnemonic, **legal_base(spec, ext_words, config)) for spec in iset.ops if spec.operands]
+    candidates = [ins for ins in pool if ins.op in iset.by_code and iset.spec(ins.op).operands]
+    candidates += [iset.make(spec.mnemonic, **legal_base(spec, ext_words, config))
+                   for spec in iset.ops if spec.operands]
     for _ in range(200):
         ins = rng.choice(candidates)
         spec = iset.spec(ins.op)
@@ -453,7 +529,7 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
             v = rng.choice([0, top, rng.randint(0, top), near + rng.randint(-3, 3),
                             SPAD - rng.randint(0, 3), ext_words - rng.randint(0, 3)])
             values[o.name] = min(max(v, 0), top)
-        bad = make(spec.mnemonic, **{o.name: min(values[o.name], (1 << o.bits) - 1) for o in spec.operands})
+        bad = iset.make(spec.mnemonic, **{o.name: min(values[o.name], (1 << o.bits) - 1) for o in spec.operands})
         if iset.check(bad, ext_words)[0] == code:
             return bad
     return None
@@ -478,7 +554,7 @@ def _st(src: int, dst: int, n: int) -> Instruction:
     return make("ST", src=src, dst=dst, len=n)
 
 
-def directed_suite(ext_words: int | None = None, *,
+def directed_suite(ext_words: int | None = None,
                    config: Config = isa.BOOK) -> list[tuple[str, list[Instruction], list[int]]]:
     """Named corner-case programs ``(name, code, ext)`` for the chip ``config`` and an external memory
     of ``ext_words`` (by default the configuration's).
@@ -487,6 +563,8 @@ def directed_suite(ext_words: int | None = None, *,
     an array of at least 4 x 4 and ``max_k`` of at least 9; the longest-vector
     programs use min(spad_words, ext_words // 2) words, the largest tiles are
     ``array`` x ``max_k`` by ``max_k`` x ``array``, the fullest program fills ``imem_words``.
+    On a configuration with extensions, each extension operation adds programs of its own
+    (:func:`_extension_cases`).
     """
     ext_words = config.ext_words if ext_words is None else ext_words
     SPAD, ARRAY, MAX_K = config.spad_words, config.array, config.max_k
@@ -637,7 +715,9 @@ def directed_suite(ext_words: int | None = None, *,
     post = [_st(0, OUT + 100, 12)]
     data = {0: [rng.getrandbits(32) for _ in range(12)]}
     illegal = {
-        ErrorCode.BAD_OPCODE: [Instruction(op=8, a=1, b=2, c=3), Instruction(op=15)],
+        # op codes no configuration defines, so the case stays illegal whatever an extension adds
+        ErrorCode.BAD_OPCODE: [Instruction(op=isa.RESERVED_OP_CODES[0], a=1, b=2, c=3),
+                               Instruction(op=isa.RESERVED_OP_CODES[-1])],
         ErrorCode.SPAD_RANGE: [make("LD", dst=SPAD - 11, src=0, len=12),
                                make("MM", dst=SPAD - 3, A=0, B=0, M=2, K=4, N=2),
                                make("VADD", dst=0, src1=0, src2=0, len=0x8000) if SPAD < 0x8000
@@ -656,6 +736,36 @@ def directed_suite(ext_words: int | None = None, *,
     for code, cases in illegal.items():
         for k, bad in enumerate(cases):
             add(f"illegal_{code.name.lower()}_{k}", pre + [bad] + post, data)
+    out += _extension_cases(ext_words, config)
+    return out
+
+
+def _extension_cases(ext_words: int, config: Config) -> list[tuple[str, list[Instruction], list[int]]]:
+    """Programs for each extension operation of ``config``: the operation at its least legal
+    operands, and a few programs of loads, several instances of it from the generic generator
+    (:meth:`_Builder.generic`) and the stores of their results."""
+    iset = isa.instruction_set(config)
+    out = []
+    from .coverage import legal_base
+    for code in sorted(iset.extension_of):
+        spec = iset.by_code[code]
+        rng = random.Random(f"{spec.mnemonic} {code}")       # fixed: the suite is the same every time
+        least = iset.make(spec.mnemonic, **legal_base(spec, ext_words, config))
+        out.append((f"ext_{spec.mnemonic.lower()}_least", [least, isa.HALT], [0] * ext_words))
+        for k in range(3):
+            b = _Builder(rng, ext_words, default_max_cycles(config), config)
+            ext = [0] * ext_words
+            for i in range(320):
+                ext[i] = random_word(rng)
+            for at in (0, 320, 640):
+                b.emit(make("LD", dst=at, src=0, len=320))
+                b.filled.append((at, 320))
+            made = sum(b.generic(spec) for _ in range(12))
+            if not made:
+                raise ValueError(f"the generator made no {spec.mnemonic} instruction for the directed suite")
+            for start, n in b.results:
+                b.emit(make("ST", src=start, dst=ext_words // 2 + rng.randrange(ext_words // 2 - n + 1), len=n))
+            out.append((f"ext_{spec.mnemonic.lower()}_{k}", b.code + [isa.HALT], ext))
     return out
 
 
@@ -673,7 +783,7 @@ def random_bundle(n: int, seed: int, ext_words: int | None = None,
     return Bundle.from_programs(items, ext_words, config=config)
 
 
-def directed_bundle(ext_words: int | None = None, *, config: Config = isa.BOOK) -> Bundle:
+def directed_bundle(ext_words: int | None = None, config: Config = isa.BOOK) -> Bundle:
     ext_words = config.ext_words if ext_words is None else ext_words
     return Bundle.from_programs(directed_suite(ext_words, config=config), ext_words, config=config)
 

@@ -167,6 +167,28 @@ def _json_ready(params: dict) -> dict:
     return {k: (v.to_dict() if isinstance(v, Config) else v) for k, v in params.items()}
 
 
+def _key_params(params: dict) -> str:
+    """The parameters as JSON for the cache key: a configuration by every field, and the source
+    of each extension module it names (they live outside ga2_hdl, so the fingerprint misses them)."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, Config):
+            out[k] = {"config": v.to_dict(), "extension_sources": _extension_fingerprints(v)}
+        else:
+            out[k] = v
+    return json.dumps(out, sort_keys=True)
+
+
+def _extension_fingerprints(config) -> dict[str, str]:
+    """Extension module -> hash of its source file."""
+    out = {}
+    for module in config.extensions:
+        mod = importlib.import_module(module)
+        source = inspect.getsourcefile(mod)
+        out[module] = toolchain.digest(Path(source).read_bytes()) if source else f"no source file: {mod!r}"
+    return out
+
+
 def _header(info: UnitInfo, params: dict) -> str:
     shown = ", ".join(f"{k}={_shown(params[k])}" for k in sorted(params)) or "defaults"
     return (f"// GA2 unit {info.name}: ga2_hdl {info.module.split('.')[-1]}.{info.cls_name}({shown})\n"
@@ -222,12 +244,16 @@ def export(unit: str = "chip", *, ext_words: int | None = None, config: Config |
         if "ext_words" not in info.params:
             raise ExportError(f"unit {info.name} has no ext_words parameter")
         params["ext_words"] = ext_words
+    if config is not None and not config.same_chip(Config.book()):
+        if "config" not in info.params:
+            raise ExportError(f"unit {info.name} has no config parameter (it is the same on every chip)")
+        params["config"] = config
     if not use_cache:
         text = convert(info, params, emit_src=emit_src)
         dt = time.perf_counter() - t0
         return Export(info.name, text, params, dt, dt, False)
     key = toolchain.digest(toolchain.CACHE_FORMAT, _source_fingerprint(), info.name,
-                           json.dumps(_json_ready(params), sort_keys=True), f"emit_src={emit_src}")
+                           _key_params(params), f"emit_src={emit_src}")
     final, lock = toolchain.cached_dir("verilog", key)
     path = final / f"{info.name}.v"
     with toolchain.locked(lock):
