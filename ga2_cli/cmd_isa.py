@@ -185,7 +185,6 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("golden", help="run a program (or every program of a bundle) in the golden model")
     p.add_argument("file", type=options.input_file, help="program file (.s/.asm: assembly), or a bundle")
     add_run_arguments(p)
-    options.add_config(p)
     p.set_defaults(func=cmd_golden)
 
     p = subparsers.add_parser("isadoc", help="the instruction set of a configuration as markdown (docs/isa.md is "

@@ -271,7 +271,6 @@ def register(subparsers) -> None:
     p.add_argument("--sim", default="amaranth",
                    help=f"simulator: {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file, help="write a waveform of the run")
-    options.add_config(p)
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")

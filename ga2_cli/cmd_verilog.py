@@ -99,7 +99,6 @@ def register(subparsers) -> None:
     options.add_config(p)
     p.add_argument("--no-cache", action="store_true", help="convert even if a cached export exists")
     p.add_argument("--list", action="store_true", help="list the exportable units and their parameters")
-    options.add_config(p)
     p.set_defaults(func=_run)
 
 
