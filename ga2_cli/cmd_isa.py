@@ -5,7 +5,8 @@ import json
 import sys
 
 from ga2_hdl import asm, golden, isa
-from ga2_hdl.bundle import Bundle, is_bundle_file
+from ga2_hdl.bundle import Bundle, ChipMismatch, check_same_chip, is_bundle_file
+from ga2_hdl.config import Config
 from ga2_hdl.files import read_memory, read_program, write_memory, write_program
 from ga2_hdl.isa import ErrorCode
 from ga2_hdl.results import first_mismatch
@@ -17,7 +18,7 @@ from .main import CommandError, user_input
 _ASM_SUFFIXES = (".s", ".asm")
 
 
-def _load_program(path: str, config=isa.BOOK) -> list[isa.Instruction]:
+def _load_program(path: str, config: Config = isa.BOOK) -> list[isa.Instruction]:
     if path.lower().endswith(_ASM_SUFFIXES):
         program = asm.assemble(read_text(path), path, config)
     else:
@@ -26,9 +27,9 @@ def _load_program(path: str, config=isa.BOOK) -> list[isa.Instruction]:
     return program
 
 
-def load_program(path: str, config=isa.BOOK) -> list[isa.Instruction]:
-    """A program from a hex program file, or from assembly when the name ends in .s or .asm
-    (with the mnemonics of the chip ``config``).
+def load_program(path: str, config: Config = isa.BOOK) -> list[isa.Instruction]:
+    """A program for the chip ``config`` from a hex program file, or from assembly when the name
+    ends in .s or .asm.
 
     Anything wrong with the file is a CommandError naming it.
     """
@@ -40,9 +41,16 @@ def load_memory(path: str, ext_words: int) -> list[int]:
     return user_input(path, read_memory, ext_words)
 
 
-def load_bundle(path: str) -> Bundle:
-    """A bundle file (errors name the file and line)."""
-    return user_input(path, Bundle.read)
+def load_bundle(path: str, config: Config | None = None) -> Bundle:
+    """A bundle file (errors name the file and line); with ``config``, refused in one line naming
+    the differences when it was made for another chip."""
+    bundle = user_input(path, Bundle.read)
+    if config is not None:
+        try:
+            check_same_chip(bundle.config, config, what=path)
+        except ChipMismatch as e:
+            raise CommandError(str(e)) from None
+    return bundle
 
 
 def is_bundle(path: str) -> bool:
@@ -50,8 +58,8 @@ def is_bundle(path: str) -> bool:
 
 
 def ext_words_of(args) -> int:
-    """--ext-words as given, else the ISA's default (None means: not given on the command line)."""
-    return isa.EXT_WORDS_DEFAULT if args.ext_words is None else args.ext_words
+    """--ext-words as given, else the configuration's (None means: not given on the command line)."""
+    return args.config.ext_words if args.ext_words is None else args.ext_words
 
 
 def counters_line(counters) -> str:
@@ -63,11 +71,13 @@ def add_run_arguments(p) -> None:
     p.add_argument("--ext", type=options.input_file,
                    help="initial external memory (memory file, 8 hex digits a line)")
     p.add_argument("--ext-words", type=options.ext_words, default=None,
-                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
+                   help=f"external memory size in words (default: the configuration's, "
+                        f"{isa.EXT_WORDS_DEFAULT} on the book chip)")
     p.add_argument("--json", action="store_true",
                    help='print {"counters": [...], "ext": [every final external-memory word]}')
     p.add_argument("--dump-ext", metavar="FILE", type=options.output_file,
                    help="write the final external memory as a memory file (atomically)")
+    options.add_config(p)
 
 
 def report_run(result, args) -> int:
@@ -117,11 +127,11 @@ def cmd_isadoc(args) -> int:
 
 
 def _golden_bundle(args) -> int:
-    bundle = load_bundle(args.file)
+    bundle = load_bundle(args.file, args.config)
     width = max((len(p.name) for p in bundle.programs), default=0)
     failures = 0
     for i, p in enumerate(bundle.programs):
-        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words, sparse=True)
+        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words, sparse=True, config=args.config)
         mm = first_mismatch(p.expected, got, program=i)
         status = "" if got.error == ErrorCode.OK else f"  status={got.error.name}@{got.error_pc}"
         note = f"  DIFFERS FROM BUNDLE: {mm}" if mm else ""

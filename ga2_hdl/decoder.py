@@ -93,14 +93,16 @@ def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
 
 
 class IssueCheck(wiring.Component):
-    """Combinational legality check of one instruction, exactly :func:`isa.check`.
+    """Combinational legality check of one instruction, exactly the configuration's
+    :meth:`isa.InstructionSet.check` (:func:`isa.check` on the book chip).
 
     Parameters
     ----------
-    ext_words : int
-        Size of the external memory (the EXT_RANGE bound); None: the configuration's.
+    ext_words : int, optional
+        Size of the external memory (the EXT_RANGE bound); by default the configuration's.
     config : Config
-        The chip: its operations (an extension's included) and scratchpad size.
+        The chip (the book's by default): its instruction set gives the operations, their
+        legal operand ranges and regions, and its ``spad_words`` the SPAD_RANGE bound.
 
     Ports
     -----
@@ -113,6 +115,7 @@ class IssueCheck(wiring.Component):
 
     def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
         self.config = config
+        self.iset = isa.instruction_set(config)
         self.ext_words = isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
         super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
 
@@ -146,7 +149,7 @@ class IssueCheck(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         with m.Switch(self.ins.op):
-            for spec in isa.instruction_set(self.config).ops:
+            for spec in self.iset.ops:
                 with m.Case(spec.code):
                     m.d.comb += self.error.eq(self._op_error(m, spec))
             with m.Default():

@@ -46,16 +46,14 @@ from amaranth.lib import wiring
 from . import isa
 from .config import Config
 from .decoder import operand
-from .layout import SPAD_ADDR_BITS, UnitSignature
+from .layout import UnitSignature, refuse_beyond, spad_addr_bits
 from .requant import Requantizer
 from .softmax import SoftmaxUnit
 
-_INDEX = range(isa.SPAD_WORDS + 1)          # element counters: 0 .. len, len <= SPAD_WORDS
 
-
-def _addr(base, index):
-    """A scratchpad address: base + index, within the 12-bit address space."""
-    return (base + index)[:SPAD_ADDR_BITS]
+def _index(config: Config) -> range:
+    """An element counter's values: 0 .. len, len <= the configuration's ``spad_words``."""
+    return range(config.spad_words + 1)
 
 
 def _int8(word):
@@ -64,17 +62,29 @@ def _int8(word):
 
 
 class _Engine(wiring.Component):
-    """One operation's engine, on the unit contract (:class:`ga2_hdl.layout.UnitSignature`)."""
+    """One operation's engine, on the unit contract (:class:`ga2_hdl.layout.UnitSignature`).
 
-    def __init__(self):
-        super().__init__(UnitSignature())
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the scratchpad's size sets the address and
+        counter widths.
+    """
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, f"the {type(self).__name__}", ("spad_ports",))
+        super().__init__(UnitSignature(config=config))
+
+    def _addr(self, base, index):
+        """A scratchpad address: base + index, within the scratchpad's address space."""
+        return (base + index)[:spad_addr_bits(self.config)]
 
     def _write(self, m, valid, last, base, index, value):
         """Write ``value`` to ``base + index`` when ``valid`` (``index`` then steps);
         with ``last`` that write is the engine's done cycle."""
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(base, index)),
+                         self.spad.wr_addr.eq(self._addr(base, index)),
                          self.spad.wr_data.eq(value)]           # sign-extended to the word
             m.d.sync += index.eq(index + 1)
             with m.If(last):
@@ -99,7 +109,7 @@ class RequantizeEngine(_Engine):
         assert Requantizer.LATENCY == 1
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
 
-        rd_index, wr_index = Signal(_INDEX), Signal(_INDEX)
+        rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
         reading = Signal()
         v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()  # data on rd_data; q valid
 
@@ -108,7 +118,7 @@ class RequantizeEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(src, rd_index)),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
             rq.acc.eq(self.spad.rd_data.as_signed()),
             rq.mantissa.eq(operand(self.ins, "RQ", "m")),
             rq.shift.eq(operand(self.ins, "RQ", "s")),
@@ -137,8 +147,8 @@ class AddEngine(_Engine):
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
 
-        slot = Signal(range(2 * isa.SPAD_WORDS + 1))    # read slots issued: 2 per element
-        wr_index = Signal(_INDEX)
+        slot = Signal(range(2 * self.config.spad_words + 1))    # read slots issued: 2 per element
+        wr_index = Signal(_index(self.config))
         reading = Signal()
         v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
         v2, last2 = Signal(), Signal()                      # a sum is ready to write
@@ -151,7 +161,7 @@ class AddEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (slot < 2 * length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),
+            self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),
         ]
         m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == 2 * length - 1))]
         with m.If(reading):
@@ -184,13 +194,13 @@ class ArgmaxEngine(_Engine):
         m = Module()
         dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
 
-        rd_index = Signal(_INDEX)
+        rd_index = Signal(_index(self.config))
         reading = Signal()
-        v1, last1, idx1 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data on rd_data
-        v2, last2, idx2 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data registered
+        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data on rd_data
+        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data registered
         value2 = Signal(signed(isa.WORD_BITS))
         best = Signal(signed(isa.WORD_BITS))
-        best_index = Signal(SPAD_ADDR_BITS)
+        best_index = Signal(spad_addr_bits(self.config))
         finish = Signal()                                              # all compared: write
 
         with m.If(self.start):
@@ -199,7 +209,7 @@ class ArgmaxEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(src, rd_index)),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
         ]
         m.d.sync += [
             v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
@@ -213,7 +223,7 @@ class ArgmaxEngine(_Engine):
 
         with m.If(finish):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(dst, 0)),
+                         self.spad.wr_addr.eq(self._addr(dst, 0)),
                          self.spad.wr_data.eq(best_index)]
             self._finish(m)
         return m
@@ -231,7 +241,8 @@ class VectorUnit(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip; its instruction set says which operations the unit runs.
+        The chip (the book's by default): its instruction set says which operations the
+        unit runs; every engine is given it.
 
     Ports
     -----
@@ -244,22 +255,21 @@ class VectorUnit(wiring.Component):
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
 
     def __init__(self, *, config: Config = isa.BOOK):
-        self.config = config
-        iset = isa.instruction_set(config)
-        #: mnemonic -> engine, in op-code order (an extension's is given the configuration)
+        self.config = refuse_beyond(config, "the vector unit", ("spad_ports",))
+        contract = _ports(UnitSignature(config=config))
+        #: mnemonic -> engine, in op-code order; every engine is given the configuration
         self.engines: dict[str, wiring.Component] = {}
         try:
             for name, cls in self.engines_of(config).items():
-                engine = cls() if iset.by_name[name].code not in iset.extension_of else cls(config=config)
-                self.engines[name] = engine
-                if not isinstance(engine, wiring.Component) or _ports(engine.signature) != _ports(UnitSignature()):
+                engine = self.engines[name] = cls(config=config)
+                if not isinstance(engine, wiring.Component) or _ports(engine.signature) != contract:
                     raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
                                      f"wiring.Component on the unit contract (ga2_hdl.layout.UnitSignature)")
         except Exception:
             for unused in (self, *self.engines.values()):   # no warnings about them on top of the error
                 unused._MustUse__silence = True
             raise
-        super().__init__(UnitSignature())
+        super().__init__(UnitSignature(config=config))
 
     @classmethod
     def engines_of(cls, config: Config) -> dict[str, type]:

@@ -235,7 +235,8 @@ class CoverageModel:
                 "empty": empty,
                 "unreachable": dict(self.unreachable),
                 "ranges": {f"{ob.op}.{ob.operand}": [ob.lo, ob.hi] for ob in self.operands},
-                "ext_words": self.ext_words, "max_cycles": self.max_cycles}
+                "ext_words": self.ext_words, "max_cycles": self.max_cycles,
+                **({"config": self.config.to_dict()} if self.config != isa.BOOK else {})}
 
     def table(self, counts: Mapping[str, int]) -> str:
         """The coverage as text: operands, error codes, pairs, region ends, and the verdict."""

@@ -12,10 +12,17 @@
   and one illegal program per error code the hardware can raise.
 * :func:`fuzz` puts n random programs in a bundle (expected results from the
   golden model) and replays it in each named simulator.
+
+Everything is generated for one chip, ``config`` (the book's by default): MM
+shapes up to its array size and ``max_k``, regions within its ``spad_words``,
+programs within its ``imem_words``, cycle budgets by its busy times.  With the
+book's configuration every program is the one it always was (the same random
+draws in the same order).
 """
 from __future__ import annotations
 
 import functools
+import math
 import random
 import time
 from typing import Callable, Sequence
@@ -25,9 +32,22 @@ from ga2_hdl.bundle import Bundle
 from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction, OpSpec, make
 
-SPAD = isa.SPAD_WORDS
+SPAD = isa.SPAD_WORDS             #: the book chip's scratchpad (a configuration's own: config.spad_words)
 STRIDE_MAX = (1 << isa.OP_BY_NAME["MM"].operand("lda").bits) - 1
-DEFAULT_MAX_CYCLES = 3000
+DEFAULT_MAX_CYCLES = 3000         #: the book chip's cycle budget per random program
+
+
+def _largest_mm(config: Config) -> int:
+    """The busy time of the largest MM on ``config``."""
+    a, k = config.array, config.max_k
+    return isa.instruction_set(config).busy(make("MM", M=a, K=k, N=a))
+
+
+def default_max_cycles(config: Config = isa.BOOK) -> int:
+    """The cycle budget of a random program on ``config``: :data:`DEFAULT_MAX_CYCLES` on the book chip,
+    scaled up by whole multiples as the largest MM outgrows the book's (so the largest tiles still fit)."""
+    ratio = _largest_mm(config) / _largest_mm(isa.BOOK)
+    return DEFAULT_MAX_CYCLES * max(1, math.ceil(ratio - 1e-9))
 Region = tuple[int, int]          # (start, length)
 
 
@@ -96,9 +116,10 @@ def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit:
     return None
 
 
-def _source_start(rng: random.Random, span: int, filled: Sequence[Region]) -> int:
+def _source_start(rng: random.Random, span: int, filled: Sequence[Region], spad: int = SPAD) -> int:
     """A start for a source of ``span`` words, usually where loaded or computed data lies,
-    sometimes at an end of the scratchpad."""
+    sometimes at an end of the scratchpad (of ``spad`` words)."""
+    SPAD = spad
     if rng.random() < EDGE:
         return rng.choice([0, SPAD - span])
     if filled and rng.random() < 0.92:
@@ -125,8 +146,10 @@ class _Builder:
 
     def __init__(self, rng: random.Random, ext_words: int, max_cycles: int, config: Config = isa.BOOK):
         self.rng = rng
-        self.ext_words = ext_words
+        self.config = config
         self.iset = isa.instruction_set(config)
+        self.spad = config.spad_words
+        self.ext_words = ext_words
         self._store_cycles: dict[int, int] = {}
         self.code: list[Instruction] = []
         self.cycles = isa.FETCH_ISSUE_CYCLES          # the final HALT
@@ -155,6 +178,12 @@ class _Builder:
         self.code.append(ins)
         self.cycles += self.iset.cycles(ins)
 
+    def free_start(self, length: int, avoid: Sequence[Region]) -> int | None:
+        return _free_start(self.rng, length, avoid, limit=self.spad)
+
+    def source_start(self, span: int) -> int:
+        return _source_start(self.rng, span, self.filled, self.spad)
+
     def store_cycles(self, n: int) -> int:
         """Cycles of an ST of ``n`` words (fetch and issue included)."""
         if n not in self._store_cycles:
@@ -178,8 +207,10 @@ class _Builder:
     # -- compute operations
     def mm(self) -> bool:
         rng = self.rng
-        M, N = rng.choice([rng.randint(1, 4), 4, 1]), rng.choice([rng.randint(1, 4), 4, 1])
-        K = rng.choice([rng.randint(1, 8), rng.randint(1, 64), 64, 1])
+        A_, K_ = self.config.array, self.config.max_k      # the largest M and N, the largest K
+        M, N = rng.choice([rng.randint(1, A_), A_, 1]), rng.choice([rng.randint(1, A_), A_, 1])
+        K = rng.choice([rng.randint(1, min(8, K_)), rng.randint(1, K_), K_, 1])
+        SPAD = self.spad
         tb = rng.randint(0, 1)
 
         def stride(rows: int, natural: int) -> int:
@@ -200,12 +231,12 @@ class _Builder:
         a_span = (M - 1) * lda + K
         b_span = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
         c_span = (M - 1) * ldc + N if M > 1 else N
-        if max(a_span, b_span) > SPAD or c_span > 64:
+        if max(a_span, b_span) > SPAD or c_span > 4 * A_ * A_:     # C at most 64 words on the book chip
             return False
-        A = _source_start(rng, a_span, self.filled)
+        A = self.source_start(a_span)
         B = A if rng.random() < 0.1 and a_span <= SPAD - A and b_span <= SPAD - A \
-            else _source_start(rng, b_span, self.filled)
-        dst = _free_start(rng, c_span, [(A, a_span), (B, b_span)])
+            else self.source_start(b_span)
+        dst = self.free_start(c_span, [(A, a_span), (B, b_span)])
         if dst is None:
             return False
         ins = make("MM", dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
@@ -213,9 +244,9 @@ class _Builder:
 
     def _unary(self, op: str, max_len: int) -> bool:
         rng = self.rng
-        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, max_len)])
-        src = _source_start(rng, n, self.filled)
-        dst = src if rng.random() < 0.3 else _free_start(rng, n, [(src, n)])
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, min(max_len, self.spad))])
+        src = self.source_start(n)
+        dst = src if rng.random() < 0.3 else self.free_start(n, [(src, n)])
         if dst is None:
             return False
         if op == "RQ":
@@ -234,16 +265,16 @@ class _Builder:
 
     def vadd(self) -> bool:
         rng = self.rng
-        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, 160)])
-        s1 = _source_start(rng, n, self.filled)
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, min(160, self.spad))])
+        s1 = self.source_start(n)
         if rng.random() < 0.2:
             s2 = s1
         else:
-            s2 = _free_start(rng, n, [(s1, n)])
+            s2 = self.free_start(n, [(s1, n)])
             if s2 is None:
                 return False
             if rng.random() < 0.7 and self.filled:   # prefer real data for the second operand too
-                cand = _source_start(rng, n, self.filled)
+                cand = self.source_start(n)
                 if cand == s1 or _disjoint((cand, n), (s1, n)):
                     s2 = cand
         pick = rng.random()
@@ -252,17 +283,17 @@ class _Builder:
         elif pick < 0.3:
             dst = s2
         else:
-            dst = _free_start(rng, n, [(s1, n), (s2, n)])
+            dst = self.free_start(n, [(s1, n), (s2, n)])
             if dst is None:
                 return False
         return self.try_emit(make("VADD", dst=dst, src1=s1, src2=s2, len=n), (dst, n))
 
     def amax(self) -> bool:
         rng = self.rng
-        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, 160)])
-        src = _source_start(rng, n, self.filled)
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, min(160, self.spad))])
+        src = self.source_start(n)
         # AMAX reads everything before writing its one word, so dst may lie inside src.
-        dst = src + rng.randrange(n) if rng.random() < 0.25 else _free_start(rng, 1, [(src, n)])
+        dst = src + rng.randrange(n) if rng.random() < 0.25 else self.free_start(1, [(src, n)])
         if dst is None:
             return False
         return self.try_emit(make("AMAX", dst=dst, src=src, len=n), (dst, 1))
@@ -327,7 +358,7 @@ class _Builder:
         start, n = rng.choice(self.filled)
         n = min(n, 48, self.ext_words)
         ext_at = rng.randrange(0, self.ext_words - n + 1)
-        back = _free_start(rng, n, [(start, n)])
+        back = self.free_start(n, [(start, n)])
         if back is None:
             return False
         st = make("ST", src=start, dst=ext_at, len=n)
@@ -347,16 +378,18 @@ def min_max_cycles(illegal: float = 0.0) -> int:
     return isa.FETCH_ISSUE_CYCLES * (2 if illegal > 0 else 1)
 
 
-def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *,
-                   max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0,
+def random_program(rng: random.Random, ext_words: int | None = None, *,
+                   max_cycles: int | None = None, illegal: float = 0.0,
                    config: Config = isa.BOOK) -> tuple[list[Instruction], list[int]]:
-    """One random program for the chip ``config`` and its external-memory image (``ext_words`` words).
+    """One random program for the chip ``config`` and its external-memory image (``ext_words``
+    words, by default the configuration's).
 
     Loads come first, then 2..10 actions (any compute operation of the instruction set,
     :meth:`_Builder.compute_ops`, and
     sometimes another load, an early store of a result, or a store-and-reload),
     then one store per result; sometimes one more operation whose result is
-    never stored comes last.  The program takes at most ``max_cycles`` cycles.
+    never stored comes last.  The program takes at most ``max_cycles`` cycles
+    (by default :func:`default_max_cycles` of the configuration).
 
     The program is valid, except with probability ``illegal``: then one
     instruction raising a random error code (of those an instruction can
@@ -364,6 +397,9 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
     loads (half the time after the stores), and the rest of the program is the
     work the fault must prevent.
     """
+    ext_words = config.ext_words if ext_words is None else ext_words
+    max_cycles = default_max_cycles(config) if max_cycles is None else max_cycles
+    SPAD = config.spad_words
     if ext_words < 16:
         raise ValueError(f"random programs need an external memory of at least 16 words, not {ext_words}")
     if not 0.0 <= illegal <= 1.0:
@@ -388,7 +424,7 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
             src = rng.choice([0, ext_words - n])
         else:
             src = min(rng.randrange(in_base, in_base + n_in), ext_words - n)
-        dst = _free_start(rng, n, b.filled) if rng.random() < 0.8 else _pick(rng, 0, SPAD - n)
+        dst = b.free_start(n, b.filled) if rng.random() < 0.8 else _pick(rng, 0, SPAD - n)
         if dst is None:
             return
         ins = make("LD", dst=dst, src=src, len=n)
@@ -437,7 +473,7 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
     if fault:
         at = len(b.code) if rng.random() < 0.5 else rng.randint(min(loaded, len(b.code)), len(b.code))
         target = rng.choice(sorted(raisable_errors(ext_words, config) - {ErrorCode.OK}))
-        bad = illegal_instruction(rng, target, ext_words, b.code, config)
+        bad = illegal_instruction(rng, target, ext_words, b.code, config=config)
         if bad is not None:
             b.code.insert(at, bad)
             if at == len(b.code) - 1 and b.code[:at]:        # work after the fault that must not happen
@@ -462,9 +498,10 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
     legal instruction (one of ``pool``, or an operation at its least legal
     operands) with one or two operands changed to a value near an end of
     their field or of a memory, or next to another operand's value, until
-    the instruction set's ``check`` says ``code``.
+    the configuration's check says ``code``.
     """
     iset = isa.instruction_set(config)
+    SPAD = config.spad_words
     if code == ErrorCode.BAD_OPCODE:
         return Instruction(rng.choice(iset.undefined_codes()), **{f: rng.getrandbits(isa.FIELD[f].width)
                                                                   for f in isa.OPERAND_FIELDS})
@@ -517,16 +554,29 @@ def _st(src: int, dst: int, n: int) -> Instruction:
     return make("ST", src=src, dst=dst, len=n)
 
 
-def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT,
+def directed_suite(ext_words: int | None = None,
                    config: Config = isa.BOOK) -> list[tuple[str, list[Instruction], list[int]]]:
-    """Named corner-case programs ``(name, code, ext)`` for an external memory of ``ext_words``.
+    """Named corner-case programs ``(name, code, ext)`` for the chip ``config`` and an external memory
+    of ``ext_words`` (by default the configuration's).
 
-    Needs at least 512 words of external memory; the longest-vector programs
-    use min(SPAD_WORDS, ext_words // 2) words.  On a configuration with extensions,
-    each extension operation adds programs of its own (:func:`_extension_cases`).
+    Needs at least 512 words of external memory (and room for two of the largest tiles),
+    an array of at least 4 x 4 and ``max_k`` of at least 9; the longest-vector
+    programs use min(spad_words, ext_words // 2) words, the largest tiles are
+    ``array`` x ``max_k`` by ``max_k`` x ``array``, the fullest program fills ``imem_words``.
+    On a configuration with extensions, each extension operation adds programs of its own
+    (:func:`_extension_cases`).
     """
+    ext_words = config.ext_words if ext_words is None else ext_words
+    SPAD, ARRAY, MAX_K = config.spad_words, config.array, config.max_k
     if ext_words < 512:
         raise ValueError(f"the directed suite needs at least 512 words of external memory, not {ext_words}")
+    if ARRAY < 4 or MAX_K < 9:
+        raise ValueError(f"configuration {config.name!r}: the directed suite needs array >= 4 and max_k >= 9, "
+                         f"not array={ARRAY}, max_k={MAX_K}")
+    TILE = ARRAY * MAX_K                # words of the largest A (or B) tile: 256 on the book chip
+    if 2 * TILE > ext_words or 2 * TILE + 88 + ARRAY * ARRAY > SPAD:
+        raise ValueError(f"configuration {config.name!r}: two {ARRAY} x {MAX_K} tiles do not fit the directed "
+                         f"suite's layout ({ext_words} words of external memory, {SPAD} of scratchpad)")
     rng = random.Random(20240611)      # fixed data: the suite is the same every time
     out: list[tuple[str, list[Instruction], list[int]]] = []
     H = isa.HALT
@@ -566,16 +616,21 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT,
                      make("AMAX", dst=6, src=0, len=1), _st(2, OUT, 1), _st(3, OUT + 1, 1), _st(4, OUT + 2, 1),
                      _st(5, OUT + 3, 1), _st(6, OUT + 4, 1)], {0: [-7, 100]})
 
-    # --- the largest tiles: 4x64 by 64x4, B plain and transposed, extreme values
-    big_a = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(256)]
-    big_b = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(256)]
+    # --- the largest tiles: 4x64 by 64x4 on the book chip (array x max_k by max_k x array),
+    # B plain and transposed, extreme values
+    big_a = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(TILE)]
+    big_b = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(TILE)]
+    C = 2 * TILE + 88                   # 600 on the book chip
+    shape = f"{ARRAY}x{MAX_K}x{ARRAY}"
     for tb in (0, 1):
-        add(f"mm_4x64x4{'_tb' if tb else ''}",
-            [_ld(0, 0, 256), _ld(256, 256, 256),
-             make("MM", dst=600, A=0, B=256, M=4, K=64, N=4, tb=tb, ldb=64 if tb else 4), _st(600, OUT, 16)],
-            {0: big_a, 256: big_b})
-    add("mm_4x64x4_min_products", [_ld(0, 0, 256), make("MM", dst=600, A=0, B=0, M=4, K=64, N=4, tb=1, ldb=64),
-                                   _st(600, OUT, 16)], {0: [-128] * 256})
+        add(f"mm_{shape}{'_tb' if tb else ''}",
+            [_ld(0, 0, TILE), _ld(TILE, TILE, TILE),
+             make("MM", dst=C, A=0, B=TILE, M=ARRAY, K=MAX_K, N=ARRAY, tb=tb, ldb=MAX_K if tb else ARRAY),
+             _st(C, OUT, ARRAY * ARRAY)],
+            {0: big_a, TILE: big_b})
+    add(f"mm_{shape}_min_products",
+        [_ld(0, 0, TILE), make("MM", dst=C, A=0, B=0, M=ARRAY, K=MAX_K, N=ARRAY, tb=1, ldb=MAX_K),
+         _st(C, OUT, ARRAY * ARRAY)], {0: [-128] * TILE})
     # strides: padded rows, overlapping rows (lda < K), a repeated row (lda = 0), padded C
     add("mm_strides", [_ld(0, 0, 300),
                        make("MM", dst=1000, A=0, B=100, M=4, K=7, N=3, lda=29, ldb=11, ldc=9),
@@ -647,7 +702,7 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT,
 
     # --- a program filling the whole instruction memory (its HALT at the last address)
     fill = [_ld(0, 0, 16)]
-    while len(fill) < isa.IMEM_WORDS - 1:
+    while len(fill) < config.imem_words - 1:
         k = len(fill)
         fill.append(_st(k % 16, OUT + k % 256, 1) if k % 3 else make("VADD", dst=k % 16, src1=k % 16,
                                                                       src2=(k + 5) % 16, len=1))
@@ -665,11 +720,12 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT,
                                Instruction(op=isa.RESERVED_OP_CODES[-1])],
         ErrorCode.SPAD_RANGE: [make("LD", dst=SPAD - 11, src=0, len=12),
                                make("MM", dst=SPAD - 3, A=0, B=0, M=2, K=4, N=2),
-                               make("VADD", dst=0, src1=0, src2=0, len=0x8000)],
+                               make("VADD", dst=0, src1=0, src2=0, len=0x8000) if SPAD < 0x8000
+                               else make("VADD", dst=SPAD - 1, src1=SPAD - 1, src2=SPAD - 1, len=2)],
         ErrorCode.EXT_RANGE: [make("ST", src=0, dst=ext_words - 11, len=12),
                               make("LD", dst=0, src=ext_words - 1, len=2)],
-        ErrorCode.BAD_SHAPE: [make("MM", dst=100, A=0, B=0, M=5, K=4, N=2),
-                              make("MM", dst=100, A=0, B=0, M=1, K=65, N=1),
+        ErrorCode.BAD_SHAPE: [make("MM", dst=100, A=0, B=0, M=ARRAY + 1, K=4, N=2),
+                              make("MM", dst=100, A=0, B=0, M=1, K=MAX_K + 1, N=1),
                               make("MM", dst=100, A=0, B=0, M=0, K=0, N=0, lda=4095)],
         ErrorCode.ZERO_LENGTH: [make("RQ", dst=SPAD - 1, src=60000, len=0, m=1 << 23, s=0),
                                 make("SM", dst=0, src=0, len=0)],
@@ -697,7 +753,7 @@ def _extension_cases(ext_words: int, config: Config) -> list[tuple[str, list[Ins
         least = iset.make(spec.mnemonic, **legal_base(spec, ext_words, config))
         out.append((f"ext_{spec.mnemonic.lower()}_least", [least, isa.HALT], [0] * ext_words))
         for k in range(3):
-            b = _Builder(rng, ext_words, DEFAULT_MAX_CYCLES, config)
+            b = _Builder(rng, ext_words, default_max_cycles(config), config)
             ext = [0] * ext_words
             for i in range(320):
                 ext[i] = random_word(rng)
@@ -715,9 +771,10 @@ def _extension_cases(ext_words: int, config: Config) -> list[tuple[str, list[Ins
 
 # ----------------------------------------------------------------------------- the fuzz loop
 
-def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
-                  max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0, *, config: Config = isa.BOOK) -> Bundle:
-    """``n`` random programs from ``random.Random(seed)`` (expected results from the golden model)."""
+def random_bundle(n: int, seed: int, ext_words: int | None = None,
+                  max_cycles: int | None = None, illegal: float = 0.0, *, config: Config = isa.BOOK) -> Bundle:
+    """``n`` random programs for ``config`` from ``random.Random(seed)`` (expected results from the golden model)."""
+    ext_words = config.ext_words if ext_words is None else ext_words
     rng = random.Random(seed)
     items = []
     for i in range(n):
@@ -726,12 +783,13 @@ def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
     return Bundle.from_programs(items, ext_words, config=config)
 
 
-def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT, config: Config = isa.BOOK) -> Bundle:
-    return Bundle.from_programs(directed_suite(ext_words, config), ext_words, config=config)
+def directed_bundle(ext_words: int | None = None, config: Config = isa.BOOK) -> Bundle:
+    ext_words = config.ext_words if ext_words is None else ext_words
+    return Bundle.from_programs(directed_suite(ext_words, config=config), ext_words, config=config)
 
 
-def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int = isa.EXT_WORDS_DEFAULT,
-         max_cycles: int = DEFAULT_MAX_CYCLES, bundle_path: str | None = None, directed: bool = False,
+def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int | None = None,
+         max_cycles: int | None = None, bundle_path: str | None = None, directed: bool = False,
          progress: Callable[[str, int, int], None] | None = None, config: Config = isa.BOOK) -> dict:
     """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
 
@@ -749,17 +807,19 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     simulators = {}
     for name in sims:                      # fail before the work if a simulator is missing
         try:
-            simulators[name] = get_simulator(name)
+            simulators[name] = get_simulator(name, config=config)
         except ImportError as e:
             raise SimulatorError(f"simulator {name!r} is not available here: {e}") from e
+    ext_words = config.ext_words if ext_words is None else ext_words
     t0 = time.perf_counter()
     bundle = random_bundle(n, seed, ext_words, max_cycles, config=config)
     if directed:
-        bundle.programs[:0] = directed_bundle(ext_words, config).programs
+        bundle.programs[:0] = directed_bundle(ext_words, config=config).programs
     gen_seconds = time.perf_counter() - t0
     if bundle_path:
         bundle.write(bundle_path)
-    report: dict = {"programs": len(bundle.programs), "random_programs": n, "seed": seed, "ext_words": ext_words, "cycles": bundle.total_cycles,
+    report: dict = {"programs": len(bundle.programs), "random_programs": n, "seed": seed, "ext_words": ext_words,
+                    "config": config.to_dict(), "cycles": bundle.total_cycles,
                     "generate_seconds": round(gen_seconds, 3), "mismatches": 0, "first_mismatch": None,
                     "sims": list(simulators), "results": {}}
     for name, sim in simulators.items():

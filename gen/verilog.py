@@ -2,7 +2,11 @@
 
 ``export("chip", ext_words=8192)`` gives the text of module ``ga2_chip`` (the
 chip of ``ga2_hdl/chip.py``, ports as in docs/chip.md); ``export(NAME)``
-gives one unit of ``ga2_hdl`` as module ``NAME``.  The unit registry is made
+gives one unit of ``ga2_hdl`` as module ``NAME``; ``config=`` builds either
+for a configuration (:class:`ga2_hdl.config.Config`) other than the book's,
+which the file's header line then names.  The book chip's export is made with
+no ``config`` parameter at all, so its text (and cache key) are what they were
+before configurations existed.  The unit registry is made
 by looking at ``ga2_hdl``: every ``wiring.Component`` subclass defined there
 whose constructor needs no argument is a unit, named in snake case after its
 class (``SystolicArray`` -> ``systolic_array``; ``GA2Chip`` is ``ga2_chip``,
@@ -155,8 +159,12 @@ def _source_fingerprint() -> str:
 
 
 def _shown(value) -> str:
-    """A parameter as the header and the manifest show it (a configuration by its parameters)."""
-    return value.describe() if isinstance(value, Config) else str(value)
+    """A parameter as the header line and the cache key write it (a configuration by name and changes)."""
+    return f"<{value.describe()}>" if isinstance(value, Config) else str(value)
+
+
+def _json_ready(params: dict) -> dict:
+    return {k: (v.to_dict() if isinstance(v, Config) else v) for k, v in params.items()}
 
 
 def _key_params(params: dict) -> str:
@@ -221,13 +229,17 @@ def convert(info: UnitInfo, params: dict, *, emit_src: bool = False) -> str:
     return _header(info, params) + merge_clocked_blocks(text)
 
 
-def export(unit: str = "chip", *, ext_words: int | None = None, config=None, params: dict | None = None,
-           emit_src: bool = False, use_cache: bool = True) -> Export:
-    """The Verilog of ``unit`` (``chip`` or a registry name), from the cache when possible;
-    ``config``: the chip configuration (a :class:`ga2_hdl.config.Config`) the unit is built for."""
+def export(unit: str = "chip", *, ext_words: int | None = None, config: Config | None = None,
+           params: dict | None = None, emit_src: bool = False, use_cache: bool = True) -> Export:
+    """The Verilog of ``unit`` (``chip`` or a registry name) for the chip ``config`` (the book's when
+    None), from the cache when possible (the key holds every parameter, the configuration's too)."""
     t0 = time.perf_counter()
     info = resolve(unit)
     params = dict(params or {})
+    if config is not None and config != Config.book():
+        if "config" not in info.params:
+            raise ExportError(f"unit {info.name} has no config parameter")
+        params["config"] = config
     if ext_words is not None:
         if "ext_words" not in info.params:
             raise ExportError(f"unit {info.name} has no ext_words parameter")
@@ -254,8 +266,7 @@ def export(unit: str = "chip", *, ext_words: int | None = None, config=None, par
         convert_seconds = time.perf_counter() - c0
         with toolchain.build_dir(final) as (tmp, tmp_meta):
             (tmp / f"{info.name}.v").write_text(text)
-            tmp_meta.update(unit=info.name, params={k: _shown(v) for k, v in params.items()},
-                            convert_seconds=convert_seconds)
+            tmp_meta.update(unit=info.name, params=_json_ready(params), convert_seconds=convert_seconds)
     toolchain.prune("verilog")
     return Export(info.name, text, params, time.perf_counter() - t0, convert_seconds, False)
 
