@@ -21,10 +21,10 @@ from .main import CommandError
 from .progress import Progress
 
 
-def _simulator(name: str, **options):
+def _simulator(name: str, config=isa.BOOK):
     from gen.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name, **options)
+        return get_simulator(name, config=config)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
 
@@ -271,7 +271,6 @@ def register(subparsers) -> None:
     p.add_argument("--sim", default="amaranth",
                    help=f"simulator: {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file, help="write a waveform of the run")
-    options.add_config(p)
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")

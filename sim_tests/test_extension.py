@@ -136,7 +136,7 @@ def test_golden_equals_amaranth_icarus_and_verilator_on_programs_using_the_exten
     bundle = Bundle.from_programs(items, 8192, config=RELU)
     assert bundle.programs[0].expected.error == ErrorCode.OK
     for name in ("golden", "amaranth", "icarus", "verilator"):
-        report = get_simulator(name).run_bundle(bundle)
+        report = get_simulator(name, config=RELU).run_bundle(bundle)
         assert report.passed, f"{name}: {report.line()}"
 
 
