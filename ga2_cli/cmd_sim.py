@@ -21,10 +21,10 @@ from .main import CommandError
 from .progress import Progress
 
 
-def _simulator(name: str, **options):
+def _simulator(name: str, config=isa.BOOK):
     from gen.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name, **options)
+        return get_simulator(name, config=config)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
 
