@@ -205,7 +205,7 @@ def table_figure(result, path: str) -> str:
     ax.set_xlim(0, max(r.cycles for r in rows) * 1.75)
     ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax.set_xlabel("cycles (sum over every program of the run; each simulator counted the same)")
-    sims = ", ".join(result.replays) or "no simulator"
+    sims = ", ".join(result.simulator_names) or "no simulator"
     ax.set_title(f"{result.tokens} token{'s' if result.tokens != 1 else ''} per run: every program replayed "
                  f"in {sims}"
                  + ("\nblack ticks: the book's cycles" if any(r.book for r in rows) else ""), fontsize=10)
