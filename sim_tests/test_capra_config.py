@@ -174,6 +174,7 @@ def test_ch16_on_another_chip_is_judged_by_its_golden_model(tmp_path, capsys):
     assert "chip: array8 (array=8)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_example_a_on_another_chip_keeps_the_chip_independent_figures(tmp_path, capsys):
     assert main(["example", "a", "--config", _config_file(tmp_path, ARRAY16), "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "ch16_example_a.json").read_text())
