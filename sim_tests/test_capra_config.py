@@ -182,3 +182,21 @@ def test_example_a_on_another_chip_keeps_the_chip_independent_figures(tmp_path, 
     assert data["verifier"]["ops"]["MM"] < 56                       # fewer, larger tiles than the book's 56
     assert any(d.startswith("verifier histogram") for d in data["differences_from_book"])
     assert data["verifier"]["words_loaded"] == 2496                  # what the DMA loads is the same
+
+
+def test_beyond_refuses_rtl_simulators_on_another_chip_before_any_work(tmp_path, capsys, monkeypatch):
+    import spec.beyond
+    monkeypatch.setattr(spec.beyond, "model_job", lambda *a: pytest.fail("work started"))
+    assert main(["beyond", "--config", _config_file(tmp_path, ARRAY8), "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot run programs of configuration 'array8'" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_beyond_on_another_chip_is_judged_by_its_golden_model(tmp_path):
+    assert main(["beyond", "--tokens", "2", "--sims", "golden", "--config", _config_file(tmp_path, ARRAY8),
+                 "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "beyond.json").read_text())
+    assert data["ok"] and data["config"] == ARRAY8.to_dict()
+    assert all(row["sims"]["golden"]["pass"] for row in data["rows"])
+    assert all(row["tokens_ok"] is not False for row in data["rows"])
