@@ -90,9 +90,10 @@ def _explore(args) -> int:
     t0 = time.perf_counter()
 
     def progress(entry: dict, done: int, total: int) -> None:
-        print(f"  [{done}/{total}] {entry['name']}: plain {entry['plain_cycles_per_token']:,.1f} cycles/token, "
-              f"k=3 perfect {entry['k3_perfect_cycles_per_token']:,.1f} ({entry['seconds']:.1f} s)",
-              file=sys.stderr, flush=True)
+        what = (f"FAILED: {entry['error']}" if "error" in entry else
+                f"plain {entry['plain_cycles_per_token']:,.1f} cycles/token, "
+                f"k=3 perfect {entry['k3_perfect_cycles_per_token']:,.1f}")
+        print(f"  [{done}/{total}] {entry['name']}: {what} ({entry['seconds']:.1f} s)", file=sys.stderr, flush=True)
 
     try:
         report = explore.run_explore(configs, args.tokens, workers=args.workers, dask_client=client,
@@ -104,10 +105,12 @@ def _explore(args) -> int:
     print()
     print(explore.format_table(report))
     written = []
-    if args.plot:
+    if args.plot and report["configs"]:
         from spec import figures
         written.append(figures.explore_figure(report, args.plot))
         report["figures"] = [args.plot]
+    elif args.plot:
+        print(f"  no figure written to {args.plot}: no configuration ran")
     if args.json:
         atomic_write(args.json, json.dumps(report, indent=2) + "\n")
         written.append(args.json)

@@ -8,12 +8,15 @@ status_pc, the five counters and the final memory with the bundle's
 expectations, printing one ``RESULT`` line per program and the verdict line of
 :meth:`gen.simulator.BundleReport.line`.  This module:
 
-* exports the chip for the bundle's ``ext_words`` (cached, see gen/verilog.py);
+* exports the simulator's chip (its configuration, the book's by default) for the
+  bundle's ``ext_words`` (cached, see gen/verilog.py), and refuses a bundle made
+  for another configuration;
 * builds the simulation (``iverilog`` -> ``.vvp``; ``verilator --cc --exe``
   with gen/tb/harness.cpp -> a binary), cached under
   ``toolchain.cache_root()/build/KEY`` where KEY hashes the Verilog, the
-  testbench sources, the generated parameter header, the tool versions and the
-  flags; a second run or a second bundle of the same size class reuses it;
+  testbench sources, the generated parameter header (which holds the
+  configuration's sizes and latency), the tool versions and the flags, so two
+  configurations never share a build; a second run or a second bundle of the same size class reuses it;
 * runs it with the bundle path as a plusarg (nothing about a bundle is
   compiled in), parses the per-program lines into :class:`RunResult` s and
   checks that its own verdict, computed with :func:`first_mismatch`, is the
@@ -43,13 +46,14 @@ from typing import Callable, Sequence
 from ga2_hdl import bundle as bundle_format
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
+from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.chip import SPAD_MEMORY_PATH
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
 
 from . import toolchain, verilog
-from .simulator import (WATCHDOG_FACTOR, WATCHDOG_SLACK, BundleReport, SimulatorError, check_vcd, cycle_bound,
-                        external_memory_words, vcd_output)
+from .simulator import (WATCHDOG_FACTOR, WATCHDOG_SLACK, BundleReport, SimulatorError, check_bundle_chip,
+                        check_vcd, cycle_bound, external_memory_words, vcd_output)
 
 TB_DIR = Path(__file__).resolve().parent / "tb"
 TESTBENCH = TB_DIR / "ga2_tb.v"
@@ -71,38 +75,41 @@ class Build:
     cached: bool
 
 
-def scratchpad_array(chip_verilog: str) -> str:
+def scratchpad_array(chip_verilog: str, config: Config = isa.BOOK) -> str:
     """The hierarchical name (below the chip) of the scratchpad's word array in the exported chip.
 
     The golden model starts every program with a zero scratchpad and the chip never clears
     it (docs/chip.md, "Running programs"), so the testbench zeroes it before each program.  The
     name is the one the design sets (:data:`ga2_hdl.chip.SPAD_MEMORY_PATH`: the chip's submodule
     ``spad``, whose storage submodule names the array); the exported text is only checked to
-    declare that array, as a SPAD_WORDS x 32-bit memory.
+    declare that array, as a ``config.spad_words`` x 32-bit memory.
     """
+    spad_words = config.spad_words
     *modules, array = SPAD_MEMORY_PATH
     module = ".".join([verilog.CHIP_UNIT, *modules])
     body = re.search(r"^module \\?" + re.escape(module) + r"\s*\((.*?)^endmodule", chip_verilog, re.M | re.S)
     declared = body is not None and re.search(
-        r"^\s*reg \[" + str(isa.WORD_BITS - 1) + r":0\] " + re.escape(array) + r" \[" + str(isa.SPAD_WORDS - 1)
+        r"^\s*reg \[" + str(isa.WORD_BITS - 1) + r":0\] " + re.escape(array) + r" \[" + str(spad_words - 1)
         + r":0\];", body.group(1), re.M)
     if not declared:
-        raise SimulatorError(f"the exported chip has no {isa.SPAD_WORDS} x {isa.WORD_BITS}-bit array {array} in "
+        raise SimulatorError(f"the exported chip has no {spad_words} x {isa.WORD_BITS}-bit array {array} in "
                              f"module {module}: the scratchpad cannot be zeroed")
     return ".".join(SPAD_MEMORY_PATH)
 
 
-def params_header(ext_words: int, bundle_cap: int, spad_array: str, imem_words: int = isa.IMEM_WORDS) -> str:
-    """The testbench's constants, taken from the ISA and bundle modules (nothing restated)."""
-    if isa.LAT < 2:
-        raise SimulatorError(f"the testbench's memory model needs LAT >= 2 (isa.LAT = {isa.LAT})")
+def params_header(ext_words: int, bundle_cap: int, spad_array: str, config: Config = isa.BOOK) -> str:
+    """The testbench's constants, taken from the configuration, the ISA and bundle modules (nothing restated)."""
+    if config.lat < 2:
+        raise SimulatorError(f"configuration {config.name!r}: the testbench's memory model needs lat >= 2, "
+                             f"not {config.lat}")
+    imem_words = config.imem_words
     name_bits = 8 * max(len(e.name) for e in ErrorCode)
     counter_bits = 8 * max(len(n) for n in isa.COUNTER_NAMES)
     error_cases = "\n".join(f"            {int(e)}: error_name = \"{e.name}\";" for e in ErrorCode)
     counter_cases = "\n".join(f"            {i}: counter_name = \"{n}\";" for i, n in enumerate(isa.COUNTER_NAMES))
     return f"""// Generated by gen/sim_verilog.py from ga2_hdl/isa.py and ga2_hdl/bundle.py; do not edit.
     localparam EXT_WORDS = {ext_words};
-    localparam LAT = {isa.LAT};
+    localparam LAT = {config.lat};
     localparam IMEM_WORDS = {imem_words};
     localparam IMEM_ADDR_BITS = {max(1, math.ceil(math.log2(imem_words)))};
     localparam BUNDLE_CAP = {bundle_cap};
@@ -114,7 +121,7 @@ def params_header(ext_words: int, bundle_cap: int, spad_array: str, imem_words: 
     localparam [31:0] MAGIC = 32'h{bundle_format.MAGIC:08x};
     localparam [31:0] VERSION = 32'd{bundle_format.VERSION};
     localparam [31:0] END_MARKER = 32'h{bundle_format.END_MARKER:08x};
-    localparam SPAD_WORDS = {isa.SPAD_WORDS};
+    localparam SPAD_WORDS = {config.spad_words};
     // the scratchpad's word array inside the chip (zeroed before every program)
 `define GA2_SPAD_ARRAY dut.{spad_array}
     // ErrorCode names (a code without a name prints as "?")
@@ -143,8 +150,9 @@ class _VerilogSimulator:
     chip_suffix = ".v"               #: the exported chip's file in the build directory
     header_file = PARAMS_HEADER      #: the generated constants' file in the build directory
 
-    def __init__(self, ext_words: int | None = None, *, timeout_cycles: int | None = None,
-                 use_cache: bool = True):
+    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK,
+                 timeout_cycles: int | None = None, use_cache: bool = True):
+        self.config = config
         self.ext_words = ext_words
         self.timeout_cycles = timeout_cycles
         self.use_cache = use_cache
@@ -165,14 +173,14 @@ class _VerilogSimulator:
 
     def header_text(self, ext_words: int, cap: int, exported: verilog.Export) -> str:
         """The generated constants of a build (part of its cache key)."""
-        return params_header(ext_words, cap, scratchpad_array(exported.text))
+        return params_header(ext_words, cap, scratchpad_array(exported.text, self.config), self.config)
 
     # ------------------------------------------------------------------ building
     def bundle_cap(self, words: int) -> int:
         return max(self.min_bundle_cap, 1 << max(0, words - 1).bit_length())
 
     def export(self, ext_words: int) -> verilog.Export:
-        return verilog.export("chip", ext_words=ext_words, use_cache=self.use_cache)
+        return verilog.export("chip", ext_words=ext_words, config=self.config, use_cache=self.use_cache)
 
     def build(self, ext_words: int, *, words: int = 0, trace: bool = False,
               exported: verilog.Export | None = None) -> Build:
@@ -216,6 +224,7 @@ class _VerilogSimulator:
     def _replay(self, bundle, *, vcd: str | None, vcd_program: int | None,
                 progress: Callable[[int, int], None] | None, ext_all: bool = False) -> BundleReport:
         """``run_bundle``; with ``ext_all`` the testbench dumps every program's whole final memory."""
+        check_bundle_chip(self, bundle)
         t0 = time.perf_counter()
         n = len(bundle.programs)
         if vcd is not None and not (vcd_program or 0) < n:
@@ -237,7 +246,8 @@ class _VerilogSimulator:
             if ext_all:
                 args.append("+ext_all")
             # the watchdog comes from the programs (as in every simulator), never from the expectations
-            bound = self.timeout_cycles or max((cycle_bound(p.code) for p in bundle.programs), default=0)
+            bound = self.timeout_cycles or max((cycle_bound(p.code, self.config) for p in bundle.programs),
+                                               default=0)
             if bound:
                 args.append(f"+timeout={bound}")
             if vcd_target.tmp is not None:
@@ -275,6 +285,7 @@ class _VerilogSimulator:
                                               if build.cached else ""),
             f"run {run_seconds:.2f} s",
         ] + notes
+        report.messages = list(notes)
         if vcd is not None:
             report.notes.append(f"waveform of program {vcd_program or 0} written to {vcd}" if vcd_target.written
                                 else f"no waveform written to {vcd}: the run stopped before program "
@@ -291,14 +302,14 @@ class _VerilogSimulator:
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         """Run one program; its end state (the whole final memory), whatever the golden model says."""
-        words = external_memory_words(ext_words, self.ext_words)
-        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words)
+        words = external_memory_words(ext_words, self.ext_words, self.config)
+        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
         report = self._replay(one, vcd=vcd, vcd_program=0 if vcd else None, progress=None, ext_all=True)
         if vcd and not any(note.startswith("waveform of program") for note in report.notes):
             raise SimulatorError(f"{self.name}: --vcd {vcd}: the simulation wrote no waveform")
         if not report.results:
             raise SimulatorError(f"{self.name}: the program did not finish: {report.line()}; "
-                                 + "; ".join(report.notes[3:]))
+                                 + "; ".join(report.messages))
         return report.results[0]
 
     def _execute(self, cmd: list[str], n: int, progress) -> tuple[list, str | None, list[str], int, str]:

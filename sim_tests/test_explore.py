@@ -150,3 +150,11 @@ def test_a_dask_scheduler_gives_the_local_entries(tmp_path):
     remote = json.loads(js.read_text())
     for key in ("plain_cycles_per_token", "k3_perfect_cycles_per_token", "per_unit", "speedup", "runs"):
         assert remote["configs"][0][key] == json.loads(json.dumps(local["configs"][0][key])), key
+
+
+def test_a_configuration_the_runs_do_not_fit_is_a_failed_entry_not_a_crash(capsys):
+    tiny = Config(name="tiny", imem_words=8)          # no program of the chapter fits 8 instructions
+    report = explore.run_explore([tiny], 1, workers=1)
+    assert report["configs"] == [] and [e["name"] for e in report["failed"]] == ["tiny"]
+    assert "the instruction memory holds 8" in report["failed"][0]["error"]
+    assert report["problems"] and "FAILED tiny" in explore.format_table(report)

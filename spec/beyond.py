@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ga2_hdl import golden, isa
+from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.config import Config
 
@@ -164,7 +164,7 @@ def model_job(kind: str, n: int = TOKENS, config: Config = isa.BOOK) -> list[tup
 class BeyondResult:
     tokens: int
     rows: list[BeyondRow]
-    bundle: Bundle | None          #: the unique programs (None on a chip other than the book's)
+    bundle: Bundle                 #: the unique programs, for the chip ``config``
     executed: int                  #: programs executed in all runs (with repeats)
     replays: dict
     seconds: dict
@@ -213,15 +213,12 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
                say: Callable[[str], None] = print,
                progress: Callable[[str, int, int], None] | None = None,
                config: Config = isa.BOOK) -> BeyondResult:
-    """Every run on the chip ``config`` (see the module note); on a chip other than the book's only the
-    golden model replays (:func:`spec.ch16.check_simulators`)."""
+    """Every run on the chip ``config`` (see the module note), every program replayed on each simulator
+    built for that chip."""
     from gen.replay import replay
-
-    from .ch16 import check_simulators
 
     if n < 2:
         raise ValueError(f"--tokens must be at least 2, got {n}")
-    check_simulators(simulators, config)
     book_chip = config.same_chip(isa.BOOK)
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
@@ -243,39 +240,28 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
             row.program_ids.append(unique[key])
             executed += 1
     rows = [row for row, _ in runs]
-    golden_problems: list[str] = []
-    if book_chip:
-        bundle = Bundle.from_programs(e[:3] for e in entries)
-        golden_cycles = [p.expected.counters[0] for p in bundle.programs]
-    else:                       # bundles do not record a chip yet: the golden counters recorded while decoding
-        bundle = None
-        iset = isa.instruction_set(config)
-        golden_cycles = [e[3].total for e in entries]
-        for name, code, _, measured in entries:
-            if measured != iset.counters(code):
-                golden_problems.append(f"{name}: the golden model's counters {list(measured)} on {config.name!r} "
-                                       f"differ from the ISA's prediction {list(iset.counters(code))}")
+    bundle = Bundle.from_programs((e[:3] for e in entries), config=config)
+    golden_problems = [f"{name}: the golden model's counters {list(p.expected.counters)} in the bundle differ from "
+                       f"those of the run {list(measured)}"
+                       for (name, _, _, measured), p in zip(entries, bundle.programs)
+                       if measured is not None and tuple(measured) != tuple(p.expected.counters)]
     say(f"== {len(rows)} runs of {n} tokens" + ("" if book_chip else f" on {config.describe()}")
         + f": {executed} programs executed, {len(entries)} distinct, "
-        f"{sum(golden_cycles):,} cycles to replay on {', '.join(simulators) or 'no simulator'} "
+        f"{bundle.total_cycles:,} cycles to replay on {', '.join(simulators) or 'no simulator'} "
         f"({t_software:.0f} s to decode and compile)")
+    golden_cycles = [p.expected.counters.total for p in bundle.programs]
     for row in rows:
         if sum(golden_cycles[i] for i in row.program_ids) != row.cycles:
             raise AssertionError(f"{row.name}: the golden model's cycles differ from the ISA's prediction")
     t1 = time.perf_counter()
-    if book_chip:
-        replays = replay(bundle, simulators, workers=workers, progress=progress) if simulators else {}
-    else:
-        replays = {}
-        if simulators:          # only the golden model (check_simulators): every distinct program run again
-            replays["golden"] = _GoldenReplay([golden.run(code, ext, config=config, sparse=True)
-                                               for _, code, ext, _ in entries])
+    replays = replay(bundle, simulators, workers=workers, progress=progress,
+                     options={name: {"config": config} for name in simulators}) if simulators else {}
     t_replay = time.perf_counter() - t1
     for row in rows:
         for name, rep in replays.items():
             bad = next((m for m in rep.mismatches if m.program in set(row.program_ids)), None)
             missing = sum(rep.outcomes[i] is None for i in row.program_ids)
-            cycles = sum(rep.outcomes[i].counters[0] for i in row.program_ids if rep.outcomes[i] is not None)
+            cycles = sum(rep.outcomes[i].counters.total for i in row.program_ids if rep.outcomes[i] is not None)
             ok = bad is None and missing == 0 and not rep.errors and cycles == row.cycles
             line = (f"PASS: {len(row.program_ids)} programs, {cycles} cycles" if ok else
                     f"MISMATCH: {bad}" if bad is not None else
@@ -287,42 +273,6 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
     return BeyondResult(n, rows, bundle, executed, replays,
                         {"software": t_software, "replay": t_replay, "total": time.perf_counter() - t0},
                         config, len(entries), golden_problems)
-
-
-@dataclass(frozen=True)
-class _Fault:
-    program: int
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-@dataclass
-class _GoldenReplay:
-    """The distinct programs of a non-book chip run again on its golden model, read like a replay
-    (a result whose status is not OK is reported as the program's mismatch)."""
-    outcomes: list
-    errors: list = field(default_factory=list)
-
-    @property
-    def mismatches(self) -> list["_Fault"]:
-        return [_Fault(i, f"program {i}: {r.error.name} at {r.error_pc}: {r.message}")
-                for i, r in enumerate(self.outcomes) if r.error != isa.ErrorCode.OK]
-
-    @property
-    def passed(self) -> bool:
-        return not self.mismatches
-
-    @property
-    def programs(self) -> int:
-        return len(self.outcomes)
-
-    @property
-    def cycles(self) -> int:
-        return sum(r.counters.total for r in self.outcomes)
-
-    run_seconds = wall_seconds = cycles_per_second = 0.0
 
 
 def format_table(result: BeyondResult) -> str:

@@ -15,13 +15,10 @@ The figures of the book are data here (:data:`BOOK_TABLE`), used only to compare
 every number in the table is computed.  A difference from the book is a failure
 unless :data:`EXPLAINED` gives its exact explanation.
 
-On another chip (``config``): every program is compiled for it and judged by its
-golden model (all five counters against the instruction set's prediction); the
-figures that no chip changes (tokens, accepted, proposed, blocks, programs) must
-still be the book's, the cycles and speedups are that chip's.  Replaying on the
-RTL simulators needs the simulator layer to take a configuration: until it does,
-:func:`check_simulators` refuses them for a chip other than the book's, and
-``golden`` replays every program from its logged image on the chip's golden model.
+On another chip (``config``): every program is compiled for it, the bundle is made
+for it (its expectations from that chip's golden model) and each simulator is
+built for it; the figures that no chip changes (tokens, accepted, proposed,
+blocks, programs) must still be the book's, the cycles and speedups are that chip's.
 """
 from __future__ import annotations
 
@@ -31,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ga2_hdl import golden, isa
+from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.config import Config
 
@@ -130,9 +127,9 @@ def software_problems() -> list[str]:
     return checks.all_problems(checks.installed_modules())
 
 
-def _bundle(row: TableRow, config: Config) -> Bundle | None:
-    """The run's programs as a bundle on the book's chip; None on another (bundles do not record a chip yet)."""
-    return bundle_of(row.log, row.label) if config.same_chip(isa.BOOK) else None
+def _bundle(row: TableRow, config: Config) -> Bundle:
+    """The run's programs as a bundle for the chip they were compiled for."""
+    return bundle_of(row.log, row.label)
 
 
 def _structured_job(n: int, config: Config = isa.BOOK) -> list[tuple[TableRow, str, Bundle | None]]:
@@ -153,41 +150,6 @@ def _random_job(n: int, config: Config = isa.BOOK) -> list[tuple[TableRow, str, 
     return out
 
 
-def check_simulators(simulators: Sequence[str], config: Config) -> None:
-    """Refuse (ValueError) simulators that cannot run programs of ``config``: on a chip other than the
-    book's, only ``golden`` (the golden model of that chip) until the simulator layer takes a configuration."""
-    if config.same_chip(isa.BOOK):
-        return
-    others = [s for s in simulators if s != "golden"]
-    if others:
-        raise ValueError(f"{', '.join(others)} cannot run programs of configuration {config.name!r} yet (the "
-                         f"simulator layer, gen/simulator.py, takes no configuration); use --sims golden "
-                         f"(the golden model of {config.name!r}) or --sims ''")
-
-
-def golden_replay(row: TableRow, config: Config) -> dict:
-    """Every program of ``row`` run again from its logged initial image on the golden model of ``config``:
-    the verdict as :attr:`Ch16Row.sims` holds it (all five counters against the instruction set's
-    prediction and against the run's own golden counters; the first difference named)."""
-    iset = isa.instruction_set(config)
-    cycles = 0
-    for i, r in enumerate(row.log):
-        result = golden.run(r.code, r.ext, config=config)
-        cycles += result.counters.total
-        predicted = iset.counters(r.code)
-        problem = None
-        if result.error != isa.ErrorCode.OK:
-            problem = f"program {i} halted with {result.error.name} at {result.error_pc}: {result.message}"
-        elif result.counters != predicted:
-            problem = f"program {i}: counters {list(result.counters)}, the ISA predicts {list(predicted)}"
-        elif r.measured is not None and result.counters != r.measured:
-            problem = f"program {i}: counters {list(result.counters)}, the run's own {list(r.measured)}"
-        if problem:
-            return {"pass": False, "cycles": cycles, "verdict": "MISMATCH", "line": f"MISMATCH: {problem}"}
-    return {"pass": True, "cycles": cycles, "verdict": "PASS",
-            "line": f"PASS: {len(row.log)} programs, {cycles:,} cycles on the golden model of {config.name!r}"}
-
-
 @dataclass
 class Ch16Result:
     tokens: int
@@ -205,11 +167,8 @@ class Ch16Result:
 
     @property
     def golden_cycles(self) -> int:
-        """The golden model's cycles: its expectations in the bundle (book's chip), else the ISA's prediction,
-        which :attr:`golden_problems` has compared with the golden counters recorded while decoding."""
-        if self.config.same_chip(isa.BOOK):
-            return self.bundle.total_cycles
-        return sum(r.cycles for r in self.rows)
+        """The golden model's cycles: its expectations in the bundle."""
+        return self.bundle.total_cycles
 
     @property
     def simulator_names(self) -> list[str]:
@@ -259,7 +218,6 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
 
     if n < 1:
         raise ValueError(f"--tokens must be at least 1, got {n}")
-    check_simulators(simulators, config)
     book_chip = config.same_chip(isa.BOOK)
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
@@ -280,16 +238,11 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     t_software = time.perf_counter() - t0
 
     rows: list[Ch16Row] = []
-    combined = Bundle(runs[0][2].ext_words if book_chip else config.ext_words)
+    combined = Bundle(runs[0][2].ext_words, config=config)
     golden_problems = []
     plain_cycles = {}
     for row, kind, bundle in runs:
-        if bundle is None:          # another chip: the golden counters recorded while decoding
-            measured = sum(r.measured.total for r in row.log)
-            if measured != row.cycles or any(r.measured != r.counters for r in row.log):
-                golden_problems.append(f"{row.label}: the golden model's counters on {config.name!r} differ from "
-                                       f"the ISA's prediction ({measured} cycles, predicted {row.cycles})")
-        elif bundle.ext_words != combined.ext_words:
+        if bundle.ext_words != combined.ext_words:
             raise ValueError("the runs' bundles were made for different external-memory sizes")
         elif bundle.total_cycles != row.cycles:
             golden_problems.append(f"{row.label}: the golden model's cycles {bundle.total_cycles} differ from the "
@@ -301,8 +254,7 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
         rows.append(Ch16Row(row.label, row.tokens_equal, kind, row.accepted, row.proposed, row.blocks,
                             row.programs, row.cycles, plain_cycles[model] / row.cycles,
                             sum(r.programs for r in rows), book, book_chip=book_chip))
-        if bundle is not None:
-            combined.programs.extend(bundle.programs)
+        combined.programs.extend(bundle.programs)
 
     say("")
     say(f"== 2. {len(rows)} runs of {n} tokens"
@@ -311,16 +263,8 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
         f"{sum(r.cycles for r in rows):,} cycles, replayed on {', '.join(simulators) or 'no simulator'} "
         f"({workers} worker process{'es' if workers != 1 else ''})")
     t1 = time.perf_counter()
-    if book_chip:
-        replays = replay(combined, simulators, workers=workers, progress=progress) if simulators else {}
-    else:                           # check_simulators let only the golden model through
-        replays = {}
-        if simulators:
-            for ch, (row, _, _) in zip(rows, runs):
-                ch.sims["golden"] = golden_replay(row, config)
-                if progress:
-                    progress("golden", sum(r.programs for r in rows[:rows.index(ch) + 1]),
-                             sum(r.programs for r in rows))
+    replays = replay(combined, simulators, workers=workers, progress=progress,
+                     options={name: {"config": config} for name in simulators}) if simulators else {}
     t_replay = time.perf_counter() - t1
     for row in rows:
         for name, rep in replays.items():
@@ -368,11 +312,7 @@ def format_table(result: Ch16Result) -> str:
     if not result.config.same_chip(isa.BOOK):
         lines.append(f"  chip: {result.config.describe()}: its cycles and speedups are its own (the book column is the "
                      f"book chip's); tokens, accepted/proposed, blocks and programs are compared with the book's")
-    if sims and not result.config.same_chip(isa.BOOK):
-        lines.append(f"  golden: every program run again from its logged image on the golden model of "
-                     f"{result.config.name!r}: PASS when its status is OK and all five counters equal the ISA's "
-                     f"prediction and the run's own")
-    elif sims:
+    if sims:
         lines.append("  per simulator: PASS when every program of the run matched the golden model (memory, status "
                      "and all five counters), and the cycles the RTL counted")
     return "\n".join(lines)

@@ -104,8 +104,16 @@ def _split(row: TableRow, config: Config) -> tuple[dict, list[str]]:
 
 def explore_config(config: Config, n: int = TABLE_TOKENS) -> dict:
     """One configuration's entry (JSON-ready): the seven runs on it, per token and by unit."""
+    from compiler import CompileError
+
     t0 = time.perf_counter()
-    rows = chapter_table(n, config)
+    try:
+        rows = chapter_table(n, config)
+    except (CompileError, isa.IsaError) as e:          # the runs do not fit this chip: said, not skipped
+        return {"name": config.name, "description": config.describe(), "parameters": config.parameters,
+                "config": config.to_dict(), "tokens": n, "error": str(e),
+                "problems": [f"the chapter's runs cannot be compiled or run on it: {e}"],
+                "seconds": round(time.perf_counter() - t0, 3)}
     problems: list[str] = []
     runs, by_label = [], {}
     plain_cycles = {}
@@ -220,10 +228,12 @@ def run_explore(configs: Sequence[Config], n: int = TABLE_TOKENS, *, workers: in
         results = _run_dask(configs, n, dask_client, progress)
     else:
         results = _run_local(configs, n, workers or os.cpu_count() or 1, progress)
-    entries = [results[i] for i in range(len(configs))]
+    everything = [results[i] for i in range(len(configs))]
+    entries = [e for e in everything if "error" not in e]
     return {"tokens": n, "source": SOURCE, "configs": entries,
+            "failed": [e for e in everything if "error" in e],
             "skipped": [{"name": name, "why": why} for name, why in skipped],
-            "problems": [f"{e['name']}: {p}" for e in entries for p in e["problems"]],
+            "problems": [f"{e['name']}: {p}" for e in everything for p in e["problems"]],
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
@@ -254,4 +264,6 @@ def format_table(report: dict) -> str:
     lines.append(f"  source: {report['source']}")
     for s in report["skipped"]:
         lines.append(f"  skipped preset {s['name']}: {s['why']}")
+    for e in report.get("failed", []):
+        lines.append(f"  FAILED {e['name']}: {e['error']}")
     return "\n".join(lines)

@@ -150,14 +150,15 @@ def causality_logits(blocks, prefix=(3, 8, 1, 12), config: Config = isa.BOOK) ->
 
 
 def bundle_of(log, label: str = "run"):
-    """The programs of a run as a GA-2 bundle (expected results from the golden model),
-    ready to replay on any simulator of ``gen.simulator``."""
+    """The programs of a run as a GA-2 bundle for the chip they were compiled for (expected results
+    from its golden model), ready to replay on any simulator of ``gen.simulator`` built for that chip."""
     from ga2_hdl.bundle import Bundle
     log = list(log)
-    others = sorted({r.config.name for r in log if not r.config.same_chip(isa.BOOK)})
-    if others:
-        raise ValueError(f"{label}: programs compiled for {', '.join(others)}: a bundle's expected results "
-                         f"are the book chip's golden model's (bundles do not record a configuration yet)")
+    chips = {r.config for r in log}
+    if len(chips) > 1:
+        raise ValueError(f"{label}: programs compiled for {', '.join(sorted(c.name for c in chips))}: a bundle "
+                         f"holds the programs of one chip")
+    config = chips.pop() if chips else isa.BOOK
     names = (f"{label} #{i} {r.kind}{'' if not r.shape else ' ' + 'x'.join(map(str, r.shape))}"
              for i, r in enumerate(log))
-    return Bundle.from_programs((name, r.code, r.ext) for name, r in zip(names, log))
+    return Bundle.from_programs(((name, r.code, r.ext) for name, r in zip(names, log)), config=config)
