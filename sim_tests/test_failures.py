@@ -381,8 +381,8 @@ def test_a_hung_program_is_the_same_timeout_in_every_simulator(monkeypatch):
     # a watchdog far too short stands in for a chip that never halts
     import gen.sim_amaranth
     import gen.sim_verilog
-    monkeypatch.setattr(gen.sim_amaranth, "cycle_bound", lambda program: 5)
-    monkeypatch.setattr(gen.sim_verilog, "cycle_bound", lambda program: 5)
+    monkeypatch.setattr(gen.sim_amaranth, "cycle_bound", lambda program, config=None: 5)
+    monkeypatch.setattr(gen.sim_verilog, "cycle_bound", lambda program, config=None: 5)
     bundle = _falsified(golden.run(PROGRAM, [1, 2, 3, 4]).counters[0])
     seen = {}
     for name in ["amaranth", *_verilog_available()]:
