@@ -196,7 +196,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
     Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
-                "self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),",
+                "self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),",
                 "src2, src1 -> src1, src2",
                 "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
                 "operands, the number of reads and the busy time are the same, and the write of dst[i] (two "
@@ -235,7 +235,8 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
                 "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
-                "addr, dim = unsigned(SPAD_ADDR_BITS), unsigned(dim_bits)", "dim_bits -> dim_bits - 1", _MM_DIM),
+                "addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)", "dim_bits -> dim_bits - 1",
+                _MM_DIM),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", '"stream_last": unsigned(dim_bits + 2),',
                 "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", '"step": unsigned(dim_bits + 2),',
