@@ -235,7 +235,8 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
                 "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
-                "addr, dim = unsigned(SPAD_ADDR_BITS), unsigned(dim_bits)", "dim_bits -> dim_bits - 1", _MM_DIM),
+                "addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)", "dim_bits -> dim_bits - 1",
+                _MM_DIM),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", '"stream_last": unsigned(dim_bits + 2),',
                 "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", '"step": unsigned(dim_bits + 2),',
