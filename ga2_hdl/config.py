@@ -171,6 +171,7 @@ class Config:
 #: Named configurations: ``--config NAME``.
 PRESETS: dict[str, Config] = {
     "book": Config.book(),
+    "overlap": Config(name="overlap", overlap=True),
 }
 
 
