@@ -42,13 +42,14 @@ ISSUE and halts with NO_HALT at status_pc = that pc.
 Which unit runs which op, which counter it feeds, the operand bit positions
 and the legality rules all come from :mod:`ga2_hdl.isa`.
 """
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from . import isa
-from .decoder import STATUS_BITS, IssueCheck, unit_ops
+from .config import Config
+from .decoder import STATUS_BITS, IssueCheck, spad_accesses, unit_ops
 from .dma import DMA
 from .layout import INSTRUCTION, ExtPort
 from .matrix_unit import MatrixUnit
@@ -80,6 +81,9 @@ class GA2Chip(wiring.Component):
         External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality bound.
     imem_words : int
         Instruction memory size in 128-bit words.
+    config : Config
+        The chip (the book's by default).  With ``config.overlap`` the sequencer issues under
+        the overlapped timing rule (see "Overlap" below and :class:`ga2_hdl.isa.IssueTimer`).
 
     Ports
     -----
@@ -106,8 +110,10 @@ class GA2Chip(wiring.Component):
     pc : Signal
     """
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, imem_words: int = isa.IMEM_WORDS):
+    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, imem_words: int = isa.IMEM_WORDS, *,
+                 config: Config = isa.BOOK):
         isa.check_ext_words(ext_words)
+        self.config = config
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
         self.ext_words = ext_words
@@ -116,7 +122,7 @@ class GA2Chip(wiring.Component):
         self.issue_check = IssueCheck(ext_words)
         self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: VectorUnit()}
         assert list(self.units) == list(UNIT_NAMES)
-        self.spad = Scratchpad(len(self.units))
+        self.spad = Scratchpad(len(self.units), config=config)
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
         super().__init__({
             "start": In(1),
@@ -169,6 +175,8 @@ class GA2Chip(wiring.Component):
         ins = data.View(INSTRUCTION, imem_rd.data)
         m.submodules.ins_fanout = fanout = Module()
         fanout.d.comb += check.ins.eq(ins)
+        if self.config.overlap:
+            return self._overlapped(m, ins, imem_rd, fanout)
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(ins)
 
@@ -242,4 +250,107 @@ class GA2Chip(wiring.Component):
                             m.d.comb += imem_rd.en.eq(1)
                             m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
                             m.next = "FETCH"
+        return m
+
+    # ------------------------------------------------------------------ overlap
+    def _counters(self):
+        counters = {name: getattr(self, port) for name, port in zip(isa.COUNTER_NAMES, COUNTER_PORTS)}
+        unit_counter = {kind: counters[isa.COUNTER_NAMES[isa.UNIT_COUNTER[kind]]] for kind in self.units}
+        return (counters, unit_counter, counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]],
+                counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]])
+
+    def _overlapped(self, m, ins, imem_rd, fanout):
+        """The sequencer of a chip with overlap: FETCH, then ISSUE as soon as the rule allows.
+
+        FETCH (1 cycle) decodes and checks the word, as without overlap, and also registers the
+        scratchpad regions it reads and writes (``incoming``).  ISSUE waits, cycle by cycle, while
+        the op's unit is busy or one of its regions conflicts with a region held for a busy unit
+        (``held``: the regions of the instruction each unit runs, loaded when it starts); then it
+        starts the unit, reads word pc + 1, and the next cycle is FETCH.  HALT, a failing check and
+        a fetch past the end wait until no unit is busy, then halt.  Each unit keeps its own copy of
+        the instruction it runs (``unit.ins`` is the instruction memory's word in the start cycle,
+        the copy while busy), since the word moves on to the next instruction.
+        """
+        config, check = self.config, self.issue_check
+        iset = isa.instruction_set(config)
+        counters, unit_counter, instructions, total = self._counters()
+
+        # the scratchpad accesses of every op, as hardware on the fetched word; slot k of an op is
+        # its k-th scratchpad region
+        accesses = {spec.code: spad_accesses(ins, spec) for spec in iset.ops}
+        slots = max(len(a) for a in accesses.values())
+        width = max(len(v) for a in accesses.values() for s, e, _w in a for v in (s, e))
+        region = data.StructLayout({"valid": 1, "write": 1, "start": width, "end": width})
+        incoming = [Signal(region, name=f"incoming{k}") for k in range(slots)]
+        held = {kind: [Signal(region, name=f"held_{UNIT_NAMES[kind]}{k}") for k in range(slots)]
+                for kind in self.units}
+        copies = {kind: Signal(INSTRUCTION, name=f"ins_{UNIT_NAMES[kind]}") for kind in self.units}
+        for kind, unit in self.units.items():
+            fanout.d.comb += unit.ins.eq(Mux(unit.busy, copies[kind], ins))
+
+        verdict = Signal(data.StructLayout({"halt": 1, "error": STATUS_BITS, "past_end": 1,
+                                            **{UNIT_NAMES[kind]: 1 for kind in self.units}}), name="verdict")
+
+        for kind, unit in self.units.items():
+            m.d.sync += unit_counter[kind].eq(unit_counter[kind] + unit.busy)
+
+        any_busy = 0
+        for unit in self.units.values():
+            any_busy = any_busy | unit.busy
+        blocked = 0
+        for kind, unit in self.units.items():
+            hazard = 0
+            for p in incoming:
+                for q in held[kind]:
+                    hazard = hazard | (p.valid & q.valid & (p.write | q.write)
+                                       & (p.start < q.end) & (q.start < p.end))
+            blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
+
+        def halt(code):
+            m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
+            m.next = "IDLE"
+
+        with m.FSM(name="sequencer"):
+            with m.State("IDLE"):
+                m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
+                with m.If(self.start):
+                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
+                    m.d.sync += [c.eq(0) for c in counters.values()]
+                    m.next = "FETCH"
+
+            with m.State("FETCH"):
+                m.d.comb += self.running.eq(1)
+                m.d.sync += [total.eq(total + 1), verdict.past_end.eq(self.pc >= self.imem_words),
+                             verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(check.error)]
+                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind)))
+                             for kind in self.units]
+                m.d.sync += [r.valid.eq(0) for r in incoming]
+                with m.Switch(ins.op):
+                    for code, regions in accesses.items():
+                        with m.Case(code):
+                            for r, (start, end, write) in zip(incoming, regions):
+                                m.d.sync += [r.valid.eq(1), r.write.eq(write), r.start.eq(start), r.end.eq(end)]
+                m.next = "ISSUE"
+
+            with m.State("ISSUE"):
+                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1)]
+                m.d.sync += total.eq(total + 1)
+                with m.If(verdict.past_end | verdict.halt | (verdict.error != isa.ErrorCode.OK)):
+                    with m.If(~any_busy):
+                        with m.If(verdict.past_end):
+                            halt(isa.ErrorCode.NO_HALT)
+                        with m.Elif(verdict.halt):
+                            halt(isa.ErrorCode.OK)
+                        with m.Else():
+                            halt(verdict.error)
+                with m.Elif(~blocked):
+                    for kind, unit in self.units.items():
+                        selected = verdict[UNIT_NAMES[kind]]
+                        m.d.comb += unit.start.eq(selected)
+                        with m.If(selected):
+                            m.d.sync += [copies[kind].eq(ins)]
+                            m.d.sync += [h.eq(r) for h, r in zip(held[kind], incoming)]
+                    m.d.comb += imem_rd.en.eq(1)
+                    m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
+                    m.next = "FETCH"
         return m

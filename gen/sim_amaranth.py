@@ -37,6 +37,7 @@ from amaranth.sim import Simulator
 from ga2_hdl import golden, isa
 from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
 from ga2_hdl.isa import ErrorCode, Instruction
+from ga2_hdl.config import Config
 from ga2_hdl.memimage import MemoryImage
 from ga2_hdl.results import RunResult, first_mismatch
 
@@ -52,10 +53,10 @@ CLOCK_PERIOD = 1e-6            # simulated seconds per cycle (any value; only cy
 class ChipSimulation:
     """The chip and its external memory, elaborated once; runs programs one after another."""
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
+    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, *, config: Config = isa.BOOK):
         t0 = time.perf_counter()
         self.ext_words = ext_words
-        self.chip = GA2Chip(ext_words=ext_words)
+        self.chip = GA2Chip(ext_words=ext_words, config=config)
         self.ext = ExternalMemoryModel(self.chip, ext_words)     # attached to the chip's ext_* ports
         self.written = WriteMonitor({"ext": (self.chip.ext_we, self.chip.ext_addr, ext_words),
                                      "spad": (self.chip.spad.write_en, self.chip.spad.write_addr,
@@ -134,6 +135,8 @@ class ChipSimulation:
                 else:
                     final = list(ext_known)
                 spad_dirty = written.written_ranges(ctx.get(written.blocks["spad"]), self.chip.spad.depth)
+                if chip.config.overlap:       # several writes a cycle: the monitor sees one of them
+                    spad_dirty = [range(self.chip.spad.depth)]
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
                     ext=final,
@@ -172,8 +175,9 @@ class AmaranthSimulator:
 
     name = "amaranth"
 
-    def __init__(self, ext_words: int | None = None):
+    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
         self.ext_words = ext_words
+        self.config = config
 
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
@@ -181,7 +185,7 @@ class AmaranthSimulator:
         if vcd:
             check_vcd(vcd)
         job = _prepare(program, ext, words)
-        session = ChipSimulation(words)
+        session = ChipSimulation(words, config=self.config)
         results = session.run([job], vcd=vcd)
         if session.timed_out:
             i, bound, where = session.timed_out
@@ -196,7 +200,7 @@ class AmaranthSimulator:
         if vcd:
             check_vcd(vcd)                 # before any work: a waveform that cannot be written is refused
         t0 = time.perf_counter()
-        session = ChipSimulation(bundle.ext_words)
+        session = ChipSimulation(bundle.ext_words, config=self.config)
         jobs = [(entry.code, entry.ext) for entry in bundle.programs]
         mismatch = None
 
@@ -218,7 +222,7 @@ class AmaranthSimulator:
             # slow down (or get measured with) the replay of the whole bundle
             which = 0 if vcd_program is None else vcd_program
             v0 = time.perf_counter()
-            traced = ChipSimulation(bundle.ext_words).run([jobs[which]], vcd=vcd)
+            traced = ChipSimulation(bundle.ext_words, config=self.config).run([jobs[which]], vcd=vcd)
             again = (first_mismatch(bundle.programs[which].expected, traced[0], program=which) if traced
                      else f"program {which} did not halt")
             notes.append(f"waveform of program {which} written to {vcd} in {time.perf_counter() - v0:.1f} s"
