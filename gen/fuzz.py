@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
+from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction, make
 
 SPAD = isa.SPAD_WORDS
@@ -598,23 +599,25 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
 # ----------------------------------------------------------------------------- the fuzz loop
 
 def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
-                  max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0) -> Bundle:
-    """``n`` random programs from ``random.Random(seed)`` (expected results from the golden model)."""
+                  max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0, *,
+                  config: Config = isa.BOOK) -> Bundle:
+    """``n`` random programs from ``random.Random(seed)`` (expected results from the golden model
+    on the chip ``config``)."""
     rng = random.Random(seed)
     items = []
     for i in range(n):
         code, ext = random_program(rng, ext_words, max_cycles=max_cycles, illegal=illegal)
         items.append((f"random seed={seed} #{i}", code, ext))
-    return Bundle.from_programs(items, ext_words)
+    return Bundle.from_programs(items, ext_words, config=config)
 
 
-def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT) -> Bundle:
-    return Bundle.from_programs(directed_suite(ext_words), ext_words)
+def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT, *, config: Config = isa.BOOK) -> Bundle:
+    return Bundle.from_programs(directed_suite(ext_words), ext_words, config=config)
 
 
 def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int = isa.EXT_WORDS_DEFAULT,
          max_cycles: int = DEFAULT_MAX_CYCLES, bundle_path: str | None = None, directed: bool = False,
-         progress: Callable[[str, int, int], None] | None = None) -> dict:
+         progress: Callable[[str, int, int], None] | None = None, config: Config = isa.BOOK) -> dict:
     """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
 
     Returns ``{"programs", "seed", "ext_words", "cycles" (golden total),
@@ -622,7 +625,8 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     (text of the first disagreement, or None), "sims": [names in the order run],
     "results": {name: {...}}}``.  A simulator's replay stops at its first
     disagreement, so "mismatches" counts simulators, each naming its first.
-    ``bundle_path`` keeps the bundle on disk so that a mismatch can be
+    ``config`` is the chip every simulator simulates and the golden model predicts (the book's
+    by default).  ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).  ``directed`` puts the directed suite first
     (``programs`` then counts both).
     """
@@ -631,13 +635,13 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     simulators = {}
     for name in sims:                      # fail before the work if a simulator is missing
         try:
-            simulators[name] = get_simulator(name)
+            simulators[name] = get_simulator(name, **({"config": config} if config != isa.BOOK else {}))
         except ImportError as e:
             raise SimulatorError(f"simulator {name!r} is not available here: {e}") from e
     t0 = time.perf_counter()
-    bundle = random_bundle(n, seed, ext_words, max_cycles)
+    bundle = random_bundle(n, seed, ext_words, max_cycles, config=config)
     if directed:
-        bundle.programs[:0] = directed_bundle(ext_words).programs
+        bundle.programs[:0] = directed_bundle(ext_words, config=config).programs
     gen_seconds = time.perf_counter() - t0
     if bundle_path:
         bundle.write(bundle_path)

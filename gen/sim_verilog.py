@@ -43,6 +43,7 @@ from typing import Callable, Sequence
 from ga2_hdl import bundle as bundle_format
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
+from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.chip import SPAD_MEMORY_PATH
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
@@ -144,8 +145,9 @@ class _VerilogSimulator:
     header_file = PARAMS_HEADER      #: the generated constants' file in the build directory
 
     def __init__(self, ext_words: int | None = None, *, timeout_cycles: int | None = None,
-                 use_cache: bool = True):
+                 use_cache: bool = True, config: Config = isa.BOOK):
         self.ext_words = ext_words
+        self.config = config
         self.timeout_cycles = timeout_cycles
         self.use_cache = use_cache
 
@@ -172,7 +174,7 @@ class _VerilogSimulator:
         return max(self.min_bundle_cap, 1 << max(0, words - 1).bit_length())
 
     def export(self, ext_words: int) -> verilog.Export:
-        return verilog.export("chip", ext_words=ext_words, use_cache=self.use_cache)
+        return verilog.export("chip", ext_words=ext_words, use_cache=self.use_cache, config=self.config)
 
     def build(self, ext_words: int, *, words: int = 0, trace: bool = False,
               exported: verilog.Export | None = None) -> Build:
@@ -292,7 +294,7 @@ class _VerilogSimulator:
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         """Run one program; its end state (the whole final memory), whatever the golden model says."""
         words = external_memory_words(ext_words, self.ext_words)
-        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words)
+        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
         report = self._replay(one, vcd=vcd, vcd_program=0 if vcd else None, progress=None, ext_all=True)
         if vcd and not any(note.startswith("waveform of program") for note in report.notes):
             raise SimulatorError(f"{self.name}: --vcd {vcd}: the simulation wrote no waveform")
