@@ -107,7 +107,7 @@ def test_timer_agrees_with_a_cycle_stepping_sequencer():
     rng = random.Random(12)
     iset = isa.instruction_set(OVERLAP)
     faster = 0
-    for _ in range(150):
+    for _ in range(50):
         code, _ext = random_program(rng)
         got = iset.counters(code)
         assert got == _stepped(iset, code), [str(i) for i in code]
@@ -115,7 +115,7 @@ def test_timer_agrees_with_a_cycle_stepping_sequencer():
         assert got[1:] == book[1:]                   # the same busy times and instructions
         assert got.total <= book.total
         faster += got.total < book.total
-    assert faster > 100
+    assert faster > 30
 
 
 def test_golden_memory_is_the_book_chips():
@@ -136,3 +136,77 @@ def test_accesses_mark_what_each_op_writes():
     assert [(r.memory, r.role, r.write) for r in st] == [("spad", "src", False), ("ext", "dst", True)]
     for spec in iset.ops:
         assert spec.writes == frozenset({"dst"})
+
+
+# ----------------------------------------------------------------------------- the chip
+
+def hazard_programs():
+    """One program per hazard kind, whose memory shows the order the rule keeps (the counters
+    show the stalls): (name, code, external image)."""
+    a = [3, 1, 2, 0xFFFFFFFF, 5, 7, 0xFFFFFFFE, 4]          # A (1 x 4) then B (4 x 1) ... as int8
+    new = [100, 101, 102, 103]
+    ext = a + new + list(range(1, 9))
+    mm = dict(M=1, K=4, N=1)
+    return [
+        # RAW across units: the MM reads what the LD writes, the RQ what the MM writes
+        ("RAW", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
+                 make("RQ", dst=30, src=20, len=1, m=1 << 23, s=22), make("ST", src=20, dst=200, len=1),
+                 make("ST", src=30, dst=201, len=1), isa.HALT], ext),
+        # WAR: the second LD overwrites the MM's operands while... not before the MM has read them
+        ("WAR", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
+                 make("LD", dst=0, src=8, len=4), make("ST", src=0, dst=200, len=4),
+                 make("ST", src=20, dst=210, len=1), isa.HALT], ext),
+        # WAW: the MM writes word 21, then the LD writes 20..23: the LD's word stays
+        ("WAW", [make("LD", dst=0, src=0, len=8), make("MM", dst=21, A=0, B=4, **mm),
+                 make("LD", dst=20, src=8, len=4), make("ST", src=20, dst=200, len=4), isa.HALT], ext),
+        # independent: the next load runs while the matrix unit computes; AMAX in parallel too
+        ("independent", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
+                         make("LD", dst=100, src=8, len=8), make("AMAX", dst=40, src=100, len=8),
+                         make("ST", src=20, dst=200, len=1), make("ST", src=40, dst=201, len=1), isa.HALT], ext),
+        # read-after-read: the ST and the MM read the same words at once
+        ("RAR", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
+                 make("ST", src=0, dst=200, len=8), make("ST", src=20, dst=210, len=1), isa.HALT], ext),
+        # a fault while units run: they complete, nothing after the fault runs
+        ("fault", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
+                   make("LD", dst=50, src=8, len=4), make("VADD", dst=60, src1=0, src2=4, len=4),
+                   make("ST", src=50, dst=8190, len=4), make("ST", src=20, dst=200, len=1), isa.HALT], ext),
+    ]
+
+
+def hazard_bundle(random_programs=4, seed=12):
+    from ga2_hdl.bundle import Bundle
+    from gen import fuzz
+    b = Bundle.from_programs(hazard_programs(), config=OVERLAP)
+    extra = fuzz.random_bundle(random_programs, seed, config=OVERLAP, illegal=0.25)
+    b.programs += extra.programs
+    return b
+
+
+def test_hazard_programs_in_the_golden_model():
+    by_name = {name: golden.run(code, ext, config=OVERLAP) for name, code, ext in hazard_programs()}
+    book = {name: golden.run(code, ext) for name, code, ext in hazard_programs()}
+    for name in by_name:
+        assert by_name[name].ext == book[name].ext, name
+        assert by_name[name].counters.total < book[name].counters.total, name
+    assert by_name["RAW"].ext[200:202] == [3 * 5 + 1 * 7 + 2 * -2 + -1 * 4, 2 * 14]   # RQ: x * 2^23 / 2^22
+    assert by_name["WAR"].ext[200:204] == [100, 101, 102, 103] and by_name["WAR"].ext[210] == 14
+    assert by_name["WAW"].ext[200:204] == [100, 101, 102, 103]
+    assert (by_name["fault"].error, by_name["fault"].error_pc) == (ErrorCode.EXT_RANGE, 4)
+    assert by_name["fault"].counters.instructions == 4 and by_name["fault"].ext[200] == 0
+
+
+@pytest.mark.parametrize("sim", ["amaranth", "icarus", "verilator"])
+def test_chip_agrees_with_the_golden_model(sim):
+    from gen.simulator import get_simulator
+    bundle = hazard_bundle()
+    report = get_simulator(sim, config=OVERLAP).run_bundle(bundle)
+    assert report.passed, report.line()
+    assert len(report.results) == len(bundle.programs)
+
+
+@pytest.mark.slow
+def test_fuzz_on_the_overlap_chip_in_every_simulator():
+    from gen.fuzz import fuzz
+    report = fuzz(300, 2026, ("golden", "amaranth", "icarus", "verilator"), directed=True, config=OVERLAP)
+    assert report["mismatches"] == 0, report["first_mismatch"]
+    assert all(r["programs_run"] == report["programs"] for r in report["results"].values())
