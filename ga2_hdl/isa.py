@@ -670,16 +670,34 @@ class IssueTimer:
         self.free = {}                       # unit -> first cycle it may be started again
         self.in_flight: list[tuple[int, tuple[Region, ...]]] = []   # (first free cycle, spad accesses)
 
-    def issue(self, ins: Instruction) -> int:
-        """Issue the legal, non-HALT instruction ``ins``; returns its issue cycle."""
+    def _earliest(self, spec: OpSpec, spad: tuple[Region, ...]) -> int:
+        t = max(self.last_issue + FETCH_ISSUE_CYCLES, self.free.get(spec.unit, 0))
+        for end, regions in self.in_flight:
+            if end > t and any(p.conflicts(q) for p in spad for q in regions):
+                t = max(t, end)
+        return t
+
+    @staticmethod
+    def spad_accesses(spec: OpSpec, ins: Instruction) -> tuple[Region, ...]:
+        """The scratchpad regions the hazard check compares for ``ins``."""
+        return tuple(r for r in spec.accesses(ins) if r.memory == "spad")
+
+    def earliest(self, ins: Instruction, spad: tuple[Region, ...] | None = None) -> int:
+        """The cycle ``ins`` would issue in if it came next (nothing changes); ``spad``:
+        its :meth:`spad_accesses`, if the caller has them."""
+        spec = self.iset.spec(ins.op)
+        if not self.overlap:
+            return self.last_issue + FETCH_ISSUE_CYCLES
+        return self._earliest(spec, self.spad_accesses(spec, ins) if spad is None else spad)
+
+    def issue(self, ins: Instruction, spad: tuple[Region, ...] | None = None) -> int:
+        """Issue the legal, non-HALT instruction ``ins``; returns its issue cycle (``spad``: as
+        for :meth:`earliest`)."""
         spec = self.iset.spec(ins.op)
         busy = spec.busy(ins)
         if self.overlap:
-            spad = tuple(r for r in spec.accesses(ins) if r.memory == "spad")
-            t = max(self.last_issue + FETCH_ISSUE_CYCLES, self.free.get(spec.unit, 0))
-            for end, regions in self.in_flight:
-                if end > t and any(p.conflicts(q) for p in spad for q in regions):
-                    t = max(t, end)
+            spad = self.spad_accesses(spec, ins) if spad is None else spad
+            t = self._earliest(spec, spad)
             self.in_flight = [(end, regions) for end, regions in self.in_flight if end > t]
             self.in_flight.append((t + busy + 1, spad))
             self.free[spec.unit] = t + busy + 1

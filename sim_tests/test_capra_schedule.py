@@ -1,0 +1,105 @@
+"""compiler.schedule: Capra's scheduling pass for a chip with overlap.
+
+Without overlap it changes nothing (the book's bytes); with overlap the scheduled
+program leaves the golden model's memory exactly as the original does and is
+never slower, on the chapter's programs (example A's plain steps, verifier and
+draft programs) and on random programs.
+"""
+import functools
+import random
+
+import pytest
+
+from compiler.schedule import dependencies, rename_loads, schedule, schedule_program
+from ga2_hdl import golden, isa
+from ga2_hdl.config import PRESETS
+from ga2_hdl.isa import make
+from gen.fuzz import random_program
+
+OVERLAP = PRESETS["overlap"]
+
+
+@functools.lru_cache(maxsize=None)
+def chapter_programs():
+    """Example A's programs: four plain decoding steps, and the verifier and draft programs of
+    eight speculative tokens (k = 3): [(name, code, ext)]."""
+    from spec.runs import example_a_chip, make_model, plain_row
+    plain = plain_row("plain", make_model("random", 1), 4).log
+    chip, _wd = example_a_chip(8, 3)
+    spec = chip.generate(0, 8).log
+    return [(f"{r.kind} {r.shape}", r.code, r.ext) for r in plain + spec[:4]]
+
+
+def test_without_overlap_programs_are_unchanged():
+    for name, code, _ext in chapter_programs():
+        assert [i.encode() for i in schedule(code, isa.BOOK)] == [i.encode() for i in code], name
+    code, _ext = random_program(random.Random(3))
+    assert schedule(code) == code
+
+
+def test_scheduled_chapter_programs_compute_the_same_memory_faster():
+    iset = isa.instruction_set(OVERLAP)
+    for name, code, ext in chapter_programs():
+        new = schedule(code, OVERLAP)
+        assert sorted(i.op for i in new) == sorted(i.op for i in code) and new[-1] == isa.HALT
+        a = golden.run(code, ext, config=OVERLAP)
+        b = golden.run(new, ext, config=OVERLAP)
+        assert (b.error, b.ext) == (a.error, a.ext), name
+        assert b.counters[1:] == a.counters[1:], name          # the same busy cycles and instructions
+        assert b.counters.total < a.counters.total, name
+        assert b.counters == iset.counters(new)
+
+
+def test_scheduled_random_programs_compute_the_same_memory():
+    rng = random.Random(5)
+    moved = 0
+    for _ in range(30):
+        code, ext = random_program(rng)
+        new = schedule(code, OVERLAP)
+        a, b = golden.run(code, ext, config=OVERLAP), golden.run(new, ext, config=OVERLAP)
+        assert (b.error, b.ext) == (a.error, a.ext), [str(i) for i in code]
+        assert b.counters.total <= a.counters.total
+        moved += new != code
+    assert moved > 10
+
+
+def test_dependencies_follow_every_hazard_through_both_memories():
+    code = [make("LD", dst=0, src=0, len=4),         # 0
+            make("ST", src=100, dst=2, len=1),       # 1: writes ext 2, which 0 reads (WAR in ext)
+            make("MM", dst=50, A=0, B=10, M=1, K=1, N=1),   # 2: reads 0 (RAW on 0)
+            make("RQ", dst=60, src=70, len=1, m=1 << 23, s=23),  # 3: independent of all
+            make("LD", dst=10, src=9, len=1)]        # 4: writes 10, which 2 reads (WAR)
+    assert dependencies(code, OVERLAP) == [set(), {0}, {0}, set(), {2}]
+
+
+def test_renaming_moves_a_reused_load_and_its_readers_only():
+    mm = dict(M=1, K=4, N=1)
+    code = [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
+            make("LD", dst=0, src=8, len=8), make("MM", dst=24, A=0, B=4, **mm),
+            make("ST", src=20, dst=100, len=5)]
+    new = rename_loads(code, OVERLAP)
+    assert new[:2] == code[:2] and new[4] == code[4]
+    assert (new[2].dst, new[3].A, new[3].B) == (25, 25, 29)     # the first word no instruction touched
+    ext = list(range(1, 17))
+    assert golden.run(new + [isa.HALT], ext, config=OVERLAP).ext == golden.run(code + [isa.HALT], ext).ext
+
+
+def test_a_program_that_faults_is_left_alone():
+    code = [make("LD", dst=0, src=0, len=4), make("LD", dst=0, src=8190, len=5), isa.HALT]
+    assert schedule(code, OVERLAP) == code
+
+
+def test_schedule_program_keeps_the_nodes_of_instructions():
+    from compiler import compile_graph
+    from spec.runs import make_model
+    from spec.graphs import decode_step_graph
+    from spec.chip import calibrate_plain
+    model = make_model("random", 1)
+    samples, ranges = calibrate_plain(model, 2)
+    prog = compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges)
+    assert schedule_program(prog, isa.BOOK) is prog
+    new = schedule_program(prog, OVERLAP)
+    assert new.code != prog.code and len(new.code) == len(prog.code)
+    ops = lambda p, nid: sorted(i.op for pc, i in enumerate(p.code) if p.node_at(pc) == nid)
+    for nid, _first in prog.steps:
+        assert ops(new, nid) == ops(prog, nid)
