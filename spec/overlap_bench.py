@@ -1,17 +1,17 @@
 """Cycles per token with overlap: example A's plain decoding on the book's chip and on the overlap chip.
 
 ``python -m spec.overlap_bench [TOKENS]`` decodes TOKENS tokens (32, the table's
-run, by default) greedily with example A's target (the random model, seed 1) on
-the chip, then takes every program it ran and prints, per token, the golden
-model's counters on
+runs, by default) greedily with example A's target (the random model, seed 1) on
+the chip, and with the table's k=3 perfect-draft run (structured model), then
+takes every program each run executed and prints, per token, the golden model's
+counters on
 
 * the book's chip (each instruction fetch + issue + busy, one at a time),
 * the overlap preset, programs as Capra emits them,
 * the overlap preset, programs reordered by ``compiler.schedule``,
 
-split by unit (matrix, DMA, vector busy cycles; fetch and issue, as on the book's
-chip, the cycles no unit is busy), with the share of the total in which each unit
-is busy.  It also checks, program by program, that the scheduled program leaves the
+split by unit (matrix, DMA, vector busy cycles) and the cycles the matrix unit
+(the busiest) is idle, with the share of the total in which each unit is busy.  It also checks, program by program, that the scheduled program leaves the
 same external memory as the original one in the golden model.
 """
 from __future__ import annotations
@@ -22,15 +22,13 @@ from compiler.schedule import schedule
 from ga2_hdl import golden, isa
 from ga2_hdl.config import PRESETS
 
-from .runs import TABLE_TOKENS, make_model, plain_row
+from .runs import TABLE_TOKENS, make_model, plain_row, rule_tokens, speculative_row
 
 
-def measure(n: int = TABLE_TOKENS) -> dict:
-    row = plain_row("plain", make_model("random", 1), n)
-    overlap = PRESETS["overlap"]
+def _sums(log, overlap) -> dict[str, list[int]]:
     iset = isa.instruction_set(overlap)
     sums = {"book": [0] * 5, "overlap": [0] * 5, "overlap + schedule": [0] * 5}
-    for run in row.log:
+    for run in log:
         code = run.code
         order = schedule(code, overlap)
         for name, counters in (("book", isa.program_counters(code)), ("overlap", iset.counters(code)),
@@ -39,22 +37,34 @@ def measure(n: int = TABLE_TOKENS) -> dict:
         a = golden.run(code, run.ext, config=overlap)
         b = golden.run(order, run.ext, config=overlap)
         if (a.ext, a.error) != (b.ext, b.error):
-            raise AssertionError(f"context {run.shape}: the scheduled program leaves another memory")
-    return {"tokens": len(row.log), "sums": sums}
+            raise AssertionError(f"{run.kind} {run.shape}: the scheduled program leaves another memory")
+    return sums
+
+
+def measure(n: int = TABLE_TOKENS, speculative: bool = True) -> dict:
+    """{run label: {"tokens", "programs", "sums": {chip: five counters summed over the run}}}."""
+    overlap = PRESETS["overlap"]
+    runs = {"plain greedy decoding, example A's target (random model, seed 1)":
+            plain_row("plain", make_model("random", 1), n)}
+    if speculative:
+        runs["k=3, perfect draft (structured model, noise 0)"] = speculative_row(
+            "k3", make_model("structured"), n, 3, 0.0, rule_tokens(0, n))
+    return {label: {"tokens": n, "programs": len(row.log), "sums": _sums(row.log, overlap)}
+            for label, row in runs.items()}
 
 
 def report(result: dict) -> str:
-    n = result["tokens"]
-    lines = [f"example A's target (random model, seed 1), plain greedy decoding, {n} programs (one per token); "
-             "cycles per token:",
-             f"{'chip':22s} {'total':>8s} {'matrix':>8s} {'dma':>8s} {'vector':>8s} {'fetch/issue':>12s}"
-             f" {'instr':>6s}   busy share: matrix  dma  vector"]
-    for name, (total, mm, dma, vec, ins) in result["sums"].items():
-        per = lambda x: x / n
-        fetch = total - mm - dma - vec if name == "book" else None
-        lines.append(f"{name:22s} {per(total):8.0f} {per(mm):8.0f} {per(dma):8.0f} {per(vec):8.0f} "
-                     f"{per(fetch) if fetch is not None else float('nan'):12.0f} {per(ins):6.0f}"
-                     f"               {mm / total:5.0%} {dma / total:4.0%} {vec / total:6.0%}")
+    lines = []
+    for label, entry in result.items():
+        n = entry["tokens"]
+        lines += [f"{label}: {n} tokens, {entry['programs']} programs; cycles per token",
+                  f"  {'chip':20s} {'total':>7s} {'matrix':>7s} {'dma':>7s} {'vector':>7s} {'matrix idle':>12s}"
+                  f" {'speedup':>8s}   busy share: matrix   dma vector"]
+        book_total = entry["sums"]["book"][0]
+        for name, (total, mm, dma, vec, _ins) in entry["sums"].items():
+            lines.append(f"  {name:20s} {total / n:7.0f} {mm / n:7.0f} {dma / n:7.0f} {vec / n:7.0f} "
+                         f"{(total - mm) / n:12.0f} {book_total / total:7.2f}x"
+                         f"               {mm / total:6.0%} {dma / total:5.0%} {vec / total:6.0%}")
     return "\n".join(lines)
 
 
