@@ -24,8 +24,8 @@ that overwrites words an earlier instruction used is given a fresh place in the
 scratchpad words the program never touches (:func:`rename_loads`), and every
 instruction that reads what that load wrote (up to the next instruction writing
 any of its words) reads it there instead.  A load is renamed only when each of
-its readers' regions lies wholly inside it and no reader also writes into it, and
-only while free words remain; what the program computes and stores is unchanged
+its readers' regions lies wholly inside it, no reader also writes into it, the
+next instruction writing into it overwrites all of it, and free words remain; what the program computes and stores is unchanged
 (the scratchpad's final contents, which no simulator compares, then differ).
 
 Order.  A list scheduler, one instruction at a time: among the instructions all
@@ -84,7 +84,11 @@ def rename_loads(code: Sequence[isa.Instruction], config: Config) -> list[isa.In
         for j in range(w + 1, len(code)):
             touching = [r for r in spad(acc[j]) if overlaps(r)]
             if any(r.write for r in touching):
-                ok = not any(not r.write for r in touching)     # a reader that also writes: leave it
+                # the load's words end here only if this instruction overwrites all of them; a
+                # reader that also writes, or a partial overwrite (later readers could still see
+                # the load's other words), leaves the load where it is
+                ok = (all(r.write for r in touching)
+                      and any(r.start <= dst.start and dst.end <= r.end for r in touching))
                 break
             if touching:
                 if not all(dst.start <= r.start and r.end <= dst.end for r in touching):

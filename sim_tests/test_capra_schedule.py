@@ -84,6 +84,18 @@ def test_renaming_moves_a_reused_load_and_its_readers_only():
     assert golden.run(new + [isa.HALT], ext, config=OVERLAP).ext == golden.run(code + [isa.HALT], ext).ext
 
 
+def test_a_load_partly_overwritten_later_is_not_renamed():
+    # the RQ overwrites words 0..1 only; the second MM still reads the load's words 4..7
+    mm = dict(M=1, K=4, N=1)
+    code = [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
+            make("LD", dst=0, src=8, len=8), make("RQ", dst=0, src=30, len=2, m=1 << 23, s=23),
+            make("MM", dst=24, A=0, B=4, **mm), make("ST", src=20, dst=100, len=5)]
+    assert rename_loads(code, OVERLAP) == code
+    ext = list(range(1, 17))
+    new = schedule(code + [isa.HALT], OVERLAP)
+    assert golden.run(new, ext, config=OVERLAP).ext == golden.run(code + [isa.HALT], ext).ext
+
+
 def test_a_program_that_faults_is_left_alone():
     code = [make("LD", dst=0, src=0, len=4), make("LD", dst=0, src=8190, len=5), isa.HALT]
     assert schedule(code, OVERLAP) == code
