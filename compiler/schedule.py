@@ -24,8 +24,8 @@ that overwrites words an earlier instruction used is given a fresh place in the
 scratchpad words the program never touches (:func:`rename_loads`), and every
 instruction that reads what that load wrote (up to the next instruction writing
 any of its words) reads it there instead.  A load is renamed only when each of
-its readers' regions lies wholly inside it, no reader also writes into it, the
-next instruction writing into it overwrites all of it, and free words remain; what the program computes and stores is unchanged
+its readers (the instructions reading words that still hold what it wrote) reads
+only such words, and while free words remain; what the program computes and stores is unchanged
 (the scratchpad's final contents, which no simulator compares, then differ).
 
 Order.  A list scheduler, one instruction at a time: among the instructions all
@@ -64,6 +64,14 @@ def _free_base(code, iset) -> int:
                default=0)
 
 
+def _gapless(ins: isa.Instruction, region: isa.Region) -> bool:
+    """Whether ``ins`` writes every word of its written ``region`` (regions are spans from first
+    to last word; MM's destination rows with ``ldc > N`` leave words between them untouched)."""
+    if ins.mnemonic == "MM" and region.role == "dst":
+        return ins.M == 1 or ins.ldc <= ins.N
+    return True
+
+
 def rename_loads(code: Sequence[isa.Instruction], config: Config) -> list[isa.Instruction]:
     """``code`` (HALT excluded) with reused load destinations moved to free scratchpad words."""
     iset = isa.instruction_set(config)
@@ -81,20 +89,28 @@ def rename_loads(code: Sequence[isa.Instruction], config: Config) -> list[isa.In
         if not any(overlaps(r) for i in range(w) for r in spad(acc[i])):
             continue                                 # a fresh buffer: nothing to wait for
         readers, ok = [], True
+        live = set(range(dst.start, dst.end))     # words still holding what the load wrote
         for j in range(w + 1, len(code)):
-            touching = [r for r in spad(acc[j]) if overlaps(r)]
-            if any(r.write for r in touching):
-                # the load's words end here only if this instruction overwrites all of them; a
-                # reader that also writes, or a partial overwrite (later readers could still see
-                # the load's other words), leaves the load where it is
-                ok = (all(r.write for r in touching)
-                      and any(r.start <= dst.start and dst.end <= r.end for r in touching))
+            if not live:
                 break
-            if touching:
-                if not all(dst.start <= r.start and r.end <= dst.end for r in touching):
+            touching = [r for r in spad(acc[j]) if overlaps(r)]
+            reads = [r for r in touching if not r.write and live.intersection(range(r.start, r.end))]
+            for r in reads:
+                # re-pointed only if it reads nothing but the load's words (all still holding them)
+                if not (dst.start <= r.start and r.end <= dst.end and live.issuperset(range(r.start, r.end))):
                     ok = False
-                    break
-                readers.append((j, touching))
+            if not ok:
+                break
+            if reads:
+                readers.append((j, reads))
+            for r in touching:                     # an instruction reads its operands before it writes
+                if r.write:
+                    if not _gapless(code[j], r) and live.intersection(range(r.start, r.end)):
+                        ok = False                 # which of these words it writes is not known here
+                        break
+                    live.difference_update(range(r.start, r.end))
+            if not ok:
+                break
         if not ok:
             continue
         shift = base - dst.start
