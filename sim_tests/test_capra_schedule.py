@@ -162,3 +162,21 @@ def test_a_strided_write_does_not_end_the_words_it_skips():
     assert rename_loads(code[:-1], OVERLAP) == code[:-1]
     ext = list(range(1, 17))
     assert golden.run(code, ext, config=OVERLAP).ext[100:103] == [10, 11, 12]
+
+
+def test_overlap_bench_accounts_for_every_cycle():
+    from spec.overlap_bench import matrix_idle, measure, report
+    result = measure(2, speculative=False)
+    (entry,) = result.values()
+    book, plain, scheduled = (entry["sums"][k] for k in ("book", "overlap", "overlap + schedule"))
+    assert book[1:] == plain[1:] == scheduled[1:]          # the same busy cycles and instructions
+    assert book[0] > plain[0] > scheduled[0]
+    assert sum(entry["matrix_idle_scheduled"].values()) == scheduled[0] - scheduled[1]
+    assert "overlap + schedule" in report(result)
+    code = [make("LD", dst=0, src=0, len=4), make("MM", dst=10, A=0, B=2, M=1, K=2, N=1), isa.HALT]
+    # LD issued in 1, busy 2..14; the MM waits for it (RAW) until 15, busy 16..15+W; HALT in 16+W
+    w = isa.instruction_set(OVERLAP).busy(code[1])
+    assert matrix_idle(code, OVERLAP) == {"before the first MM": 15, "waiting for the vector unit": 0,
+                                          "waiting for the DMA": 0, "after the last MM": 1,
+                                          "issue cycles of MMs": 1}
+    assert isa.instruction_set(OVERLAP).counters(code).total == 15 + 1 + w + 1

@@ -25,12 +25,52 @@ from ga2_hdl.config import PRESETS
 from .runs import TABLE_TOKENS, make_model, plain_row, rule_tokens, speculative_row
 
 
+#: where the matrix unit's idle cycles go, in :func:`matrix_idle` order
+IDLE_PARTS = ("before the first MM", "waiting for the vector unit", "waiting for the DMA",
+              "after the last MM", "issue cycles of MMs")
+
+
+def matrix_idle(code, config) -> dict[str, int]:
+    """The cycles the matrix unit is idle in a run of ``code`` on ``config``, by cause.
+
+    Each MM occupies its unit from its issue cycle t through t+W; a gap before an MM is put down
+    to the unit (vector or DMA) of the instruction whose completion came last before that MM's
+    issue; ``issue cycles of MMs`` are the issue cycles themselves (the unit is not yet busy)."""
+    iset = isa.instruction_set(config)
+    timer = iset.timer()
+    parts = dict.fromkeys(IDLE_PARTS, 0)
+    first = prev_end = None
+    last_other = None                                  # (unit, first free cycle) of the latest completion
+    for ins in code[:-1]:
+        t = timer.issue(ins)
+        spec = iset.spec(ins.op)
+        busy = spec.busy(ins)
+        if spec.unit == isa.Unit.MATRIX:
+            if first is None:
+                first = t
+            elif t > prev_end:
+                waited = "waiting for the vector unit" if last_other and last_other[0] == isa.Unit.VECTOR \
+                    else "waiting for the DMA"
+                parts[waited] += t - prev_end
+            parts["issue cycles of MMs"] += 1
+            prev_end = t + busy + 1
+        elif last_other is None or t + busy + 1 >= last_other[1]:
+            last_other = (spec.unit, t + busy + 1)
+    total = timer.halt().total
+    parts["before the first MM"] = total if first is None else first
+    parts["after the last MM"] = 0 if prev_end is None else total - prev_end
+    return parts
+
+
 def _sums(log, overlap) -> dict[str, list[int]]:
     iset = isa.instruction_set(overlap)
     sums = {"book": [0] * 5, "overlap": [0] * 5, "overlap + schedule": [0] * 5}
+    idle = dict.fromkeys(IDLE_PARTS, 0)
     for run in log:
         code = run.code
         order = schedule(code, overlap)
+        for part, cycles in matrix_idle(order, overlap).items():
+            idle[part] += cycles
         for name, counters in (("book", isa.program_counters(code)), ("overlap", iset.counters(code)),
                                ("overlap + schedule", iset.counters(order))):
             sums[name] = [a + b for a, b in zip(sums[name], counters)]
@@ -38,7 +78,7 @@ def _sums(log, overlap) -> dict[str, list[int]]:
         b = golden.run(order, run.ext, config=overlap)
         if (a.ext, a.error) != (b.ext, b.error):
             raise AssertionError(f"{run.kind} {run.shape}: the scheduled program leaves another memory")
-    return sums
+    return sums, idle
 
 
 def measure(n: int = TABLE_TOKENS, speculative: bool = True) -> dict:
@@ -49,8 +89,11 @@ def measure(n: int = TABLE_TOKENS, speculative: bool = True) -> dict:
     if speculative:
         runs["k=3, perfect draft (structured model, noise 0)"] = speculative_row(
             "k3", make_model("structured"), n, 3, 0.0, rule_tokens(0, n))
-    return {label: {"tokens": n, "programs": len(row.log), "sums": _sums(row.log, overlap)}
-            for label, row in runs.items()}
+    out = {}
+    for label, row in runs.items():
+        sums, idle = _sums(row.log, overlap)
+        out[label] = {"tokens": n, "programs": len(row.log), "sums": sums, "matrix_idle_scheduled": idle}
+    return out
 
 
 def report(result: dict) -> str:
@@ -65,6 +108,8 @@ def report(result: dict) -> str:
             lines.append(f"  {name:20s} {total / n:7.0f} {mm / n:7.0f} {dma / n:7.0f} {vec / n:7.0f} "
                          f"{(total - mm) / n:12.0f} {book_total / total:7.2f}x"
                          f"               {mm / total:6.0%} {dma / total:5.0%} {vec / total:6.0%}")
+        lines.append("  the matrix unit's idle cycles per token, overlap + schedule: " + ", ".join(
+            f"{part} {cycles / n:.0f}" for part, cycles in entry["matrix_idle_scheduled"].items()))
     return "\n".join(lines)
 
 
