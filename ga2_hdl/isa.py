@@ -162,7 +162,8 @@ class ErrorCode(enum.IntEnum):
     The check happens at issue.  A faulting instruction does not execute and
     changes no memory; it costs its fetch and issue cycles (2) and is not
     counted as executed; the machine then halts with this code and the
-    faulting instruction's address.  ``OK`` is a normal HALT.
+    faulting instruction's address (with overlap, once the instructions in
+    flight have completed: :class:`IssueTimer`).  ``OK`` is a normal HALT.
     """
     OK = 0
     BAD_OPCODE = 1        #: op code 8..15
