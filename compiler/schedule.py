@@ -118,7 +118,7 @@ def rename_loads(code: Sequence[isa.Instruction], config: Config) -> list[isa.In
             operands = code[j].operands()
             for r in touching:
                 operands[r.role] += shift
-            code[j] = isa.make(iset.spec(code[j].op).mnemonic, **operands)
+            code[j] = iset.make(iset.spec(code[j].op).mnemonic, **operands)
             acc[j] = iset.spec(code[j].op).accesses(code[j])
         base += dst.length
     return code

@@ -12,7 +12,7 @@ from ga2_hdl.safe_io import atomic_write
 from gen.simulator import SIMULATORS
 
 from . import options
-from .main import CommandError
+from .progress import Progress
 
 DEFAULT_OUT = "out"
 
@@ -24,7 +24,7 @@ def register(subparsers) -> None:
                     "temperature 1, trees of guesses against linear blocks of as many rows, the n-gram and "
                     "trigram drafts, and adaptive k against every fixed k = 1..5; replay every program in each "
                     "named simulator against the golden model.")
-    p.add_argument("--sims", default="icarus,verilator",
+    p.add_argument("--sims", type=options.simulators(allow_none=True), default="icarus,verilator",
                    help=f"comma-separated simulators of {', '.join(SIMULATORS)} (default icarus,verilator; "
                         "an empty string replays nothing)")
     p.add_argument("--tokens", type=options.count(2, "number of tokens"), default=32,
@@ -37,18 +37,12 @@ def register(subparsers) -> None:
 
 
 def _beyond(args) -> int:
-    from gen.simulator import SimulatorError, parse_sims
     from spec import beyond, figures
 
-    from .cmd_ch16 import _Progress
-
     t0 = time.perf_counter()
-    try:
-        sims = parse_sims(args.sims)
-    except SimulatorError as e:
-        raise CommandError(f"--sims: {e}") from None
+    sims = args.sims
     os.makedirs(args.out, exist_ok=True)
-    progress = _Progress()
+    progress = Progress()
     try:
         result = beyond.run_beyond(args.tokens, sims, workers=args.workers, say=lambda s: print(s, flush=True),
                                    progress=progress)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 from ga2_hdl.safe_io import atomic_write
 
 from . import options
 from .main import CommandError
+from .progress import Progress
 from gen.simulator import SIMULATORS
 
 DEFAULT_OUT = "out"
@@ -27,7 +27,7 @@ def register(subparsers) -> None:
                     "(plain and k=3 with perfect/noisy/poor drafts on the structured model; plain, k=1 "
                     "and k=3 on the random model seed 1), replay every program of every run in each named "
                     "simulator and compare the cycles with the golden model's and the book's.")
-    p.add_argument("--sims", default="icarus,verilator",
+    p.add_argument("--sims", type=options.simulators(allow_none=True), default="icarus,verilator",
                    help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
                         "(default icarus,verilator; an empty string replays nothing)")
     p.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
@@ -67,47 +67,12 @@ def _numbers(text: str, what: str, kind=float) -> list:
     return values
 
 
-class _Progress:
-    """Replay progress on stderr: one updating line on a terminal, a line per tenth otherwise."""
-
-    def __init__(self, stream=None):
-        # Looked up at call time: a stream bound at import time may be one a caller has since closed.
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = self.stream.isatty()
-        self.state: dict[str, tuple[int, int]] = {}
-        self.reported: dict[str, int] = {}
-        self.t0 = time.perf_counter()
-
-    def __call__(self, sim: str, done: int, total: int) -> None:
-        self.state[sim] = (done, total)
-        text = "  ".join(f"{name} {d}/{t}" for name, (d, t) in self.state.items())
-        elapsed = time.perf_counter() - self.t0
-        if self.tty:
-            self.stream.write(f"\r  replaying: {text}  ({elapsed:.0f} s)\x1b[K")
-            self.stream.flush()
-        else:
-            tenth = done * 10 // max(1, total)
-            if tenth > self.reported.get(sim, -1):
-                self.reported[sim] = tenth
-                self.stream.write(f"  replaying: {sim} {done}/{total} programs ({elapsed:.0f} s)\n")
-                self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty and self.state:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def _ch16(args) -> int:
-    from gen.simulator import SimulatorError, parse_sims
     from spec import ch16, figures
 
     t0 = time.perf_counter()
-    try:
-        sims = parse_sims(args.sims)
-    except SimulatorError as e:
-        raise CommandError(f"--sims: {e}") from None
-    progress = _Progress()
+    sims = args.sims
+    progress = Progress()
     try:
         result = ch16.run_ch16(args.tokens, sims, workers=args.workers, checks=not args.no_checks,
                                say=lambda s: print(s, flush=True), progress=progress)

@@ -21,26 +21,24 @@ def _spec(args):
     """The campaign the options ask for; with --resume DIR holding a campaign, options not
     given come from it, and options given must agree with it."""
     from gen.campaign import CampaignDir, CampaignSpec
-    from gen.simulator import SimulatorError, parse_sims
-
     given = {}
     if args.sims is not None:
-        try:
-            given["sims"] = tuple(parse_sims(args.sims))
-        except SimulatorError as e:
-            raise CommandError(f"--sims: {e}") from None
+        given["sims"] = tuple(args.sims)
     for name in ("programs", "seed", "ext_words", "max_cycles", "piece_size", "illegal"):
         if getattr(args, name) is not None:
             given[name] = getattr(args, name)
     if args.directed:
         given["directed"] = True
+    if args.config is not None:
+        given["config"] = args.config
     base = None
     if args.resume and CampaignDir(args.resume).exists():
         base = CampaignDir(args.resume).read_spec()
         for name, value in given.items():
             if getattr(base, name) != value:
-                raise CommandError(f"--{name.replace('_', '-')} {value!r}: the campaign in {args.resume} was "
-                                   f"started with {getattr(base, name)!r} (leave the option out to resume it)")
+                shown = (lambda v: v.describe() if name == "config" else repr(v))
+                raise CommandError(f"--{name.replace('_', '-')} {shown(value)}: the campaign in {args.resume} was "
+                                   f"started with {shown(getattr(base, name))} (leave the option out to resume it)")
         return base
     defaults = {"programs": 100, "sims": ("golden",)}
     return CampaignSpec(**{**defaults, **given})
@@ -74,7 +72,8 @@ def cmd_fuzz(args) -> int:
     except CampaignError as e:
         raise CommandError(str(e)) from None
 
-    print(f"fuzz: {spec.programs:,} random programs{' after the directed suite' if spec.directed else ''}, "
+    chip = "" if spec.config == isa.BOOK else f" on {spec.config.describe()}"
+    print(f"fuzz: {spec.programs:,} random programs{' after the directed suite' if spec.directed else ''}{chip}, "
           f"seed {spec.seed}, ext_words {spec.ext_words}, max {spec.max_cycles} cycles each, "
           f"{spec.illegal:g} of them illegal, simulators {', '.join(spec.sims)}", flush=True)
     print(f"  {spec.random_pieces + spec.directed} piece{'s' if spec.random_pieces + spec.directed != 1 else ''} "
@@ -151,13 +150,15 @@ def cmd_fuzz(args) -> int:
     return 0
 
 
-def generated(make, *args):
+def generated(make, *args, **kwargs):
     """A generator's refusal of its parameters (gen/fuzz.py raises ValueError for a memory too small
-    for its programs) is the user's --ext-words, said as such; it comes before any file is written."""
+    for its programs, or a configuration its suite cannot fill) is the user's --ext-words or --config,
+    said as such; it comes before any file is written."""
     try:
-        return make(*args)
+        return make(*args, **kwargs)
     except ValueError as e:
-        raise CommandError(f"--ext-words: {e}") from None
+        flag = "--config" if str(e).startswith("configuration ") else "--ext-words"
+        raise CommandError(f"{flag}: {e}") from None
 
 
 def _print_report(spec, report) -> None:
@@ -221,12 +222,14 @@ def _keep_bundle(spec, path: str) -> None:
     programs = []
     for task in spec.pieces():
         programs += task.bundle().programs
-    Bundle(spec.ext_words, programs).write(path)
+    Bundle(spec.ext_words, programs, spec.config).write(path)
 
 
 def cmd_bundle_directed(args) -> int:
     from gen.fuzz import directed_suite
-    bundle = Bundle.from_programs(generated(directed_suite, args.ext_words), args.ext_words)
+    ext_words = args.config.ext_words if args.ext_words is None else args.ext_words
+    bundle = Bundle.from_programs(generated(directed_suite, ext_words, config=args.config), ext_words,
+                                  config=args.config)
     bundle.write(args.output)
     print(f"{args.output}: {len(bundle.programs)} directed programs, {bundle.total_cycles} cycles")
     return 0
@@ -236,11 +239,13 @@ def cmd_bundle_fuzz(args) -> int:
     from gen.campaign import CampaignError, CampaignSpec
     from gen.fuzz import random_bundle
     try:   # the same rules as ga2 fuzz (beyond the option types), checked before any work
-        CampaignSpec(args.programs, args.seed, ("golden",), args.ext_words, args.max_cycles,
-                     illegal=args.illegal).validate()
+        spec = CampaignSpec(args.programs, args.seed, ("golden",), args.ext_words, args.max_cycles,
+                            illegal=args.illegal, config=args.config)
+        spec.validate()
     except CampaignError as e:
         raise CommandError(str(e)) from None
-    bundle = generated(random_bundle, args.programs, args.seed, args.ext_words, args.max_cycles, args.illegal)
+    bundle = generated(random_bundle, args.programs, args.seed, spec.ext_words, spec.max_cycles, args.illegal,
+                       config=args.config)
     bundle.write(args.output)
     print(f"{args.output}: {len(bundle.programs)} random programs (seed {args.seed}), "
           f"{bundle.total_cycles} cycles")
@@ -249,12 +254,13 @@ def cmd_bundle_fuzz(args) -> int:
 
 def cmd_bundle_make(args) -> int:
     from .cmd_isa import load_memory, load_program
+    ext_words = args.config.ext_words if args.ext_words is None else args.ext_words
     items = []
     for spec in args.programs:
         prog, _, mem = spec.partition(":")
-        ext = load_memory(mem, args.ext_words) if mem else None
-        items.append((prog, load_program(prog), ext))
-    bundle = Bundle.from_programs(items, args.ext_words)
+        ext = load_memory(mem, ext_words) if mem else None
+        items.append((prog, load_program(prog, args.config), ext))
+    bundle = Bundle.from_programs(items, ext_words, config=args.config)
     bundle.write(args.output)
     print(f"{args.output}: {len(bundle.programs)} programs, {bundle.total_cycles} cycles")
     return 0
@@ -263,7 +269,8 @@ def cmd_bundle_make(args) -> int:
 def cmd_bundle_info(args) -> int:
     from .cmd_isa import load_bundle
     bundle = load_bundle(args.file)
-    print(f"{args.file}: {len(bundle.programs)} programs, ext_words {bundle.ext_words}, "
+    chip = "" if bundle.config == isa.BOOK else f", made for {bundle.config.describe()}"
+    print(f"{args.file}: {len(bundle.programs)} programs, ext_words {bundle.ext_words}{chip}, "
           f"{bundle.total_cycles} cycles expected")
     for i, p in enumerate(bundle.programs):
         e = p.expected
@@ -284,12 +291,14 @@ def register(subparsers) -> None:
     # no defaults here: with --resume DIR the options not given come from the campaign (see _spec)
     p.add_argument("--programs", type=options.positive, default=None, help="number of random programs (default 100)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default 1)")
-    p.add_argument("--sims", default=None, help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
+    p.add_argument("--sims", type=options.simulators(), default=None, help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
                                                 f"(default golden)")
     p.add_argument("--ext-words", type=options.fuzz_ext_words, default=None,
-                   help=f"external memory words (default {isa.EXT_WORDS_DEFAULT})")
+                   help=f"external memory words (default: the configuration's, {isa.EXT_WORDS_DEFAULT} on the "
+                        f"book chip)")
     p.add_argument("--max-cycles", type=options.max_cycles, default=None,
-                   help="cycle budget of each program (default 3000)")
+                   help="cycle budget of each program (default 3000 on the book chip, a multiple of it when "
+                        "the configuration's largest MM is longer)")
     p.add_argument("--illegal", type=float, default=None,
                    help=f"fraction of programs that end in a fault, one per error code at random "
                         f"(default {DEFAULT_ILLEGAL})")
@@ -316,20 +325,24 @@ def register(subparsers) -> None:
                    help="write every program of the campaign as one bundle")
     p.add_argument("--plot", metavar="FILE.png", type=options.output_file,
                    help="draw the coverage and the speed per simulator")
+    options.add_config(p)
+    p.set_defaults(config=None)      # not given: the book's, or with --resume the campaign's (see _spec)
     p.set_defaults(func=cmd_fuzz)
 
     p = subparsers.add_parser("bundle", help="make or inspect program bundles")
     sub = p.add_subparsers(dest="bundle_command", metavar="ACTION", required=True)
     q = sub.add_parser("directed", help="the directed corner-case suite as a bundle")
     q.add_argument("-o", "--output", required=True, type=options.output_file)
-    q.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT)
+    q.add_argument("--ext-words", type=options.fuzz_ext_words, default=None)
+    options.add_config(q)
     q.set_defaults(func=cmd_bundle_directed)
     q = sub.add_parser("fuzz", help="random programs as a bundle (the first piece of ga2 fuzz with the same "
                                     "options)")
     q.add_argument("--programs", type=options.positive, default=100)
     q.add_argument("--seed", type=int, default=1)
-    q.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT)
-    q.add_argument("--max-cycles", type=options.max_cycles, default=3000)
+    q.add_argument("--ext-words", type=options.fuzz_ext_words, default=None)
+    q.add_argument("--max-cycles", type=options.max_cycles, default=None)
+    options.add_config(q)
     q.add_argument("--illegal", type=float, default=DEFAULT_ILLEGAL,
                    help=f"fraction of programs that end in a fault (default {DEFAULT_ILLEGAL})")
     q.add_argument("-o", "--output", required=True, type=options.output_file)
@@ -337,8 +350,9 @@ def register(subparsers) -> None:
     q = sub.add_parser("make", help="a bundle from program files: PROG[:MEM] ...")
     q.add_argument("programs", nargs="+", metavar="PROG[:MEM]",
                    help="program file (.s/.asm: assembly) with an optional initial memory file")
-    q.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT)
+    q.add_argument("--ext-words", type=options.ext_words, default=None)
     q.add_argument("-o", "--output", required=True, type=options.output_file)
+    options.add_config(q)
     q.set_defaults(func=cmd_bundle_make)
     q = sub.add_parser("info", help="list a bundle's programs and expected counters")
     q.add_argument("file", type=options.input_file)

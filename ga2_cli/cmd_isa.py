@@ -1,15 +1,16 @@
-"""`ga2 asm`, `ga2 disasm`, `ga2 golden`: the ISA's own tools."""
+"""`ga2 asm`, `ga2 disasm`, `ga2 golden`, `ga2 isadoc`: the ISA's own tools (each on a configuration)."""
 from __future__ import annotations
 
 import json
 import sys
 
 from ga2_hdl import asm, golden, isa
-from ga2_hdl.bundle import Bundle, is_bundle_file
+from ga2_hdl.bundle import Bundle, ChipMismatch, check_same_chip, is_bundle_file
+from ga2_hdl.config import Config
 from ga2_hdl.files import read_memory, read_program, write_memory, write_program
 from ga2_hdl.isa import ErrorCode
 from ga2_hdl.results import first_mismatch
-from ga2_hdl.safe_io import read_text
+from ga2_hdl.safe_io import atomic_write, read_text
 
 from . import options
 from .main import CommandError, user_input
@@ -17,21 +18,22 @@ from .main import CommandError, user_input
 _ASM_SUFFIXES = (".s", ".asm")
 
 
-def _load_program(path: str) -> list[isa.Instruction]:
+def _load_program(path: str, config: Config = isa.BOOK) -> list[isa.Instruction]:
     if path.lower().endswith(_ASM_SUFFIXES):
-        program = asm.assemble(read_text(path), path)
+        program = asm.assemble(read_text(path), path, config)
     else:
         program = read_program(path)
-    golden.check_program(program)          # empty, too long, no HALT: refused here, naming the file
+    golden.check_program(program, config)  # empty, too long, no HALT: refused here, naming the file
     return program
 
 
-def load_program(path: str) -> list[isa.Instruction]:
-    """A program from a hex program file, or from assembly when the name ends in .s or .asm.
+def load_program(path: str, config: Config = isa.BOOK) -> list[isa.Instruction]:
+    """A program for the chip ``config`` from a hex program file, or from assembly when the name
+    ends in .s or .asm.
 
     Anything wrong with the file is a CommandError naming it.
     """
-    return user_input(path, _load_program)
+    return user_input(path, _load_program, config)
 
 
 def load_memory(path: str, ext_words: int) -> list[int]:
@@ -39,9 +41,16 @@ def load_memory(path: str, ext_words: int) -> list[int]:
     return user_input(path, read_memory, ext_words)
 
 
-def load_bundle(path: str) -> Bundle:
-    """A bundle file (errors name the file and line)."""
-    return user_input(path, Bundle.read)
+def load_bundle(path: str, config: Config | None = None) -> Bundle:
+    """A bundle file (errors name the file and line); with ``config``, refused in one line naming
+    the differences when it was made for another chip."""
+    bundle = user_input(path, Bundle.read)
+    if config is not None:
+        try:
+            check_same_chip(bundle.config, config, what=path)
+        except ChipMismatch as e:
+            raise CommandError(str(e)) from None
+    return bundle
 
 
 def is_bundle(path: str) -> bool:
@@ -49,8 +58,8 @@ def is_bundle(path: str) -> bool:
 
 
 def ext_words_of(args) -> int:
-    """--ext-words as given, else the ISA's default (None means: not given on the command line)."""
-    return isa.EXT_WORDS_DEFAULT if args.ext_words is None else args.ext_words
+    """--ext-words as given, else the configuration's (None means: not given on the command line)."""
+    return args.config.ext_words if args.ext_words is None else args.ext_words
 
 
 def counters_line(counters) -> str:
@@ -62,11 +71,13 @@ def add_run_arguments(p) -> None:
     p.add_argument("--ext", type=options.input_file,
                    help="initial external memory (memory file, 8 hex digits a line)")
     p.add_argument("--ext-words", type=options.ext_words, default=None,
-                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
+                   help=f"external memory size in words (default: the configuration's, "
+                        f"{isa.EXT_WORDS_DEFAULT} on the book chip)")
     p.add_argument("--json", action="store_true",
                    help='print {"counters": [...], "ext": [every final external-memory word]}')
     p.add_argument("--dump-ext", metavar="FILE", type=options.output_file,
                    help="write the final external memory as a memory file (atomically)")
+    options.add_config(p)
 
 
 def report_run(result, args) -> int:
@@ -84,7 +95,7 @@ def report_run(result, args) -> int:
 
 
 def cmd_asm(args) -> int:
-    program = user_input(args.source, lambda path: asm.assemble(read_text(path), path))
+    program = user_input(args.source, lambda path: asm.assemble(read_text(path), path, args.config))
     if args.output:
         write_program(args.output, program)
         print(f"{args.output}: {len(program)} instructions")
@@ -98,18 +109,29 @@ def cmd_disasm(args) -> int:
         bundle = load_bundle(args.file)
         for i, p in enumerate(bundle.programs):
             print(f"# program {i}: {p.name}")
-            sys.stdout.write(asm.disassemble(p.code))
+            sys.stdout.write(asm.disassemble(p.code, args.config))
         return 0
-    sys.stdout.write(asm.disassemble(user_input(args.file, read_program)))
+    sys.stdout.write(asm.disassemble(user_input(args.file, read_program), args.config))
+    return 0
+
+
+def cmd_isadoc(args) -> int:
+    from ga2_hdl.isadoc import render_isa_markdown
+    text = render_isa_markdown(args.config)
+    if args.output:
+        atomic_write(args.output, text)
+        print(f"{args.output}: the instruction set of {args.config.describe()}")
+    else:
+        sys.stdout.write(text)
     return 0
 
 
 def _golden_bundle(args) -> int:
-    bundle = load_bundle(args.file)
+    bundle = load_bundle(args.file, args.config)
     width = max((len(p.name) for p in bundle.programs), default=0)
     failures = 0
     for i, p in enumerate(bundle.programs):
-        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words, sparse=True)
+        got = golden.run(p.code, p.ext, ext_words=bundle.ext_words, sparse=True, config=args.config)
         mm = first_mismatch(p.expected, got, program=i)
         status = "" if got.error == ErrorCode.OK else f"  status={got.error.name}@{got.error_pc}"
         note = f"  DIFFERS FROM BUNDLE: {mm}" if mm else ""
@@ -136,11 +158,14 @@ def cmd_golden(args) -> int:
         for name, why in _NOT_FOR_BUNDLES.items():      # refused, never silently ignored
             if getattr(args, name) not in (None, False):
                 raise CommandError(f"--{name.replace('_', '-')} does not apply to a bundle ({args.file}): {why}")
+        if not args.config.same_chip(isa.BOOK):
+            raise CommandError(f"--config does not apply to a bundle ({args.file}): bundle files are for the "
+                               f"book's chip (the format records no configuration yet)")
         return _golden_bundle(args)
-    program = load_program(args.file)
+    program = load_program(args.file, args.config)
     words = ext_words_of(args)
     ext = load_memory(args.ext, words) if args.ext else None
-    result = golden.run(program, ext, ext_words=words)
+    result = golden.run(program, ext, ext_words=words, config=args.config)
     return report_run(result, args)
 
 
@@ -149,13 +174,22 @@ def register(subparsers) -> None:
     p.add_argument("source", type=options.input_file, help="assembly file")
     p.add_argument("-o", "--output", type=options.output_file,
                    help="program file to write (default: print the words)")
+    options.add_config(p)
     p.set_defaults(func=cmd_asm)
 
     p = subparsers.add_parser("disasm", help="disassemble a program file (or every program of a bundle)")
     p.add_argument("file", type=options.input_file, help="program file, or a bundle")
+    options.add_config(p)
     p.set_defaults(func=cmd_disasm)
 
     p = subparsers.add_parser("golden", help="run a program (or every program of a bundle) in the golden model")
     p.add_argument("file", type=options.input_file, help="program file (.s/.asm: assembly), or a bundle")
     add_run_arguments(p)
+    options.add_config(p)
     p.set_defaults(func=cmd_golden)
+
+    p = subparsers.add_parser("isadoc", help="the instruction set of a configuration as markdown (docs/isa.md is "
+                                             "the book's)")
+    p.add_argument("-o", "--output", type=options.output_file, help="file to write (atomically; default: print)")
+    options.add_config(p)
+    p.set_defaults(func=cmd_isadoc)

@@ -18,47 +18,26 @@ from gen.simulator import SIMULATORS
 from . import options
 from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, load_memory, load_program, report_run
 from .main import CommandError
+from .progress import Progress
 
 
-def _simulator(name: str):
+def _simulator(name: str, **options):
     from gen.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name)
+        return get_simulator(name, **options)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
-
-
-def _sim_names(text: str) -> list[str]:
-    from gen.simulator import SimulatorError, parse_sims
-    try:
-        names = parse_sims(text)
-    except SimulatorError as e:
-        raise CommandError(str(e)) from None
-    if not names:
-        raise CommandError("--sims names no simulator")
-    return names
-
-
-def _progress(name: str):
-    """A progress report on stderr, about every 10% of the programs."""
-    last = [0]
-
-    def report(done: int, total: int) -> None:
-        if done == total or done - last[0] >= max(1, total // 10):
-            last[0] = done
-            print(f"  {name}: {done}/{total} programs", file=sys.stderr, flush=True)
-    return report
 
 
 # ------------------------------------------------------------------------------------------ run
 
 def cmd_run(args) -> int:
     from gen.simulator import SimulatorError
-    sim = _simulator(args.sim)
+    sim = _simulator(args.sim, config=args.config)
     if args.vcd and args.sim == "golden":      # refused before anything runs
         raise CommandError("--vcd: the golden model runs at instruction level and has no waveform; "
                            "use --sim amaranth, icarus or verilator")
-    program = load_program(args.program)
+    program = load_program(args.program, args.config)
     words = ext_words_of(args)
     ext = load_memory(args.ext, words) if args.ext else None
     try:
@@ -91,27 +70,32 @@ def report_line(name: str, report) -> str:
 def cmd_replay(args) -> int:
     from gen.simulator import SimulatorError
 
-    names = _sim_names(args.sims)
+    names = args.sims
     if args.vcd and "golden" in names:
         raise CommandError("--vcd: the golden model has no waveform; leave it out of --sims")
     if args.program is not None and not args.vcd:
         raise CommandError("--program chooses the program whose waveform --vcd writes; give --vcd FILE too")
-    bundle = load_bundle(args.bundle)
+    bundle = load_bundle(args.bundle, args.config)
     if not bundle.programs:          # nothing would be compared: a PASS here would mean nothing
         raise CommandError(f"{args.bundle}: the bundle holds no programs; nothing to replay")
     if args.program is not None and not args.program < len(bundle.programs):
         raise CommandError(f"--program {args.program}: {args.bundle} has programs 0 .. {len(bundle.programs) - 1}")
-    simulators = {name: _simulator(name) for name in names}      # fail early if one is missing
+    simulators = {name: _simulator(name, args.config) for name in names}      # fail early if one is missing
     failures = 0
+    progress = Progress() if not args.quiet else None
     for name, sim in simulators.items():
         vcd = _vcd_name(args.vcd, name, len(names) > 1) if args.vcd else None
         try:
             report = sim.run_bundle(bundle, vcd=vcd, vcd_program=args.program if vcd else None,
-                                    progress=_progress(name) if not args.quiet else None)
+                                    progress=progress.of(name) if progress else None)
         except SimulatorError as e:
+            if progress:
+                progress.close()
             print(f"{name}: ERROR: {e}")
             failures += 1
             continue
+        if progress:
+            progress.close()
         print(report_line(name, report), flush=True)
         for note in report.notes:
             print(f"  {note}")
@@ -124,15 +108,18 @@ def cmd_replay(args) -> int:
 
 # ---------------------------------------------------------------------------------------- bench
 
-def bench_bundle(random_programs: int, seed: int, ext_words: int):
-    """The fixed benchmark bundle: the directed suite of gen/fuzz.py, or seeded random programs."""
+def bench_bundle(random_programs: int, seed: int, ext_words: int | None, config=isa.BOOK):
+    """The fixed benchmark bundle for the chip ``config``: the directed suite of gen/fuzz.py, or
+    seeded random programs."""
     from ga2_hdl.bundle import Bundle
     from gen.fuzz import directed_suite, random_bundle
     from .cmd_fuzz import generated
+    ext_words = config.ext_words if ext_words is None else ext_words
     if random_programs:
         return (f"{random_programs} random programs (seed {seed})",
-                generated(random_bundle, random_programs, seed, ext_words))
-    return "the directed suite", Bundle.from_programs(generated(directed_suite, ext_words), ext_words)
+                generated(random_bundle, random_programs, seed, ext_words, config=config))
+    return "the directed suite", Bundle.from_programs(generated(directed_suite, ext_words, config=config),
+                                                       ext_words, config=config)
 
 
 def _cpu_seconds() -> float:
@@ -146,22 +133,23 @@ def cmd_bench_sim(args) -> int:
     from gen import book_rtl
     from gen.simulator import SimulatorError
 
-    names = _sim_names(args.sims)
+    names = args.sims
     try:
         book = book_rtl.directory(args.book_rtl) if "icarus" in names else None
     except SimulatorError as e:
         raise CommandError(f"--book-rtl: {e}") from None
     if args.bundle:
-        what, bundle = args.bundle, load_bundle(args.bundle)
+        what, bundle = args.bundle, load_bundle(args.bundle, args.config)
     else:
-        what, bundle = bench_bundle(args.random, args.seed, args.ext_words)
+        what, bundle = bench_bundle(args.random, args.seed, args.ext_words, args.config)
     load = os.getloadavg()[0]
-    print(f"bench: {what}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model); "
+    chip = "" if args.config == isa.BOOK else f" on {args.config.describe()}"
+    print(f"bench: {what}{chip}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model); "
           f"load average {load:.1f} on {os.cpu_count()} cores", flush=True)
     results = {}
     failures = 0
     for name in names:
-        sim = _simulator(name)
+        sim = _simulator(name, args.config)
         t0 = time.perf_counter()
         try:
             build_note = ""
@@ -193,7 +181,7 @@ def cmd_bench_sim(args) -> int:
                          "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
                          "cycles": report.cycles, "passed": report.passed, "notes": list(report.notes)}
         failures += not report.passed
-    if "icarus" in results:
+    if "icarus" in results and args.config == isa.BOOK:     # the book's RTL is the book chip's
         if book is None:
             print(f"icarus against the book's hand-written RTL: not measured: the book's RTL is not available "
                   f"locally (give its directory with --book-rtl DIR or ${book_rtl.ENV})")
@@ -232,7 +220,7 @@ def cmd_diff_sims(args) -> int:
     from gen.diffsims import diff_sims
     from gen.simulator import SimulatorError
 
-    names = _sim_names(args.sims)
+    names = args.sims
     if len(names) != 2 or names[0] == names[1]:
         raise CommandError(f"--sims {args.sims}: name two different simulators, e.g. amaranth,verilator")
     if "golden" in names:
@@ -245,7 +233,7 @@ def cmd_diff_sims(args) -> int:
     if is_bundle(args.program):
         if args.ext:
             raise CommandError(f"{args.program} is a bundle: its programs bring their memory; drop --ext")
-        bundle = load_bundle(args.program)
+        bundle = load_bundle(args.program, args.config)
         which = args.index or 0
         if not 0 <= which < len(bundle.programs):
             raise CommandError(f"--program {which}: {args.program} has programs 0 .. {len(bundle.programs) - 1}")
@@ -255,15 +243,16 @@ def cmd_diff_sims(args) -> int:
     else:
         if args.index is not None:
             raise CommandError("--program N chooses a program of a bundle; this is a single program")
-        program = load_program(args.program)
-        ext = load_memory(args.ext, args.ext_words) if args.ext else []
-        words, what = args.ext_words, args.program
+        program = load_program(args.program, args.config)
+        words = ext_words_of(args)
+        ext = load_memory(args.ext, words) if args.ext else []
+        what = args.program
     for name in names:
-        _simulator(name)                      # fail early, naming a missing tool
+        _simulator(name, args.config)         # fail early, naming a missing tool
     print(f"diff-sims: {what} in {names[0]} and {names[1]}", file=sys.stderr, flush=True)
     try:
         report = diff_sims(program, ext, names, ext_words=words, keep=args.keep, ignore=args.ignore,
-                           strict_x=args.strict_x)
+                           strict_x=args.strict_x, config=args.config)
     except SimulatorError as e:
         raise CommandError(str(e)) from None
     for line in report.lines():
@@ -282,28 +271,32 @@ def register(subparsers) -> None:
     p.add_argument("--sim", default="amaranth",
                    help=f"simulator: {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file, help="write a waveform of the run")
+    options.add_config(p)
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("replay", help="replay a bundle on simulators and compare with its expectations")
     p.add_argument("bundle", type=options.input_file, help="bundle file")
-    p.add_argument("--sims", default="amaranth",
+    p.add_argument("--sims", type=options.simulators(), default="amaranth",
                    help=f"comma-separated simulators of {', '.join(SIMULATORS)} (default amaranth)")
     p.add_argument("--vcd", metavar="FILE", type=options.output_file,
                    help="write the waveform of one program (see --program)")
     p.add_argument("--program", type=options.non_negative, metavar="N",
                    help="the program whose waveform --vcd writes (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    options.add_config(p)
     p.set_defaults(func=cmd_replay)
 
     p = subparsers.add_parser("bench", help="benchmarks")
     sub = p.add_subparsers(dest="bench_what", metavar="WHAT", required=True)
     q = sub.add_parser("sim", help="simulated cycles per second on a fixed bundle, and the build time")
-    q.add_argument("--sims", default="amaranth", help="comma-separated simulators (default amaranth)")
+    q.add_argument("--sims", type=options.simulators(), default="amaranth", help="comma-separated simulators (default amaranth)")
     q.add_argument("--random", type=options.non_negative, default=0, metavar="N",
                    help="use N seeded random programs instead of the directed suite (0: the directed suite)")
     q.add_argument("--seed", type=int, default=1, help="seed for --random (default 1)")
-    q.add_argument("--ext-words", type=options.fuzz_ext_words, default=isa.EXT_WORDS_DEFAULT,
-                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT})")
+    q.add_argument("--ext-words", type=options.fuzz_ext_words, default=None,
+                   help=f"external memory size in words (default: the configuration's, {isa.EXT_WORDS_DEFAULT} "
+                        f"on the book chip)")
+    options.add_config(q)
     q.add_argument("--bundle", metavar="FILE", type=options.input_file,
                    help="bench on this bundle (e.g. the chapter's programs)")
     q.add_argument("--book-rtl", metavar="DIR",
@@ -321,9 +314,11 @@ def register(subparsers) -> None:
     p.add_argument("program", type=options.input_file,
                    help="program file (.s/.asm: assembly), or a bundle (then see --program)")
     p.add_argument("--ext", type=options.input_file, help="initial external memory (memory file, 8 hex digits a line)")
-    p.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
-                   help=f"external memory size in words (default {isa.EXT_WORDS_DEFAULT}; a bundle has its own)")
-    p.add_argument("--sims", default="amaranth,verilator",
+    p.add_argument("--ext-words", type=options.ext_words, default=None,
+                   help=f"external memory size in words (default: the configuration's, {isa.EXT_WORDS_DEFAULT} "
+                        f"on the book chip; a bundle has its own)")
+    options.add_config(p)
+    p.add_argument("--sims", type=options.simulators(), default="amaranth,verilator",
                    help=f"the two simulators to compare, of {', '.join(SIMULATORS)} (default amaranth,verilator)")
     p.add_argument("--program", dest="index", type=options.non_negative, metavar="N",
                    help="with a bundle: the program to compare (default 0)")

@@ -58,13 +58,17 @@ def cmd_verilog(args) -> int:
             ext_words = args.ext_words if "ext_words" in info.params else None
             if ext_words is None and args.ext_words_given and args.unit != "all":
                 raise CommandError(f"unit {info.name} has no ext_words parameter")
-            exported = verilog.export(name, ext_words=ext_words, params=params,
+            # a unit without a config parameter is the same hardware in every configuration
+            config = args.config if "config" in info.params else None
+            exported = verilog.export(name, ext_words=ext_words, config=config, params=params,
                                       emit_src=args.src, use_cache=not args.no_cache)
         except verilog.ExportError as e:
             raise CommandError(str(e)) from None
         path = exported.write(args.output)
         how = "from the cache" if exported.cached else "converted"
-        print(f"{path}: module {exported.unit}, {len(exported.text.splitlines())} lines, "
+        chip = "" if args.config == isa.BOOK else (
+            f" for {args.config.describe()}" if config is not None else " (the same in every configuration)")
+        print(f"{path}: module {exported.unit}{chip}, {len(exported.text.splitlines())} lines, "
               f"{how} in {exported.seconds:.2f} s")
         print(f"  lint it with: verilator --lint-only -Wall {waivers} {path} --top-module {exported.unit}")
         if args.lint:
@@ -85,19 +89,22 @@ def register(subparsers) -> None:
     p.add_argument("--unit", default="chip",
                    help="what to export: chip (default, module ga2_chip), a unit name (see --list), or all")
     p.add_argument("--ext-words", type=options.ext_words, default=None,
-                   help=f"external memory size of the chip in words (default {isa.EXT_WORDS_DEFAULT})")
+                   help=f"external memory size of the chip in words (default: the configuration's, "
+                        f"{isa.EXT_WORDS_DEFAULT} on the book chip)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a constructor parameter of the unit (integer); may be repeated")
     p.add_argument("--src", action="store_true",
                    help="keep source-location attributes (absolute paths: the file then depends on the checkout)")
     p.add_argument("--lint", action="store_true", help="run verilator --lint-only -Wall (documented waivers)")
+    options.add_config(p)
     p.add_argument("--no-cache", action="store_true", help="convert even if a cached export exists")
     p.add_argument("--list", action="store_true", help="list the exportable units and their parameters")
+    options.add_config(p)
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
     args.ext_words_given = args.ext_words is not None
     if args.ext_words is None:
-        args.ext_words = isa.EXT_WORDS_DEFAULT
+        args.ext_words = args.config.ext_words
     return cmd_verilog(args)

@@ -14,6 +14,7 @@ one-line message naming the flag (``ga2 golden: error: argument --ext-words:
   which also catches a read-only mount and works for root);
 * :data:`output_dir`: a directory the command will write into (existing or creatable);
 * :data:`input_file`: a file that exists and can be read;
+* :func:`simulators`: a comma-separated list of known simulator names (``--sims``);
 * :func:`chip_config`: a configuration, by preset name or TOML/JSON file, that
   fits the instruction word (``--config``; :func:`add_config` adds the flag).
 """
@@ -118,3 +119,21 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=chip_config, default=isa.BOOK, metavar="FILE|NAME",
                         help=f"chip configuration: a preset ({', '.join(PRESETS)}) or a .toml/.json "
                              f"file of Config fields (default: book, the book's GA-2)")
+
+
+def simulators(allow_none: bool = False):
+    """A comma-separated list of simulator names (``--sims``), each one the simulator layer knows.
+
+    ``allow_none``: an empty list is accepted (a command that can run without replaying).
+    """
+    def parse(text: str) -> list[str]:
+        from gen.simulator import SimulatorError, parse_sims
+        try:
+            names = parse_sims(text)
+        except SimulatorError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        if not names and not allow_none:
+            raise argparse.ArgumentTypeError("names no simulator")
+        return names
+    parse.__name__ = "simulators"
+    return parse

@@ -1,4 +1,8 @@
-"""GA-2 assembly: text <-> instructions, driven entirely by ``isa.OPS``.
+"""GA-2 assembly: text <-> instructions, driven entirely by the instruction set.
+
+Every function takes the chip's configuration (default the book's): its
+instruction set (:func:`ga2_hdl.isa.instruction_set`) gives the mnemonics and
+operands, an extension's operations included.
 
 One instruction per line, the operation's mnemonic then its operands by name::
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from . import isa
+from .config import Config
 from .isa import Instruction, IsaError
 
 RAW_DIRECTIVE = ".word"
@@ -61,7 +66,7 @@ def _strip_comment(line: str) -> str:
     return line.strip()
 
 
-def assemble_line(line: str, where: str = "<asm>") -> Instruction | None:
+def assemble_line(line: str, where: str = "<asm>", config: Config = isa.BOOK) -> Instruction | None:
     """One line of assembly (None for a blank or comment-only line)."""
     text = _strip_comment(line)
     if not text:
@@ -81,9 +86,10 @@ def assemble_line(line: str, where: str = "<asm>") -> Instruction | None:
             fail(f"{RAW_DIRECTIVE} value {_shown(rest[0])} does not fit in {isa.INSTR_BITS} bits")
         return Instruction.decode(value)
 
-    spec = isa.OP_BY_NAME.get(head.upper())
+    iset = isa.instruction_set(config)
+    spec = iset.by_name.get(head.upper())
     if spec is None:
-        fail(f"unknown operation {head!r} (operations: {', '.join(isa.OP_BY_NAME)}, or {RAW_DIRECTIVE})")
+        fail(f"unknown operation {head!r} (operations: {', '.join(iset.by_name)}, or {RAW_DIRECTIVE})")
     names = [o.name for o in spec.operands]
     values: dict[str, int] = {}
     for token in rest:
@@ -105,30 +111,31 @@ def assemble_line(line: str, where: str = "<asm>") -> Instruction | None:
     missing = [n for n in names if n not in values and n not in spec.defaults]
     if missing:
         fail(f"{spec.mnemonic} needs operand{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-    return isa.make(spec.mnemonic, **values)
+    return iset.make(spec.mnemonic, **values)
 
 
-def assemble(text: str, source: str = "<asm>") -> list[Instruction]:
+def assemble(text: str, source: str = "<asm>", config: Config = isa.BOOK) -> list[Instruction]:
     """Instructions from assembly text (no legality check and no HALT requirement here)."""
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):
-        ins = assemble_line(line, f"{source}:{lineno}")
+        ins = assemble_line(line, f"{source}:{lineno}", config)
         if ins is not None:
             out.append(ins)
     return out
 
 
-def disassemble_one(ins: Instruction | int) -> str:
+def disassemble_one(ins: Instruction | int, config: Config = isa.BOOK) -> str:
     """One instruction (or 128-bit word) as a line of assembly that assembles back to the same word."""
     if isinstance(ins, int):
         ins = Instruction.decode(ins)
-    spec = isa.OP_BY_CODE.get(ins.op)
+    iset = isa.instruction_set(config)
+    spec = iset.by_code.get(ins.op)
     if spec is not None:
         operands = ins.operands()
-        if isa.make(spec.mnemonic, **operands) == ins:
+        if iset.make(spec.mnemonic, **operands) == ins:
             return " ".join([spec.mnemonic] + [f"{k}={v}" for k, v in operands.items()])
     return f"{RAW_DIRECTIVE} 0x{ins.encode():032x}"
 
 
-def disassemble(program: Iterable[Instruction | int]) -> str:
-    return "".join(disassemble_one(ins) + "\n" for ins in program)
+def disassemble(program: Iterable[Instruction | int], config: Config = isa.BOOK) -> str:
+    return "".join(disassemble_one(ins, config) + "\n" for ins in program)

@@ -11,7 +11,13 @@ line as 8 lowercase hex digits, so that a Verilog testbench reads it with
     and the end marker "ENDB".
 
 The writer names each program in a ``// program I: NAME`` comment before its
-record; the reader takes the names back from those comments.  The program
+record; the reader takes the names back from those comments.  A bundle made for
+a chip other than the book's records that chip's configuration in one
+``// config: {JSON}`` comment before the magic word (:meth:`Config.to_dict`); a
+bundle for the book chip has no such line, so book bundles are byte for byte
+what they were before configurations existed.  The Verilog testbenches skip
+comments like every other; the simulators compare the bundle's configuration
+with their chip's before they run anything.  The program
 count and the end marker make a truncated file detectable; the writer writes
 atomically (:func:`ga2_hdl.safe_io.atomic_write`).
 
@@ -21,13 +27,14 @@ proportion to the words its programs touch, not to ``ext_words``.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from . import golden, isa
+from .config import Config, ConfigError
 from .files import FileFormatError
-from .config import Config
 from .isa import ErrorCode, Instruction
 from .memimage import MemoryImage, as_image
 from .results import RunResult, first_mismatch
@@ -39,6 +46,21 @@ VERSION = 1
 WORDS_PER_INSTRUCTION = isa.INSTR_BITS // isa.WORD_BITS
 MERGE_GAP = 2            # zero words a run may swallow (a new run costs 2 header words)
 _NAME_PREFIX = "// program "
+_CONFIG_PREFIX = "// config: "
+
+
+class ChipMismatch(ValueError):
+    """A bundle replayed on a chip of another configuration than the one it was made for."""
+
+
+def check_same_chip(bundle_config: Config, chip_config: Config, what: str = "the bundle") -> None:
+    """Refuse, in one line naming every differing parameter, to run ``what`` (made for
+    ``bundle_config``) on the chip ``chip_config``."""
+    if not chip_config.same_chip(bundle_config):
+        diffs = bundle_config.differences(chip_config)
+        raise ChipMismatch(f"{what} was made for configuration {bundle_config.name!r}, not for this chip "
+                           f"({chip_config.name!r}): " + ", ".join(
+                               d.replace("(theirs:", "(chip:") for d in diffs))
 
 
 @dataclass
@@ -52,19 +74,21 @@ class BundleEntry:
 
 @dataclass
 class Bundle:
+    """Programs for one chip: ``config`` (the book's by default), ``ext_words`` words of external memory."""
     ext_words: int
     programs: list[BundleEntry] = field(default_factory=list)
-    config: Config = isa.BOOK      #: the chip the expectations were made for (not yet in the file format)
+    config: Config = isa.BOOK
 
     # ------------------------------------------------------------- building
     @classmethod
     def from_programs(cls, items: Iterable[tuple[str, Sequence[Instruction | int], Sequence[int] | None]],
-                      ext_words: int = isa.EXT_WORDS_DEFAULT, *, config: Config = isa.BOOK) -> "Bundle":
-        """A bundle whose expected results come from the golden model.
+                      ext_words: int | None = None, *, config: Config = isa.BOOK) -> "Bundle":
+        """A bundle for the chip ``config`` whose expected results come from the golden model.
 
         ``items`` are ``(name, code, ext)``; ``ext`` may be shorter than
-        ``ext_words`` (zero-padded) or None.
+        ``ext_words`` (the configuration's by default; zero-padded) or None.
         """
+        ext_words = config.ext_words if ext_words is None else ext_words
         bundle = cls(ext_words, config=config)
         for name, code, ext in items:
             code = golden.as_instructions(code)
@@ -92,9 +116,11 @@ class Bundle:
     # -------------------------------------------------------------- writing
     def words(self) -> list[tuple[int, str | None]]:
         """The word stream, each word with an optional comment line to put before it."""
+        header = f"// GA2 program bundle v{VERSION}: {len(self.programs)} programs, ext_words {self.ext_words}"
+        if self.config != isa.BOOK:       # the book chip's bundles stay as they always were
+            header += "\n" + _CONFIG_PREFIX + json.dumps(self.config.to_dict(), separators=(", ", ": "))
         out: list[tuple[int, str | None]] = [
-            (MAGIC, f"// GA2 program bundle v{VERSION}: {len(self.programs)} programs, "
-                    f"ext_words {self.ext_words}"),
+            (MAGIC, header),
             (VERSION, None), (len(self.programs), None), (self.ext_words, None)]
         for i, p in enumerate(self.programs):
             name = " ".join(p.name.split())
@@ -123,6 +149,9 @@ class Bundle:
         return "\n".join(lines) + "\n"
 
     def write(self, path: str | os.PathLike) -> None:
+        if not self.config.same_chip(isa.BOOK):       # the reader would take it for the book's
+            raise ValueError(f"{os.fspath(path)}: the bundle file format does not record a configuration yet; "
+                             f"a bundle for {self.config.describe()} is not written")
         atomic_write(path, self.to_text())
 
     # -------------------------------------------------------------- reading
@@ -182,13 +211,21 @@ class _Reader:
         self.source = source
         self.items: list[tuple[int, int]] = []     # (line number, word)
         self.names: dict[int, str] = {}            # index in items -> the name comment before it
+        self.config: Config = isa.BOOK             # the chip the bundle was made for
+        config_line = None
         pending_name = None
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             if not line:
                 continue
             if line.startswith("//"):
-                if line.startswith(_NAME_PREFIX) and ":" in line:
+                if line.startswith(_CONFIG_PREFIX):
+                    if config_line is not None or self.items:
+                        self.fail_at(lineno, "a configuration line (// config: ...) may appear once, before "
+                                             "the magic word")
+                    config_line = lineno
+                    self.config = self._config(line[len(_CONFIG_PREFIX):], lineno)
+                elif line.startswith(_NAME_PREFIX) and ":" in line:
                     pending_name = line.split(":", 1)[1].strip()
                 continue
             if len(line) != 8 or not all(c in "0123456789abcdef" for c in line):
@@ -199,6 +236,18 @@ class _Reader:
             self.items.append((lineno, int(line, 16)))
         self.pos = 0
         self.last_line = len(text.splitlines())
+
+    def _config(self, text: str, lineno: int) -> Config:
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            self.fail_at(lineno, f"the configuration line is not JSON: {e}")
+        try:
+            config = Config.from_dict(data, source=f"{self.source}:{lineno}")
+            isa.instruction_set(config)
+        except (ConfigError, isa.IsaError) as e:
+            raise FileFormatError(f"{self.source}:{lineno}: {e}") from None
+        return config
 
     def fail_at(self, lineno: int, why: str):
         raise FileFormatError(f"{self.source}:{lineno}: {why}")
@@ -251,12 +300,13 @@ class _Reader:
         problem = isa.ext_words_problem(ext_words)
         if problem:
             self.fail(f"ext_words={ext_words}: {problem}")
-        bundle = Bundle(ext_words)
+        bundle = Bundle(ext_words, config=self.config)
+        imem_words = self.config.imem_words
         for p in range(n_programs):
             first = self.pos
             n_code = self.next(f"the instruction count of program {p}")
-            if not 1 <= n_code <= isa.IMEM_WORDS:
-                self.fail(f"program {p} has {n_code} instructions; a program has 1 .. {isa.IMEM_WORDS}")
+            if not 1 <= n_code <= imem_words:
+                self.fail(f"program {p} has {n_code} instructions; a program has 1 .. {imem_words}")
             code = []
             for k in range(n_code):
                 op_line = self.items[self.pos][0] if self.pos < len(self.items) else self.last_line

@@ -7,10 +7,11 @@ Block diagram::
             v                                                     |                  v
     +----------------+ 128-bit   +--------------+  start/ins  +--------+   spad   +------------+
     | instruction    |---------->| sequencer    |------------>|  DMA   |<-------->|            |
-    | memory (1024)  |  word     | FETCH/ISSUE/ |------------>| matrix |<-------->| scratchpad |
-    +----------------+           | WAIT         |------------>| vector |<-------->| 4096 x 32  |
-            ^ pc                 | issue check  |<--- done ---|        |          | (AND-OR    |
-            +--------------------| counters     |             +--------+          |  port mux) |
+    | memory         |  word     | FETCH/ISSUE/ |------------>| matrix |<-------->| scratchpad |
+    | (imem_words)   |           | WAIT         |------------>| vector |<-------->| spad_words |
+    +----------------+           | issue check  |<--- done ---|        |          | x 32       |
+            ^ pc                 | counters     |             +--------+          | (AND-OR    |
+            +--------------------|              |                                 |  port mux) |
                                  +--------------+                                 +------------+
                                    status, status_pc, cnt_*, running, halted
 
@@ -40,7 +41,10 @@ never with a loaded program, which ends with HALT) costs a FETCH and an
 ISSUE and halts with NO_HALT at status_pc = that pc.
 
 Which unit runs which op, which counter it feeds, the operand bit positions
-and the legality rules all come from :mod:`ga2_hdl.isa`.
+and the legality rules all come from :mod:`ga2_hdl.isa`; every size (the
+instruction memory, the scratchpad, the array, the external memory's default
+size) from the chip's configuration (:class:`ga2_hdl.config.Config`, the
+book's 1024-word instruction memory and 4096 x 32 scratchpad by default).
 """
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
@@ -49,7 +53,7 @@ from amaranth.utils import ceil_log2
 
 from . import isa
 from .config import Config
-from .decoder import STATUS_BITS, IssueCheck, spad_accesses, unit_ops
+from .decoder import STATUS_BITS, IssueCheck, spad_accesses
 from .dma import DMA
 from .layout import INSTRUCTION, ExtPort
 from .matrix_unit import MatrixUnit
@@ -77,13 +81,14 @@ class GA2Chip(wiring.Component):
 
     Parameters
     ----------
-    ext_words : int
-        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality bound.
-    imem_words : int
-        Instruction memory size in 128-bit words.
     config : Config
-        The chip (the book's by default).  With ``config.overlap`` the sequencer issues under
-        the overlapped timing rule (see "Overlap" below and :class:`ga2_hdl.isa.IssueTimer`).
+        The chip (the book's by default): the instruction memory's ``imem_words``, the
+        scratchpad's ``spad_words``, the array's size, the legality rules of its instruction set.
+        With ``config.overlap`` the sequencer issues under the overlapped timing rule
+        (:meth:`GA2Chip._overlapped`, :class:`ga2_hdl.isa.IssueTimer`, docs/chip.md "Overlap").
+    ext_words : int, optional
+        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality
+        bound; by default the configuration's ``ext_words``.
 
     Ports
     -----
@@ -95,7 +100,7 @@ class GA2Chip(wiring.Component):
     cnt_total, cnt_matrix, cnt_dma, cnt_vector, cnt_instructions : Out(32)
         The counters, in the ISA's counter order.
     imem_we : In(1)
-    imem_addr : In(ceil_log2(imem_words))
+    imem_addr : In(ceil_log2(config.imem_words))
     imem_wdata : In(128)
         The instruction memory's write port (writes are ignored while running).
     ext_addr ... ext_rvalid
@@ -110,17 +115,26 @@ class GA2Chip(wiring.Component):
     pc : Signal
     """
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, imem_words: int = isa.IMEM_WORDS, *,
-                 config: Config = isa.BOOK):
+    def __init__(self, *, config: Config = isa.BOOK, ext_words: int | None = None):
+        isa.instruction_set(config)          # refuses a configuration the instruction word cannot describe
+        ext_words = config.ext_words if ext_words is None else ext_words
         isa.check_ext_words(ext_words)
-        self.config = config
+        imem_words = config.imem_words
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
-            raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
+            raise ValueError(f"configuration {config.name!r}: imem_words={imem_words}: "
+                             f"1 .. {(1 << STATUS_PC_BITS) - 1} words")
+        self.config = config
+        try:                                    # first: an operation without an engine fails before anything is built
+            vector = VectorUnit(config=config)
+        except Exception:
+            self._MustUse__silence = True       # (no unused-elaboratable warning on top of the error)
+            raise
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
-        self.issue_check = IssueCheck(ext_words)
-        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: VectorUnit()}
+        self.issue_check = IssueCheck(ext_words, config=config)
+        self.units = {isa.Unit.DMA: DMA(config=config), isa.Unit.MATRIX: MatrixUnit(config=config),
+                      isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
         self.spad = Scratchpad(len(self.units), config=config)
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
@@ -139,6 +153,7 @@ class GA2Chip(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        iset = isa.instruction_set(self.config)
         m.submodules.imem = self.imem
         m.submodules[SPAD_NAME] = self.spad
         m.submodules.issue_check = check = self.issue_check
@@ -221,7 +236,7 @@ class GA2Chip(wiring.Component):
                 m.d.comb += self.running.eq(1)
                 m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words),
                              verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(check.error)]
-                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*unit_ops(kind))) for kind in self.units]
+                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind))) for kind in self.units]
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):

@@ -19,6 +19,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from . import isa
+from .config import Config
 from .layout import INSTRUCTION
 
 __all__ = ["operand", "unit_ops", "spad_accesses", "IssueCheck", "STATUS_BITS"]
@@ -28,15 +29,19 @@ STATUS_BITS = 4
 assert max(isa.ErrorCode) < 1 << STATUS_BITS
 
 
-def operand(ins, mnemonic: str, name: str) -> Value:
-    """Operand ``name`` of operation ``mnemonic``, sliced out of the instruction view ``ins``."""
-    o = isa.OP_BY_NAME[mnemonic].operand(name)
+def operand(ins, op: "str | isa.OpSpec", name: str) -> Value:
+    """Operand ``name`` of operation ``op`` (an OpSpec, or the mnemonic of a book operation or of a
+    loaded extension's), sliced out of the instruction view ``ins``."""
+    spec = op if isinstance(op, isa.OpSpec) else isa.known_spec(op)
+    if spec is None:
+        raise isa.IsaError(f"operand {name!r} of {op!r}: no such operation (the book's, or a loaded extension's)")
+    o = spec.operand(name)
     return getattr(ins, o.field)[o.lsb:o.lsb + o.bits]
 
 
-def unit_ops(unit: isa.Unit) -> tuple[int, ...]:
-    """The op codes executed by ``unit``."""
-    return tuple(spec.code for spec in isa.OPS if spec.unit == unit)
+def unit_ops(unit: isa.Unit, config: Config = isa.BOOK) -> tuple[int, ...]:
+    """The op codes executed by ``unit`` on the chip ``config``."""
+    return isa.instruction_set(config).unit_ops(unit)
 
 
 class _HardwareOperands:
@@ -49,7 +54,7 @@ class _HardwareOperands:
 
     def __init__(self, ins, spec: isa.OpSpec, fixed: dict[str, int]):
         for o in spec.operands:
-            setattr(self, o.name, fixed[o.name] if o.name in fixed else operand(ins, spec.mnemonic, o.name))
+            setattr(self, o.name, fixed[o.name] if o.name in fixed else operand(ins, spec, o.name))
 
 
 def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
@@ -85,7 +90,7 @@ def _hardware_roles(ins, spec: isa.OpSpec) -> list[tuple[str, str, Value, Value]
     shapes = {tuple((r.memory, r.role) for r in rs) for rs in variants.values()}
     if len(shapes) != 1:
         raise ValueError(f"{spec.mnemonic}: the regions differ in number or kind between flag values")
-    flag_values = [operand(ins, spec.mnemonic, o.name) for o in flags]
+    flag_values = [operand(ins, spec, o.name) for o in flags]
     out = []
     for idx, (memory, role) in enumerate(next(iter(shapes))):
         start = end = None
@@ -100,12 +105,16 @@ def _hardware_roles(ins, spec: isa.OpSpec) -> list[tuple[str, str, Value, Value]
 
 
 class IssueCheck(wiring.Component):
-    """Combinational legality check of one instruction, exactly :func:`isa.check`.
+    """Combinational legality check of one instruction, exactly the configuration's
+    :meth:`isa.InstructionSet.check` (:func:`isa.check` on the book chip).
 
     Parameters
     ----------
-    ext_words : int
-        Size of the external memory (the EXT_RANGE bound).
+    ext_words : int, optional
+        Size of the external memory (the EXT_RANGE bound); by default the configuration's.
+    config : Config
+        The chip (the book's by default): its instruction set gives the operations, their
+        legal operand ranges and regions, and its ``spad_words`` the SPAD_RANGE bound.
 
     Ports
     -----
@@ -116,8 +125,10 @@ class IssueCheck(wiring.Component):
         order (op code, operand ranges, zero lengths, regions in order, overlap), or ``OK``.
     """
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
-        self.ext_words = isa.check_ext_words(ext_words)
+    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+        self.config = config
+        self.iset = isa.instruction_set(config)
+        self.ext_words = isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
         super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
 
     def _op_error(self, m: Module, spec: isa.OpSpec) -> Value:
@@ -127,14 +138,14 @@ class IssueCheck(wiring.Component):
         if spec.ranged:
             outside = Const(0)
             for o in spec.ranged:
-                value = operand(ins, spec.mnemonic, o.name)
+                value = operand(ins, spec, o.name)
                 outside = outside | (value < o.legal[0]) | (value > o.legal[1])
             rules.append((outside, isa.ErrorCode.BAD_SHAPE))
         for name in spec.lengths:
-            rules.append((operand(ins, spec.mnemonic, name) == 0, isa.ErrorCode.ZERO_LENGTH))
+            rules.append((operand(ins, spec, name) == 0, isa.ErrorCode.ZERO_LENGTH))
         regions = _hardware_regions(ins, spec)
         for memory, _start, end in regions:
-            size = isa.SPAD_WORDS if memory == "spad" else self.ext_words
+            size = self.config.spad_words if memory == "spad" else self.ext_words
             code = isa.ErrorCode.SPAD_RANGE if memory == "spad" else isa.ErrorCode.EXT_RANGE
             rules.append((end > size, code))
         if spec.disjoint_or_same:
@@ -150,7 +161,7 @@ class IssueCheck(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         with m.Switch(self.ins.op):
-            for spec in isa.OPS:
+            for spec in self.iset.ops:
                 with m.Case(spec.code):
                     m.d.comb += self.error.eq(self._op_error(m, spec))
             with m.Default():

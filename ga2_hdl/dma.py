@@ -28,8 +28,9 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 
 from . import isa
+from .config import Config
 from .decoder import operand
-from .layout import SPAD_ADDR_BITS, ExtPort, UnitSignature
+from .layout import ExtPort, UnitSignature, refuse_beyond, spad_addr_bits
 
 __all__ = ["DMA"]
 
@@ -43,6 +44,13 @@ assert isa.OP_BY_NAME["LD"].operand("len").field == isa.OP_BY_NAME["ST"].operand
 class DMA(wiring.Component):
     """Executes LD and ST.
 
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the scratchpad address width.  The latency
+        ``config.lat`` is the external memory's, not the DMA's: the DMA writes each word
+        the cycle its answer arrives, whatever the latency.
+
     Ports
     -----
     The unit contract (:class:`ga2_hdl.layout.UnitSignature`): ``start``,
@@ -51,11 +59,13 @@ class DMA(wiring.Component):
     the chip's external-memory port (see the module docstring).
     """
 
-    def __init__(self):
-        super().__init__(UnitSignature(**ExtPort().members))
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, "the DMA", ("ext_port_words",))
+        super().__init__(UnitSignature(config=config, **ExtPort().members))
 
     def elaborate(self, platform):
         m = Module()
+        addr_bits = spad_addr_bits(self.config)
         spad_base = operand(self.ins, "LD", "dst")     # = ST's src
         ext_base = operand(self.ins, "LD", "src")      # = ST's dst
         length = operand(self.ins, "LD", "len")        # = ST's len
@@ -92,14 +102,14 @@ class DMA(wiring.Component):
                 self.ext_addr.eq(ext_base + requested),
                 word_done.eq(self.busy & self.ext_rvalid),
                 self.spad.wr_en.eq(word_done),
-                self.spad.wr_addr.eq((spad_base + completed)[:SPAD_ADDR_BITS]),
+                self.spad.wr_addr.eq((spad_base + completed)[:addr_bits]),
                 self.spad.wr_data.eq(self.ext_rdata),
             ]
         with m.Else():
             # scratchpad reads; each word goes to external memory the cycle it arrives
             m.d.comb += [
                 self.spad.rd_en.eq(more_to_request),
-                self.spad.rd_addr.eq((spad_base + requested)[:SPAD_ADDR_BITS]),
+                self.spad.rd_addr.eq((spad_base + requested)[:addr_bits]),
                 word_done.eq(read_pending),
                 self.ext_we.eq(word_done),
                 self.ext_addr.eq(ext_base + completed),

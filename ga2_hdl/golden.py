@@ -109,6 +109,13 @@ class Machine:
                  config: Config = isa.BOOK):
         self.config = config
         self.iset = isa.instruction_set(config)
+        self._execute = dict(self._EXECUTE)
+        for code, extension in self.iset.extension_of.items():      # an extension's operations
+            spec = self.iset.by_code[code]
+            if spec.mnemonic not in extension.golden:
+                raise IsaError(f"{spec.mnemonic} (op code {code}, extension {extension.module}) has no golden "
+                               f"semantics: add it to the golden mapping of {extension.module}'s EXTENSION")
+            self._execute[code] = extension.golden[spec.mnemonic]
         self.ext_words = config.ext_words if ext_words is None else ext_words
         self.ext = ext_image(ext, self.ext_words)
         self.spad = np.zeros(config.spad_words, dtype=np.int64)
@@ -181,8 +188,8 @@ class Machine:
                 return halt(ErrorCode.OK, pc)
             code, why = self.iset.check(ins, self.ext_words)
             if code != ErrorCode.OK:
-                return halt(code, pc, f"pc {pc}: {why}")
-            execute = self._EXECUTE.get(ins.op)
+                return halt(code, pc, why)    # the address is the result's error_pc; the message says why
+            execute = self._execute.get(ins.op)
             if execute is None:   # an OpSpec without semantics here: a gap in the model, not the program
                 raise NotImplementedError(f"golden model has no semantics for {ins.mnemonic}")
             execute(self, ins)

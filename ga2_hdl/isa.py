@@ -8,9 +8,11 @@ which sits below it) and no Amaranth, so anyone may read it.
 
 What lives here
   * the instruction set of a configuration (:func:`instruction_set`): the
-    operations, their legality and busy times for that chip's sizes; the
-    module-level names (``SPAD_WORDS``, ``OPS``, :func:`check` ...) are the
-    book's chip, :data:`BOOK`;
+    operations, their legality and busy times for that chip's sizes, the
+    book's eight and those of the configuration's extensions (:class:`Extension`,
+    defined in a user's own module: ``docs/extending.md``); the module-level
+    names (``SPAD_WORDS``, ``OPS``, :func:`check` ...) are the book's chip,
+    :data:`BOOK`;
   * the constants no configuration changes (word width, instruction word);
   * the 128-bit instruction word: its fields and their bit positions;
   * one :class:`OpSpec` per operation: op code, assembly operands (and which
@@ -20,11 +22,12 @@ What lives here
     exp table, 40-bit divider, fixed-point softmax), which the golden model
     and the RTL unit tests share.
 
-Adding an instruction: see ``docs/extending.md``.
+Adding an instruction: an extension, in a module of your own (``docs/extending.md``).
 """
 from __future__ import annotations
 
 import enum
+import importlib
 import math
 from dataclasses import dataclass, field
 import functools
@@ -51,6 +54,14 @@ EXP_TABLE_SIZE = 256
 DIV_BITS = 40                  #: width of the softmax unit's unsigned divider
 SOFTMAX_NUMERATOR = 1 << 38    #: r = floor(2**38 / S)
 SOFTMAX_OUT_SHIFT = 22         #: p = (e * r + 2**21) >> 22
+
+
+def _exp_table() -> tuple[int, ...]:
+    # T[d] = round(65535 * exp(-d/16)), ties up (no entry is near a tie).
+    return tuple(int(math.floor(65535 * math.exp(-d / 16) + 0.5)) for d in range(EXP_TABLE_SIZE))
+
+
+EXP_TABLE: tuple[int, ...] = _exp_table()
 
 # The book chip's sizes (a configuration's own are on its Config).
 SPAD_WORDS = BOOK.spad_words           #: scratchpad size in words
@@ -130,7 +141,7 @@ class Unit(enum.Enum):
     NONE = "none"     # HALT
     DMA = "dma"       # LD, ST
     MATRIX = "mm"     # MM
-    VECTOR = "vec"    # RQ, SM, VADD, AMAX
+    VECTOR = "vec"    # RQ, SM, VADD, AMAX, and every extension's operation
 
 
 class Counter(enum.IntEnum):
@@ -166,7 +177,7 @@ class ErrorCode(enum.IntEnum):
     flight have completed: :class:`IssueTimer`).  ``OK`` is a normal HALT.
     """
     OK = 0
-    BAD_OPCODE = 1        #: op code 8..15
+    BAD_OPCODE = 1        #: an op code the chip does not define (never one of RESERVED_OP_CODES)
     SPAD_RANGE = 2        #: a scratchpad operand region leaves 0 .. SPAD_WORDS-1
     EXT_RANGE = 3         #: an external-memory region leaves 0 .. ext_words-1
     BAD_SHAPE = 4         #: an operand outside its legal range (:attr:`Operand.legal`: MM's M, K, N)
@@ -241,6 +252,7 @@ class OpSpec:
     lengths: tuple[str, ...] = ()              # operands that must not be zero
     disjoint_or_same: bool = False             # spad regions identical or disjoint (RQ, SM, VADD)
     defaults: Mapping[str, str | int] = field(default_factory=dict)  # assembly defaults
+    arithmetic: str = ""                       # the exact arithmetic, for docs/isa.md (markdown)
     writes: frozenset[str] = frozenset({"dst"})  # roles of the regions the op writes; it reads the others
 
     def accesses(self, ins: "Instruction") -> tuple[Region, ...]:
@@ -318,7 +330,8 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
                "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n",
                "M*K + K*N + (K+M+N-2) + M*N + 7",
                lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7,
-               _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"}),
+               _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"},
+               arithmetic="int8 inputs are the signed low bytes of the words; sums are int32 with wrap-around."),
         OpSpec(4, "RQ", Unit.VECTOR,
                (_O("dst", "a"), _O("src", "b"), _O("len", "c"),
                 _O("m", "d", doc="24-bit mantissa"), _O("s", "e", doc="shift"),
@@ -326,31 +339,194 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
                "dst[i] = clamp(round_half_away(acc[i]*m / 2^s), -127, 127) (relu: clamp at 0 from below)",
                "len + 2", lambda i: i.len + 2,
                lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
-               lengths=("len",), disjoint_or_same=True, defaults={"relu": 0}),
+               lengths=("len",), disjoint_or_same=True, defaults={"relu": 0},
+               arithmetic="`clamp(round_half_away(acc * m / 2^s), -127, 127)`; relu raises the lower bound to 0. "
+                          "acc is the signed 32-bit word, m the 24-bit mantissa (2^23 <= m < 2^24 for a scale "
+                          "from `mantissa_shift`), s the 6-bit shift."),
         OpSpec(5, "SM", Unit.VECTOR,
                (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
                "dst = softmax of int8 scores src[0..len) (real value x/16), Q0.16 probabilities",
                "3*len + 41 + 6", lambda i: 3 * i.len + 41 + 6,
                lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
-               lengths=("len",), disjoint_or_same=True),
+               lengths=("len",), disjoint_or_same=True,
+               arithmetic=f"scores are the signed low bytes x (real value x/16); `e_i = T[max - x_i]` with "
+                          f"`T[d] = round(65535 * exp(-d/16))`, d = 0..{EXP_TABLE_SIZE - 1} (T[0] = "
+                          f"{EXP_TABLE[0]}, T[{EXP_TABLE_SIZE - 1}] = {EXP_TABLE[-1]}); `r = floor(2^38 / sum e)` "
+                          f"from a {DIV_BITS}-bit unsigned divider; `p_i = (e_i * r + 2^21) >> "
+                          f"{SOFTMAX_OUT_SHIFT}` in Q0.16."),
         OpSpec(6, "VADD", Unit.VECTOR,
                (_O("dst", "a"), _O("src1", "b"), _O("src2", "c"), _O("len", "d", 0, 16)),
                "dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127)",
                "2*len + 2", lambda i: 2 * i.len + 2,
                lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src1, i.len, "src1"),
                           Region("spad", i.src2, i.len, "src2")),
-               lengths=("len",), disjoint_or_same=True),
+               lengths=("len",), disjoint_or_same=True,
+               arithmetic="`clamp(int8 + int8, -127, 127)` on the low bytes."),
         OpSpec(7, "AMAX", Unit.VECTOR,
                (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
                "dst[0] = index of the first maximum of the signed int32 src[0..len)",
                "len + 3", lambda i: i.len + 3,
                lambda i: (Region("spad", i.dst, 1, "dst"), Region("spad", i.src, i.len, "src")),
-               lengths=("len",)),
+               lengths=("len",), arithmetic="index of the first maximum of the signed 32-bit words."),
     )
 
 #: Op codes no configuration may define: the undefined op that tests and the
 #: directed suite use to provoke BAD_OPCODE.
 RESERVED_OP_CODES = (15,)
+
+
+# --------------------------------------------------------------------------
+# Extensions: operations defined outside the package
+# --------------------------------------------------------------------------
+
+#: The name an extension module gives its :class:`Extension`.
+EXTENSION_ATTRIBUTE = "EXTENSION"
+
+
+@dataclass(frozen=True, eq=False)
+class Extension:
+    """Operations a user's own module adds to the instruction set (``docs/extending.md``).
+
+    A module named in ``Config(extensions=(...))`` defines ``EXTENSION = isa.Extension(...)``;
+    every tool that works on that configuration (assembler, golden model, issue check,
+    the chip's dispatch, the random programs and their coverage, docs/isa.md, Verilog)
+    picks its operations up from there.
+
+    Parameters
+    ----------
+    ops : callable
+        ``ops(config)``: the extension's :class:`OpSpec` objects on the chip ``config``
+        (busy-time and legality functions may close over its sizes, as the book's do).
+        Their op codes must be free (not the book's, not another extension's, not one of
+        :data:`RESERVED_OP_CODES`); their mnemonics, their operands and the unit must be
+        the same on every configuration.  They run on the vector unit.
+    golden : mapping
+        Mnemonic -> ``semantics(machine, ins)``: what the operation does to the golden
+        model's state (:class:`ga2_hdl.golden.Machine`: ``machine.spad`` and ``machine.ext``
+        are numpy arrays of unsigned 32-bit word values; read every operand before
+        writing anything).
+    engines : mapping
+        Mnemonic -> the RTL engine's class: a ``wiring.Component`` on the unit contract
+        (:class:`ga2_hdl.layout.UnitSignature`), built as ``engine(config=config)``, whose
+        busy time is the OpSpec's.
+    """
+    ops: Callable[[Config], Sequence[OpSpec]]
+    golden: Mapping[str, Callable] = field(default_factory=dict)
+    engines: Mapping[str, Callable] = field(default_factory=dict)
+    #: the module it came from (set when it is loaded)
+    module: str = ""
+
+
+#: op code -> (module, OpSpec on the book's sizes) of every extension operation this process
+#: has loaded: what lets an :class:`Instruction` name the operands of an extension's operation
+_LOADED_OPS: dict[int, tuple[str, OpSpec]] = {}
+
+#: attributes an operand name would hide (Instruction's own fields and methods)
+_RESERVED_NAMES = frozenset(f.name for f in FIELDS) | {"op", "spec", "mnemonic", "fields", "operands",
+                                                        "encode", "decode", "busy", "cycles"}
+
+
+def _layout(spec: OpSpec) -> tuple:
+    """What must not change between configurations: code, mnemonic, unit, operand bits."""
+    return (spec.code, spec.mnemonic, spec.unit,
+            tuple((o.name, o.field, o.lsb, o.bits) for o in spec.operands))
+
+
+def _extension_ops(ext: Extension, config: Config) -> tuple[OpSpec, ...]:
+    """``ext.ops(config)``, checked on its own terms (clashes are the instruction set's to find)."""
+    where = f"extension {ext.module}"
+    try:
+        ops = tuple(ext.ops(config))
+    except IsaError:
+        raise
+    except Exception as e:
+        raise IsaError(f"{where}: ops(config) failed on configuration {config.name!r}: "
+                       f"{type(e).__name__}: {e}") from None
+    if not ops:
+        raise IsaError(f"{where}: ops(config) defines no operation")
+    top = FIELD["op"].mask
+    for spec in ops:
+        if not isinstance(spec, OpSpec):
+            raise IsaError(f"{where}: ops(config) must give OpSpec objects, not {type(spec).__name__}")
+        what = f"{where}: {spec.mnemonic}"
+        if not (isinstance(spec.code, int) and 0 <= spec.code <= top):
+            raise IsaError(f"{what}: op code {spec.code!r} is not a {FIELD['op'].width}-bit value (0..{top})")
+        if spec.code in RESERVED_OP_CODES:
+            raise IsaError(f"{what}: op code {spec.code} is reserved (no configuration may define "
+                           f"{', '.join(map(str, RESERVED_OP_CODES))}: it is the undefined op of the tests)")
+        if not (isinstance(spec.mnemonic, str) and spec.mnemonic.isidentifier()
+                and spec.mnemonic == spec.mnemonic.upper()):
+            raise IsaError(f"{where}: mnemonic {spec.mnemonic!r} must be an upper-case identifier")
+        if spec.unit is not Unit.VECTOR:
+            raise IsaError(f"{what}: runs on the {spec.unit.value} unit; an extension's operations run on "
+                           f"the vector unit (the unit that holds one engine per operation)")
+        names = [o.name for o in spec.operands]
+        for o in spec.operands:
+            if o.field not in FIELD or o.field == "op":
+                raise IsaError(f"{what}: operand {o.name} names no operand field ({', '.join(OPERAND_FIELDS)})")
+            if o.lsb < 0 or o.bits < 1 or o.lsb + o.bits > FIELD[o.field].width:
+                raise IsaError(f"{what}: operand {o.name} (bits {o.lsb}..{o.lsb + o.bits - 1}) does not fit "
+                               f"field {o.field} of {FIELD[o.field].width} bits")
+            if o.name in _RESERVED_NAMES or not o.name.isidentifier():
+                raise IsaError(f"{what}: an operand cannot be called {o.name!r} (an Instruction attribute)")
+        if len(set(names)) != len(names):
+            raise IsaError(f"{what}: two operands share a name")
+        taken = [(p.name, q.name) for i, p in enumerate(spec.operands) for q in spec.operands[i + 1:]
+                 if p.field == q.field and p.lsb < q.lsb + q.bits and q.lsb < p.lsb + p.bits]
+        if taken:
+            raise IsaError(f"{what}: operands {taken[0][0]} and {taken[0][1]} share bits of field "
+                           f"{spec.operand(taken[0][0]).field}")
+    mnemonics = {spec.mnemonic for spec in ops}
+    for kind, table in (("golden", ext.golden), ("engines", ext.engines)):
+        unknown = sorted(set(table) - mnemonics)
+        if unknown:
+            raise IsaError(f"{where}: {kind} names {', '.join(unknown)}, which ops(config) does not define "
+                           f"(it defines {', '.join(sorted(mnemonics))})")
+    return ops
+
+
+@functools.lru_cache(maxsize=None)
+def load_extension(module: str) -> Extension:
+    """The :class:`Extension` of an importable module (``EXTENSION = isa.Extension(...)`` in it).
+
+    Its operations on the book's sizes are registered for this process, so that an
+    :class:`Instruction` of one of them names its operands (``ins.dst``).  Two loaded
+    extensions may not share an op code or a mnemonic.
+    """
+    try:
+        mod = importlib.import_module(module)
+    except Exception as e:
+        raise IsaError(f"extension {module!r} cannot be imported ({type(e).__name__}: {e}); "
+                       f"is its directory on PYTHONPATH?") from None
+    ext = getattr(mod, EXTENSION_ATTRIBUTE, None)
+    if not isinstance(ext, Extension):
+        raise IsaError(f"extension {module!r}: the module defines no {EXTENSION_ATTRIBUTE} = isa.Extension(...)")
+    ext = Extension(ext.ops, dict(ext.golden), dict(ext.engines), module)
+    ops = _extension_ops(ext, BOOK)
+    for spec in ops:
+        owner = OP_BY_CODE.get(spec.code) or OP_BY_NAME.get(spec.mnemonic)
+        if owner is not None:
+            raise IsaError(f"extension {module}: {spec.mnemonic} (op code {spec.code}) clashes with the book's "
+                           f"{owner.mnemonic} (op code {owner.code})")
+        for code, (other, known) in _LOADED_OPS.items():
+            if other != module and (code == spec.code or known.mnemonic == spec.mnemonic):
+                raise IsaError(f"extension {module}: {spec.mnemonic} (op code {spec.code}) clashes with "
+                               f"{known.mnemonic} (op code {code}) of extension {other}, also loaded")
+    for spec in ops:
+        _LOADED_OPS[spec.code] = (module, spec)
+    return ext
+
+
+def known_spec(key: int | str) -> OpSpec | None:
+    """The operation of op code (or mnemonic) ``key`` among the book's and every loaded
+    extension's, on the book's sizes (None if there is none)."""
+    if isinstance(key, str):
+        spec = OP_BY_NAME.get(key)
+        return spec or next((s for _, s in _LOADED_OPS.values() if s.mnemonic == key), None)
+    spec = OP_BY_CODE.get(key)
+    if spec is None and key in _LOADED_OPS:
+        spec = _LOADED_OPS[key][1]
+    return spec
 
 
 def config_problems(config: Config) -> list[str]:
@@ -374,7 +550,8 @@ class InstructionSet:
     """The operations of one configuration, with that chip's legality rules and busy times.
 
     Get one with :func:`instruction_set`; the module-level :data:`OPS`,
-    :func:`check` and :func:`program_counters` are the book chip's.
+    :func:`check` and :func:`program_counters` are the book chip's.  The book's
+    operations come first, then each extension's (``config.extensions``), in order.
     """
 
     def __init__(self, config: Config):
@@ -382,10 +559,23 @@ class InstructionSet:
         if problems:
             raise IsaError(f"configuration {config.name!r} does not fit the instruction word: "
                            + "; ".join(problems))
-        if config.extensions:
-            raise IsaError(f"configuration {config.name!r}: instruction-set extensions are not supported yet")
         self.config = config
-        self.ops: tuple[OpSpec, ...] = _book_ops(config)
+        ops = list(_book_ops(config))
+        #: op code -> the extension that defines it (book operations are not in it)
+        self.extension_of: dict[int, Extension] = {}
+        owner = {spec.code: "the book's" for spec in ops}
+        for module in config.extensions:
+            ext = load_extension(module)
+            if any(e.module == module for e in self.extension_of.values()):
+                raise IsaError(f"configuration {config.name!r}: extension {module} is named twice")
+            for spec in _extension_ops(ext, config):
+                if _layout(spec) != _layout(_LOADED_OPS[spec.code][1]):
+                    raise IsaError(f"extension {module}: {spec.mnemonic}'s op code, mnemonic, unit or operand "
+                                   f"bits differ on configuration {config.name!r} from the book's sizes")
+                ops.append(spec)
+                self.extension_of[spec.code] = ext
+        self.ops: tuple[OpSpec, ...] = tuple(ops)
+        self.extensions: tuple[Extension, ...] = tuple(dict.fromkeys(self.extension_of.values()))
         self.by_code: dict[int, OpSpec] = {o.code: o for o in self.ops}
         self.by_name: dict[str, OpSpec] = {o.mnemonic: o for o in self.ops}
         if len(self.by_code) != len(self.ops) or len(self.by_name) != len(self.ops):
@@ -397,6 +587,11 @@ class InstructionSet:
     def __repr__(self):
         return f"InstructionSet({self.config.describe()})"
 
+    def origin(self, code: int) -> str:
+        """Who defines op code ``code``: ``the book`` or ``extension MODULE``."""
+        ext = self.extension_of.get(code)
+        return "the book" if ext is None else f"extension {ext.module}"
+
     def spec(self, code: int) -> OpSpec:
         """The operation of op code ``code`` (:class:`IsaError` if this chip has none)."""
         try:
@@ -406,11 +601,27 @@ class InstructionSet:
 
     def unit_ops(self, unit: "Unit") -> tuple[int, ...]:
         """The op codes a unit executes, in op-code order."""
-        return tuple(o.code for o in self.ops if o.unit == unit)
+        return tuple(sorted(o.code for o in self.ops if o.unit == unit))
+
+    def undefined_codes(self) -> tuple[int, ...]:
+        """The op codes this chip does not define (BAD_OPCODE), reserved ones included."""
+        return tuple(c for c in range(FIELD["op"].mask + 1) if c not in self.by_code)
 
     def busy(self, ins: "Instruction") -> int:
         """The executing unit's busy time of ``ins`` on this chip (0 for HALT)."""
         return self.spec(ins.op).busy(ins)
+
+    def cycles(self, ins: "Instruction") -> int:
+        """Fetch + issue + busy time of ``ins`` on this chip."""
+        return FETCH_ISSUE_CYCLES + self.busy(ins)
+
+    def make(self, mnemonic: str, **operands: int) -> "Instruction":
+        """:func:`make` with this chip's operations (an extension's included)."""
+        try:
+            spec = self.by_name[mnemonic.upper()]
+        except KeyError:
+            raise IsaError(f"unknown operation {mnemonic!r} (operations: {', '.join(self.by_name)})") from None
+        return _make(spec, operands)
 
     def check(self, ins: "Instruction", ext_words: int | None = None) -> tuple["ErrorCode", str]:
         """:func:`check` on this chip (``ext_words`` defaults to the configuration's)."""
@@ -431,10 +642,12 @@ def instruction_set(config: Config = BOOK) -> InstructionSet:
     return InstructionSet(config)
 
 
+OP_BY_CODE: dict[int, OpSpec] = {}       # (filled below: the book set is built first)
+OP_BY_NAME: dict[str, OpSpec] = {}
 _BOOK_SET = instruction_set(BOOK)
 OPS: tuple[OpSpec, ...] = _BOOK_SET.ops                  #: the book chip's operations
-OP_BY_CODE: dict[int, OpSpec] = _BOOK_SET.by_code
-OP_BY_NAME: dict[str, OpSpec] = _BOOK_SET.by_name
+OP_BY_CODE.update(_BOOK_SET.by_code)
+OP_BY_NAME.update(_BOOK_SET.by_name)
 
 
 # --------------------------------------------------------------------------
@@ -446,7 +659,8 @@ class Instruction:
     """One decoded instruction: its op code and the raw value of every field.
 
     Operand names of the operation are attributes: ``ins.dst``, ``ins.len``,
-    ``ins.M`` ... (see :data:`OPS`).  Build one with :func:`make`, or with
+    ``ins.M`` ... (see :data:`OPS`; an extension's operation once it is loaded,
+    :func:`known_spec`).  Build one with :func:`make`, or with
     :meth:`decode` from a 128-bit word.
     """
     op: int
@@ -470,10 +684,11 @@ class Instruction:
     # -- views
     @property
     def spec(self) -> OpSpec:
-        try:
-            return OP_BY_CODE[self.op]
-        except KeyError:
-            raise IsaError(f"undefined op code {self.op}") from None
+        """The operation (the book's, or a loaded extension's on the book's sizes)."""
+        spec = known_spec(self.op)
+        if spec is None:
+            raise IsaError(f"undefined op code {self.op}")
+        return spec
 
     @property
     def mnemonic(self) -> str:
@@ -485,7 +700,7 @@ class Instruction:
 
     def __getattr__(self, name):
         # Only called for names that are not dataclass fields: operand names.
-        spec = OP_BY_CODE.get(object.__getattribute__(self, "op"))
+        spec = known_spec(object.__getattribute__(self, "op"))
         if spec is not None:
             for o in spec.operands:
                 if o.name == name:
@@ -518,7 +733,7 @@ class Instruction:
         return FETCH_ISSUE_CYCLES + self.busy()
 
     def __str__(self) -> str:
-        from_op = OP_BY_CODE.get(self.op)
+        from_op = known_spec(self.op)
         if from_op is None:
             return f"<undefined op {self.op}>"
         return " ".join([from_op.mnemonic] + [f"{k}={v}" for k, v in self.operands().items()])
@@ -533,7 +748,12 @@ def make(mnemonic: str, **operands: int) -> Instruction:
     try:
         spec = OP_BY_NAME[mnemonic.upper()]
     except KeyError:
-        raise IsaError(f"unknown operation {mnemonic!r}") from None
+        raise IsaError(f"unknown operation {mnemonic!r} (the book's operations: {', '.join(OP_BY_NAME)}; "
+                       f"an extension's: instruction_set(config).make)") from None
+    return _make(spec, operands)
+
+
+def _make(spec: OpSpec, operands: Mapping[str, int]) -> Instruction:
     names = {o.name for o in spec.operands}
     unknown = set(operands) - names
     if unknown:
@@ -757,14 +977,6 @@ def round_half_away(num: int, shift: int) -> int:
 def requantize(acc: int, mantissa: int, shift: int, relu: bool = False) -> int:
     """The requantizer: clamp(round_half_away(acc * m / 2**s), -127 (or 0), 127)."""
     return clamp(round_half_away(acc * mantissa, shift), 0 if relu else INT8_MIN, INT8_MAX)
-
-
-def _exp_table() -> tuple[int, ...]:
-    # T[d] = round(65535 * exp(-d/16)), ties up (no entry is near a tie).
-    return tuple(int(math.floor(65535 * math.exp(-d / 16) + 0.5)) for d in range(EXP_TABLE_SIZE))
-
-
-EXP_TABLE: tuple[int, ...] = _exp_table()
 
 
 def divide_u40(num: int, den: int) -> tuple[int, int]:

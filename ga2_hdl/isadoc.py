@@ -1,32 +1,64 @@
-"""docs/isa.md, generated from ``ga2_hdl.isa`` so that the document cannot drift from the code.
+"""docs/isa.md, generated from the instruction set of a configuration so that the document cannot
+drift from the code.
 
-``python -m ga2_hdl.isadoc > docs/isa.md`` regenerates it; a test fails when
-the committed file differs from :func:`render_isa_markdown`.
+``ga2 isadoc -o docs/isa.md`` (or ``python -m ga2_hdl.isadoc > docs/isa.md``) regenerates the
+book chip's; ``ga2 isadoc --config NAME|FILE`` documents another configuration, an extension's
+operations included.  A test fails when the committed file differs from :func:`render_isa_markdown`.
+Nothing here names an operation: every list of operations is read from the instruction set.
 """
 from __future__ import annotations
 
 import sys
 
 from . import isa
-from .isa import ErrorCode
+from .config import Config
+from .isa import ErrorCode, InstructionSet
 
-#: What the hardware does on each halt status (every ErrorCode must be described here).
-ERROR_BEHAVIOUR: dict[ErrorCode, str] = {
-    ErrorCode.OK: "HALT reached: status_pc is the HALT's address.",
-    ErrorCode.BAD_OPCODE: "the op code names no operation.",
-    ErrorCode.SPAD_RANGE: "a scratchpad region of the instruction runs past the last scratchpad word.",
-    ErrorCode.EXT_RANGE: "an external-memory region runs past the last word of the external memory "
-                         "(its size is a parameter of the chip, `ext_words`).",
-    ErrorCode.BAD_SHAPE: "an operand outside its legal range (" + "; ".join(
-        f"{spec.mnemonic}: {spec.ranges_text()}" for spec in isa.OPS if spec.ranged) + ").",
-    ErrorCode.ZERO_LENGTH: "a length operand is 0.",
-    ErrorCode.OVERLAP: "RQ, SM or VADD operands that overlap without being identical.",
-    ErrorCode.NO_HALT: "the program counter ran past the last instruction-memory word. Loaders refuse "
-                       "a program that does not end with HALT, so only stale instruction memory can "
-                       "cause it; no test program can raise it.",
-}
+
+def _names(specs) -> str:
+    """``A``, ``A or B``, ``A, B or C``."""
+    names = [s.mnemonic for s in specs]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def error_behaviour(iset: InstructionSet) -> dict[ErrorCode, str]:
+    """What the hardware does on each halt status (every ErrorCode must be described here)."""
+    return {
+        ErrorCode.OK: "HALT reached: status_pc is the HALT's address.",
+        ErrorCode.BAD_OPCODE: "the op code names no operation.",
+        ErrorCode.SPAD_RANGE: "a scratchpad region of the instruction runs past the last scratchpad word.",
+        ErrorCode.EXT_RANGE: "an external-memory region runs past the last word of the external memory "
+                             "(its size is a parameter of the chip, `ext_words`).",
+        ErrorCode.BAD_SHAPE: "an operand outside its legal range (" + "; ".join(
+            f"{spec.mnemonic}: {spec.ranges_text()}" for spec in iset.ops if spec.ranged) + ").",
+        ErrorCode.ZERO_LENGTH: "a length operand is 0.",
+        ErrorCode.OVERLAP: f"{_names(s for s in iset.ops if s.disjoint_or_same)} operands that overlap "
+                           f"without being identical.",
+        ErrorCode.NO_HALT: "the program counter ran past the last instruction-memory word. Loaders refuse "
+                           "a program that does not end with HALT, so only stale instruction memory can "
+                           "cause it; no test program can raise it.",
+    }
+
+
+#: The book chip's (:func:`error_behaviour`).
+ERROR_BEHAVIOUR: dict[ErrorCode, str] = error_behaviour(isa.instruction_set(isa.BOOK))
 
 _UNIT_NAME = {isa.Unit.NONE: "-", isa.Unit.DMA: "DMA", isa.Unit.MATRIX: "matrix", isa.Unit.VECTOR: "vector"}
+#: the unit whose busy cycles a counter counts, as the counters' descriptions name it
+_UNIT_TEXT = {isa.Unit.DMA: "the DMA", isa.Unit.MATRIX: "the matrix unit", isa.Unit.VECTOR: "the vector unit"}
+
+
+def _code_ranges(codes) -> list[str]:
+    """(8, 9, 10, 12) -> ["8..10", "12"]."""
+    out, run = [], []
+    for c in codes:
+        if run and c != run[-1] + 1:
+            out.append(f"{run[0]}..{run[-1]}" if len(run) > 1 else f"{run[0]}")
+            run = []
+        run.append(c)
+    if run:
+        out.append(f"{run[0]}..{run[-1]}" if len(run) > 1 else f"{run[0]}")
+    return out
 
 
 def _bits(field: isa.Field, lsb: int = 0, width: int | None = None) -> str:
@@ -45,16 +77,27 @@ def _operand_row(spec: isa.OpSpec, o: isa.Operand) -> str:
     return f"| `{o.name}` | {sub} | {_bits(f, o.lsb, o.bits)} | {o.bits} | {default} | {o.doc} |"
 
 
-def render_isa_markdown() -> str:
-    missing = set(ErrorCode) - set(ERROR_BEHAVIOUR)
+def render_isa_markdown(config: Config = isa.BOOK) -> str:
+    """The instruction set of the chip ``config`` (the book's by default) as markdown."""
+    iset = isa.instruction_set(config)
+    behaviour = error_behaviour(iset)
+    missing = set(ErrorCode) - set(behaviour)
     if missing:
         raise RuntimeError(f"isadoc: describe the hardware behaviour of {', '.join(e.name for e in missing)}")
     out: list[str] = []
     w = out.append
     w("# The GA-2 instruction set")
     w("")
-    w("<!-- Generated by `python -m ga2_hdl.isadoc > docs/isa.md` from ga2_hdl/isa.py. Do not edit by hand: "
-      "sim_tests/test_docs.py fails when this file and the generator disagree. -->")
+    w("<!-- Generated by `ga2 isadoc` from ga2_hdl/isa.py and the configuration below. Do not edit by hand: "
+      "sim_tests/test_docs.py fails when docs/isa.md and the generator disagree. -->")
+    w("")
+    w(f"Configuration: **{config.describe()}**. `ga2 isadoc --config NAME|FILE` writes this page for "
+      "another configuration.")
+    if iset.extensions:
+        w("")
+        w("Extensions (operations defined outside the package, see docs/extending.md): " + "; ".join(
+            f"`{ext.module}` ({', '.join(iset.by_code[c].mnemonic for c in iset.extension_of if iset.extension_of[c] is ext)})"
+            for ext in iset.extensions) + ".")
     w("")
     w("## Machine")
     w("")
@@ -62,11 +105,11 @@ def render_isa_markdown() -> str:
     w("|---|---|---|")
     w(f"| word | {isa.WORD_BITS} bits | every memory holds 32-bit words, one value per word: int8 sign-extended, "
       f"int32 whole, Q0.16 probabilities ({isa.Q16_ONE} = 1.0) |")
-    w(f"| scratchpad | {isa.SPAD_WORDS} words | the units' working memory |")
-    w(f"| external memory | {isa.EXT_WORDS_DEFAULT} words (default) | a parameter, `ext_words` (at most {isa.EXT_WORDS_MAX}; "
+    w(f"| scratchpad | {config.spad_words} words | the units' working memory |")
+    w(f"| external memory | {config.ext_words} words (default) | a parameter, `ext_words` (at most {isa.EXT_WORDS_MAX}; "
       f"the book's early chapters use 2048) |")
-    w(f"| instruction memory | {isa.IMEM_WORDS} words of {isa.INSTR_BITS} bits | a program ends with HALT |")
-    w(f"| LAT | {isa.LAT} cycles | external-memory latency, paid once per load |")
+    w(f"| instruction memory | {config.imem_words} words of {isa.INSTR_BITS} bits | a program ends with HALT |")
+    w(f"| LAT | {config.lat} cycles | external-memory latency, paid once per load |")
     w(f"| int8 range | {isa.INT8_MIN} .. {isa.INT8_MAX} | no unit ever produces -128 |")
     w("")
     w("## Instruction word")
@@ -85,13 +128,20 @@ def render_isa_markdown() -> str:
     w("")
     w("| code | mnemonic | unit | busy cycles |")
     w("|---|---|---|---|")
-    for spec in isa.OPS:
+    for spec in iset.ops:
         w(f"| {spec.code} | {spec.mnemonic} | {_UNIT_NAME[spec.unit]} | `{spec.busy_formula}` |")
-    w(f"| {max(isa.OP_BY_CODE) + 1}..15 | (undefined) | - | halts with BAD_OPCODE |")
+    undefined = [c for c in iset.undefined_codes() if c not in isa.RESERVED_OP_CODES]
+    for codes in _code_ranges(undefined):
+        w(f"| {codes} | (undefined) | - | halts with BAD_OPCODE |")
+    for codes in _code_ranges(isa.RESERVED_OP_CODES):
+        w(f"| {codes} | (reserved: no configuration defines it) | - | halts with BAD_OPCODE |")
     w("")
-    for spec in isa.OPS:
+    for spec in iset.ops:
         w(f"### {spec.code} {spec.mnemonic}")
         w("")
+        if spec.code in iset.extension_of:
+            w(f"Defined by {iset.origin(spec.code)}.")
+            w("")
         w(f"Meaning: {spec.meaning}.")
         w("")
         if spec.operands:
@@ -106,7 +156,7 @@ def render_isa_markdown() -> str:
             rules.append(f"{spec.ranges_text()} (else BAD_SHAPE)")
         if spec.lengths:
             rules.append(f"{', '.join(f'`{n}`' for n in spec.lengths)} not 0 (else ZERO_LENGTH)")
-        probe = isa.make(spec.mnemonic, **{o.name: 1 for o in spec.operands})
+        probe = iset.make(spec.mnemonic, **{o.name: 1 for o in spec.operands})
         regions = spec.regions(probe)
         if regions:
             rules.append("regions inside their memories: " + ", ".join(
@@ -127,32 +177,29 @@ def render_isa_markdown() -> str:
     w("")
     w("Counters reported at halt, in this order:")
     w("")
+    unit_of = {counter: unit for unit, counter in isa.UNIT_COUNTER.items()}
     for c in isa.Counter:
-        what = {
-            isa.Counter.TOTAL: "every cycle from the first fetch up to and including the halting issue cycle",
-            isa.Counter.MATRIX: "busy cycles of the matrix unit (MM)",
-            isa.Counter.DMA: "busy cycles of the DMA (LD, ST)",
-            isa.Counter.VECTOR: "busy cycles of the vector unit (RQ, SM, VADD, AMAX)",
-            isa.Counter.INSTRUCTIONS: "instructions executed (not HALT, not a faulting one)",
-        }[c]
+        if c in unit_of:
+            ops = ", ".join(iset.by_code[code].mnemonic for code in iset.unit_ops(unit_of[c]))
+            what = f"busy cycles of {_UNIT_TEXT[unit_of[c]]} ({ops})"
+        else:
+            what = {
+                isa.Counter.TOTAL: "every cycle from the first fetch up to and including the halting issue cycle",
+                isa.Counter.INSTRUCTIONS: "instructions executed (not HALT, not a faulting one)",
+            }[c]
         w(f"{int(c) + 1}. `{isa.COUNTER_NAMES[int(c)]}`: {what}")
     w("")
     w("## Arithmetic")
     w("")
-    w("- RQ: `clamp(round_half_away(acc * m / 2^s), -127, 127)`; relu raises the lower bound to 0. "
-      "acc is the signed 32-bit word, m the 24-bit mantissa (2^23 <= m < 2^24 for a scale from "
-      "`mantissa_shift`), s the 6-bit shift.")
-    w(f"- SM: scores are the signed low bytes x (real value x/16); `e_i = T[max - x_i]` with "
-      f"`T[d] = round(65535 * exp(-d/16))`, d = 0..{isa.EXP_TABLE_SIZE - 1} (T[0] = {isa.EXP_TABLE[0]}, "
-      f"T[{isa.EXP_TABLE_SIZE - 1}] = {isa.EXP_TABLE[-1]}); `r = floor(2^38 / sum e)` from a "
-      f"{isa.DIV_BITS}-bit unsigned divider; `p_i = (e_i * r + 2^21) >> {isa.SOFTMAX_OUT_SHIFT}` in Q0.16.")
-    w("- MM: int8 inputs are the signed low bytes of the words; sums are int32 with wrap-around.")
-    w("- VADD: `clamp(int8 + int8, -127, 127)` on the low bytes. AMAX: index of the first maximum of the "
-      "signed 32-bit words.")
+    for spec in iset.ops:
+        if spec.arithmetic:
+            w(f"- {spec.mnemonic}: {spec.arithmetic}")
     w("")
     w("## Errors")
     w("")
-    w("Checked at issue, in this order, the first failure wins: op code; operand ranges (MM's shape); zero lengths; memory "
+    ranged = "; ".join(f"{spec.mnemonic}'s {', '.join(o.name for o in spec.ranged)}" for spec in iset.ops
+                       if spec.ranged)
+    w(f"Checked at issue, in this order, the first failure wins: op code; operand ranges ({ranged}); zero lengths; memory "
       "ranges (in the order of the operation's regions); overlap. A faulting instruction costs fetch + issue "
       f"({isa.FETCH_ISSUE_CYCLES} cycles, counted in `total`), does not execute, changes no memory and is not "
       "counted; the machine halts with `status` = the code and `status_pc` = its address.")
@@ -160,7 +207,7 @@ def render_isa_markdown() -> str:
     w("| code | name | raised when |")
     w("|---|---|---|")
     for e in ErrorCode:
-        w(f"| {int(e)} | {e.name} | {ERROR_BEHAVIOUR[e]} |")
+        w(f"| {int(e)} | {e.name} | {behaviour[e]} |")
     w("")
     return "\n".join(out)
 

@@ -14,17 +14,21 @@ talks to the rest of the chip:
   :class:`~ga2_hdl.vector_unit.VectorUnit` and its engines, including
   :class:`~ga2_hdl.softmax.SoftmaxUnit`) is built.
 
-Sizes come from :mod:`ga2_hdl.isa`; every signature takes them as parameters
-(with the ISA's values as defaults), so a configuration object can later be
-threaded through these constructors alone.
+Sizes come from the chip's configuration (:class:`ga2_hdl.config.Config`, the
+book's by default): every signature takes it as the keyword ``config``, so the
+address widths of a port are derived from the configuration's ``spad_words``
+and from nowhere else.  :func:`refuse_beyond` is where a unit says which
+configuration parameters beyond the book's its RTL does not build yet.
 """
 from amaranth.hdl import unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import isa
+from .config import Config
 
-__all__ = ["INSTRUCTION", "SPAD_ADDR_BITS", "SpadPort", "ExtPort", "UnitSignature"]
+__all__ = ["INSTRUCTION", "SPAD_ADDR_BITS", "spad_addr_bits", "refuse_beyond",
+           "SpadPort", "ExtPort", "UnitSignature"]
 
 # StructLayout places members from the least significant bit up, in order.
 assert [f.lsb for f in sorted(isa.FIELDS, key=lambda f: f.lsb)] == \
@@ -33,7 +37,32 @@ assert [f.lsb for f in sorted(isa.FIELDS, key=lambda f: f.lsb)] == \
 INSTRUCTION = data.StructLayout({f.name: unsigned(f.width) for f in sorted(isa.FIELDS, key=lambda f: f.lsb)})
 assert INSTRUCTION.size == isa.INSTR_BITS
 
-SPAD_ADDR_BITS = (isa.SPAD_WORDS - 1).bit_length()
+
+
+def spad_addr_bits(config: Config = isa.BOOK) -> int:
+    """Width of a scratchpad address on the chip ``config``: enough for ``spad_words - 1``."""
+    return max(1, (config.spad_words - 1).bit_length())
+
+
+#: the book chip's scratchpad address width (12)
+SPAD_ADDR_BITS = spad_addr_bits(isa.BOOK)
+
+#: configuration parameters whose hardware is not built yet, and their book values
+_NOT_BUILT = {"spad_ports": 1, "ext_port_words": 1, "overlap": False, "extensions": ()}
+
+
+def refuse_beyond(config: Config, who: str, params=tuple(_NOT_BUILT)) -> Config:
+    """``config``, or a ``ValueError`` naming the first of ``params`` that differs from the book's
+    and is not built by ``who``'s RTL yet (``spad_ports``, ``ext_port_words``, ``overlap``, ``extensions``).
+    """
+    if not isinstance(config, Config):
+        raise TypeError(f"{who}: config must be a ga2_hdl.config.Config, not {type(config).__name__}")
+    for name in params:
+        value = getattr(config, name)
+        if value != _NOT_BUILT[name]:
+            raise ValueError(f"configuration {config.name!r}: {who} has no hardware for {name}={value!r} yet "
+                             f"(only {name}={_NOT_BUILT[name]!r})")
+    return config
 
 
 class SpadPort(wiring.Signature):
@@ -46,10 +75,13 @@ class SpadPort(wiring.Signature):
 
     Parameters
     ----------
-    addr_bits : int
-        Width of the addresses (the scratchpad holds ``2**addr_bits`` words at most).
+    addr_bits : int, optional
+        Width of the addresses (the scratchpad holds ``2**addr_bits`` words at most);
+        by default :func:`spad_addr_bits` of ``config``.
     data_bits : int
         Width of a word.
+    config : Config
+        The chip (the book's by default).
 
     Members
     -------
@@ -61,7 +93,10 @@ class SpadPort(wiring.Signature):
     wr_data : Out(data_bits)
     """
 
-    def __init__(self, addr_bits: int = SPAD_ADDR_BITS, data_bits: int = isa.WORD_BITS):
+    def __init__(self, addr_bits: int | None = None, data_bits: int = isa.WORD_BITS, *,
+                 config: Config = isa.BOOK):
+        if addr_bits is None:
+            addr_bits = spad_addr_bits(config)
         self.addr_bits = addr_bits
         self.data_bits = data_bits
         super().__init__({
@@ -132,7 +167,9 @@ class UnitSignature(wiring.Signature):
     Parameters
     ----------
     spad : SpadPort
-        The scratchpad port's signature (default ``SpadPort()``).
+        The scratchpad port's signature (default ``SpadPort(config=config)``).
+    config : Config
+        The chip (the book's by default).
     **extra : Member
         Members a unit adds to the contract (the DMA's external-memory port).
 
@@ -145,12 +182,12 @@ class UnitSignature(wiring.Signature):
     spad : Out(SpadPort())
     """
 
-    def __init__(self, spad: SpadPort | None = None, **extra):
+    def __init__(self, spad: SpadPort | None = None, *, config: Config = isa.BOOK, **extra):
         super().__init__({
             "start": In(1),
             "ins": In(INSTRUCTION),
             "done": Out(1),
             "busy": Out(1),
-            "spad": Out(spad if spad is not None else SpadPort()),
+            "spad": Out(spad if spad is not None else SpadPort(config=config)),
             **extra,
         })

@@ -36,8 +36,9 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 
 from . import isa
+from .config import Config
 from .decoder import operand
-from .layout import SPAD_ADDR_BITS, UnitSignature
+from .layout import UnitSignature, refuse_beyond, spad_addr_bits
 from .rowmem import OperandRowMemory
 from .systolic import SystolicArray
 
@@ -53,10 +54,10 @@ class MatrixUnit(wiring.Component):
 
     Parameters
     ----------
-    size : int
-        Array size (largest M and N); the ISA's is ``isa.MM_MAX_MN``.
-    max_k : int
-        Depth of the operand memories (largest K); the ISA's is ``isa.MM_MAX_K``.
+    config : Config
+        The chip (the book's by default): ``config.array`` is the array size (largest M
+        and N), ``config.max_k`` the depth of the operand memories (largest K),
+        ``config.spad_words`` sets the address width.
 
     Ports
     -----
@@ -67,13 +68,14 @@ class MatrixUnit(wiring.Component):
     Attributes ``array``, ``a_mem``, ``b_mem`` are the submodules (for tests).
     """
 
-    def __init__(self, size: int = isa.MM_MAX_MN, max_k: int = isa.MM_MAX_K):
-        self.size = size
-        self.max_k = max_k
-        self.array = SystolicArray(size)
-        self.a_mem = OperandRowMemory(size, max_k)
-        self.b_mem = OperandRowMemory(size, max_k)
-        super().__init__(UnitSignature())
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, "the matrix unit", ("spad_ports",))
+        self.size = size = config.array
+        self.max_k = max_k = config.max_k
+        self.array = SystolicArray(config=config)
+        self.a_mem = OperandRowMemory(config=config)
+        self.b_mem = OperandRowMemory(config=config)
+        super().__init__(UnitSignature(config=config))
 
     def elaborate(self, platform):
         m = Module()
@@ -120,7 +122,7 @@ class MatrixUnit(wiring.Component):
     def _registers(self):
         """The unit's registers, one struct-typed register per purpose."""
         dim_bits = max(self.size, self.max_k).bit_length()
-        addr, dim = unsigned(SPAD_ADDR_BITS), unsigned(dim_bits)
+        addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)
         return SimpleNamespace(
             dims=Signal(data.StructLayout({
                 "last_m": dim, "last_k": dim, "last_n": dim,    # M-1, K-1, N-1

@@ -22,6 +22,9 @@ from amaranth.hdl import Cat, Module, Mux, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from . import isa
+from .config import Config
+
 __all__ = ["OperandRowMemory"]
 
 
@@ -30,10 +33,12 @@ class OperandRowMemory(wiring.Component):
 
     Parameters
     ----------
-    lanes : int
-        Number of lanes (rows of A or columns of B): the array size.
-    depth : int
-        Values per lane: the largest K (64).
+    lanes : int, optional
+        Number of lanes (rows of A or columns of B): by default the configuration's array size.
+    depth : int, optional
+        Values per lane: by default the configuration's largest K (``max_k``).
+    config : Config
+        The chip (the book's by default).
 
     Ports
     -----
@@ -55,7 +60,9 @@ class OperandRowMemory(wiring.Component):
         ``storage.data[k]`` is row k, lane i in bits 8i .. 8i+7 (for tests).
     """
 
-    def __init__(self, lanes: int = 4, depth: int = 64):
+    def __init__(self, lanes: int | None = None, depth: int | None = None, *, config: Config = isa.BOOK):
+        lanes = config.array if lanes is None else lanes
+        depth = config.max_k if depth is None else depth
         if lanes < 1 or depth < 1:
             raise ValueError(f"operand memory of {lanes} lanes x {depth}: both must be positive")
         self.lanes = lanes

@@ -38,21 +38,28 @@ the write trails the read by two elements, in SCALE by three).  Disjoint
 regions work the same way; partially overlapping ones are illegal (the
 sequencer refuses them).
 
-Widths: S >= T[0] = 65535 (the maximum's own term) and S <= 4096 * 65535, so
-S fits in 28 bits and r = 2**38 // S < 2**23; the multiplier is 16 x 23 bits.
+Widths: S >= T[0] = 65535 (the maximum's own term) and S <= spad_words * 65535
+(:func:`sum_bits`: 28 bits on the book's 4096-word scratchpad, at most 32), and
+r = 2**38 // S < 2**23; the multiplier is 16 x 23 bits.
 ``len`` must be at least 1 (the sequencer refuses 0).
 """
 from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 
 from . import isa
+from .config import Config
 from .divider import Divider
 from .exp_table import DATA_BITS as E_BITS, ExpTable
-from .layout import SPAD_ADDR_BITS, UnitSignature
+from .layout import UnitSignature, refuse_beyond, spad_addr_bits
 from .decoder import operand
 
-#: S: at most SPAD_WORDS terms of at most T[0]
-SUM_BITS = (isa.SPAD_WORDS * isa.EXP_TABLE[0]).bit_length()
+
+def sum_bits(config: Config = isa.BOOK) -> int:
+    """Width of S: at most ``spad_words`` terms of at most T[0]."""
+    return (config.spad_words * isa.EXP_TABLE[0]).bit_length()
+
+
+assert sum_bits(Config(spad_words=1 << isa.FIELD["c"].width)) <= isa.DIV_BITS   # S always fits the divider
 #: r = 2**38 // S with S >= T[0]
 R_BITS = (isa.SOFTMAX_NUMERATOR // isa.EXP_TABLE[0]).bit_length()
 PRODUCT_BITS = E_BITS + R_BITS
@@ -73,13 +80,20 @@ def busy_cycles(length: int) -> int:
 class SoftmaxUnit(wiring.Component):
     """Executes SM (the vector unit's engine for it).
 
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the scratchpad's size sets the address,
+        counter and sum widths.
+
     Ports
     -----
     The unit contract (:class:`ga2_hdl.layout.UnitSignature`).
     """
 
-    def __init__(self):
-        super().__init__(UnitSignature())
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, "the softmax unit", ("spad_ports",))
+        super().__init__(UnitSignature(config=config))
 
     def elaborate(self, platform):
         m = Module()
@@ -92,8 +106,9 @@ class SoftmaxUnit(wiring.Component):
         length = operand(self.ins, "SM", "len")
 
         # ---- the streaming machinery shared by the three passes
-        rd_index = Signal(range(isa.SPAD_WORDS + 1))   # next element to read in this pass
-        wr_index = Signal(range(isa.SPAD_WORDS + 1))   # next element to write in this pass
+        spad_words, addr_bits = self.config.spad_words, spad_addr_bits(self.config)
+        rd_index = Signal(range(spad_words + 1))       # next element to read in this pass
+        wr_index = Signal(range(spad_words + 1))       # next element to write in this pass
         reading = Signal()                             # a read is issued this cycle
         read_is_last = Signal()
         # stage k valid / carrying the last element: stage 1 = read data on rd_data
@@ -113,11 +128,11 @@ class SoftmaxUnit(wiring.Component):
             # and drop what the deeper stages (unused by this pass) copied.
             m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]
 
-        m.d.comb += [self.spad.rd_en.eq(reading), self.spad.wr_addr.eq((dst + wr_index)[:SPAD_ADDR_BITS])]
+        m.d.comb += [self.spad.rd_en.eq(reading), self.spad.wr_addr.eq((dst + wr_index)[:addr_bits])]
 
         score = self.spad.rd_data[:8].as_signed()      # stage 1 in MAX and EXP
         running_max = Signal(signed(8))
-        total = Signal(SUM_BITS)
+        total = Signal(sum_bits(self.config))
         r = Signal(R_BITS)
         product = Signal(PRODUCT_BITS)                 # SCALE stage 2
         prob = Signal(P_BITS)                          # SCALE stage 3
@@ -133,7 +148,7 @@ class SoftmaxUnit(wiring.Component):
                     m.next = "MAX"
 
             with m.State("MAX"):
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:SPAD_ADDR_BITS])]
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:addr_bits])]
                 with m.If(v1 & (score > running_max)):
                     m.d.sync += running_max.eq(score)
                 with m.If(v1 & last1):
@@ -141,7 +156,7 @@ class SoftmaxUnit(wiring.Component):
                     m.next = "EXP"
 
             with m.State("EXP"):
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:SPAD_ADDR_BITS])]
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:addr_bits])]
                 # stage 1: the ROM address is driven above; stage 2: its data
                 with m.If(v2):
                     m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(exp_table.data)]
@@ -162,7 +177,7 @@ class SoftmaxUnit(wiring.Component):
                     m.next = "SCALE"
 
             with m.State("SCALE"):
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((dst + rd_index)[:SPAD_ADDR_BITS])]
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])]
                 with m.If(v1):
                     m.d.sync += product.eq(self.spad.rd_data[:E_BITS] * r)
                 with m.If(v2):

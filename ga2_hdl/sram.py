@@ -1,4 +1,4 @@
-"""The scratchpad: one 4096 x 32-bit memory shared by the execution units.
+"""The scratchpad: one ``spad_words`` x 32-bit memory (4096 on the book chip) shared by the execution units.
 
 The memory has one synchronous read port and one write port (the shape of a
 single dual-port block RAM).  Every execution unit owns a master port
@@ -35,7 +35,7 @@ from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .config import Config
-from .layout import SPAD_ADDR_BITS, SpadPort
+from .layout import SpadPort, refuse_beyond, spad_addr_bits
 
 __all__ = ["Scratchpad"]
 
@@ -47,13 +47,14 @@ class Scratchpad(wiring.Component):
     ----------
     n_masters : int
         How many master ports (the chip has one per execution unit).
-    depth : int
-        Words of memory (``isa.SPAD_WORDS``; a smaller depth is for unit tests).
+    config : Config
+        The chip (the book's by default): its ``spad_words`` are the memory's words and
+        set the address width; with ``config.overlap`` every master has its own read and
+        write port.
+    depth : int, optional
+        Words of memory, if fewer than the configuration's (for unit tests).
     init : sequence of int
         Initial contents (default all zero).
-    config : Config
-        The chip (the book's by default); with ``config.overlap`` every master has its own
-        read and write port.
 
     Behaviour of every master port: read: ``rd_en``/``rd_addr`` in cycle t
     give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all masters and
@@ -69,7 +70,7 @@ class Scratchpad(wiring.Component):
         High in a cycle where more than one master enables a read or more than one
         enables a write (with overlap: where two masters write one address).
     write_en : Out(1)
-    write_addr : Out(SPAD_ADDR_BITS)
+    write_addr : Out(spad_addr_bits(config))
         The write the memory takes this cycle (read-only debug outputs, for
         testbenches that track writes).
 
@@ -79,19 +80,23 @@ class Scratchpad(wiring.Component):
         The storage (testbenches may read or set ``memory.data[i]``).
     """
 
-    def __init__(self, n_masters: int, *, depth: int = isa.SPAD_WORDS, init=(), config: Config = isa.BOOK):
+    def __init__(self, n_masters: int, *, config: Config = isa.BOOK, depth: int | None = None, init=()):
+        refuse_beyond(config, "the scratchpad", ("spad_ports",))
         if not n_masters >= 1:
             raise ValueError("the scratchpad needs at least one master port")
-        if not 1 <= depth <= 1 << SPAD_ADDR_BITS:
-            raise ValueError(f"scratchpad depth {depth} does not fit a {SPAD_ADDR_BITS}-bit address")
-        self.depth = depth
+        if depth is None:
+            depth = config.spad_words
+        addr_bits = spad_addr_bits(config)
+        if not 1 <= depth <= 1 << addr_bits:
+            raise ValueError(f"scratchpad depth {depth} does not fit a {addr_bits}-bit address")
         self.config = config
+        self.depth = depth
         self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=depth, init=list(init))
         super().__init__({
-            "masters": In(SpadPort()).array(n_masters),
+            "masters": In(SpadPort(config=config)).array(n_masters),
             "conflict": Out(1),
             "write_en": Out(1),
-            "write_addr": Out(SPAD_ADDR_BITS),
+            "write_addr": Out(addr_bits),
         })
 
     #: the storage's submodule name (Verilog export names the word array after it)

@@ -35,6 +35,9 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from . import isa
+from .config import Config
+
 __all__ = ["ProcessingElement", "SystolicArray", "OPERAND", "pe_state"]
 
 OPERAND = signed(8)
@@ -86,10 +89,12 @@ class SystolicArray(wiring.Component):
 
     Parameters
     ----------
-    size : int
-        Rows and columns of processing elements.
+    size : int, optional
+        Rows and columns of processing elements: by default the configuration's ``array``.
     acc_bits : int
         Accumulator width (32: the machine's wrap-around int32 sums).
+    config : Config
+        The chip (the book's by default).
 
     Ports
     -----
@@ -114,7 +119,8 @@ class SystolicArray(wiring.Component):
 
     EDGE_LATENCY = 1
 
-    def __init__(self, size: int = 4, acc_bits: int = 32):
+    def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config = isa.BOOK):
+        size = config.array if size is None else size
         if size < 1:
             raise ValueError(f"array size {size}: at least 1")
         self.size = size

@@ -35,24 +35,25 @@ reading src2[i+1]).  AMAX writes its single result word after its last read,
 so its destination may lie anywhere, inside the source too.
 
 Operands come from ``ins`` through the ISA's operand definitions
-(``decoder.operand``), op codes from ``isa.OP_BY_NAME``.  Lengths are at
+(``decoder.operand``), op codes from the configuration's instruction set
+(:func:`ga2_hdl.isa.instruction_set`), whose extensions bring engines of their
+own (``docs/extending.md``).  Lengths are at
 least 1 (the sequencer refuses 0).
 """
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 
 from . import isa
+from .config import Config
 from .decoder import operand
-from .layout import SPAD_ADDR_BITS, UnitSignature
+from .layout import UnitSignature, refuse_beyond, spad_addr_bits
 from .requant import Requantizer
 from .softmax import SoftmaxUnit
 
-_INDEX = range(isa.SPAD_WORDS + 1)          # element counters: 0 .. len, len <= SPAD_WORDS
 
-
-def _addr(base, index):
-    """A scratchpad address: base + index, within the 12-bit address space."""
-    return (base + index)[:SPAD_ADDR_BITS]
+def _index(config: Config) -> range:
+    """An element counter's values: 0 .. len, len <= the configuration's ``spad_words``."""
+    return range(config.spad_words + 1)
 
 
 def _int8(word):
@@ -61,17 +62,29 @@ def _int8(word):
 
 
 class _Engine(wiring.Component):
-    """One operation's engine, on the unit contract (:class:`ga2_hdl.layout.UnitSignature`)."""
+    """One operation's engine, on the unit contract (:class:`ga2_hdl.layout.UnitSignature`).
 
-    def __init__(self):
-        super().__init__(UnitSignature())
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the scratchpad's size sets the address and
+        counter widths.
+    """
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, f"the {type(self).__name__}", ("spad_ports",))
+        super().__init__(UnitSignature(config=config))
+
+    def _addr(self, base, index):
+        """A scratchpad address: base + index, within the scratchpad's address space."""
+        return (base + index)[:spad_addr_bits(self.config)]
 
     def _write(self, m, valid, last, base, index, value):
         """Write ``value`` to ``base + index`` when ``valid`` (``index`` then steps);
         with ``last`` that write is the engine's done cycle."""
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(base, index)),
+                         self.spad.wr_addr.eq(self._addr(base, index)),
                          self.spad.wr_data.eq(value)]           # sign-extended to the word
             m.d.sync += index.eq(index + 1)
             with m.If(last):
@@ -96,7 +109,7 @@ class RequantizeEngine(_Engine):
         assert Requantizer.LATENCY == 1
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
 
-        rd_index, wr_index = Signal(_INDEX), Signal(_INDEX)
+        rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
         reading = Signal()
         v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()  # data on rd_data; q valid
 
@@ -105,7 +118,7 @@ class RequantizeEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(src, rd_index)),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
             rq.acc.eq(self.spad.rd_data.as_signed()),
             rq.mantissa.eq(operand(self.ins, "RQ", "m")),
             rq.shift.eq(operand(self.ins, "RQ", "s")),
@@ -134,8 +147,8 @@ class AddEngine(_Engine):
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
 
-        slot = Signal(range(2 * isa.SPAD_WORDS + 1))    # read slots issued: 2 per element
-        wr_index = Signal(_INDEX)
+        slot = Signal(range(2 * self.config.spad_words + 1))    # read slots issued: 2 per element
+        wr_index = Signal(_index(self.config))
         reading = Signal()
         v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
         v2, last2 = Signal(), Signal()                      # a sum is ready to write
@@ -148,7 +161,7 @@ class AddEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (slot < 2 * length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),
+            self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),
         ]
         m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == 2 * length - 1))]
         with m.If(reading):
@@ -181,13 +194,13 @@ class ArgmaxEngine(_Engine):
         m = Module()
         dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
 
-        rd_index = Signal(_INDEX)
+        rd_index = Signal(_index(self.config))
         reading = Signal()
-        v1, last1, idx1 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data on rd_data
-        v2, last2, idx2 = Signal(), Signal(), Signal(SPAD_ADDR_BITS)    # data registered
+        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data on rd_data
+        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data registered
         value2 = Signal(signed(isa.WORD_BITS))
         best = Signal(signed(isa.WORD_BITS))
-        best_index = Signal(SPAD_ADDR_BITS)
+        best_index = Signal(spad_addr_bits(self.config))
         finish = Signal()                                              # all compared: write
 
         with m.If(self.start):
@@ -196,7 +209,7 @@ class ArgmaxEngine(_Engine):
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(_addr(src, rd_index)),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
         ]
         m.d.sync += [
             v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
@@ -210,14 +223,26 @@ class ArgmaxEngine(_Engine):
 
         with m.If(finish):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(_addr(dst, 0)),
+                         self.spad.wr_addr.eq(self._addr(dst, 0)),
                          self.spad.wr_data.eq(best_index)]
             self._finish(m)
         return m
 
 
+def _ports(signature: wiring.Signature) -> dict:
+    """Every port of a signature: path -> (flow, shape) (signatures compare by identity)."""
+    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
+
+
 class VectorUnit(wiring.Component):
-    """The GA-2 vector unit: RQ, SM, VADD, AMAX.
+    """The GA-2 vector unit: RQ, SM, VADD, AMAX, and the vector operations of the
+    configuration's extensions (each with its own engine).
+
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): its instruction set says which operations the
+        unit runs; every engine is given it.
 
     Ports
     -----
@@ -226,15 +251,47 @@ class VectorUnit(wiring.Component):
     ``ins.op`` that is not a vector operation is ignored.
     """
 
-    def __init__(self):
-        super().__init__(UnitSignature())
-
-    #: the engine of each operation
+    #: the engine of each of the book's operations
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = refuse_beyond(config, "the vector unit", ("spad_ports",))
+        contract = _ports(UnitSignature(config=config))
+        #: mnemonic -> engine, in op-code order; every engine is given the configuration
+        self.engines: dict[str, wiring.Component] = {}
+        try:
+            for name, cls in self.engines_of(config).items():
+                engine = self.engines[name] = cls(config=config)
+                if not isinstance(engine, wiring.Component) or _ports(engine.signature) != contract:
+                    raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
+                                     f"wiring.Component on the unit contract (ga2_hdl.layout.UnitSignature)")
+        except Exception:
+            for unused in (self, *self.engines.values()):   # no warnings about them on top of the error
+                unused._MustUse__silence = True
+            raise
+        super().__init__(UnitSignature(config=config))
+
+    @classmethod
+    def engines_of(cls, config: Config) -> dict[str, type]:
+        """Mnemonic -> engine class of every vector operation of ``config``, in op-code order;
+        :class:`ValueError` naming the operation that has none."""
+        iset = isa.instruction_set(config)
+        out = {}
+        for code in iset.unit_ops(isa.Unit.VECTOR):
+            spec = iset.by_code[code]
+            ext = iset.extension_of.get(code)
+            engine = cls.ENGINES.get(spec.mnemonic) if ext is None else ext.engines.get(spec.mnemonic)
+            if engine is None:
+                where = (f"VectorUnit.ENGINES" if ext is None
+                         else f"the engines mapping of {ext.module}'s EXTENSION")
+                raise ValueError(f"vector operation {spec.mnemonic} (op code {code}, {iset.origin(code)}) "
+                                 f"has no RTL engine: add one to {where}")
+            out[spec.mnemonic] = engine
+        return out
 
     def elaborate(self, platform):
         m = Module()
-        assert {op for op, spec in isa.OP_BY_NAME.items() if spec.unit is isa.Unit.VECTOR} == set(self.ENGINES)
+        iset = isa.instruction_set(self.config)
 
         # Only the engine the instruction names sees the scratchpad's read data; the others see
         # 0.  An engine uses read data only between its start and its done, while ins.op names
@@ -244,11 +301,10 @@ class VectorUnit(wiring.Component):
         # submodule of its own, so that in Amaranth's simulator a read by another unit runs only
         # that small process, not the whole unit's.
         m.submodules.read_gate = read_gate = Module()
-        engines = {}
-        for name, cls in self.ENGINES.items():
-            engine = engines[name] = cls()
+        engines = self.engines
+        for name, engine in engines.items():
             m.submodules[name.lower()] = engine
-            selected = self.ins.op == isa.OP_BY_NAME[name].code
+            selected = self.ins.op == iset.by_name[name].code
             m.d.comb += [
                 engine.ins.eq(self.ins),
                 engine.start.eq(self.start & selected),
@@ -262,7 +318,7 @@ class VectorUnit(wiring.Component):
         # The engine named by the instruction owns the port (idle engines drive the enables low).
         with m.Switch(self.ins.op):
             for name, engine in engines.items():
-                with m.Case(isa.OP_BY_NAME[name].code):
+                with m.Case(iset.by_name[name].code):
                     m.d.comb += [
                         self.spad.rd_en.eq(engine.spad.rd_en),
                         self.spad.rd_addr.eq(engine.spad.rd_addr),

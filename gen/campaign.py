@@ -47,6 +47,7 @@ from typing import Callable, Iterator, Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
+from ga2_hdl.config import Config
 from ga2_hdl.safe_io import atomic_write
 from ga2_hdl.isa import ErrorCode, Instruction
 
@@ -75,11 +76,19 @@ class CampaignSpec:
     programs: int
     seed: int = 1
     sims: tuple[str, ...] = ("golden",)
-    ext_words: int = isa.EXT_WORDS_DEFAULT
-    max_cycles: int = DEFAULT_MAX_CYCLES
+    ext_words: int | None = None          #: None: the configuration's (8192 on the book chip)
+    max_cycles: int | None = None         #: None: gen.fuzz.default_max_cycles(config) (3000 on the book chip)
     piece_size: int = DEFAULT_PIECE_SIZE
     illegal: float = DEFAULT_ILLEGAL
     directed: bool = False
+    config: Config = isa.BOOK             #: the chip every program is made for and every simulator builds
+
+    def __post_init__(self):
+        from .fuzz import default_max_cycles
+        if self.ext_words is None:
+            object.__setattr__(self, "ext_words", self.config.ext_words)
+        if self.max_cycles is None:
+            object.__setattr__(self, "max_cycles", default_max_cycles(self.config))
 
     def validate(self) -> None:
         """Refuse, in one line naming the option, anything that would fail later."""
@@ -101,6 +110,16 @@ class CampaignSpec:
         if self.directed and self.ext_words < 512:
             raise CampaignError(f"--ext-words {self.ext_words}: the directed suite (--directed) needs at least "
                                 f"512 words")
+        verilog_sims = [n for n in self.sims if n in ("icarus", "verilator", "cxxrtl")]
+        if verilog_sims and self.config.lat < 2:
+            raise CampaignError(f"--config {self.config.name}: the testbenches' memory model of "
+                                f"{', '.join(verilog_sims)} needs lat >= 2, not {self.config.lat}")
+        if self.directed:
+            from .fuzz import directed_suite
+            try:
+                directed_suite(self.ext_words, config=self.config)
+            except ValueError as e:
+                raise CampaignError(f"--directed: {e}") from None
         if not 0.0 <= self.illegal <= 1.0:
             raise CampaignError(f"--illegal {self.illegal}: a fraction of the programs lies in 0..1")
         least = min_max_cycles(self.illegal)
@@ -122,12 +141,16 @@ class CampaignSpec:
     def to_json(self) -> dict:
         d = asdict(self)
         d["sims"] = list(self.sims)
+        del d["config"]
+        if self.config != isa.BOOK:      # a book campaign's manifest is what it always was
+            d["config"] = self.config.to_dict()
         return d
 
     @classmethod
     def from_json(cls, d: dict) -> "CampaignSpec":
         d = dict(d)
         d["sims"] = tuple(d["sims"])
+        d["config"] = Config.from_dict(d["config"], "campaign.json") if "config" in d else isa.BOOK
         return cls(**d)
 
 
@@ -152,9 +175,9 @@ class PieceTask:
     def bundle(self) -> Bundle:
         spec = self.spec
         if self.piece == DIRECTED:
-            return directed_bundle(spec.ext_words)
+            return directed_bundle(spec.ext_words, config=spec.config)
         b = random_bundle(self.stop - self.start, piece_seed(spec.seed, self.piece), spec.ext_words,
-                          spec.max_cycles, illegal=spec.illegal)
+                          spec.max_cycles, illegal=spec.illegal, config=spec.config)
         for i, p in enumerate(b.programs):
             p.name = f"random seed={spec.seed} piece={self.piece} size={spec.piece_size} #{self.start + i}"
         return b
@@ -162,23 +185,24 @@ class PieceTask:
 
 # ----------------------------------------------------------------------------- one piece
 
-_SIMULATORS: dict[tuple[str, int], object] = {}
+_SIMULATORS: dict[tuple[str, int, Config], object] = {}
 _SIM_LOCK = threading.Lock()
 
 
-def _simulator(name: str, ext_words: int):
-    """This process's simulator ``name``, made once (Verilog builds come from the shared cache)."""
+def _simulator(name: str, ext_words: int, config: Config = isa.BOOK):
+    """This process's simulator ``name`` of the chip ``config``, made once (Verilog builds come from
+    the shared cache)."""
     from .simulator import get_simulator
     with _SIM_LOCK:
-        key = (name, ext_words)
+        key = (name, ext_words, config)
         if key not in _SIMULATORS:
-            _SIMULATORS[key] = get_simulator(name, ext_words=ext_words)
+            _SIMULATORS[key] = get_simulator(name, ext_words=ext_words, config=config)
         return _SIMULATORS[key]
 
 
 @functools.lru_cache(maxsize=8)
-def coverage_model(ext_words: int, max_cycles: int | None) -> cov.CoverageModel:
-    return cov.CoverageModel(ext_words, max_cycles)
+def coverage_model(ext_words: int, max_cycles: int | None, config: Config = isa.BOOK) -> cov.CoverageModel:
+    return cov.CoverageModel(ext_words, max_cycles, config)
 
 
 def _cpu_seconds() -> float:
@@ -198,7 +222,7 @@ def replay_all(sim, bundle: Bundle, limit: int = MAX_MISMATCHES_PER_PIECE) -> di
     at = 0
     n = len(bundle.programs)
     while at < n:
-        sub = Bundle(bundle.ext_words, bundle.programs[at:])
+        sub = Bundle(bundle.ext_words, bundle.programs[at:], bundle.config)
         rep = sim.run_bundle(sub)
         out["run_seconds"] += rep.wall_seconds - rep.build_seconds
         out["setup_seconds"] += rep.build_seconds
@@ -232,12 +256,12 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
                     "generate_seconds": round(generate, 3), "sims": {}, "kept": [],
                     "worker": f"{socket.gethostname()}:{os.getpid()}"}
     if task.piece != DIRECTED:       # coverage of the random programs (the directed suite breaks the budget)
-        result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles).count_bundle(bundle))
+        result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles, spec.config).count_bundle(bundle))
     for name in spec.sims:
         s0 = time.perf_counter()
         c0 = _cpu_seconds()
         try:
-            sim = _simulator(name, spec.ext_words)
+            sim = _simulator(name, spec.ext_words, spec.config)
             rep = replay_all(sim, bundle)
         except Exception as e:          # reported per simulator; the other simulators still run
             rep = {"programs_run": 0, "cycles": 0, "mismatches": [], "run_seconds": 0.0, "setup_seconds": 0.0,
@@ -270,7 +294,7 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
 
 
 def _one_program_text(bundle: Bundle, k: int) -> str:
-    return Bundle(bundle.ext_words, [bundle.programs[k]]).to_text()
+    return Bundle(bundle.ext_words, [bundle.programs[k]], bundle.config).to_text()
 
 
 # ----------------------------------------------------------------------------- shrinking
@@ -303,10 +327,12 @@ def _sizes(op: int) -> tuple[str, ...]:
     return tuple(_size_operands(isa.OP_BY_CODE[op]))
 
 
-def _candidates(code: list[Instruction], ext: list[int], ext_words: int) -> Iterator[tuple[list[Instruction], list[int]]]:
+def _candidates(code: list[Instruction], ext: list[int], ext_words: int,
+                config: Config = isa.BOOK) -> Iterator[tuple[list[Instruction], list[int]]]:
     """Smaller variants of a program, most reduced first: halves and single instructions removed,
-    lengths and shapes halved or set to 1 (the instruction's verdict under isa.check kept),
-    external memory zeroed where no instruction touches it."""
+    lengths and shapes halved or set to 1 (the instruction's verdict under the chip ``config``'s
+    check kept), external memory zeroed where no instruction touches it."""
+    iset = isa.instruction_set(config)
     body, halt = code[:-1], code[-1:]
     n = len(body)
     size = n // 2
@@ -316,10 +342,10 @@ def _candidates(code: list[Instruction], ext: list[int], ext_words: int) -> Iter
                 yield body[:lo] + body[lo + size:] + halt, ext
         size //= 2
     for i, ins in enumerate(body):
-        if ins.op not in isa.OP_BY_CODE:
+        if ins.op not in iset.by_code:
             continue
-        spec = ins.spec
-        verdict = isa.check(ins, ext_words)[0]
+        spec = iset.spec(ins.op)
+        verdict = iset.check(ins, ext_words)[0]
         values = ins.operands()
         for name in _sizes(ins.op):
             for v in (1, values[name] // 2):
@@ -330,12 +356,12 @@ def _candidates(code: list[Instruction], ext: list[int], ext_words: int) -> Iter
                         continue
                     smaller = Instruction(**{**{f.name: getattr(smaller, f.name) for f in isa.FIELDS},
                                              **_unused_bits(ins, smaller)})
-                    if isa.check(smaller, ext_words)[0] == verdict:
+                    if iset.check(smaller, ext_words)[0] == verdict:
                         yield body[:i] + [smaller] + body[i + 1:] + halt, ext
     used = [False] * ext_words
     for ins in body:
-        if ins.op in isa.OP_BY_CODE and isa.check(ins, ext_words)[0] == ErrorCode.OK:
-            for r in ins.spec.regions(ins):
+        if ins.op in iset.by_code and iset.check(ins, ext_words)[0] == ErrorCode.OK:
+            for r in iset.spec(ins.op).regions(ins):
                 if r.memory == "ext":
                     used[r.start:r.end] = [True] * r.length
     zeroed = [w if used[a] else 0 for a, w in enumerate(ext)]
@@ -363,8 +389,9 @@ def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int,
     mismatches (the result is then 1-minimal for these reductions) or after ``seconds``.
     """
     t0 = time.perf_counter()
+    config = getattr(sim, "config", isa.BOOK)        # the chip the simulator builds
     code, ext = list(code), list(ext)
-    current = Bundle.from_programs([("mismatch", code, ext)], ext_words)
+    current = Bundle.from_programs([("mismatch", code, ext)], ext_words, config=config)
     first = sim.run_bundle(current).mismatch
     if first is None:
         raise ValueError(f"{sim.name} does not mismatch the program to shrink")
@@ -372,13 +399,13 @@ def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int,
     rounds, complete = 0, False
     while time.perf_counter() - t0 < seconds:
         rounds += 1
-        candidates = _candidates(code, ext, ext_words)
+        candidates = _candidates(code, ext, ext_words, config)
         size, found = batch, None
         while found is None and time.perf_counter() - t0 < seconds:
             items = [(f"candidate {k}", c, e) for k, (c, e) in zip(range(size), candidates)]
             if not items:
                 break
-            trial = Bundle.from_programs(items, ext_words)
+            trial = Bundle.from_programs(items, ext_words, config=config)
             rep = sim.run_bundle(trial)
             if rep.mismatch is not None:
                 found = trial.programs[rep.mismatch.program or 0], rep.mismatch
@@ -390,7 +417,7 @@ def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int,
         code, ext = list(entry.code), list(entry.ext)
         mismatch = str(why).split(": ", 1)[-1]
     name = f"shrunk mismatch in {sim.name}: {len(code) - 1} instructions and HALT"
-    return Shrunk(Bundle.from_programs([(name, code, ext)], ext_words), mismatch,
+    return Shrunk(Bundle.from_programs([(name, code, ext)], ext_words, config=config), mismatch,
                   time.perf_counter() - t0, rounds, complete)
 
 
@@ -684,7 +711,8 @@ def _run(spec: CampaignSpec, d: CampaignDir, runner, progress) -> dict:
 
 
 def _task_programs(t: PieceTask) -> int:
-    return len(directed_bundle(t.spec.ext_words).programs) if t.piece == DIRECTED else t.stop - t.start
+    return (len(directed_bundle(t.spec.ext_words, config=t.spec.config).programs) if t.piece == DIRECTED
+            else t.stop - t.start)
 
 
 def _complete(result: dict) -> bool:
@@ -696,7 +724,7 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
     """The campaign's JSON report from its pieces' results (None: a piece not run)."""
     present = [r for r in results if r is not None]
     finished = [r for r in present if _complete(r)]
-    model = coverage_model(spec.ext_words, spec.max_cycles)
+    model = coverage_model(spec.ext_words, spec.max_cycles, spec.config)
     counts = cov.merge(r.get("coverage", {}) for r in finished)
     per_sim = {}
     first = None
@@ -738,6 +766,7 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
     return {
         "programs": sum(r["programs"] for r in finished), "random_programs": random_programs,
         "seed": spec.seed, "ext_words": spec.ext_words, "max_cycles": spec.max_cycles,
+        **({"config": spec.config.to_dict()} if spec.config != isa.BOOK else {}),
         "cycles": sum(r["cycles"] for r in finished),
         "generate_seconds": round(sum(r["generate_seconds"] for r in finished), 3),
         "mismatches": len(kept), "first_mismatch": first,
@@ -759,7 +788,7 @@ def _name_of(results: Sequence[dict], sim: str, program: int) -> str | None:
 
 
 def coverage_table(spec: CampaignSpec, rep: dict) -> str:
-    return coverage_model(spec.ext_words, spec.max_cycles).table(rep["coverage"]["bins"])
+    return coverage_model(spec.ext_words, spec.max_cycles, spec.config).table(rep["coverage"]["bins"])
 
 
 def results_table(rep: dict) -> str:

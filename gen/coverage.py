@@ -1,8 +1,10 @@
 """Functional coverage of GA-2 programs, with bins derived from the ISA (``ga2_hdl/isa.py``).
 
 Nothing here names an operation, an operand or an error code: every bin comes
-from :data:`isa.OPS` (their operands, regions and legality rules, probed
-through :func:`isa.check`), :class:`isa.ErrorCode` and the memory sizes.  The
+from the instruction set of the campaign's configuration (:func:`isa.instruction_set`:
+the operations' operands, regions and legality rules, probed through its
+``check``; an extension's operations included), :class:`isa.ErrorCode` and the
+memory sizes.  The
 bins of a :class:`CoverageModel` are
 
 * ``operand``: for every operation and every operand, the operand at the
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ga2_hdl import isa
+from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction, OpSpec
 
 HALT_CODE = isa.HALT.op
@@ -39,69 +42,71 @@ LEVELS = ("min", "mid", "max")
 
 # ----------------------------------------------------------------------------- probing the ISA
 
-def _instruction(spec: OpSpec, values: Mapping[str, int]) -> Instruction:
+def _instruction(spec: OpSpec, values: Mapping[str, int], config: Config = isa.BOOK) -> Instruction:
     """The instruction of ``spec`` with exactly these operand values (no assembly defaults)."""
-    return isa.make(spec.mnemonic, **{o.name: values[o.name] for o in spec.operands})
+    return isa.instruction_set(config).make(spec.mnemonic, **{o.name: values[o.name] for o in spec.operands})
 
 
-def _legal(spec: OpSpec, values: Mapping[str, int], ext_words: int) -> bool:
-    return isa.check(_instruction(spec, values), ext_words)[0] == ErrorCode.OK
+def _legal(spec: OpSpec, values: Mapping[str, int], ext_words: int, config: Config = isa.BOOK) -> bool:
+    iset = isa.instruction_set(config)
+    return iset.check(_instruction(spec, values, config), ext_words)[0] == ErrorCode.OK
 
 
-def legal_base(spec: OpSpec, ext_words: int) -> dict[str, int]:
+def legal_base(spec: OpSpec, ext_words: int, config: Config = isa.BOOK) -> dict[str, int]:
     """The smallest legal operand values of ``spec``: each operand at its least legal value,
     the others at 1 (every operation of the ISA is legal with all operands 1)."""
     ones = {o.name: 1 for o in spec.operands}
-    if spec.operands and not _legal(spec, ones, ext_words):
+    if spec.operands and not _legal(spec, ones, ext_words, config):
         raise ValueError(f"{spec.mnemonic} with every operand 1 is illegal: the coverage probe needs a new base")
     base = {}
     for o in spec.operands:
-        base[o.name] = 0 if _legal(spec, {**ones, o.name: 0}, ext_words) else 1
-    if spec.operands and not _legal(spec, base, ext_words):
+        base[o.name] = 0 if _legal(spec, {**ones, o.name: 0}, ext_words, config) else 1
+    if spec.operands and not _legal(spec, base, ext_words, config):
         raise ValueError(f"{spec.mnemonic} at its operands' least values {base} is illegal")
     return base
 
 
-def operand_range(spec: OpSpec, operand: str, ext_words: int) -> tuple[int, int]:
+def operand_range(spec: OpSpec, operand: str, ext_words: int, config: Config = isa.BOOK) -> tuple[int, int]:
     """The least and the largest value of ``operand`` in a legal ``spec`` instruction
     (the other operands at their least values, which leave it the most room)."""
-    base = legal_base(spec, ext_words)
+    base = legal_base(spec, ext_words, config)
     lo = base[operand]
     top = (1 << spec.operand(operand).bits) - 1
-    if _legal(spec, {**base, operand: top}, ext_words):
+    if _legal(spec, {**base, operand: top}, ext_words, config):
         return lo, top
     a, b = lo, top                  # legal at a, illegal at b
     while b - a > 1:
         m = (a + b) // 2
-        if _legal(spec, {**base, operand: m}, ext_words):
+        if _legal(spec, {**base, operand: m}, ext_words, config):
             a = m
         else:
             b = m
     return lo, a
 
 
-def raisable_errors(ext_words: int) -> set[ErrorCode]:
-    """The error codes one instruction can raise at issue, found by probing :func:`isa.check`
-    with every operand of every operation at its range's edges and just past them, and with
-    every undefined op code."""
+def raisable_errors(ext_words: int, config: Config = isa.BOOK) -> set[ErrorCode]:
+    """The error codes one instruction can raise at issue, found by probing the instruction
+    set's ``check`` with every operand of every operation at its range's edges and just past
+    them, and with every undefined op code."""
+    iset = isa.instruction_set(config)
     found = {ErrorCode.OK}
-    for op in range(isa.FIELD["op"].mask + 1):
-        if op not in isa.OP_BY_CODE:
-            found.add(isa.check(Instruction(op), ext_words)[0])
-    for spec in isa.OPS:
+    for op in iset.undefined_codes():
+        found.add(iset.check(Instruction(op), ext_words)[0])
+    for spec in iset.ops:
         if not spec.operands:
             continue
-        base = legal_base(spec, ext_words)
+        base = legal_base(spec, ext_words, config)
         for o in spec.operands:
-            lo, hi = operand_range(spec, o.name, ext_words)
+            lo, hi = operand_range(spec, o.name, ext_words, config)
             top = (1 << o.bits) - 1
             for v in {0, lo, hi, min(hi + 1, top), top}:
-                found.add(isa.check(_instruction(spec, {**base, o.name: v}), ext_words)[0])
+                found.add(iset.check(_instruction(spec, {**base, o.name: v}, config), ext_words)[0])
         # two regions of one memory, one word apart: the overlap rule
         spad = [o.name for o in spec.operands if o.field in ("a", "b", "c")]
         lengths = {name: 2 for name in spec.lengths}
         for name in spad[1:]:
-            found.add(isa.check(_instruction(spec, {**base, **lengths, name: base[name] + 1}), ext_words)[0])
+            found.add(iset.check(_instruction(spec, {**base, **lengths, name: base[name] + 1}, config),
+                                 ext_words)[0])
     return found
 
 
@@ -128,9 +133,10 @@ class OperandBins:
 @dataclass
 class CoverageModel:
     """The bins for a campaign on ``ext_words`` words of external memory with a cycle budget
-    of ``max_cycles`` per program (None: no budget)."""
+    of ``max_cycles`` per program (None: no budget), on the chip ``config``."""
     ext_words: int = isa.EXT_WORDS_DEFAULT
     max_cycles: int | None = None
+    config: Config = isa.BOOK
     operands: list[OperandBins] = field(init=False)
     bins: list[str] = field(init=False)                 #: every bin, in table order
     groups: dict[str, list[str]] = field(init=False)    #: bins per group
@@ -141,29 +147,32 @@ class CoverageModel:
         self.operands, self.unreachable, self.regions = [], {}, {}
         groups: dict[str, list[str]] = {"operand": [], "error": [], "pair": [], "region": []}
         budget = self.max_cycles
-        for spec in isa.OPS:
+        config = self.config
+        iset = self._iset = isa.instruction_set(config)
+        for spec in iset.ops:
             if not spec.operands:
                 continue
-            base = legal_base(spec, self.ext_words)
+            base = legal_base(spec, self.ext_words, config)
             for o in spec.operands:
-                lo, hi = operand_range(spec, o.name, self.ext_words)
+                lo, hi = operand_range(spec, o.name, self.ext_words, config)
                 ob = OperandBins(spec.mnemonic, o.name, lo, hi)
                 self.operands.append(ob)
                 for level in ob.levels:
                     key = ob.key(level)
                     groups["operand"].append(key)
                     value = {"min": lo, "mid": lo + 1, "max": hi}[level]
-                    cycles = _instruction(spec, {**base, o.name: value}).cycles() + isa.FETCH_ISSUE_CYCLES
+                    cycles = iset.cycles(_instruction(spec, {**base, o.name: value}, config)) \
+                        + isa.FETCH_ISSUE_CYCLES
                     if budget is not None and cycles > budget:
                         self.unreachable[key] = (f"{spec.mnemonic} with {o.name}={value} alone takes {cycles} "
                                                  f"cycles with its HALT, more than the budget of {budget} "
                                                  f"cycles per program")
-            ins = _instruction(spec, base)
+            ins = _instruction(spec, base, config)
             self.regions[spec.mnemonic] = [(r.role, r.memory) for r in spec.regions(ins)]
             for role, memory in self.regions[spec.mnemonic]:
                 for end in ("low", "high"):
                     groups["region"].append(f"region {spec.mnemonic}.{role} {memory} {end}")
-        raisable = raisable_errors(self.ext_words)
+        raisable = raisable_errors(self.ext_words, config)
         for code in ErrorCode:
             key = f"error {code.name}"
             groups["error"].append(key)
@@ -171,8 +180,8 @@ class CoverageModel:
                 self.unreachable[key] = (f"no instruction raises {code.name} at issue (probed over every "
                                          f"operation's operand ranges and the undefined op codes), and every "
                                          f"program ends with the HALT the loaders require")
-        for a in isa.OPS:
-            for b in isa.OPS:
+        for a in iset.ops:
+            for b in iset.ops:
                 key = f"pair {a.mnemonic}>{b.mnemonic}"
                 if a.code == HALT_CODE:
                     continue            # nothing executes after a HALT: not a bin at all
@@ -192,14 +201,14 @@ class CoverageModel:
         executed = list(code[:error_pc])
         stream = [ins.op for ins in executed] + ([HALT_CODE] if error == ErrorCode.OK else [])
         for a, b in zip(stream, stream[1:]):
-            c[f"pair {isa.OP_BY_CODE[a].mnemonic}>{isa.OP_BY_CODE[b].mnemonic}"] += 1
+            c[f"pair {self._iset.by_code[a].mnemonic}>{self._iset.by_code[b].mnemonic}"] += 1
         for ins in executed:
-            spec = isa.OP_BY_CODE[ins.op]
+            spec = self._iset.by_code[ins.op]
             values = ins.operands()
             for ob in self._by_op.get(spec.mnemonic, ()):
                 c[ob.key(ob.level(values[ob.operand]))] += 1
             for r in spec.regions(ins):
-                size = isa.SPAD_WORDS if r.memory == "spad" else self.ext_words
+                size = self.config.spad_words if r.memory == "spad" else self.ext_words
                 if r.start == 0:
                     c[f"region {spec.mnemonic}.{r.role} {r.memory} low"] += 1
                 if r.end == size:
@@ -226,7 +235,8 @@ class CoverageModel:
                 "empty": empty,
                 "unreachable": dict(self.unreachable),
                 "ranges": {f"{ob.op}.{ob.operand}": [ob.lo, ob.hi] for ob in self.operands},
-                "ext_words": self.ext_words, "max_cycles": self.max_cycles}
+                "ext_words": self.ext_words, "max_cycles": self.max_cycles,
+                **({"config": self.config.to_dict()} if self.config != isa.BOOK else {})}
 
     def table(self, counts: Mapping[str, int]) -> str:
         """The coverage as text: operands, error codes, pairs, region ends, and the verdict."""
@@ -244,11 +254,11 @@ class CoverageModel:
                          f"{mid:>10} {n(ob.key('max')):>10}")
         lines.append("error codes (how programs ended): " + ", ".join(
             f"{code.name} {n(f'error {code.name}')}" for code in ErrorCode))
-        names = [s.mnemonic for s in isa.OPS]
+        names = [s.mnemonic for s in self._iset.ops]
         lines.append("pairs of consecutive executed operations (row: first, column: second)")
         lines.append("  " + " " * 5 + "".join(f"{b:>9}" for b in names))
         for a in names:
-            if isa.OP_BY_NAME[a].code == HALT_CODE:
+            if self._iset.by_name[a].code == HALT_CODE:
                 continue
             lines.append(f"  {a:5}" + "".join(f"{n(f'pair {a}>{b}'):>9}" for b in names))
         lines.append("memory regions touching the ends of their memory (low: start at word 0; high: end at the "
@@ -291,8 +301,9 @@ def plot(summary: Mapping, results: Mapping[str, Mapping], path: str, title: str
     grid = fig.add_gridspec(2, 3, width_ratios=[1.1, 1.6, 1.0])
 
     # pairs: rows first op, columns second op
-    names = [s.mnemonic for s in isa.OPS]
-    rows = [n for n in names if isa.OP_BY_NAME[n].code != HALT_CODE]
+    pairs = [k.split(" ", 1)[1].split(">") for k in bins if k.startswith("pair ")]
+    names = list(dict.fromkeys(b for _, b in pairs))        # every operation (columns: HALT too)
+    rows = list(dict.fromkeys(a for a, _ in pairs))         # every operation after which one runs
     m = np.array([[bins.get(f"pair {a}>{b}", 0) for b in names] for a in rows], dtype=float)
     ax = fig.add_subplot(grid[0, 0])
     ax.imshow(np.log10(m + 1), cmap="viridis")

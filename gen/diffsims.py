@@ -265,8 +265,9 @@ class DiffReport:
 
 def diff_sims(program, ext: Sequence[int], simulators: Sequence[str], *, ext_words: int | None = None,
               keep: str | None = None, ignore: Sequence[str] = (), strict_x: bool = False,
-              sim_objects: dict | None = None) -> DiffReport:
-    """Run ``program`` in two simulators with waveforms and compare them cycle by cycle.
+              sim_objects: dict | None = None, config=None) -> DiffReport:
+    """Run ``program`` in two simulators of the chip ``config`` (the book's when None) with waveforms
+    and compare them cycle by cycle.
 
     ``keep``: a directory where the two VCD files stay (NAME.vcd); otherwise they are deleted.
     ``sim_objects``: simulators to use instead of ``get_simulator(name)`` (tests plant a difference).
@@ -275,7 +276,8 @@ def diff_sims(program, ext: Sequence[int], simulators: Sequence[str], *, ext_wor
         raise SimulatorError(f"diff-sims compares two different simulators, not {', '.join(simulators) or 'none'}")
     if "golden" in simulators:
         raise SimulatorError("the golden model has no signals to compare: name two RTL simulators")
-    sims = [(sim_objects or {}).get(n) or get_simulator(n) for n in simulators]
+    chip = {} if config is None else {"config": config}
+    sims = [(sim_objects or {}).get(n) or get_simulator(n, **chip) for n in simulators]
     with tempfile.TemporaryDirectory(prefix="ga2_diff_") as tmp:
         directory = keep or tmp
         os.makedirs(directory, exist_ok=True)

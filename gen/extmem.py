@@ -26,6 +26,7 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In
 
 from ga2_hdl import isa
+from ga2_hdl.config import Config
 from ga2_hdl.layout import ExtPort
 
 __all__ = ["ExternalMemoryModel", "WriteMonitor"]
@@ -38,13 +39,20 @@ class ExternalMemoryModel(wiring.Component):
     ----------
     master : object with the members of :class:`ga2_hdl.layout.ExtPort`
         The chip (or a DMA, or ``ExtPort().create()`` in a test).
-    words, lat, init :
-        Size, read latency, initial contents.
+    words, lat : int, optional
+        Size and read latency: by default the configuration's ``ext_words`` and ``lat``.
+    init :
+        Initial contents.
+    config : Config
+        The chip the memory serves (the book's by default).
 
     Attribute ``memory``: the storage (``memory.data[i]``).
     """
 
-    def __init__(self, master, words: int = isa.EXT_WORDS_DEFAULT, lat: int = isa.LAT, init=()):
+    def __init__(self, master, words: int | None = None, lat: int | None = None, init=(), *,
+                 config: Config = isa.BOOK):
+        words = config.ext_words if words is None else words
+        lat = config.lat if lat is None else lat
         problem = isa.ext_words_problem(words)
         if problem:
             raise ValueError(f"external memory of {words} words: {problem}")

@@ -12,10 +12,17 @@
   and one illegal program per error code the hardware can raise.
 * :func:`fuzz` puts n random programs in a bundle (expected results from the
   golden model) and replays it in each named simulator.
+
+Everything is generated for one chip, ``config`` (the book's by default): MM
+shapes up to its array size and ``max_k``, regions within its ``spad_words``,
+programs within its ``imem_words``, cycle budgets by its busy times.  With the
+book's configuration every program is the one it always was (the same random
+draws in the same order).
 """
 from __future__ import annotations
 
 import functools
+import math
 import random
 import time
 from typing import Callable, Sequence
@@ -23,11 +30,24 @@ from typing import Callable, Sequence
 from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.config import Config
-from ga2_hdl.isa import ErrorCode, Instruction, make
+from ga2_hdl.isa import ErrorCode, Instruction, OpSpec, make
 
-SPAD = isa.SPAD_WORDS
+SPAD = isa.SPAD_WORDS             #: the book chip's scratchpad (a configuration's own: config.spad_words)
 STRIDE_MAX = (1 << isa.OP_BY_NAME["MM"].operand("lda").bits) - 1
-DEFAULT_MAX_CYCLES = 3000
+DEFAULT_MAX_CYCLES = 3000         #: the book chip's cycle budget per random program
+
+
+def _largest_mm(config: Config) -> int:
+    """The busy time of the largest MM on ``config``."""
+    a, k = config.array, config.max_k
+    return isa.instruction_set(config).busy(make("MM", M=a, K=k, N=a))
+
+
+def default_max_cycles(config: Config = isa.BOOK) -> int:
+    """The cycle budget of a random program on ``config``: :data:`DEFAULT_MAX_CYCLES` on the book chip,
+    scaled up by whole multiples as the largest MM outgrows the book's (so the largest tiles still fit)."""
+    ratio = _largest_mm(config) / _largest_mm(isa.BOOK)
+    return DEFAULT_MAX_CYCLES * max(1, math.ceil(ratio - 1e-9))
 Region = tuple[int, int]          # (start, length)
 
 
@@ -96,9 +116,10 @@ def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit:
     return None
 
 
-def _source_start(rng: random.Random, span: int, filled: Sequence[Region]) -> int:
+def _source_start(rng: random.Random, span: int, filled: Sequence[Region], spad: int = SPAD) -> int:
     """A start for a source of ``span`` words, usually where loaded or computed data lies,
-    sometimes at an end of the scratchpad."""
+    sometimes at an end of the scratchpad (of ``spad`` words)."""
+    SPAD = spad
     if rng.random() < EDGE:
         return rng.choice([0, SPAD - span])
     if filled and rng.random() < 0.92:
@@ -113,32 +134,68 @@ def _source_start(rng: random.Random, span: int, filled: Sequence[Region]) -> in
 # ----------------------------------------------------------------------------- operations
 
 class _Builder:
-    """Accumulates a program while keeping it legal and within its cycle budget."""
+    """Accumulates a program while keeping it legal and within its cycle budget.
 
-    def __init__(self, rng: random.Random, ext_words: int, max_cycles: int):
+    Every compute operation of the instruction set has a generator (:meth:`compute_ops`):
+    the book's own (:attr:`DEDICATED`, which know each operation's corners), or for an
+    extension's operation the generic one, :meth:`generic`, which reads the OpSpec.
+    """
+
+    #: the generators written for the book's compute operations, by mnemonic (the methods below)
+    DEDICATED = {"MM": "mm", "RQ": "rq", "SM": "sm", "VADD": "vadd", "AMAX": "amax"}
+
+    def __init__(self, rng: random.Random, ext_words: int, max_cycles: int, config: Config = isa.BOOK):
         self.rng = rng
+        self.config = config
+        self.iset = isa.instruction_set(config)
+        self.spad = config.spad_words
         self.ext_words = ext_words
+        self._store_cycles: dict[int, int] = {}
         self.code: list[Instruction] = []
         self.cycles = isa.FETCH_ISSUE_CYCLES          # the final HALT
         self.max_cycles = max_cycles
         self.filled: list[Region] = []                # scratchpad regions holding data
         self.results: list[Region] = []               # regions computed, to be stored at the end
 
+    def compute_ops(self) -> list[Callable[[], bool]]:
+        """A generator for every operation that is neither HALT nor a DMA transfer, in op-code order."""
+        out = []
+        for spec in self.iset.ops:
+            if spec.unit in (isa.Unit.NONE, isa.Unit.DMA):
+                continue
+            if spec.code in self.iset.extension_of:
+                out.append(functools.partial(self.generic, spec))
+            else:
+                out.append(getattr(self, self.DEDICATED[spec.mnemonic]))
+        return out
+
     def fits(self, ins: Instruction, reserve: int = 0) -> bool:
-        return self.cycles + ins.cycles() + reserve <= self.max_cycles
+        return self.cycles + self.iset.cycles(ins) + reserve <= self.max_cycles
 
     def emit(self, ins: Instruction) -> None:
-        code, why = isa.check(ins, self.ext_words)
+        code, why = self.iset.check(ins, self.ext_words)
         assert code == ErrorCode.OK, f"generator made an illegal instruction {ins}: {why}"
         self.code.append(ins)
-        self.cycles += ins.cycles()
+        self.cycles += self.iset.cycles(ins)
+
+    def free_start(self, length: int, avoid: Sequence[Region]) -> int | None:
+        return _free_start(self.rng, length, avoid, limit=self.spad)
+
+    def source_start(self, span: int) -> int:
+        return _source_start(self.rng, span, self.filled, self.spad)
+
+    def store_cycles(self, n: int) -> int:
+        """Cycles of an ST of ``n`` words (fetch and issue included)."""
+        if n not in self._store_cycles:
+            self._store_cycles[n] = self.iset.cycles(self.iset.make("ST", src=0, dst=0, len=n))
+        return self._store_cycles[n]
 
     def store_reserve(self) -> int:
         """Cycles the final stores of the results so far will need."""
-        return sum(n + 2 + isa.FETCH_ISSUE_CYCLES for _, n in self.results)
+        return sum(self.store_cycles(n) for _, n in self.results)
 
     def try_emit(self, ins: Instruction, result: Region | None) -> bool:
-        extra = (result[1] + 2 + isa.FETCH_ISSUE_CYCLES) if result else 0
+        extra = self.store_cycles(result[1]) if result else 0
         if not self.fits(ins, self.store_reserve() + extra):
             return False
         self.emit(ins)
@@ -150,8 +207,10 @@ class _Builder:
     # -- compute operations
     def mm(self) -> bool:
         rng = self.rng
-        M, N = rng.choice([rng.randint(1, 4), 4, 1]), rng.choice([rng.randint(1, 4), 4, 1])
-        K = rng.choice([rng.randint(1, 8), rng.randint(1, 64), 64, 1])
+        A_, K_ = self.config.array, self.config.max_k      # the largest M and N, the largest K
+        M, N = rng.choice([rng.randint(1, A_), A_, 1]), rng.choice([rng.randint(1, A_), A_, 1])
+        K = rng.choice([rng.randint(1, min(8, K_)), rng.randint(1, K_), K_, 1])
+        SPAD = self.spad
         tb = rng.randint(0, 1)
 
         def stride(rows: int, natural: int) -> int:
@@ -172,12 +231,12 @@ class _Builder:
         a_span = (M - 1) * lda + K
         b_span = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
         c_span = (M - 1) * ldc + N if M > 1 else N
-        if max(a_span, b_span) > SPAD or c_span > 64:
+        if max(a_span, b_span) > SPAD or c_span > 4 * A_ * A_:     # C at most 64 words on the book chip
             return False
-        A = _source_start(rng, a_span, self.filled)
+        A = self.source_start(a_span)
         B = A if rng.random() < 0.1 and a_span <= SPAD - A and b_span <= SPAD - A \
-            else _source_start(rng, b_span, self.filled)
-        dst = _free_start(rng, c_span, [(A, a_span), (B, b_span)])
+            else self.source_start(b_span)
+        dst = self.free_start(c_span, [(A, a_span), (B, b_span)])
         if dst is None:
             return False
         ins = make("MM", dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
@@ -185,9 +244,9 @@ class _Builder:
 
     def _unary(self, op: str, max_len: int) -> bool:
         rng = self.rng
-        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, max_len)])
-        src = _source_start(rng, n, self.filled)
-        dst = src if rng.random() < 0.3 else _free_start(rng, n, [(src, n)])
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, min(max_len, self.spad))])
+        src = self.source_start(n)
+        dst = src if rng.random() < 0.3 else self.free_start(n, [(src, n)])
         if dst is None:
             return False
         if op == "RQ":
@@ -206,16 +265,16 @@ class _Builder:
 
     def vadd(self) -> bool:
         rng = self.rng
-        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, 160)])
-        s1 = _source_start(rng, n, self.filled)
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, min(160, self.spad))])
+        s1 = self.source_start(n)
         if rng.random() < 0.2:
             s2 = s1
         else:
-            s2 = _free_start(rng, n, [(s1, n)])
+            s2 = self.free_start(n, [(s1, n)])
             if s2 is None:
                 return False
             if rng.random() < 0.7 and self.filled:   # prefer real data for the second operand too
-                cand = _source_start(rng, n, self.filled)
+                cand = self.source_start(n)
                 if cand == s1 or _disjoint((cand, n), (s1, n)):
                     s2 = cand
         pick = rng.random()
@@ -224,20 +283,72 @@ class _Builder:
         elif pick < 0.3:
             dst = s2
         else:
-            dst = _free_start(rng, n, [(s1, n), (s2, n)])
+            dst = self.free_start(n, [(s1, n), (s2, n)])
             if dst is None:
                 return False
         return self.try_emit(make("VADD", dst=dst, src1=s1, src2=s2, len=n), (dst, n))
 
     def amax(self) -> bool:
         rng = self.rng
-        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, 160)])
-        src = _source_start(rng, n, self.filled)
+        n = rng.choice([1, rng.randint(1, 16), rng.randint(1, min(160, self.spad))])
+        src = self.source_start(n)
         # AMAX reads everything before writing its one word, so dst may lie inside src.
-        dst = src + rng.randrange(n) if rng.random() < 0.25 else _free_start(rng, 1, [(src, n)])
+        dst = src + rng.randrange(n) if rng.random() < 0.25 else self.free_start(1, [(src, n)])
         if dst is None:
             return False
         return self.try_emit(make("AMAX", dst=dst, src=src, len=n), (dst, 1))
+
+    def generic(self, spec: OpSpec) -> bool:
+        """One instruction of ``spec`` with random legal operands, read from the OpSpec alone.
+
+        Lengths are 1, up to 16, or up to 160; every other operand is uniform in its legal
+        range (or its bits), sometimes at an end.  A scratchpad region named after an operand
+        (``Region.role``) is placed where data lies when it is read, in free space when it is
+        the destination (``dst``), or on a source when the operation allows identical regions;
+        an external region anywhere in the external memory.  The destination is the result
+        that gets stored.  False if that gives no legal instruction this time.
+        """
+        rng = self.rng
+        values = {}
+        for o in spec.operands:
+            lo, hi = o.legal if o.legal else (0, (1 << o.bits) - 1)
+            if o.name in spec.lengths:
+                hi = min(hi, 160)
+                values[o.name] = rng.choice([max(lo, 1), rng.randint(max(lo, 1), min(hi, 16)),
+                                             rng.randint(max(lo, 1), hi)])
+            else:
+                values[o.name] = _pick(rng, lo, hi)
+        names = {o.name for o in spec.operands}
+        regions = [r for r in spec.regions(self.iset.make(spec.mnemonic, **values)) if r.role in names]
+        sources: list[Region] = []
+        result: Region | None = None
+        for r in sorted(regions, key=lambda r: r.role == "dst"):      # sources first
+            top = (1 << spec.operand(r.role).bits) - 1
+            if r.memory == "ext":
+                if r.length > self.ext_words:
+                    return False
+                start = rng.randrange(0, self.ext_words - r.length + 1)
+            elif r.role != "dst":
+                if r.length > SPAD:
+                    return False
+                start = _source_start(rng, r.length, self.filled)
+                sources.append((start, r.length))
+            else:
+                same = [s for s in sources if s[1] == r.length]
+                if spec.disjoint_or_same and same and rng.random() < 0.3:
+                    start = rng.choice(same)[0]
+                else:
+                    start = _free_start(rng, r.length, sources)
+                    if start is None:
+                        return False
+                result = (start, r.length)
+            if start > top:
+                return False
+            values[r.role] = start
+        ins = self.iset.make(spec.mnemonic, **values)
+        if self.iset.check(ins, self.ext_words)[0] != ErrorCode.OK:
+            return False
+        return self.try_emit(ins, result)
 
     def round_trip(self) -> bool:
         """ST a region out and LD it back elsewhere: external memory read after write."""
@@ -247,12 +358,12 @@ class _Builder:
         start, n = rng.choice(self.filled)
         n = min(n, 48, self.ext_words)
         ext_at = rng.randrange(0, self.ext_words - n + 1)
-        back = _free_start(rng, n, [(start, n)])
+        back = self.free_start(n, [(start, n)])
         if back is None:
             return False
         st = make("ST", src=start, dst=ext_at, len=n)
         ld = make("LD", dst=back, src=ext_at, len=n)
-        if not self.fits(st, ld.cycles() + self.store_reserve() + n + 2 + isa.FETCH_ISSUE_CYCLES):
+        if not self.fits(st, self.iset.cycles(ld) + self.store_reserve() + self.store_cycles(n)):
             return False
         self.emit(st)
         self.emit(ld)
@@ -267,14 +378,18 @@ def min_max_cycles(illegal: float = 0.0) -> int:
     return isa.FETCH_ISSUE_CYCLES * (2 if illegal > 0 else 1)
 
 
-def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *,
-                   max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0) -> tuple[list[Instruction], list[int]]:
-    """One random program and its external-memory image (``ext_words`` words).
+def random_program(rng: random.Random, ext_words: int | None = None, *,
+                   max_cycles: int | None = None, illegal: float = 0.0,
+                   config: Config = isa.BOOK) -> tuple[list[Instruction], list[int]]:
+    """One random program for the chip ``config`` and its external-memory image (``ext_words``
+    words, by default the configuration's).
 
-    Loads come first, then 2..10 actions (any of MM, RQ, SM, VADD, AMAX, and
+    Loads come first, then 2..10 actions (any compute operation of the instruction set,
+    :meth:`_Builder.compute_ops`, and
     sometimes another load, an early store of a result, or a store-and-reload),
     then one store per result; sometimes one more operation whose result is
-    never stored comes last.  The program takes at most ``max_cycles`` cycles.
+    never stored comes last.  The program takes at most ``max_cycles`` cycles
+    (by default :func:`default_max_cycles` of the configuration).
 
     The program is valid, except with probability ``illegal``: then one
     instruction raising a random error code (of those an instruction can
@@ -282,6 +397,9 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
     loads (half the time after the stores), and the rest of the program is the
     work the fault must prevent.
     """
+    ext_words = config.ext_words if ext_words is None else ext_words
+    max_cycles = default_max_cycles(config) if max_cycles is None else max_cycles
+    SPAD = config.spad_words
     if ext_words < 16:
         raise ValueError(f"random programs need an external memory of at least 16 words, not {ext_words}")
     if not 0.0 <= illegal <= 1.0:
@@ -289,7 +407,7 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
     if max_cycles < min_max_cycles(illegal):
         raise ValueError(f"max_cycles={max_cycles}: a random program needs at least {min_max_cycles(illegal)} cycles")
     fault = illegal > 0 and rng.random() < illegal
-    b = _Builder(rng, ext_words, max_cycles - (isa.FETCH_ISSUE_CYCLES if fault else 0))
+    b = _Builder(rng, ext_words, max_cycles - (isa.FETCH_ISSUE_CYCLES if fault else 0), config)
 
     # Input data somewhere in external memory (sometimes at one of its ends).
     n_in = rng.randint(8, min(320, ext_words // 2))
@@ -306,7 +424,7 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
             src = rng.choice([0, ext_words - n])
         else:
             src = min(rng.randrange(in_base, in_base + n_in), ext_words - n)
-        dst = _free_start(rng, n, b.filled) if rng.random() < 0.8 else _pick(rng, 0, SPAD - n)
+        dst = b.free_start(n, b.filled) if rng.random() < 0.8 else _pick(rng, 0, SPAD - n)
         if dst is None:
             return
         ins = make("LD", dst=dst, src=src, len=n)
@@ -333,7 +451,7 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
         load(400)
     loaded = len(b.code)
 
-    ops = [b.mm, b.rq, b.sm, b.vadd, b.amax]
+    ops = b.compute_ops()
     for _ in range(rng.randint(2, 10)):
         pick = rng.random()
         if pick < 0.08:
@@ -354,44 +472,46 @@ def random_program(rng: random.Random, ext_words: int = isa.EXT_WORDS_DEFAULT, *
         rng.choice(ops + [lambda: load(0)])()
     if fault:
         at = len(b.code) if rng.random() < 0.5 else rng.randint(min(loaded, len(b.code)), len(b.code))
-        target = rng.choice(sorted(raisable_errors(ext_words) - {ErrorCode.OK}))
-        bad = illegal_instruction(rng, target, ext_words, b.code)
+        target = rng.choice(sorted(raisable_errors(ext_words, config) - {ErrorCode.OK}))
+        bad = illegal_instruction(rng, target, ext_words, b.code, config=config)
         if bad is not None:
             b.code.insert(at, bad)
             if at == len(b.code) - 1 and b.code[:at]:        # work after the fault that must not happen
                 b.code.append(rng.choice(b.code[:at]))
     b.code.append(isa.HALT)
-    assert len(b.code) <= isa.IMEM_WORDS
+    assert len(b.code) <= config.imem_words
     assert b.cycles <= max_cycles
     return b.code, ext
 
 
 @functools.lru_cache(maxsize=None)
-def raisable_errors(ext_words: int) -> frozenset[ErrorCode]:
+def raisable_errors(ext_words: int, config: Config = isa.BOOK) -> frozenset[ErrorCode]:
     from .coverage import raisable_errors as probe
-    return frozenset(probe(ext_words))
+    return frozenset(probe(ext_words, config))
 
 
 def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
-                        pool: Sequence[Instruction] = ()) -> Instruction | None:
+                        pool: Sequence[Instruction] = (), config: Config = isa.BOOK) -> Instruction | None:
     """An instruction that raises ``code`` at issue, or None if 200 tries find none.
 
     An undefined op code with junk in every field for BAD_OPCODE; otherwise a
     legal instruction (one of ``pool``, or an operation at its least legal
     operands) with one or two operands changed to a value near an end of
     their field or of a memory, or next to another operand's value, until
-    :func:`isa.check` says ``code``.
+    the configuration's check says ``code``.
     """
+    iset = isa.instruction_set(config)
+    SPAD = config.spad_words
     if code == ErrorCode.BAD_OPCODE:
-        undefined = [op for op in range(isa.FIELD["op"].mask + 1) if op not in isa.OP_BY_CODE]
-        return Instruction(rng.choice(undefined), **{f: rng.getrandbits(isa.FIELD[f].width)
-                                                     for f in isa.OPERAND_FIELDS})
+        return Instruction(rng.choice(iset.undefined_codes()), **{f: rng.getrandbits(isa.FIELD[f].width)
+                                                                  for f in isa.OPERAND_FIELDS})
     from .coverage import legal_base
-    candidates = [ins for ins in pool if ins.op in isa.OP_BY_CODE and ins.spec.operands]
-    candidates += [make(spec.mnemonic, **legal_base(spec, ext_words)) for spec in isa.OPS if spec.operands]
+    candidates = [ins for ins in pool if ins.op in iset.by_code and iset.spec(ins.op).operands]
+    candidates += [iset.make(spec.mnemonic, **legal_base(spec, ext_words, config))
+                   for spec in iset.ops if spec.operands]
     for _ in range(200):
         ins = rng.choice(candidates)
-        spec = ins.spec
+        spec = iset.spec(ins.op)
         values = ins.operands()
         names = {o.name for o in spec.operands}
         starts = [r for r in spec.regions(ins) if r.memory == "spad" and r.role in names]
@@ -409,8 +529,8 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
             v = rng.choice([0, top, rng.randint(0, top), near + rng.randint(-3, 3),
                             SPAD - rng.randint(0, 3), ext_words - rng.randint(0, 3)])
             values[o.name] = min(max(v, 0), top)
-        bad = make(spec.mnemonic, **{o.name: min(values[o.name], (1 << o.bits) - 1) for o in spec.operands})
-        if isa.check(bad, ext_words)[0] == code:
+        bad = iset.make(spec.mnemonic, **{o.name: min(values[o.name], (1 << o.bits) - 1) for o in spec.operands})
+        if iset.check(bad, ext_words)[0] == code:
             return bad
     return None
 
@@ -434,14 +554,29 @@ def _st(src: int, dst: int, n: int) -> Instruction:
     return make("ST", src=src, dst=dst, len=n)
 
 
-def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, list[Instruction], list[int]]]:
-    """Named corner-case programs ``(name, code, ext)`` for an external memory of ``ext_words``.
+def directed_suite(ext_words: int | None = None,
+                   config: Config = isa.BOOK) -> list[tuple[str, list[Instruction], list[int]]]:
+    """Named corner-case programs ``(name, code, ext)`` for the chip ``config`` and an external memory
+    of ``ext_words`` (by default the configuration's).
 
-    Needs at least 512 words of external memory; the longest-vector programs
-    use min(SPAD_WORDS, ext_words // 2) words.
+    Needs at least 512 words of external memory (and room for two of the largest tiles),
+    an array of at least 4 x 4 and ``max_k`` of at least 9; the longest-vector
+    programs use min(spad_words, ext_words // 2) words, the largest tiles are
+    ``array`` x ``max_k`` by ``max_k`` x ``array``, the fullest program fills ``imem_words``.
+    On a configuration with extensions, each extension operation adds programs of its own
+    (:func:`_extension_cases`).
     """
+    ext_words = config.ext_words if ext_words is None else ext_words
+    SPAD, ARRAY, MAX_K = config.spad_words, config.array, config.max_k
     if ext_words < 512:
         raise ValueError(f"the directed suite needs at least 512 words of external memory, not {ext_words}")
+    if ARRAY < 4 or MAX_K < 9:
+        raise ValueError(f"configuration {config.name!r}: the directed suite needs array >= 4 and max_k >= 9, "
+                         f"not array={ARRAY}, max_k={MAX_K}")
+    TILE = ARRAY * MAX_K                # words of the largest A (or B) tile: 256 on the book chip
+    if 2 * TILE > ext_words or 2 * TILE + 88 + ARRAY * ARRAY > SPAD:
+        raise ValueError(f"configuration {config.name!r}: two {ARRAY} x {MAX_K} tiles do not fit the directed "
+                         f"suite's layout ({ext_words} words of external memory, {SPAD} of scratchpad)")
     rng = random.Random(20240611)      # fixed data: the suite is the same every time
     out: list[tuple[str, list[Instruction], list[int]]] = []
     H = isa.HALT
@@ -481,16 +616,21 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
                      make("AMAX", dst=6, src=0, len=1), _st(2, OUT, 1), _st(3, OUT + 1, 1), _st(4, OUT + 2, 1),
                      _st(5, OUT + 3, 1), _st(6, OUT + 4, 1)], {0: [-7, 100]})
 
-    # --- the largest tiles: 4x64 by 64x4, B plain and transposed, extreme values
-    big_a = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(256)]
-    big_b = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(256)]
+    # --- the largest tiles: 4x64 by 64x4 on the book chip (array x max_k by max_k x array),
+    # B plain and transposed, extreme values
+    big_a = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(TILE)]
+    big_b = [rng.choice([-128, 127, -127]) if rng.random() < 0.5 else rng.randint(-128, 127) for _ in range(TILE)]
+    C = 2 * TILE + 88                   # 600 on the book chip
+    shape = f"{ARRAY}x{MAX_K}x{ARRAY}"
     for tb in (0, 1):
-        add(f"mm_4x64x4{'_tb' if tb else ''}",
-            [_ld(0, 0, 256), _ld(256, 256, 256),
-             make("MM", dst=600, A=0, B=256, M=4, K=64, N=4, tb=tb, ldb=64 if tb else 4), _st(600, OUT, 16)],
-            {0: big_a, 256: big_b})
-    add("mm_4x64x4_min_products", [_ld(0, 0, 256), make("MM", dst=600, A=0, B=0, M=4, K=64, N=4, tb=1, ldb=64),
-                                   _st(600, OUT, 16)], {0: [-128] * 256})
+        add(f"mm_{shape}{'_tb' if tb else ''}",
+            [_ld(0, 0, TILE), _ld(TILE, TILE, TILE),
+             make("MM", dst=C, A=0, B=TILE, M=ARRAY, K=MAX_K, N=ARRAY, tb=tb, ldb=MAX_K if tb else ARRAY),
+             _st(C, OUT, ARRAY * ARRAY)],
+            {0: big_a, TILE: big_b})
+    add(f"mm_{shape}_min_products",
+        [_ld(0, 0, TILE), make("MM", dst=C, A=0, B=0, M=ARRAY, K=MAX_K, N=ARRAY, tb=1, ldb=MAX_K),
+         _st(C, OUT, ARRAY * ARRAY)], {0: [-128] * TILE})
     # strides: padded rows, overlapping rows (lda < K), a repeated row (lda = 0), padded C
     add("mm_strides", [_ld(0, 0, 300),
                        make("MM", dst=1000, A=0, B=100, M=4, K=7, N=3, lda=29, ldb=11, ldc=9),
@@ -562,7 +702,7 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
 
     # --- a program filling the whole instruction memory (its HALT at the last address)
     fill = [_ld(0, 0, 16)]
-    while len(fill) < isa.IMEM_WORDS - 1:
+    while len(fill) < config.imem_words - 1:
         k = len(fill)
         fill.append(_st(k % 16, OUT + k % 256, 1) if k % 3 else make("VADD", dst=k % 16, src1=k % 16,
                                                                       src2=(k + 5) % 16, len=1))
@@ -575,14 +715,17 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
     post = [_st(0, OUT + 100, 12)]
     data = {0: [rng.getrandbits(32) for _ in range(12)]}
     illegal = {
-        ErrorCode.BAD_OPCODE: [Instruction(op=8, a=1, b=2, c=3), Instruction(op=15)],
+        # op codes no configuration defines, so the case stays illegal whatever an extension adds
+        ErrorCode.BAD_OPCODE: [Instruction(op=isa.RESERVED_OP_CODES[0], a=1, b=2, c=3),
+                               Instruction(op=isa.RESERVED_OP_CODES[-1])],
         ErrorCode.SPAD_RANGE: [make("LD", dst=SPAD - 11, src=0, len=12),
                                make("MM", dst=SPAD - 3, A=0, B=0, M=2, K=4, N=2),
-                               make("VADD", dst=0, src1=0, src2=0, len=0x8000)],
+                               make("VADD", dst=0, src1=0, src2=0, len=0x8000) if SPAD < 0x8000
+                               else make("VADD", dst=SPAD - 1, src1=SPAD - 1, src2=SPAD - 1, len=2)],
         ErrorCode.EXT_RANGE: [make("ST", src=0, dst=ext_words - 11, len=12),
                               make("LD", dst=0, src=ext_words - 1, len=2)],
-        ErrorCode.BAD_SHAPE: [make("MM", dst=100, A=0, B=0, M=5, K=4, N=2),
-                              make("MM", dst=100, A=0, B=0, M=1, K=65, N=1),
+        ErrorCode.BAD_SHAPE: [make("MM", dst=100, A=0, B=0, M=ARRAY + 1, K=4, N=2),
+                              make("MM", dst=100, A=0, B=0, M=1, K=MAX_K + 1, N=1),
                               make("MM", dst=100, A=0, B=0, M=0, K=0, N=0, lda=4095)],
         ErrorCode.ZERO_LENGTH: [make("RQ", dst=SPAD - 1, src=60000, len=0, m=1 << 23, s=0),
                                 make("SM", dst=0, src=0, len=0)],
@@ -593,30 +736,60 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
     for code, cases in illegal.items():
         for k, bad in enumerate(cases):
             add(f"illegal_{code.name.lower()}_{k}", pre + [bad] + post, data)
+    out += _extension_cases(ext_words, config)
+    return out
+
+
+def _extension_cases(ext_words: int, config: Config) -> list[tuple[str, list[Instruction], list[int]]]:
+    """Programs for each extension operation of ``config``: the operation at its least legal
+    operands, and a few programs of loads, several instances of it from the generic generator
+    (:meth:`_Builder.generic`) and the stores of their results."""
+    iset = isa.instruction_set(config)
+    out = []
+    from .coverage import legal_base
+    for code in sorted(iset.extension_of):
+        spec = iset.by_code[code]
+        rng = random.Random(f"{spec.mnemonic} {code}")       # fixed: the suite is the same every time
+        least = iset.make(spec.mnemonic, **legal_base(spec, ext_words, config))
+        out.append((f"ext_{spec.mnemonic.lower()}_least", [least, isa.HALT], [0] * ext_words))
+        for k in range(3):
+            b = _Builder(rng, ext_words, default_max_cycles(config), config)
+            ext = [0] * ext_words
+            for i in range(320):
+                ext[i] = random_word(rng)
+            for at in (0, 320, 640):
+                b.emit(make("LD", dst=at, src=0, len=320))
+                b.filled.append((at, 320))
+            made = sum(b.generic(spec) for _ in range(12))
+            if not made:
+                raise ValueError(f"the generator made no {spec.mnemonic} instruction for the directed suite")
+            for start, n in b.results:
+                b.emit(make("ST", src=start, dst=ext_words // 2 + rng.randrange(ext_words // 2 - n + 1), len=n))
+            out.append((f"ext_{spec.mnemonic.lower()}_{k}", b.code + [isa.HALT], ext))
     return out
 
 
 # ----------------------------------------------------------------------------- the fuzz loop
 
-def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
-                  max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0, *,
-                  config: Config = isa.BOOK) -> Bundle:
-    """``n`` random programs from ``random.Random(seed)`` (expected results from the golden model
-    on the chip ``config``)."""
+def random_bundle(n: int, seed: int, ext_words: int | None = None,
+                  max_cycles: int | None = None, illegal: float = 0.0, *, config: Config = isa.BOOK) -> Bundle:
+    """``n`` random programs for ``config`` from ``random.Random(seed)`` (expected results from the golden model)."""
+    ext_words = config.ext_words if ext_words is None else ext_words
     rng = random.Random(seed)
     items = []
     for i in range(n):
-        code, ext = random_program(rng, ext_words, max_cycles=max_cycles, illegal=illegal)
+        code, ext = random_program(rng, ext_words, max_cycles=max_cycles, illegal=illegal, config=config)
         items.append((f"random seed={seed} #{i}", code, ext))
     return Bundle.from_programs(items, ext_words, config=config)
 
 
-def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT, *, config: Config = isa.BOOK) -> Bundle:
-    return Bundle.from_programs(directed_suite(ext_words), ext_words, config=config)
+def directed_bundle(ext_words: int | None = None, config: Config = isa.BOOK) -> Bundle:
+    ext_words = config.ext_words if ext_words is None else ext_words
+    return Bundle.from_programs(directed_suite(ext_words, config=config), ext_words, config=config)
 
 
-def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int = isa.EXT_WORDS_DEFAULT,
-         max_cycles: int = DEFAULT_MAX_CYCLES, bundle_path: str | None = None, directed: bool = False,
+def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int | None = None,
+         max_cycles: int | None = None, bundle_path: str | None = None, directed: bool = False,
          progress: Callable[[str, int, int], None] | None = None, config: Config = isa.BOOK) -> dict:
     """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
 
@@ -625,8 +798,7 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     (text of the first disagreement, or None), "sims": [names in the order run],
     "results": {name: {...}}}``.  A simulator's replay stops at its first
     disagreement, so "mismatches" counts simulators, each naming its first.
-    ``config`` is the chip every simulator simulates and the golden model predicts (the book's
-    by default).  ``bundle_path`` keeps the bundle on disk so that a mismatch can be
+    ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).  ``directed`` puts the directed suite first
     (``programs`` then counts both).
     """
@@ -635,9 +807,10 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     simulators = {}
     for name in sims:                      # fail before the work if a simulator is missing
         try:
-            simulators[name] = get_simulator(name, **({"config": config} if config != isa.BOOK else {}))
+            simulators[name] = get_simulator(name, config=config)
         except ImportError as e:
             raise SimulatorError(f"simulator {name!r} is not available here: {e}") from e
+    ext_words = config.ext_words if ext_words is None else ext_words
     t0 = time.perf_counter()
     bundle = random_bundle(n, seed, ext_words, max_cycles, config=config)
     if directed:
@@ -645,7 +818,8 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     gen_seconds = time.perf_counter() - t0
     if bundle_path:
         bundle.write(bundle_path)
-    report: dict = {"programs": len(bundle.programs), "random_programs": n, "seed": seed, "ext_words": ext_words, "cycles": bundle.total_cycles,
+    report: dict = {"programs": len(bundle.programs), "random_programs": n, "seed": seed, "ext_words": ext_words,
+                    "config": config.to_dict(), "cycles": bundle.total_cycles,
                     "generate_seconds": round(gen_seconds, 3), "mismatches": 0, "first_mismatch": None,
                     "sims": list(simulators), "results": {}}
     for name, sim in simulators.items():

@@ -36,14 +36,14 @@ from amaranth.sim import Simulator
 
 from ga2_hdl import golden, isa
 from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
-from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.config import Config
+from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.memimage import MemoryImage
 from ga2_hdl.results import RunResult, first_mismatch
 
 from .extmem import ExternalMemoryModel, WriteMonitor
-from .simulator import (BundleReport, SimulatorError, check_vcd, cycle_bound, external_memory_words,
-                        timeout_line, vcd_output)
+from .simulator import (BundleReport, SimulatorError, check_bundle_chip, check_vcd, cycle_bound,
+                        external_memory_words, timeout_line, vcd_output)
 
 __all__ = ["AmaranthSimulator", "ChipSimulation"]
 
@@ -51,13 +51,17 @@ CLOCK_PERIOD = 1e-6            # simulated seconds per cycle (any value; only cy
 
 
 class ChipSimulation:
-    """The chip and its external memory, elaborated once; runs programs one after another."""
+    """The chip ``config`` and its external memory (``ext_words``, by default the configuration's;
+    read latency ``config.lat``), elaborated once; runs programs one after another."""
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, *, config: Config = isa.BOOK):
+    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
         t0 = time.perf_counter()
+        ext_words = config.ext_words if ext_words is None else ext_words
+        self.config = config
         self.ext_words = ext_words
-        self.chip = GA2Chip(ext_words=ext_words, config=config)
-        self.ext = ExternalMemoryModel(self.chip, ext_words)     # attached to the chip's ext_* ports
+        self.chip = GA2Chip(config=config, ext_words=ext_words)
+        # attached to the chip's ext_* ports
+        self.ext = ExternalMemoryModel(self.chip, ext_words, config=config)
         self.written = WriteMonitor({"ext": (self.chip.ext_we, self.chip.ext_addr, ext_words),
                                      "spad": (self.chip.spad.write_en, self.chip.spad.write_addr,
                                               self.chip.spad.depth)})
@@ -120,7 +124,7 @@ class ChipSimulation:
                 await ctx.tick()
                 ctx.set(chip.start, 0)
                 ctx.set(self.written.clear, 0)
-                bound = cycle_bound(program)
+                bound = cycle_bound(program, self.config)
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
                 if not halted_edge:          # reported as every simulator does: TIMEOUT, then FAIL
                     self.timed_out = (i, bound, f"pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)}")
@@ -164,9 +168,9 @@ class ChipSimulation:
         return results
 
 
-def _prepare(program, ext, ext_words: int) -> tuple[list[Instruction], list[int]]:
+def _prepare(program, ext, ext_words: int, config: Config) -> tuple[list[Instruction], list[int]]:
     code = golden.as_instructions(program)
-    golden.check_program(code)                   # the loader's rules: ends with HALT, fits imem
+    golden.check_program(code, config)           # the loader's rules: ends with HALT, fits imem
     return code, golden.ext_image(ext, ext_words).tolist()
 
 
@@ -181,10 +185,10 @@ class AmaranthSimulator:
 
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
-        words = external_memory_words(ext_words, self.ext_words)
+        words = external_memory_words(ext_words, self.ext_words, self.config)
         if vcd:
             check_vcd(vcd)
-        job = _prepare(program, ext, words)
+        job = _prepare(program, ext, words, self.config)
         session = ChipSimulation(words, config=self.config)
         results = session.run([job], vcd=vcd)
         if session.timed_out:
@@ -194,6 +198,7 @@ class AmaranthSimulator:
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> BundleReport:
+        check_bundle_chip(self, bundle)
         n = len(bundle.programs)
         if vcd and vcd_program is not None and not 0 <= vcd_program < n:
             raise SimulatorError(f"--program {vcd_program}: the bundle has programs 0..{n - 1}")
@@ -216,7 +221,7 @@ class AmaranthSimulator:
         notes = []
         if session.timed_out:
             i, bound, _where = session.timed_out
-            notes.append(timeout_line(i, bound, bundle.programs[i].expected.counters[0]))
+            notes.append(timeout_line(i, bound, bundle.programs[i].expected.counters.total))
         if vcd:
             # the waveform comes from a separate run of that one program, so that tracing does not
             # slow down (or get measured with) the replay of the whole bundle

@@ -14,7 +14,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.isa import Instruction
 from ga2_hdl.results import RunResult
 
-from .simulator import BundleReport, SimulatorError, external_memory_words, replay_with
+from .simulator import BundleReport, SimulatorError, check_bundle_chip, external_memory_words, replay_with
 
 
 class GoldenSimulator:
@@ -33,12 +33,13 @@ class GoldenSimulator:
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         self._no_vcd(vcd)
-        words = external_memory_words(ext_words, self.ext_words)
+        words = external_memory_words(ext_words, self.ext_words, self.config)
         return golden.run(program, ext, ext_words=words, config=self.config)
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> BundleReport:
         self._no_vcd(vcd)
+        check_bundle_chip(self, bundle)
 
         def run_one(i: int) -> RunResult:
             entry = bundle.programs[i]

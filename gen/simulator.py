@@ -4,6 +4,11 @@ Five implementations, chosen by name: ``golden`` (the instruction-level model),
 ``amaranth`` (Amaranth's simulator on the RTL), ``icarus`` and ``verilator``
 (the exported Verilog), ``cxxrtl`` (the chip compiled by Yosys' CXXRTL).  Callers use :func:`get_simulator`; nothing else knows
 how a simulator is started.
+
+Every simulator simulates one chip, ``get_simulator(name, config=...)`` (the
+book's by default): the RTL, the testbench and the external-memory model are
+built for that configuration, and a bundle made for another one is refused
+before anything runs (:func:`check_bundle_chip`).
 """
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol, Sequence
 
-from ga2_hdl.isa import FETCH_ISSUE_CYCLES, HALT, OP_BY_CODE, Instruction
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+from ga2_hdl.isa import FETCH_ISSUE_CYCLES, HALT, Instruction
 from ga2_hdl.results import Mismatch, RunResult
 from ga2_hdl.safe_io import check_output, temporary_sibling
 
@@ -45,6 +52,8 @@ class BundleReport:
     #: also when this run found it in the cache
     compile_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: what the simulation itself reported (errors, timeouts), also among the notes
+    messages: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -92,40 +101,52 @@ def watchdog_cycles(expected_cycles: int) -> int:
     return WATCHDOG_FACTOR * expected_cycles + WATCHDOG_SLACK
 
 
-def expected_cycles(program: Sequence[Instruction]) -> int:
-    """The cycles ``program`` takes on the chip up to its first HALT (or to its end), by the ISA's timing.
+def expected_cycles(program: Sequence[Instruction], config: Config = isa.BOOK) -> int:
+    """The cycles ``program`` takes on the chip ``config`` up to its first HALT (or to its end), by
+    that chip's timing (its instruction set's busy times).
 
     An undefined op code counts as its fetch and issue alone.  For a legal program this is its
     ``total`` counter; for one that faults it is an upper bound.
     """
+    iset = isa.instruction_set(config)
     total = 0
     for ins in program:
         total += FETCH_ISSUE_CYCLES
         if ins.op == HALT.op:
             break
-        if ins.op in OP_BY_CODE:
-            total += ins.busy()
+        if ins.op in iset.by_code:
+            total += iset.busy(ins)
     return total
 
 
-def external_memory_words(requested: int | None, configured: int | None) -> int:
-    """The external-memory size a run uses: the caller's, else the simulator's, else the ISA's default."""
-    from ga2_hdl.isa import EXT_WORDS_DEFAULT
+def external_memory_words(requested: int | None, configured: int | None, config: Config = isa.BOOK) -> int:
+    """The external-memory size a run uses: the caller's, else the simulator's, else the configuration's."""
     for words in (requested, configured):
         if words is not None:
             if words < 1:
                 raise SimulatorError(f"ext_words={words}: the external memory needs at least one word")
             return words
-    return EXT_WORDS_DEFAULT
+    return config.ext_words
 
 
-def cycle_bound(program: Sequence[Instruction]) -> int:
-    """Every simulator's watchdog for ``program``: :func:`watchdog_cycles` of its :func:`expected_cycles`.
+def cycle_bound(program: Sequence[Instruction], config: Config = isa.BOOK) -> int:
+    """Every simulator's watchdog for ``program`` on the chip ``config``: :func:`watchdog_cycles` of
+    its :func:`expected_cycles`.
 
-    It comes from the program alone, never from an expectation, so a wrong expectation is
-    reported as the same MISMATCH by every simulator instead of a timeout in some of them.
+    It comes from the program and the chip's timing alone, never from an expectation, so a wrong
+    expectation is reported as the same MISMATCH by every simulator instead of a timeout in some of them.
     """
-    return watchdog_cycles(expected_cycles(program))
+    return watchdog_cycles(expected_cycles(program, config))
+
+
+def check_bundle_chip(sim, bundle) -> None:
+    """Refuse (:class:`SimulatorError`, one line naming the differing parameters) a bundle made for
+    another configuration than the simulator's chip."""
+    from ga2_hdl.bundle import ChipMismatch, check_same_chip
+    try:
+        check_same_chip(bundle.config, sim.config)
+    except ChipMismatch as e:
+        raise SimulatorError(f"{sim.name}: {e}") from None
 
 
 def timeout_line(program: int, bound: int, expected_total: int) -> str:

@@ -63,7 +63,7 @@ def test_coverage_counts_what_a_program_executes():
     assert c["pair LD>AMAX"] == c["pair AMAX>ST"] == c["pair ST>HALT"] == 1
     assert sum(v for k, v in c.items() if k.startswith("pair")) == 3
     # a fault: the faulting instruction and what follows it are not executed
-    bad = [make("LD", dst=0, src=0, len=4), Instruction(op=9), make("ST", src=0, dst=0, len=4), HALT]
+    bad = [make("LD", dst=0, src=0, len=4), Instruction(op=isa.RESERVED_OP_CODES[0]), make("ST", src=0, dst=0, len=4), HALT]
     c = m.count(bad, ErrorCode.BAD_OPCODE, 1)
     assert c["error BAD_OPCODE"] == 1 and not any(k.startswith(("pair", "operand ST")) for k in c)
     s = m.summary(c)

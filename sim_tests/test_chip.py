@@ -161,7 +161,7 @@ def test_fault_status_and_imem_port_ignored_while_running():
 def test_running_off_the_end_of_instruction_memory():
     """Only stale memory can do this (loaders refuse programs without HALT): NO_HALT at pc = imem_words."""
     words = [make("ST", src=0, dst=i, len=1) for i in range(4)]
-    b = _Bench(imem_words=4)
+    b = _Bench(config=isa.BOOK.replace(name="imem4", imem_words=4))
     chip = b.chip
 
     async def bench(ctx):
@@ -180,5 +180,15 @@ def test_running_off_the_end_of_instruction_memory():
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError):
         GA2Chip(ext_words=70000)
-    with pytest.raises(ValueError):
-        GA2Chip(imem_words=0)
+    with pytest.raises(ValueError, match="imem_words=65536"):
+        GA2Chip(config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16))
+
+
+@pytest.mark.parametrize("change", [{"spad_ports": 2}, {"ext_port_words": 4}])
+def test_parameters_without_hardware_are_refused_naming_them(change):
+    """What other work builds (wider ports) is a clear refusal here, not a wrong chip (overlapped
+    issue is built: sim_tests/test_overlap.py)."""
+    config = isa.BOOK.replace(name="later", **change)
+    (name, value), = change.items()
+    with pytest.raises(ValueError, match=f"{name}={value!r}"):
+        GA2Chip(config=config)

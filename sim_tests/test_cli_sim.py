@@ -36,6 +36,11 @@ def test_run_reports_a_fault_with_nonzero_exit(tmp_path, capsys):
     assert main(["run", str(prog), "--sim", "amaranth"]) == 1
     captured = capsys.readouterr()
     assert "total=2" in captured.out and "SPAD_RANGE" in captured.err
+    # the golden model says why once; the address is said once too
+    assert main(["run", str(prog), "--sim", "golden"]) == 1
+    err = capsys.readouterr().err
+    assert "halted with SPAD_RANGE (2) at pc 0: LD dst words 4095..4096 lie outside" in err
+    assert err.count("pc 0") == 1
 
 
 def test_replay_pass_and_mismatch(tmp_path, capsys):

@@ -8,7 +8,9 @@ import pytest
 from ga2_hdl import golden, isa
 from ga2_hdl.isa import ErrorCode, Instruction, IsaError, make
 
-# The brief, section 2: field name -> (msb, lsb)
+# The brief, section 2: field name -> (msb, lsb).  These tables are the BOOK's facts, restated to check
+# the book chip against them; they are not lists to extend: new operations come from extensions
+# (docs/extending.md), which these tests do not concern.
 BRIEF_FIELDS = {"op": (127, 124), "a": (123, 108), "b": (107, 92), "c": (91, 76), "d": (75, 52), "e": (51, 46),
                 "f": (45, 38), "g": (37, 30), "h": (29, 22), "fl": (21, 18), "x": (17, 0)}
 # op code, mnemonic, operand -> (field, low bit inside the field, width)
@@ -34,10 +36,12 @@ def test_fields_match_the_brief():
 
 
 def test_operations_match_the_brief():
+    # the book chip's operations are the brief's eight (isa.OPS is the book chip's set)
     assert {s.code: s.mnemonic for s in isa.OPS} == {k: v[0] for k, v in BRIEF_OPS.items()}
     for spec in isa.OPS:
         got = {o.name: (o.field, o.lsb, o.bits) for o in spec.operands}
         assert got == BRIEF_OPS[spec.code][1], spec.mnemonic
+    assert not set(isa.RESERVED_OP_CODES) & set(BRIEF_OPS)
 
 
 def test_encode_decode_round_trip_and_positions():
@@ -122,6 +126,7 @@ def test_operand_ranges_decide_bad_shape():
 # K_LD=1, K_ST=2, K_MM=7, K_RQ=2, K_SM=6, K_VADD=2, K_AMAX=3 with LAT=8 (LD: len+LAT+K;
 # ST, RQ: len+K; MM: M*K+K*N+(K+M+N-2)+M*N+K; SM: 3*len+41+K; VADD: 2*len+K; AMAX: len+K),
 # the wait added to the unit's counter (mm; dma for LD/ST; vec for the rest); HALT adds 2.
+# The book's facts about its seven operations, for programs of the book chip only.
 BOOK_K = {"LD": 1, "ST": 2, "MM": 7, "RQ": 2, "SM": 6, "VADD": 2, "AMAX": 3}
 BOOK_UNIT = {"LD": "dma", "ST": "dma", "MM": "mm", "RQ": "vec", "SM": "vec", "VADD": "vec", "AMAX": "vec"}
 
@@ -133,6 +138,7 @@ def book_counters(program):
         name = isa.OP_BY_CODE[ins.op].mnemonic
         if name == "HALT":
             break
+        assert name in BOOK_K, f"{name} is not one of the book's operations: this model is the book chip's"
         f = ins.fields
         if name == "LD":
             wait = f["c"] + 8 + BOOK_K[name]
@@ -166,7 +172,7 @@ def test_cycle_counts_equal_the_books_model():
 
 def test_check_order_and_codes():
     c = lambda ins, ew=8192: isa.check(ins, ew)[0]
-    assert c(Instruction(op=8)) == ErrorCode.BAD_OPCODE
+    assert c(Instruction(op=isa.RESERVED_OP_CODES[0])) == ErrorCode.BAD_OPCODE      # no chip defines it
     assert c(make("MM", dst=0, A=0, B=0, M=0, K=1, N=1)) == ErrorCode.BAD_SHAPE
     assert c(make("MM", dst=0, A=0, B=0, M=1, K=64, N=4)) == ErrorCode.OK
     assert c(make("LD", dst=0, src=0, len=0)) == ErrorCode.ZERO_LENGTH

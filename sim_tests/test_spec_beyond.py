@@ -96,8 +96,8 @@ def test_tree_run_replays_on_golden():
 # ---------------------------------------------------------------- ga2 beyond
 def test_beyond_refuses_bad_flags_before_any_work(capsys, tmp_path):
     from ga2_cli.main import main
-    assert main(["beyond", "--sims", "icarus,modelsim", "--out", str(tmp_path)]) == 1
-    assert "unknown simulator 'modelsim'" in capsys.readouterr().err
+    assert main(["beyond", "--sims", "icarus,modelsim", "--out", str(tmp_path)]) == 2
+    assert "argument --sims: unknown simulator 'modelsim'" in capsys.readouterr().err
     # the checked option types: argparse's one line naming the flag, exit status 2
     assert main(["beyond", "--tokens", "1", "--out", str(tmp_path)]) == 2
     assert "argument --tokens: 1: the number of tokens must be at least 2" in capsys.readouterr().err

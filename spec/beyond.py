@@ -234,7 +234,7 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
     say(f"== {len(rows)} runs of {n} tokens: {executed} programs executed, {len(entries)} distinct, "
         f"{bundle.total_cycles:,} cycles to replay on {', '.join(simulators) or 'no simulator'} "
         f"({t_software:.0f} s to decode and compile)")
-    golden_cycles = [p.expected.counters[0] for p in bundle.programs]
+    golden_cycles = [p.expected.counters.total for p in bundle.programs]
     for row in rows:
         if sum(golden_cycles[i] for i in row.program_ids) != row.cycles:
             raise AssertionError(f"{row.name}: the golden model's cycles differ from the ISA's prediction")
@@ -245,7 +245,7 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
         for name, rep in replays.items():
             bad = next((m for m in rep.mismatches if m.program in set(row.program_ids)), None)
             missing = sum(rep.outcomes[i] is None for i in row.program_ids)
-            cycles = sum(rep.outcomes[i].counters[0] for i in row.program_ids if rep.outcomes[i] is not None)
+            cycles = sum(rep.outcomes[i].counters.total for i in row.program_ids if rep.outcomes[i] is not None)
             ok = bad is None and missing == 0 and not rep.errors and cycles == row.cycles
             line = (f"PASS: {len(row.program_ids)} programs, {cycles} cycles" if ok else
                     f"MISMATCH: {bad}" if bad is not None else

@@ -25,13 +25,20 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import matplotlib.ticker  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from ga2_hdl import isa  # noqa: E402
 from ga2_hdl.safe_io import atomic_write  # noqa: E402
 
 from .verifier import causal_mask  # noqa: E402
 
 UNIT_COLOURS = {"matrix": "#4c72b0", "dma": "#dd8452", "vector": "#55a868", "fetch and issue": "#8c8c8c"}
-UNIT_LABELS = {"matrix": "matrix unit (MM)", "dma": "DMA (LD, ST)", "vector": "vector unit (RQ, SM, VADD, AMAX)",
-               "fetch and issue": "fetch and issue (2 per instruction)"}
+def _unit_label(what: str, unit: isa.Unit) -> str:
+    """``vector unit (RQ, SM, VADD, AMAX)``: the unit and the book chip's operations on it."""
+    return f"{what} ({', '.join(s.mnemonic for s in isa.OPS if s.unit is unit)})"
+
+
+UNIT_LABELS = {"matrix": _unit_label("matrix unit", isa.Unit.MATRIX), "dma": _unit_label("DMA", isa.Unit.DMA),
+               "vector": _unit_label("vector unit", isa.Unit.VECTOR),
+               "fetch and issue": f"fetch and issue ({isa.FETCH_ISSUE_CYCLES} per instruction)"}
 
 
 def _save(fig, path: str) -> str:
