@@ -7,9 +7,11 @@ What each step emits (A, B are operand addresses; every tensor is row-major):
 * views emit nothing either, but a slice, a concatenation or a relu makes sure
   its operands are in place (loading leaves) when its step comes;
 * matmul ``(m x k) @ (k x n)``: a temporary int32 accumulator of ``m * n``
-  words, one MM per 4 x 4 output tile (row tiles outer, column tiles inner,
-  edge tiles smaller), one RQ of the whole accumulator into the result
-  (relu fused), then the temporary is freed;
+  words, one MM per output tile of the configuration's array (``config.array``
+  rows and columns: 4 x 4 on the book's chip; row tiles outer, column tiles
+  inner, edge tiles smaller), one RQ of the whole accumulator into the result
+  (relu fused), then the temporary is freed; ``k`` must be at most the
+  configuration's ``max_k`` (the matrix unit sums all of K in one MM);
 * softmax: a temporary of Q0.16 probabilities, one SM per row, one RQ into the
   result;
 * add: for each operand at a different scale, an RQ into a temporary at the
@@ -24,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ga2_hdl import isa
+from ga2_hdl.config import Config
 
 from .errors import CompileError
 from .graph import EXTERNAL_OPS, Graph, Node
@@ -42,9 +45,10 @@ class Lowered:
 
 class _Emitter:
     def __init__(self, graph: Graph, scales: ScalePlan, buffers: BufferPlan, external: dict[str, dict],
-                 reuse: bool):
+                 reuse: bool, config: Config):
         self.graph, self.scales, self.plan, self.external, self.reuse = graph, scales, buffers, external, reuse
-        self.alloc = Allocator()
+        self.config = config
+        self.alloc = Allocator(config.spad_words)
         self.code: list[isa.Instruction] = []
         self.addr: dict[int, int] = {}           # buffer -> current address (live buffers only)
         self.given: dict[int, int] = {}          # buffer -> address ever given
@@ -114,12 +118,12 @@ class _Emitter:
         m, k = a.shape
         n = node.cols
         transposed = node.attrs["transpose_b"]
-        if k > isa.MM_MAX_K:
+        if k > self.config.max_k:
             raise CompileError(f"{node.label()}: inner dimension {k} exceeds the matrix unit's limit of "
-                               f"{isa.MM_MAX_K}")
+                               f"{self.config.max_k}")
         out = self.place(node.id)
         acc = self.temporary(m * n, f"the {m * n}-word accumulator")
-        tile = isa.MM_MAX_MN
+        tile = self.config.array
         for r0 in range(0, m, tile):
             for c0 in range(0, n, tile):
                 self.emit("MM", dst=acc + r0 * n + c0, A=srcs[0] + r0 * k,
@@ -166,9 +170,11 @@ class _Emitter:
 
 
 def lower(graph: Graph, scales: ScalePlan, buffers: BufferPlan, external: dict[str, dict],
-          reuse: bool = True) -> Lowered:
-    """Emit the program for ``graph`` (ending in HALT) with the given plans."""
-    e = _Emitter(graph, scales, buffers, external, reuse)
+          reuse: bool = True, config: Config = isa.BOOK) -> Lowered:
+    """Emit the program for ``graph`` (ending in HALT) with the given plans, for the chip ``config``
+    (its array size tiles the products, its ``max_k`` bounds their inner dimension, its scratchpad
+    is what the allocator hands out)."""
+    e = _Emitter(graph, scales, buffers, external, reuse, config)
     steps = []
     for node in graph.nodes:
         steps.append((node.id, len(e.code)))

@@ -23,10 +23,12 @@ are not steps: a buffer last touched by a view that nobody reads is never
 released).
 
 **Allocation** is lazy (a buffer gets an address when a step first needs it)
-and first fit over an address-ordered free list that coalesces on release.
+and first fit over an address-ordered free list that coalesces on release,
+within the configuration's scratchpad (``config.spad_words``).
 
 **External memory**: inputs and weights in node order from address 0, then the
-outputs in node order.
+outputs in node order, within the external memory the program is compiled for
+(``config.ext_words`` unless the caller names another size).
 """
 from __future__ import annotations
 
@@ -136,7 +138,7 @@ class AllocationError(Exception):
 class Allocator:
     """First fit over the free runs of the scratchpad, kept in address order and coalesced."""
 
-    def __init__(self, size: int = isa.SPAD_WORDS):
+    def __init__(self, size: int = isa.BOOK.spad_words):
         self.size = size
         self.free: list[tuple[int, int]] = [(0, size)]   # (start, length), sorted, no two adjacent
         self.high = 0                                     # one past the highest word ever handed out
@@ -164,7 +166,7 @@ class Allocator:
         self.free = merged
 
 
-def plan_external(graph: Graph, ext_words: int = isa.EXT_WORDS_DEFAULT) -> tuple[dict[str, dict], int]:
+def plan_external(graph: Graph, ext_words: int = isa.BOOK.ext_words) -> tuple[dict[str, dict], int]:
     """External memory: ``{name: {"addr", "shape", "node", "kind", "words"}}`` and the words used."""
     layout: dict[str, dict] = {}
     top = 0

@@ -3,7 +3,12 @@
 ``compile_graph`` is the pipeline: calibrate and plan scales
 (:mod:`.scales`), plan buffers, views and external memory (:mod:`.planner`),
 emit instructions (:mod:`.lower`), check every instruction is legal for the
-machine.  ``ext_image`` builds the initial external memory (weights and
+machine.  The machine is a :class:`~ga2_hdl.config.Config` (the book's chip by
+default): its array size tiles the products, its scratchpad, external and
+instruction memories bound the plans, and its instruction set
+(:func:`ga2_hdl.isa.instruction_set`) judges every instruction and predicts the
+counters; a program remembers the configuration it was compiled for and runs on
+the golden model of that chip.  ``ext_image`` builds the initial external memory (weights and
 inputs quantized with the program's scales); ``run`` executes on the golden
 model and reads the outputs back.
 """
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ga2_hdl import golden, isa
+from ga2_hdl.config import Config
 from ga2_hdl.results import RunResult
 
 from .errors import CompileError
@@ -38,6 +44,7 @@ class Program:
     ext_words: int                               # the external memory it was compiled for
     reuse: bool
     steps: list[tuple[int, int]]                 # (node id, index of its first instruction)
+    config: Config = isa.BOOK                    # the chip it was compiled for
 
     @property
     def scale(self) -> dict[int, float]:
@@ -60,9 +67,10 @@ class Program:
                                f"{', '.join(self.output_names) or 'none'})")
         return entry
 
-    def counters(self) -> list[int]:
-        """The five counters the program will end with: total, matrix, DMA, vector, instructions."""
-        return isa.program_counters(self.code)
+    def counters(self) -> isa.Counters:
+        """The five counters the program will end with on its chip: total, matrix, DMA, vector,
+        instructions (the instruction set's prediction)."""
+        return isa.instruction_set(self.config).counters(self.code)
 
     def histogram(self) -> dict[str, int]:
         """Instructions per mnemonic, HALT included."""
@@ -104,32 +112,44 @@ class Program:
 
 
 def compile_graph(graph: Graph, calib: Sequence[Mapping[str, Any]], ranges: Mapping[str, float] | None = None,
-                  reuse: bool = True, *, ext_words: int = isa.EXT_WORDS_DEFAULT) -> Program:
-    """Compile ``graph`` to a GA-2 program.
+                  reuse: bool = True, *, ext_words: int | None = None, config: Config = isa.BOOK) -> Program:
+    """Compile ``graph`` to a GA-2 program for the chip ``config`` (the book's by default).
 
     ``calib``: a list of input dicts (name -> 2-D array) whose float evaluation
     sets every tensor's range; ``ranges``: ``{tag: range}`` fixing the range of
     tagged tensors; ``reuse=False`` keeps every buffer alive to the end (for
-    reading every tensor back, and for testing the allocator).
+    reading every tensor back, and for testing the allocator); ``ext_words``:
+    the external memory to lay out (default: the configuration's).
     """
     if not isinstance(graph, Graph):
         raise CompileError(f"compile_graph: expected a Graph, got {type(graph).__name__}")
+    if not isinstance(config, Config):
+        raise CompileError(f"compile_graph: expected a Config, got {type(config).__name__}")
+    try:
+        iset = isa.instruction_set(config)
+    except isa.IsaError as e:
+        raise CompileError(f"compile_graph: {e}") from None
+    if ext_words is None:
+        ext_words = config.ext_words
     if not any(n.op == "output" for n in graph.nodes):
         raise CompileError("compile_graph: the graph has no output, so its program would compute nothing")
     scales = plan_scales(graph, calib, ranges)
     buffers = plan_buffers(graph)
     external, used = plan_external(graph, ext_words)
-    low = lower(graph, scales, buffers, external, reuse)
+    low = lower(graph, scales, buffers, external, reuse, config)
     prog = Program(graph, low.code, external, scales, buffers, low.buffer_addr, low.released, low.spad_high,
-                   used, ext_words, reuse, low.steps)
-    if len(prog.code) > isa.IMEM_WORDS:
+                   used, ext_words, reuse, low.steps, config)
+    if len(prog.code) > config.imem_words:
         raise CompileError(f"the program has {len(prog.code)} instructions; the instruction memory holds "
-                           f"{isa.IMEM_WORDS}")
+                           f"{config.imem_words}")
     for pc, ins in enumerate(prog.code):
-        code, why = isa.check(ins, ext_words)
+        code, why = iset.check(ins, ext_words)
         if code != isa.ErrorCode.OK:     # a compiler bug, not the user's: say where it came from
             raise CompileError(f"internal error: instruction {pc} ({ins}) of "
                                f"{graph.nodes[prog.node_at(pc)].label()} is illegal: {why}")
+    if config.overlap:               # units run at once: order the code for it (compiler/schedule.py)
+        from .schedule import schedule_program
+        prog = schedule_program(prog, config)
     return prog
 
 
@@ -195,9 +215,11 @@ def read_tensor(prog: Program, result: RunResult, nid: int) -> list[list[int]]:
 
 def execute(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = None, *,
             keep_spad: bool = False) -> tuple[dict, RunResult]:
-    """Run on the golden model: ``(outputs as in run(), the RunResult)``; refuses a run that faults."""
+    """Run on the golden model of the program's chip: ``(outputs as in run(), the RunResult)``;
+    refuses a run that faults."""
     size = prog.ext_words if ext_words is None else ext_words
-    result = golden.run(prog.code, ext_image(prog, inputs, size), ext_words=size, keep_spad=keep_spad)
+    result = golden.run(prog.code, ext_image(prog, inputs, size), ext_words=size, keep_spad=keep_spad,
+                        config=prog.config)
     if result.error != isa.ErrorCode.OK:
         raise CompileError(f"the program halted with {result.error.name} at instruction {result.error_pc} "
                            f"({prog.graph.nodes[prog.node_at(result.error_pc)].label()}): {result.message}")
@@ -205,5 +227,5 @@ def execute(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = No
 
 
 def run(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = None) -> dict:
-    """Run on the golden model: ``{output name: (ints 2-D list, floats 2-D list)}``."""
+    """Run on the golden model of the program's chip: ``{output name: (ints 2-D list, floats 2-D list)}``."""
     return execute(prog, inputs, ext_words)[0]

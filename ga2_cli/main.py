@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "ga2_cli.cmd_ch16",       # ch16, example a|b
     "ga2_cli.cmd_synth",      # synth, build, board run
     "ga2_cli.cmd_beyond",     # beyond
+    "ga2_cli.cmd_explore",    # explore
 )
 
 

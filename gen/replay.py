@@ -169,7 +169,8 @@ class SpanVerdict:
 
 def program_words(bundle: Bundle) -> list[int]:
     """The size in bundle words of each program's record."""
-    return [len(Bundle(bundle.ext_words, [entry]).words()) - BUNDLE_OVERHEAD_WORDS for entry in bundle.programs]
+    return [len(Bundle(bundle.ext_words, [entry], bundle.config).words()) - BUNDLE_OVERHEAD_WORDS
+            for entry in bundle.programs]
 
 
 def plan_pieces(bundle: Bundle, simulator: str, *, workers: int, max_words: int | None,
@@ -223,7 +224,7 @@ def _run_piece(piece: Piece) -> PieceResult:
     started = time.time()
     cpu0 = _cpu_seconds()
     assert _BUNDLE is not None
-    sub = Bundle(_BUNDLE.ext_words, _BUNDLE.programs[piece.start:piece.stop])
+    sub = Bundle(_BUNDLE.ext_words, _BUNDLE.programs[piece.start:piece.stop], _BUNDLE.config)   # the same chip
     done = [0]
 
     def progress(k: int, _n: int) -> None:

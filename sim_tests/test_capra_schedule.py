@@ -112,6 +112,7 @@ def test_schedule_program_keeps_the_nodes_of_instructions():
     assert schedule_program(prog, isa.BOOK) is prog
     new = schedule_program(prog, OVERLAP)
     assert new.code != prog.code and len(new.code) == len(prog.code)
+    assert compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges, config=OVERLAP).code == new.code
     ops = lambda p, nid: sorted(i.op for pc, i in enumerate(p.code) if p.node_at(pc) == nid)
     for nid, _first in prog.steps:
         assert ops(new, nid) == ops(prog, nid)

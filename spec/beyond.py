@@ -27,7 +27,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
+from ga2_hdl.config import Config
 
 #: tokens of every run, and the seed of every sampled run
 TOKENS = 32
@@ -81,8 +83,8 @@ def _row(name, method, model, group, run, reference_tokens=None, reference="", *
                       run.blocks, run.proposed, run.accepted, run.rows, extra=dict(extra)), list(run.log))
 
 
-def model_job(kind: str, n: int = TOKENS) -> list[tuple[BeyondRow, list]]:
-    """Every run of one model (see the module note)."""
+def model_job(kind: str, n: int = TOKENS, config: Config = isa.BOOK) -> list[tuple[BeyondRow, list]]:
+    """Every run of one model (see the module note), every program compiled for the chip ``config``."""
     from .beyond_host import K_MAX, AdaptiveK, ngram_next
     from .beyond_runs import (adaptive_costs, linear_run, plain_sampling, speculative_sampling, trigram_draft,
                               tree_run)
@@ -93,18 +95,18 @@ def model_job(kind: str, n: int = TOKENS) -> list[tuple[BeyondRow, list]]:
 
     model = make_model(kind, 1)
     out = []
-    plain = plain_sampling(model, n, 0.0, SAMPLING_SEED)
+    plain = plain_sampling(model, n, 0.0, SAMPLING_SEED, config=config)
     plain_tokens = plain.tokens
     ref = "the plain greedy decoder's tokens"
     out.append(_row(f"{kind}: plain greedy", "greedy", kind, "chapter", plain))
     chapter = (((0.0, 3), (3.0, 3), (4.0, 3)) if kind == "structured" else ((0.0, 1), (0.0, 3)))
     for noise, k in chapter:
-        r = speculative_sampling(model, make_draft(model, noise, DRAFT_SEED), n, k, 0.0, SAMPLING_SEED)
+        r = speculative_sampling(model, make_draft(model, noise, DRAFT_SEED), n, k, 0.0, SAMPLING_SEED, config=config)
         out.append(_row(f"{kind}: k={k}, noise {noise:g}", "greedy", kind, "chapter", r, plain_tokens, ref,
                         noise=noise, k=k, temperature=0.0))
 
     # sampling at temperature 1
-    chip = BlockChip(model, None, n, 8)
+    chip = BlockChip(model, None, n, 8, config=config)
     splain = plain_sampling(model, n, TEMPERATURE, SAMPLING_SEED, chip=chip)
     out.append(_row(f"{kind}: plain sampling T=1", "sampling", kind, "sampling", splain,
                     temperature=TEMPERATURE, seed=SAMPLING_SEED))
@@ -162,22 +164,25 @@ def model_job(kind: str, n: int = TOKENS) -> list[tuple[BeyondRow, list]]:
 class BeyondResult:
     tokens: int
     rows: list[BeyondRow]
-    bundle: Bundle                 #: the unique programs
+    bundle: Bundle                 #: the unique programs, for the chip ``config``
     executed: int                  #: programs executed in all runs (with repeats)
     replays: dict
     seconds: dict
+    config: Config = isa.BOOK      #: the chip every program was compiled for
+    unique: int = 0                #: distinct programs
+    golden_problems: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> list[str]:
         from .ch16 import BOOK_TABLE
-        out = []
+        out = list(self.golden_problems)
         for r in self.rows:
             if r.tokens_ok is False:
                 out.append(f"{r.name}: tokens differ from {r.reference}")
             for name, s in r.sims.items():
                 if not s["pass"]:
                     out.append(f"{r.name}: {name}: {s['line']}")
-        if self.tokens == TOKENS:
+        if self.tokens == TOKENS and self.config.same_chip(isa.BOOK):     # another chip has its own cycles
             book = {"structured: plain greedy": "plain greedy decoding",
                     "structured: k=3, noise 0": "k=3, draft noise 0", "structured: k=3, noise 3": "k=3, draft noise 3",
                     "structured: k=3, noise 4": "k=3, draft noise 4", "random: plain greedy": "random model: plain decoding",
@@ -194,7 +199,8 @@ class BeyondResult:
                        "cycles_per_second": round(rep.cycles_per_second, 1)} for name, rep in self.replays.items()}
         return {"tokens": self.tokens, "sampling_seed": SAMPLING_SEED, "temperature": TEMPERATURE,
                 "rows": [r.as_json() for r in self.rows], "simulators": sims,
-                "programs_executed": self.executed, "unique_programs": len(self.bundle.programs),
+                "programs_executed": self.executed, "unique_programs": self.unique,
+                "config": self.config.to_dict(),
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
                 "problems": self.problems, "ok": not self.problems}
 
@@ -205,15 +211,19 @@ def _program_key(run) -> tuple:
 
 def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilator"), *, workers: int | None = None,
                say: Callable[[str], None] = print,
-               progress: Callable[[str, int, int], None] | None = None) -> BeyondResult:
+               progress: Callable[[str, int, int], None] | None = None,
+               config: Config = isa.BOOK) -> BeyondResult:
+    """Every run on the chip ``config`` (see the module note), every program replayed on each simulator
+    built for that chip."""
     from gen.replay import replay
 
     if n < 2:
         raise ValueError(f"--tokens must be at least 2, got {n}")
+    book_chip = config.same_chip(isa.BOOK)
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, min(workers, 2))) as pool:
-        futures = [pool.submit(model_job, kind, n) for kind in ("structured", "random")]
+        futures = [pool.submit(model_job, kind, n, config) for kind in ("structured", "random")]
         runs = [item for f in futures for item in f.result()]
     t_software = time.perf_counter() - t0
 
@@ -226,12 +236,17 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
             if key not in unique:
                 unique[key] = len(entries)
                 shape = "" if not r.shape else " " + "x".join(map(str, r.shape))
-                entries.append((f"{row.name} #{len(row.program_ids)} {r.kind}{shape}", r.code, r.ext))
+                entries.append((f"{row.name} #{len(row.program_ids)} {r.kind}{shape}", r.code, r.ext, r.measured))
             row.program_ids.append(unique[key])
             executed += 1
-    bundle = Bundle.from_programs(entries)
     rows = [row for row, _ in runs]
-    say(f"== {len(rows)} runs of {n} tokens: {executed} programs executed, {len(entries)} distinct, "
+    bundle = Bundle.from_programs((e[:3] for e in entries), config=config)
+    golden_problems = [f"{name}: the golden model's counters {list(p.expected.counters)} in the bundle differ from "
+                       f"those of the run {list(measured)}"
+                       for (name, _, _, measured), p in zip(entries, bundle.programs)
+                       if measured is not None and tuple(measured) != tuple(p.expected.counters)]
+    say(f"== {len(rows)} runs of {n} tokens" + ("" if book_chip else f" on {config.describe()}")
+        + f": {executed} programs executed, {len(entries)} distinct, "
         f"{bundle.total_cycles:,} cycles to replay on {', '.join(simulators) or 'no simulator'} "
         f"({t_software:.0f} s to decode and compile)")
     golden_cycles = [p.expected.counters.total for p in bundle.programs]
@@ -239,7 +254,8 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
         if sum(golden_cycles[i] for i in row.program_ids) != row.cycles:
             raise AssertionError(f"{row.name}: the golden model's cycles differ from the ISA's prediction")
     t1 = time.perf_counter()
-    replays = replay(bundle, simulators, workers=workers, progress=progress) if simulators else {}
+    replays = replay(bundle, simulators, workers=workers, progress=progress,
+                     options={name: {"config": config} for name in simulators}) if simulators else {}
     t_replay = time.perf_counter() - t1
     for row in rows:
         for name, rep in replays.items():
@@ -255,7 +271,8 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
             row.sims[name] = {"pass": ok, "verdict": "PASS" if ok else line.split(":")[0], "cycles": cycles,
                               "line": line}
     return BeyondResult(n, rows, bundle, executed, replays,
-                        {"software": t_software, "replay": t_replay, "total": time.perf_counter() - t0})
+                        {"software": t_software, "replay": t_replay, "total": time.perf_counter() - t0},
+                        config, len(entries), golden_problems)
 
 
 def format_table(result: BeyondResult) -> str:
@@ -283,8 +300,11 @@ def format_table(result: BeyondResult) -> str:
         lines.append(line)
     lines.append("  tokens: greedy, tree, n-gram, trigram and adaptive rows against the plain greedy decoder "
                  "on the chip; sampled rows are not compared (their seed is given)")
-    lines.append("  speedup: against plain greedy decoding of the model (268,346 cycles for 32 tokens), sampled "
-                 "rows against plain sampling at the same temperature")
+    lines.append("  speedup: against plain greedy decoding of the model (268,346 cycles for 32 tokens on the book's "
+                 "chip), sampled rows against plain sampling at the same temperature")
+    if not result.config.same_chip(isa.BOOK):
+        lines.append(f"  chip: {result.config.describe()}: every program compiled for it and run on its golden model; "
+                     f"its cycles are its own")
     if sims:
         lines.append("  per simulator: PASS when every program of the run matched the golden model (memory, status, "
                      "all five counters) and the cycles add up to the row's")

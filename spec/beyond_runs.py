@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+
 from .block_chip import BlockChip, top_two
 from .chip import PlainChip, ProgramRun, SpeculativeChip, cycles_of
 from .sampling import SampleStats, SeededChooser, one_hot, sample_plain, speculate_sampling
@@ -49,7 +52,7 @@ def _from_sample(run, log, k=0) -> BeyondRun:
 # ---------------------------------------------------------------------------
 
 def plain_sampling(model: TinyLM, n: int, temperature: float, seed: int, start: int = 0,
-                   chip: BlockChip | None = None) -> BeyondRun:
+                   chip: BlockChip | None = None, config: Config = isa.BOOK) -> BeyondRun:
     """Plain decoding by sampling from the chip's distribution after every token.
 
     Temperature 0: the chapter's decode-step programs (``PlainChip``), their greedy token
@@ -57,22 +60,22 @@ def plain_sampling(model: TinyLM, n: int, temperature: float, seed: int, start: 
     with the softmax head)."""
     chooser = SeededChooser(seed)
     if temperature == 0:
-        plain = PlainChip(model, n)
+        plain = PlainChip(model, n, config=config)
         log: list[ProgramRun] = []
 
         def step(L, token, keys, values):
-            from compiler import ext_image, run
+            from compiler import execute, ext_image
             from .chip import _cache_inputs
             program = plain.program(L)
             inputs = _cache_inputs({"x": [list(model.embedding(token))]}, keys, values)
-            out = run(program, inputs)
-            log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,)))
+            out, golden = execute(program, inputs)
+            log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,), config, golden.counters))
             return one_hot(out["tok"][0][0][0], V), out["k_new"][1][0], out["v_new"][1][0]
 
         return _from_sample(sample_plain(start, n, step, chooser), log)
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
-    chip = chip or BlockChip(model, None, n)
+    chip = chip or BlockChip(model, None, n, config=config)
     chip.log = []
 
     def step(L, token, keys, values):
@@ -84,7 +87,7 @@ def plain_sampling(model: TinyLM, n: int, temperature: float, seed: int, start: 
 
 def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature: float, seed: int,
                          start: int = 0, chip: BlockChip | None = None,
-                         draft_temperature: float | None = None) -> BeyondRun:
+                         draft_temperature: float | None = None, config: Config = isa.BOOK) -> BeyondRun:
     """Speculative sampling with k guesses per block (``sampling.speculate_sampling``).
 
     Temperature 0: the chapter's programs (``SpeculativeChip``: its verifier and draft),
@@ -93,7 +96,7 @@ def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature:
     (the draft's at ``draft_temperature`` if given: any draft keeps the output exact)."""
     chooser = SeededChooser(seed)
     if temperature == 0:
-        spec = SpeculativeChip(model, Wd, n, k)
+        spec = SpeculativeChip(model, Wd, n, k, config=config)
         spec.log = []
 
         def verify0(c, block, keys, values):
@@ -104,7 +107,7 @@ def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature:
         return _from_sample(run, spec.log, k)
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
-    chip = chip or BlockChip(model, Wd, n, k + 1)
+    chip = chip or BlockChip(model, Wd, n, k + 1, config=config)
     chip.log = []
     td = temperature if draft_temperature is None else draft_temperature
 
@@ -119,18 +122,19 @@ def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature:
 # 2. Trees of guesses, and linear blocks of any k, with the chip's bigram draft
 # ---------------------------------------------------------------------------
 
-def _chip_for(model: TinyLM, Wd: Matrix | None, n: int, chip: BlockChip | None, depth: int = 8) -> BlockChip:
-    chip = chip or BlockChip(model, Wd, n, depth)
+def _chip_for(model: TinyLM, Wd: Matrix | None, n: int, chip: BlockChip | None, depth: int = 8,
+              config: Config = isa.BOOK) -> BlockChip:
+    chip = chip or BlockChip(model, Wd, n, depth, config=config)
     chip.log = []
     return chip
 
 
 def tree_run(model: TinyLM, Wd: Matrix, n: int, l0: int, l1: int, start: int = 0,
-             chip: BlockChip | None = None) -> BeyondRun:
+             chip: BlockChip | None = None, config: Config = isa.BOOK) -> BeyondRun:
     """Greedy decoding with a two-leg tree per block: the draft's top two first guesses
     (one draft program: its logits), each continued greedily (l0 - 1 and l1 - 1 programs)."""
     from .beyond_host import speculate_tree, two_leg_tree
-    chip = _chip_for(model, Wd, n, chip, l0 + l1 + 2)
+    chip = _chip_for(model, Wd, n, chip, l0 + l1 + 2, config)
     parents = two_leg_tree(l0, l1)
 
     def propose(last):
@@ -149,11 +153,11 @@ def tree_run(model: TinyLM, Wd: Matrix, n: int, l0: int, l1: int, start: int = 0
 
 
 def linear_run(model: TinyLM, Wd: Matrix | None, n: int, policy, draft=None, start: int = 0,
-               chip: BlockChip | None = None) -> BeyondRun:
+               chip: BlockChip | None = None, config: Config = isa.BOOK) -> BeyondRun:
     """Greedy linear blocks (the chapter's verifier of any shape); ``policy`` a k (fixed) or an
     ``AdaptiveK``; ``draft(tokens)`` the next guess or None (default: the chip's bigram draft)."""
     from .beyond_host import FixedK, speculate_blocks
-    chip = _chip_for(model, Wd, n, chip)
+    chip = _chip_for(model, Wd, n, chip, config=config)
     if isinstance(policy, int):
         policy = FixedK(policy)
     draft_next = (lambda ctx: chip.draft_guess(ctx[-1])[0]) if draft is None else draft

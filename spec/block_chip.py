@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from compiler import compile_graph, ext_image, run
+from compiler import compile_graph, execute, ext_image
+from ga2_hdl import isa
+from ga2_hdl.config import Config
 
 from .chip import ProgramRun, _cache_inputs, _max_abs, float_prefix_cache
 from .graphs import draft_graph, verifier_graph
@@ -37,10 +39,12 @@ OTHER_START = 7
 
 
 class BlockChip:
-    def __init__(self, model: TinyLM, Wd: Matrix | None, n: int, depth: int = 8):
+    def __init__(self, model: TinyLM, Wd: Matrix | None, n: int, depth: int = 8, *, config: Config = isa.BOOK):
         """``n``: the longest context the host will reach without the block; ``depth``: the deepest
-        block (rows) it will verify.  Shapes beyond n + depth are refused."""
+        block (rows) it will verify.  Shapes beyond n + depth are refused.  Every program is compiled
+        for the chip ``config`` and runs on its golden model."""
         self.model, self.Wd, self.n, self.depth = model, Wd, n, depth
+        self.config = config
         self.runs = {s: float_generate(model, s, n + 2 * depth + 2) for s in range(V)}
         self.ranges = {"x": _max_abs(model.E),
                        "k": _max_abs(vecmat(e, model.Wk) for e in model.E),
@@ -80,7 +84,7 @@ class BlockChip:
 
     def _compile(self, key, graph, samples):
         if key not in self.programs:
-            self.programs[key] = compile_graph(graph, samples, ranges=self.ranges)
+            self.programs[key] = compile_graph(graph, samples, ranges=self.ranges, config=self.config)
         return self.programs[key]
 
     def linear_program(self, c: int, m: int):
@@ -119,8 +123,9 @@ class BlockChip:
 
     # ------------------------------------------------------------------ running
     def _run(self, kind: str, program, inputs: dict, shape: tuple):
-        out = run(program, inputs)
-        self.log.append(ProgramRun(kind, program.code, ext_image(program, inputs), shape))
+        out, golden = execute(program, inputs)
+        self.log.append(ProgramRun(kind, program.code, ext_image(program, inputs), shape, self.config,
+                                   golden.counters))
         return out
 
     def verify_linear(self, c: int, block: list[int], keys, values):

@@ -18,7 +18,13 @@ start token), and with explicit ranges for the embedding rows, keys and values
 scale.
 
 Every program executed is logged as a ``ProgramRun`` (code and external
-memory image), which is everything needed to replay the run on the RTL.
+memory image, the chip it ran on and the golden model's counters), which is
+everything needed to replay the run on the RTL.
+
+The chip is a :class:`~ga2_hdl.config.Config` (the book's by default): every
+program is compiled for it and run on its golden model.  The tokens do not
+depend on it (the arithmetic of every instruction is the same on every chip;
+only the tiling and the cycles change).
 """
 from __future__ import annotations
 
@@ -26,8 +32,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from compiler import compile_graph, ext_image, run
-from ga2_hdl.isa import Instruction, program_counters
+from compiler import compile_graph, execute, ext_image
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+from ga2_hdl.isa import Counters, Instruction
 
 from .draft import draft_next
 from .graphs import decode_step_graph, draft_graph, verifier_graph
@@ -43,11 +51,14 @@ class ProgramRun:
     code: list[Instruction]
     ext: list[int]                  #: external memory image before the run
     shape: tuple[int, ...] = ()     #: (context length,) or (cache length, block length)
+    config: Config = isa.BOOK       #: the chip it was compiled for and ran on
+    measured: Counters | None = None   #: the golden model's counters of the run (None: not recorded)
 
     @property
-    def counters(self) -> list[int]:
-        """[total, matrix, dma, vector, instructions] cycles/count of the program."""
-        return program_counters(self.code)
+    def counters(self) -> Counters:
+        """[total, matrix, dma, vector, instructions] cycles/count of the program: the instruction
+        set's prediction for its chip."""
+        return isa.instruction_set(self.config).counters(self.code)
 
     @property
     def cycles(self) -> int:
@@ -103,9 +114,11 @@ class PlainRun:
 class PlainChip:
     """Greedy decoding one token per program; programs compiled lazily per context length."""
 
-    def __init__(self, model: TinyLM, steps: int, starts: Iterable[int] = range(V)):
+    def __init__(self, model: TinyLM, steps: int, starts: Iterable[int] = range(V), *,
+                 config: Config = isa.BOOK):
         self.model = model
         self.steps = steps
+        self.config = config
         self.samples, self.ranges = calibrate_plain(model, steps, starts)
         self.programs: dict[int, object] = {}
 
@@ -114,7 +127,8 @@ class PlainChip:
             raise ValueError(f"no calibration for context length {context_len} (calibrated 1..{self.steps})")
         if context_len not in self.programs:
             self.programs[context_len] = compile_graph(decode_step_graph(self.model, context_len),
-                                                       self.samples[context_len], ranges=self.ranges)
+                                                       self.samples[context_len], ranges=self.ranges,
+                                                       config=self.config)
         return self.programs[context_len]
 
     def generate(self, start: int, n: int, force: Sequence[int] | None = None) -> PlainRun:
@@ -125,8 +139,9 @@ class PlainChip:
         for L in range(1, n + 1):
             program = self.program(L)
             inputs = _cache_inputs({"x": [list(self.model.embedding(tokens[-1]))]}, keys, values)
-            out = run(program, inputs)
-            result.log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,)))
+            out, golden = execute(program, inputs)
+            result.log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,), self.config,
+                                         golden.counters))
             result.logits.append(list(out["logits"][1][0]))
             keys.append(list(out["k_new"][1][0]))
             values.append(list(out["v_new"][1][0]))
@@ -154,8 +169,10 @@ class SpeculativeChip:
     input under its (cache length, block length) and every draft input.
     """
 
-    def __init__(self, model: TinyLM, Wd: Matrix, n: int, k: int, starts: Iterable[int] = range(V)):
+    def __init__(self, model: TinyLM, Wd: Matrix, n: int, k: int, starts: Iterable[int] = range(V), *,
+                 config: Config = isa.BOOK):
         self.model, self.Wd, self.n, self.k = model, Wd, n, k
+        self.config = config
         self.verifier_samples: dict[tuple[int, int], list[dict]] = {}
         self.draft_samples: list[dict] = []
         self.verifier_programs: dict[tuple[int, int], object] = {}
@@ -187,21 +204,23 @@ class SpeculativeChip:
                 raise ValueError(f"the float calibration never verified a block of {block_len} rows against a "
                                  f"cache of {cache_len}: the chip's run left the float run's path")
             self.verifier_programs[key] = compile_graph(verifier_graph(self.model, block_len, cache_len),
-                                                        self.verifier_samples[key], ranges=self.ranges)
+                                                        self.verifier_samples[key], ranges=self.ranges,
+                                                        config=self.config)
         return self.verifier_programs[key]
 
     @property
     def draft_program(self):
         if self._draft_program is None:
-            self._draft_program = compile_graph(draft_graph(self.Wd), self.draft_samples)
+            self._draft_program = compile_graph(draft_graph(self.Wd), self.draft_samples, config=self.config)
         return self._draft_program
 
     def verify(self, cache_len, block, keys, values):
         """The host loop's ``verify`` on the chip: choices per row and dequantized new k, v rows."""
         program = self.verifier_program(cache_len, len(block))
         inputs = _cache_inputs({"x": [list(self.model.embedding(t)) for t in block]}, keys, values)
-        out = run(program, inputs)
-        self.log.append(ProgramRun("verify", program.code, ext_image(program, inputs), (cache_len, len(block))))
+        out, golden = execute(program, inputs)
+        self.log.append(ProgramRun("verify", program.code, ext_image(program, inputs), (cache_len, len(block)),
+                                   self.config, golden.counters))
         return ([row[0] for row in out["tok"][0]], [list(r) for r in out["k_new"][1]],
                 [list(r) for r in out["v_new"][1]])
 
@@ -209,8 +228,9 @@ class SpeculativeChip:
         """The host loop's ``draft`` on the chip."""
         program = self.draft_program
         inputs = {"x": [list(self.model.embedding(token))]}
-        out = run(program, inputs)
-        self.log.append(ProgramRun("draft", program.code, ext_image(program, inputs)))
+        out, golden = execute(program, inputs)
+        self.log.append(ProgramRun("draft", program.code, ext_image(program, inputs), (), self.config,
+                                   golden.counters))
         return out["tok"][0][0][0]
 
     def generate(self, start: int, n: int) -> ChipSpecRun:
@@ -233,7 +253,8 @@ def float_prefix_cache(model: TinyLM, tokens: Sequence[int]):
     return keys, values
 
 
-def compile_fixed_verifier(model: TinyLM, cache_len: int, block_len: int, samples: int = 40, seed: int = 9):
+def compile_fixed_verifier(model: TinyLM, cache_len: int, block_len: int, samples: int = 40, seed: int = 9, *,
+                           config: Config = isa.BOOK):
     """A verifier for one (cache, block) shape calibrated on random prefixes and blocks.
 
     Returns the program and a function (block tokens, keys, values) -> chip inputs.
@@ -252,7 +273,7 @@ def compile_fixed_verifier(model: TinyLM, cache_len: int, block_len: int, sample
         rk = max(rk, _max_abs(keys + result.keys))
         rv = max(rv, _max_abs(values + result.values))
     ranges = {"x": _max_abs(model.E), "k": rk, "v": rv}
-    program = compile_graph(verifier_graph(model, block_len, cache_len), calibration, ranges=ranges)
+    program = compile_graph(verifier_graph(model, block_len, cache_len), calibration, ranges=ranges, config=config)
 
     def make_inputs(block, keys, values):
         return _cache_inputs({"x": [list(model.embedding(t)) for t in block]}, keys, values)

@@ -23,6 +23,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+
 from .runs import DRAFT_SEED, Anatomy, BlockTrace, anatomy, causality_logits, example_a_chip, trace_blocks
 
 # ====================================================================== the book's figures
@@ -96,26 +99,28 @@ class ExampleA:
     draft: Anatomy
     causality: dict[tuple[int, ...], list[list[int]]]
     weight_words: int                    #: external-memory words of the verifier's weights
+    config: Config = isa.BOOK            #: the chip every program was compiled for
 
     @property
     def ratio(self) -> float:
         return self.verifier.counters.total / sum(s.counters.total for s in self.singles)
 
 
-def example_a() -> ExampleA:
+def example_a(config: Config = isa.BOOK) -> ExampleA:
+    """Example A on the chip ``config`` (the book's figures are the book chip's)."""
     from .chip import PlainChip
     from .tiny_lm import float_generate
 
-    chip, Wd = example_a_chip()
+    chip, Wd = example_a_chip(config=config)
     reference = float_generate(chip.model, 0, len(BOOK_A["reference"]) - 1)
     tokens, traces = trace_blocks(chip, Wd, blocks=3)
-    plain = PlainChip(chip.model, 8)
-    singles = [anatomy(plain.program(L).code) for L in range(5, 9)]
-    logits = causality_logits(list(BOOK_A["causality"]))
+    plain = PlainChip(chip.model, 8, config=config)
+    singles = [anatomy(plain.program(L).code, config) for L in range(5, 9)]
+    logits = causality_logits(list(BOOK_A["causality"]), config=config)
     verifier = chip.verifier_program(4, 4)
     weight_words = sum(e["words"] for e in verifier.ext.values() if e["kind"] == "weight")
-    return ExampleA(reference, tokens, traces, anatomy(verifier.code), singles,
-                    anatomy(chip.draft_program.code), logits, weight_words)
+    return ExampleA(reference, tokens, traces, anatomy(verifier.code, config), singles,
+                    anatomy(chip.draft_program.code, config), logits, weight_words, config)
 
 
 def _unit_cycles(a: Anatomy) -> dict[str, int]:
@@ -154,6 +159,21 @@ def example_a_differences(ex: ExampleA) -> list[str]:
         if [r[:5] for r in ex.causality[block]] != rows:
             d.append(f"causality logits of block {list(block)}")
     return d
+
+
+#: example A's figures that do not depend on the chip (tokens, words loaded, integer logits): on
+#: another configuration these must still be the book's; the rest (instruction counts, cycles) change
+CHIP_INDEPENDENT_A = ("target greedy tokens", "block ", "tokens after three blocks", "verifier words",
+                      "single-step words", "causality logits")
+
+
+def example_a_failures(ex: ExampleA) -> list[str]:
+    """The differences from the book that fail example A: all of them on the book's chip, only the
+    chip-independent ones (:data:`CHIP_INDEPENDENT_A`) on another configuration."""
+    d = example_a_differences(ex)
+    if ex.config.same_chip(isa.BOOK):
+        return d
+    return [x for x in d if x.startswith(CHIP_INDEPENDENT_A)]
 
 
 def _changed_rows(base: list[list[int]], other: list[list[int]]) -> list[int]:
@@ -237,6 +257,9 @@ def format_example_a(ex: ExampleA) -> str:
     diffs = example_a_differences(ex)
     out += ["", "   '*' marks a figure that differs from the book's; "
             + ("none does." if not diffs else f"{len(diffs)} do: {'; '.join(diffs)}")]
+    if not ex.config.same_chip(isa.BOOK):
+        out = [f"== chip: {ex.config.describe()}; the book's figures are the book chip's: instruction counts "
+               f"and cycles differ by design, tokens, words loaded and integer logits must not"] + out
     return "\n".join(out)
 
 
@@ -252,6 +275,7 @@ def example_a_json(ex: ExampleA) -> dict:
         "ratio": ex.ratio, "draft_cycles": ex.draft.counters.total,
         "causality": [{"block": list(b), "logits": rows} for b, rows in ex.causality.items()],
         "differences_from_book": example_a_differences(ex),
+        "config": ex.config.to_dict(), "failures": example_a_failures(ex),
     }
 
 
@@ -301,19 +325,20 @@ class ExampleB:
     shape_problems: list[str]                   #: programs of one shape whose cycles disagree
     serve: dict[tuple[float, int, float], float]
     seconds: float = 0.0
+    config: Config = isa.BOOK                   #: the chip every program was compiled for
 
     @property
     def all_tokens_equal(self) -> bool:
         return all(c.tokens_equal for c in self.cells.values())
 
 
-def _plain_job(n: int):
+def _plain_job(n: int, config: Config = isa.BOOK):
     from .chip import PlainChip
     from .tiny_lm import make_model
 
-    chip = PlainChip(make_model("structured"), n)
+    chip = PlainChip(make_model("structured"), n, config=config)
     run = chip.generate(0, n)
-    step = anatomy(chip.program(MODEL_CONTEXT).code).counters.total if n >= MODEL_CONTEXT else None
+    step = anatomy(chip.program(MODEL_CONTEXT).code, config).counters.total if n >= MODEL_CONTEXT else None
     return run.tokens, sum(r.cycles for r in run.log), step
 
 
@@ -322,22 +347,22 @@ def _cell_job(args):
     from .draft import make_draft
     from .tiny_lm import make_model
 
-    noise, k, n = args
+    noise, k, n, config = args
     model = make_model("structured")
-    chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k)
+    chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k, config=config)
     run = chip.generate(0, n)
-    shapes = {shape: anatomy(p.code).counters.total for shape, p in chip.verifier_programs.items()}
+    shapes = {shape: anatomy(p.code, config).counters.total for shape, p in chip.verifier_programs.items()}
     return (noise, k, run.tokens, run.stats.accepted, run.stats.proposed, run.stats.blocks, len(run.log),
-            sum(r.cycles for r in run.log), shapes, anatomy(chip.draft_program.code).counters.total)
+            sum(r.cycles for r in run.log), shapes, anatomy(chip.draft_program.code, config).counters.total)
 
 
 def _fixed_verifier_job(args):
     from .chip import compile_fixed_verifier
     from .tiny_lm import make_model
 
-    cache, block = args
-    program, _ = compile_fixed_verifier(make_model("structured"), cache, block, samples=8)
-    return (cache, block), anatomy(program.code).counters.total
+    cache, block, config = args
+    program, _ = compile_fixed_verifier(make_model("structured"), cache, block, samples=8, config=config)
+    return (cache, block), anatomy(program.code, config).counters.total
 
 
 def expected_tokens(a: float, k: int) -> float:
@@ -360,19 +385,20 @@ def _pool(workers: int):
 
 
 def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1, 2, 3, 4, 5), n: int = 32,
-              workers: int | None = None) -> ExampleB:
-    """The sweep (cells in parallel over ``workers`` processes), the model and the serving table."""
+              workers: int | None = None, config: Config = isa.BOOK) -> ExampleB:
+    """The sweep (cells in parallel over ``workers`` processes), the model and the serving table,
+    every program compiled for and run on the chip ``config``."""
     import time
 
     t0 = time.perf_counter()
     noises = [float(x) for x in noises]
     ks = [int(k) for k in ks]
     workers = workers or os.cpu_count() or 1
-    cells_args = [(noise, k, n) for noise in noises for k in ks]
+    cells_args = [(noise, k, n, config) for noise in noises for k in ks]
     # the slowest cells first (more blocks: larger noise and larger k), so the pool ends evenly
     cells_args.sort(key=lambda a: -(a[0] + 1) * (a[1] + 1))
     with _pool(workers) as pool:
-        plain_async = pool.apply_async(_plain_job, (n,))
+        plain_async = pool.apply_async(_plain_job, (n, config))
         raw = pool.map(_cell_job, cells_args, chunksize=1)
         plain_tokens, plain_cycles, plain_step = plain_async.get()
         cells: dict[tuple[float, int], SweepCell] = {}
@@ -391,7 +417,7 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
         if plain_step is not None:
             wanted |= {(MODEL_CACHE, k + 1) for k in MODEL_KS if k in ks}
         missing = sorted(s for s in wanted if s not in shapes)
-        for shape, cyc in pool.map(_fixed_verifier_job, missing):
+        for shape, cyc in pool.map(_fixed_verifier_job, [(c, m, config) for c, m in missing]):
             shapes.setdefault(shape, set()).add(cyc)
     shape_problems = [f"verifier {c}x{m}: programs of one shape took different cycles {sorted(v)}"
                       for (c, m), v in sorted(shapes.items()) if len(v) > 1]
@@ -413,7 +439,7 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
                                            cell.speedup))
     serve = {(a, k, c): serving_speedup(a, k, c) for a in SERVE_ACCEPTANCE for k in SERVE_K for c in SERVE_C}
     return ExampleB(n, noises, ks, plain_cycles, plain_tokens, cells, td, plain_step, unit, model_rows,
-                    shape_problems, serve, time.perf_counter() - t0)
+                    shape_problems, serve, time.perf_counter() - t0, config)
 
 
 def _book_cell(ex: ExampleB, noise: float, k: int):
@@ -452,6 +478,15 @@ EXPLAINED_B: dict[str, str] = {}
 
 
 def example_b_unexplained(ex: ExampleB) -> list[str]:
+    """The differences that fail example B.  On a configuration other than the book's the cycles and
+    speedups are the other chip's: only the acceptance of every cell (which no chip changes), the
+    serving arithmetic and the shape consistency are held to the book."""
+    if not ex.config.same_chip(isa.BOOK):
+        d = [f"sweep noise {c.noise:g} k={c.k}: acceptance {100 * c.acceptance:.0f}% (book "
+             f"{_book_cell(ex, c.noise, c.k)[0]}%)" for c in ex.cells.values()
+             if _book_cell(ex, c.noise, c.k) and round(100 * c.acceptance) != _book_cell(ex, c.noise, c.k)[0]]
+        d += [x for x in example_b_differences(ex) if x.startswith("serving")]
+        return d + ex.shape_problems
     return [d for d in example_b_differences(ex) if not any(d.startswith(k) for k in EXPLAINED_B)] \
         + ex.shape_problems
 
@@ -524,6 +559,9 @@ def format_example_b(ex: ExampleB) -> str:
                  "everything after it")
     diffs = example_b_differences(ex)
     out += ["", "   differences from the book: " + ("none" if not diffs else "; ".join(diffs))]
+    if not ex.config.same_chip(isa.BOOK):
+        out = [f"== chip: {ex.config.describe()}; the book's cycles and speedups are the book chip's and differ "
+               f"by design; acceptance and tokens must not"] + out
     return "\n".join(out)
 
 
@@ -551,4 +589,5 @@ def example_b_json(ex: ExampleB) -> dict:
                   for (a, k, c), v in ex.serve.items()],
         "all_tokens_equal": ex.all_tokens_equal, "shape_problems": ex.shape_problems,
         "differences_from_book": example_b_differences(ex), "seconds": ex.seconds,
+        "config": ex.config.to_dict(), "failures": example_b_unexplained(ex),
     }

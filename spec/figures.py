@@ -212,7 +212,7 @@ def table_figure(result, path: str) -> str:
     ax.set_xlim(0, max(r.cycles for r in rows) * 1.75)
     ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax.set_xlabel("cycles (sum over every program of the run; each simulator counted the same)")
-    sims = ", ".join(result.replays) or "no simulator"
+    sims = ", ".join(result.simulator_names) or "no simulator"
     ax.set_title(f"{result.tokens} token{'s' if result.tokens != 1 else ''} per run: every program replayed "
                  f"in {sims}"
                  + ("\nblack ticks: the book's cycles" if any(r.book for r in rows) else ""), fontsize=10)
@@ -247,4 +247,50 @@ def beyond_figure(result, path: str) -> str:
     handles = [Patch(color=c, label=m) for m, c in METHOD_COLOURS.items()]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return _save(fig, path)
+
+
+#: explore's units -> the colours and labels of the chapter's figures
+_EXPLORE_UNITS = {"matrix": "matrix", "dma": "dma", "vector": "vector", "fetch_issue": "fetch and issue"}
+
+
+def explore_figure(report: dict, path: str) -> str:
+    """``ga2 explore``: cycles per token by configuration (the book's chip first), stacked by unit; one
+    panel for plain decoding and one for the k = 3 run with a perfect draft.  With overlap the units add
+    up to more than the total: a black tick marks the total."""
+    entries = report["configs"]
+    panels = (("plain", "plain_cycles_per_token", "plain greedy decoding"),
+              ("k3_perfect", "k3_perfect_cycles_per_token", "k=3, perfect draft"))
+    fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 1.3 * len(entries) + 3.5) * 1.6, 4.4), sharey=True)
+    xs = list(range(len(entries)))
+    top = max(max(sum(e["per_unit"][key].values()), e[total]) for e in entries for key, total, _ in panels)
+    for ax, (key, total_key, title) in zip(axes, panels):
+        bottom = [0.0] * len(entries)
+        for unit, colour_key in _EXPLORE_UNITS.items():
+            heights = [e["per_unit"][key][unit] for e in entries]
+            ax.bar(xs, heights, bottom=bottom, color=UNIT_COLOURS[colour_key], edgecolor="white", linewidth=0.5,
+                   width=0.62)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        for x, e, stacked in zip(xs, entries, bottom):
+            total = e[total_key]
+            if abs(stacked - total) > 1e-9:     # overlapped units: the stack exceeds the total
+                ax.plot([x - 0.36, x + 0.36], [total, total], color="black", linewidth=2)
+            label = f"{total:,.0f}"
+            if key != "plain":
+                label += f"\n{e['speedup']['k3_perfect']:.2f}x"
+            ax.text(x, max(stacked, total) + top * 0.015, label, ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([e["name"] for e in entries], rotation=20 if len(entries) > 4 else 0, fontsize=8)
+        ax.set_title(title + (" (speedup over plain on the same chip below the total)" if key != "plain" else ""),
+                     fontsize=9)
+        ax.set_ylim(0, top * 1.18)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel(f"cycles per token ({report['tokens']} tokens, golden model's counters)")
+    handles = [Patch(facecolor=UNIT_COLOURS[c], label=UNIT_LABELS[c]) for c in _EXPLORE_UNITS.values()]
+    if any(abs(sum(e["per_unit"][k].values()) - e[t]) > 1e-9 for e in entries for k, t, _ in panels):
+        handles.append(plt.Line2D([0], [0], color="black", linewidth=2, label="total (units overlapped)"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.suptitle("The design space: cycles per token by configuration, by unit", fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     return _save(fig, path)

@@ -1,13 +1,18 @@
 """The chapter's runs, as data: the seven-row table and the pieces of running example A.
 
 Each run returns the programs it executed (``ProgramRun`` records), so a caller
-can replay them on any simulator; cycles here are the ISA's prediction
-(``program_counters``), which the RTL must reproduce exactly.
+can replay them on any simulator; cycles here are the ISA's prediction for the
+chip the run was compiled for (``instruction_set(config).counters``), which the
+golden model and the RTL must reproduce exactly.  Every run takes the chip as
+``config`` (the book's by default).
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+
+from ga2_hdl import isa
+from ga2_hdl.config import Config
 
 from .chip import PlainChip, ProgramRun, SpeculativeChip, compile_fixed_verifier, cycles_of, float_prefix_cache
 from .draft import draft_next, make_draft
@@ -42,39 +47,40 @@ class TableRow:
         return cycles_of(self.log)
 
 
-def plain_row(label, model, n, reference=None) -> TableRow:
-    run = PlainChip(model, n).generate(0, n)
+def plain_row(label, model, n, reference=None, config: Config = isa.BOOK) -> TableRow:
+    run = PlainChip(model, n, config=config).generate(0, n)
     return TableRow(label, run.tokens, run.tokens if reference is None else reference, run.log)
 
 
-def speculative_row(label, model, n, k, noise, reference) -> TableRow:
-    chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k)
+def speculative_row(label, model, n, k, noise, reference, config: Config = isa.BOOK) -> TableRow:
+    chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k, config=config)
     run = chip.generate(0, n)
     st = run.stats
     return TableRow(label, run.tokens, reference, run.log, st.accepted, st.proposed, st.blocks)
 
 
-def structured_rows(n: int = TABLE_TOKENS, noises=(0.0, 3.0, 4.0), k: int = 3) -> list[TableRow]:
+def structured_rows(n: int = TABLE_TOKENS, noises=(0.0, 3.0, 4.0), k: int = 3,
+                    config: Config = isa.BOOK) -> list[TableRow]:
     model = make_model("structured")
     expected = rule_tokens(0, n)
-    rows = [plain_row("plain greedy decoding", model, n, expected)]
+    rows = [plain_row("plain greedy decoding", model, n, expected, config)]
     for noise in noises:
-        rows.append(speculative_row(f"k={k}, draft noise {noise:g}", model, n, k, noise, expected))
+        rows.append(speculative_row(f"k={k}, draft noise {noise:g}", model, n, k, noise, expected, config))
     return rows
 
 
-def random_rows(n: int = TABLE_TOKENS, ks=(1, 3)) -> list[TableRow]:
+def random_rows(n: int = TABLE_TOKENS, ks=(1, 3), config: Config = isa.BOOK) -> list[TableRow]:
     model = make_model("random", 1)
-    plain = plain_row("random model: plain decoding", model, n)
+    plain = plain_row("random model: plain decoding", model, n, None, config)
     rows = [plain]
     for k in ks:
-        rows.append(speculative_row(f"random model: k={k}", model, n, k, 0.0, plain.tokens))
+        rows.append(speculative_row(f"random model: k={k}", model, n, k, 0.0, plain.tokens, config))
     return rows
 
 
-def chapter_table(n: int = TABLE_TOKENS) -> list[TableRow]:
-    """The seven runs of the chapter's table."""
-    return structured_rows(n) + random_rows(n)
+def chapter_table(n: int = TABLE_TOKENS, config: Config = isa.BOOK) -> list[TableRow]:
+    """The seven runs of the chapter's table, on the chip ``config``."""
+    return structured_rows(n, config=config) + random_rows(n, config=config)
 
 
 # ---------------------------------------------------------------------------
@@ -89,11 +95,11 @@ class BlockTrace:
     new_tokens: list[int]
 
 
-def example_a_chip(n: int = 24, k: int = 3) -> tuple[SpeculativeChip, list[list[float]]]:
-    """The random target (seed 1) with its bigram draft (noise 0, seed 1) on the chip."""
+def example_a_chip(n: int = 24, k: int = 3, config: Config = isa.BOOK) -> tuple[SpeculativeChip, list[list[float]]]:
+    """The random target (seed 1) with its bigram draft (noise 0, seed 1) on the chip ``config``."""
     model = make_model("random", 1)
     Wd = make_draft(model, 0.0, DRAFT_SEED)
-    return SpeculativeChip(model, Wd, n, k), Wd
+    return SpeculativeChip(model, Wd, n, k, config=config), Wd
 
 
 def trace_blocks(chip: SpeculativeChip, Wd, blocks: int = 3, start: int = 0) -> tuple[list[int], list[BlockTrace]]:
@@ -126,28 +132,33 @@ class Anatomy:
     counters: list[int] = field(default_factory=list)   #: total, matrix, dma, vector, instructions
 
 
-def anatomy(code) -> Anatomy:
-    """Instruction histogram, words loaded from external memory, and counters of a program."""
-    from ga2_hdl.isa import program_counters
+def anatomy(code, config: Config = isa.BOOK) -> Anatomy:
+    """Instruction histogram, words loaded from external memory, and counters of a program on ``config``."""
     ops = Counter(ins.mnemonic for ins in code)
     loaded = sum(ins.len for ins in code if ins.mnemonic == "LD")
-    return Anatomy(dict(ops), loaded, program_counters(code))
+    return Anatomy(dict(ops), loaded, isa.instruction_set(config).counters(code))
 
 
-def causality_logits(blocks, prefix=(3, 8, 1, 12)) -> dict[tuple[int, ...], list[list[int]]]:
+def causality_logits(blocks, prefix=(3, 8, 1, 12), config: Config = isa.BOOK) -> dict[tuple[int, ...], list[list[int]]]:
     """Integer logits of every row of the sharp-attention verifier (random model seed 2,
-    Wq and Wk times 4; cache of 4, block of 4) for each block."""
+    Wq and Wk times 4; cache of 4, block of 4) for each block, on the chip ``config``."""
     from compiler import run
     model = make_model("random", 2).with_sharp_attention(4.0)
-    program, make_inputs = compile_fixed_verifier(model, 4, 4)
+    program, make_inputs = compile_fixed_verifier(model, 4, 4, config=config)
     keys, values = float_prefix_cache(model, prefix)
     return {tuple(b): [list(r) for r in run(program, make_inputs(b, keys, values))["logits"][0]] for b in blocks}
 
 
 def bundle_of(log, label: str = "run"):
-    """The programs of a run as a GA-2 bundle (expected results from the golden model),
-    ready to replay on any simulator of ``gen.simulator``."""
+    """The programs of a run as a GA-2 bundle for the chip they were compiled for (expected results
+    from its golden model), ready to replay on any simulator of ``gen.simulator`` built for that chip."""
     from ga2_hdl.bundle import Bundle
+    log = list(log)
+    chips = {r.config for r in log}
+    if len(chips) > 1:
+        raise ValueError(f"{label}: programs compiled for {', '.join(sorted(c.name for c in chips))}: a bundle "
+                         f"holds the programs of one chip")
+    config = chips.pop() if chips else isa.BOOK
     names = (f"{label} #{i} {r.kind}{'' if not r.shape else ' ' + 'x'.join(map(str, r.shape))}"
              for i, r in enumerate(log))
-    return Bundle.from_programs((name, r.code, r.ext) for name, r in zip(names, log))
+    return Bundle.from_programs(((name, r.code, r.ext) for name, r in zip(names, log)), config=config)

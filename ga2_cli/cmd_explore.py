@@ -1,0 +1,125 @@
+"""`ga2 explore`: the design space, cycles per token of the chapter's runs on each configuration.
+
+    ga2 explore [--configs NAME,NAME|FILE ...] [--tokens 32] [--json FILE] [--plot FILE.png]
+                [--workers N | --scheduler ADDRESS]
+
+Every configuration is checked (a preset name or a TOML/JSON file that fits the
+instruction word) before any work starts; see spec/explore.py for what is measured.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from ga2_hdl.config import PRESETS
+from ga2_hdl.safe_io import atomic_write
+
+from . import options
+from .main import CommandError
+
+
+def config_list(text: str) -> list:
+    """``NAME,NAME|FILE``: each a checked configuration (:func:`options.chip_config`)."""
+    parts = [p.strip() for p in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty configuration name in the list")
+    return [options.chip_config(p) for p in parts]
+
+
+def png_file(text: str) -> str:
+    """A PNG file the command will write (checked like every output file)."""
+    if not text.lower().endswith(".png"):
+        raise argparse.ArgumentTypeError(f"{text}: the figure is written as PNG: give a name ending in .png")
+    return options.output_file(text)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "explore", help="the design space: cycles per token of the chapter's runs on each configuration, by unit",
+        description="Decode the chapter's seven runs on each configuration (every program compiled by Capra for "
+                    "that chip and run on its golden model) and report cycles per token for plain decoding and "
+                    "for the k=3 speculative runs, split by unit (matrix, DMA, vector, fetch/issue), with the "
+                    "speculative speedups. Every figure is a sum of the golden model's counters.")
+    p.add_argument("--configs", nargs="+", action="extend", type=config_list, metavar="NAME,NAME|FILE",
+                   help=f"configurations: presets ({', '.join(PRESETS)}) or .toml/.json files, comma-separated "
+                        f"or several arguments (default: the book's chip and every preset the instruction set "
+                        f"accepts)")
+    p.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
+    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the results as JSON to FILE")
+    p.add_argument("--plot", metavar="FILE.png", type=png_file,
+                   help="draw cycles per token by configuration, stacked by unit, to FILE.png")
+    p.add_argument("--workers", type=options.positive, default=None,
+                   help="local worker processes, one configuration each (default: one per core)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the configurations on a Dask distributed scheduler (tcp://host:8786); needs "
+                        "pip install -e '.[cluster]'")
+    p.set_defaults(func=_explore)
+
+
+def _explore(args) -> int:
+    from spec import explore
+
+    if args.configs:
+        configs = [c for group in args.configs for c in (group if isinstance(group, list) else [group])]
+        skipped = []
+    else:
+        configs, skipped = explore.default_configs()
+    names = [c.name for c in configs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CommandError(f"--configs: {', '.join(twice)} named more than once (each configuration once, each "
+                           f"name once)")
+    client = runner = None
+    if args.scheduler:
+        from gen.campaign import CampaignError, DaskRunner
+        try:
+            runner = DaskRunner(args.scheduler)
+        except CampaignError as e:
+            raise CommandError(str(e)) from None
+        client = runner.client
+    where = runner.describe() if runner else \
+        f"{min(args.workers or os.cpu_count() or 1, len(configs))} local process(es)"
+    print(f"explore: {len(configs)} configuration{'s' if len(configs) != 1 else ''} "
+          f"({', '.join(c.name for c in explore.book_first(configs))}), the chapter's seven runs of {args.tokens} tokens "
+          f"each, on {where}", flush=True)
+    for name, why in skipped:
+        print(f"  skipped preset {name}: {why}", flush=True)
+    t0 = time.perf_counter()
+
+    def progress(entry: dict, done: int, total: int) -> None:
+        what = (f"FAILED: {entry['error']}" if "error" in entry else
+                f"plain {entry['plain_cycles_per_token']:,.1f} cycles/token, "
+                f"k=3 perfect {entry['k3_perfect_cycles_per_token']:,.1f}")
+        print(f"  [{done}/{total}] {entry['name']}: {what} ({entry['seconds']:.1f} s)", file=sys.stderr, flush=True)
+
+    try:
+        report = explore.run_explore(configs, args.tokens, workers=args.workers, dask_client=client,
+                                     progress=progress, skipped=skipped)
+    finally:
+        if runner is not None:
+            runner.close()
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    print()
+    print(explore.format_table(report))
+    written = []
+    if args.plot and report["configs"]:
+        from spec import figures
+        written.append(figures.explore_figure(report, args.plot))
+        report["figures"] = [args.plot]
+    elif args.plot:
+        print(f"  no figure written to {args.plot}: no configuration ran")
+    if args.json:
+        atomic_write(args.json, json.dumps(report, indent=2) + "\n")
+        written.append(args.json)
+    print(f"\n== time: {report['seconds']:.1f} s wall" + (f"; wrote {', '.join(written)}" if written else ""))
+    if report["problems"]:
+        print("FAILED:")
+        for p in report["problems"]:
+            print(f"  {p}")
+        return 1
+    print("OK: every run gave the book chip's tokens on every configuration, and the golden model's counters "
+          "equal the instruction set's prediction for every program")
+    return 0
