@@ -147,6 +147,9 @@ def compile_graph(graph: Graph, calib: Sequence[Mapping[str, Any]], ranges: Mapp
         if code != isa.ErrorCode.OK:     # a compiler bug, not the user's: say where it came from
             raise CompileError(f"internal error: instruction {pc} ({ins}) of "
                                f"{graph.nodes[prog.node_at(pc)].label()} is illegal: {why}")
+    if config.overlap:               # units run at once: order the code for it (compiler/schedule.py)
+        from .schedule import schedule_program
+        prog = schedule_program(prog, config)
     return prog
 
 
