@@ -334,19 +334,33 @@ def host_units(mods: BeyondModules) -> list[str]:
     return problems
 
 
+#: a row of the softmax unit's Q0.16 words sums to 65536 give or take the rounding of its 16 words
+#: (measured: 65534 .. 65538); an int8 row requantized at 1/127 sums to about 127
+Q16_SUM_SLACK = 16
+
+
 def sampling_head_follows_temperature(mods: BeyondModules, temperatures=(0.5, 2.0), bound: float = 0.06) -> list[str]:
     """The chip's distributions at two temperatures against the float target's softmax(logits / T):
-    total variation distance below ``bound`` on every row (random model, a block of 4 after 3 tokens)."""
+    total variation distance below ``bound`` on every row (random model, a block of 4 after 3 tokens).
+    The rows, and the draft's at the same temperatures, are the softmax unit's Q0.16 words: each
+    sums to 65536 within ``Q16_SUM_SLACK``."""
     import math
     lm = mods.tiny_lm
+    from ga2_hdl.isa import Q16_ONE
     model = lm.make_model("random", 1)
-    chip = mods.block_chip.BlockChip(model, None, 4, 4)
+    chip = mods.block_chip.BlockChip(model, mods.draft.make_draft(model, 3.0, 1), 4, 4)
     keys, values = mods.chip.float_prefix_cache(model, [0, 5, 3])
     block = [13, 9, 1, 11]
     ref = mods.chip.float_block(model, block, keys, values)
     problems = []
     for T in temperatures:
         probs, _, _ = chip.sample_block(3, block, keys, values, T)
+        for what, row in [(f"target row {i}", r) for i, r in enumerate(probs)] + \
+                [(f"draft after {t}", chip.draft_probs(t, T)) for t in block]:
+            if abs(sum(row) - Q16_ONE) > Q16_SUM_SLACK:
+                problems.append(f"temperature {T:g}, {what}: its words sum to {sum(row)}, not 65536 within "
+                                f"{Q16_SUM_SLACK}: not the softmax unit's Q0.16 output")
+        chip.log = []
         for i, (row, logits) in enumerate(zip(probs, ref.logits)):
             e = [math.exp((x - max(logits)) / T) for x in logits]
             want = [x / sum(e) for x in e]

@@ -113,6 +113,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "            if r < w:\n                return i", "            if r <= w:\n                return i"),
     Mutant("sampling: greedy (temperature 0) takes the first choice for every row", "beyond_runs",
            "return [one_hot(t, V) for t in choices], nk, nv", "return [one_hot(choices[0], V) for t in choices], nk, nv"),
+    Mutant("sampling head: the target's probabilities are requantized to int8, not the unit's Q0.16 words",
+           "tree_graphs", "weight(\"Wout\"), scale=1.0 / temperature), q16=True)",
+           "weight(\"Wout\"), scale=1.0 / temperature), q16=False)"),
+    Mutant("sampling draft: its probabilities are requantized to int8, not the unit's Q0.16 words",
+           "tree_graphs", "scale=1.0 / temperature), q16=True), \"probs\")\n    return g",
+           "scale=1.0 / temperature), q16=False), \"probs\")\n    return g"),
     Mutant("sampling head: the temperature is ignored", "tree_graphs",
            "weight(\"Wout\"), scale=1.0 / temperature)", "weight(\"Wout\"), scale=1.0)"),
     # ---- trees of guesses (spec/tree_graphs.py, spec/block_chip.py, spec/beyond_host.py)
