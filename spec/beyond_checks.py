@@ -160,11 +160,15 @@ def sampling_chi_square(mods: BeyondModules, draws: int = 20_000, seed: int = 20
     return problems
 
 
-def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6) -> list[str]:
+#: (model, draft noise, k) of the temperature-0 check
+TEMPERATURE_ZERO_CASES = (("structured", 3.0, 2), ("random", 0.0, 3))
+
+
+def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6, cases=TEMPERATURE_ZERO_CASES) -> list[str]:
     """Temperature 0 through the sampling loop == the chapter's greedy programs (tokens, cycles)."""
     lm, br, ch = mods.tiny_lm, mods.beyond_runs, mods.chip
     problems = []
-    for kind, noise, k in (("structured", 3.0, 2), ("random", 0.0, 3)):
+    for kind, noise, k in cases:
         model = lm.make_model(kind, 1)
         Wd = mods.draft.make_draft(model, noise, 1)
         got = br.speculative_sampling(model, Wd, n, k, 0.0, seed=7)
@@ -231,12 +235,16 @@ def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
     return problems
 
 
-def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8) -> list[str]:
+#: (model, draft noise) of the greedy-drafts check
+GREEDY_DRAFT_CASES = (("structured", 3.0), ("random", 0.0))
+
+
+def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8, cases=GREEDY_DRAFT_CASES) -> list[str]:
     """The tree, n-gram, trigram and adaptive-k runs give the chip's plain greedy tokens, with
     consistent counts (structured model, draft noise 3; random model, noise 0)."""
     lm, br, host = mods.tiny_lm, mods.beyond_runs, mods.beyond_host
     problems = []
-    for kind, noise in (("structured", 3.0), ("random", 0.0)):
+    for kind, noise in cases:
         model = lm.make_model(kind, 1)
         Wd = mods.draft.make_draft(model, noise, 1)
         plain = mods.chip.PlainChip(model, n).generate(0, n).tokens
