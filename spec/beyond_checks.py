@@ -189,13 +189,17 @@ def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6, cases=TEMPERATUR
 TREE_PREFIX = (3, 8, 1, 12)
 TREE_PARENTS = (-1, 0, 1, 0, 3)            # root; leg 0: nodes 1, 2; leg 1: nodes 3, 4
 TREE_TOKENS = (1, 2, 3, 9, 4)
+#: the same tree numbered level by level: node j here is node RENUMBERED_AS[j] of TREE_PARENTS
+RENUMBERED_PARENTS = (-1, 0, 0, 1, 2)
+RENUMBERED_AS = (0, 1, 3, 2, 4)
 
 
 def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
     """Causality of the tree verifier in integers (sharp-attention model, cache of 4): changing
     one node's token changes exactly the rows of that node and its descendants; every other
-    row's integer logits stay bit-identical.  And every row's logits are close to the float
-    target run on the node's path alone (its ancestors and itself)."""
+    row's integer logits stay bit-identical.  The host's answer per node does not depend on how
+    the tree's nodes are numbered.  And every row's logits are close to the float target run on
+    the node's path alone (its ancestors and itself)."""
     from compiler import run
     lm, tg = mods.tiny_lm, mods.tree_graphs
     model = lm.make_model("random", 2).with_sharp_attention(4.0)
@@ -225,6 +229,16 @@ def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
                 problems.append(f"changing node {node} left node {i}'s row unchanged: it does not see its ancestor")
             if i not in below and got[i] != base[i]:
                 problems.append(f"changing node {node} changed node {i}'s row: the mask lets it see a non-ancestor")
+    # node numbering: the same tree numbered leg by leg or level by level gives every node the
+    # same choice and the same key and value rows (the host maps rows back to nodes)
+    tokens = [TREE_TOKENS[i] for i in RENUMBERED_AS]
+    a = chip.verify_tree(TREE_PARENTS, c, TREE_TOKENS, keys, values)
+    b = chip.verify_tree(RENUMBERED_PARENTS, c, tokens, keys, values)
+    chip.log = []
+    for j, i in enumerate(RENUMBERED_AS):
+        if (b[0][j], b[1][j], b[2][j]) != (a[0][i], a[1][i], a[2][i]):
+            problems.append(f"tree {list(RENUMBERED_PARENTS)}: node {j} (node {i} of {list(TREE_PARENTS)}) gets "
+                            f"choice {b[0][j]}, the same node numbered leg by leg {a[0][i]} (or other k, v rows)")
     from .checks import relative_error
     for i in range(len(TREE_PARENTS)):
         path = list(reversed(tg.ancestors(TREE_PARENTS, i)))
@@ -250,6 +264,8 @@ def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8, cases=GREEDY_DRAFT_
         plain = mods.chip.PlainChip(model, n).generate(0, n).tokens
         chip = mods.block_chip.BlockChip(model, Wd, n, 8)
         costs = br.adaptive_costs(chip, chip.draft_program().counters()[0], n // 2, host.K_MAX)
+        if costs != sorted(costs):      # adaptive k's tie rule relies on it (see spec/mutate.py)
+            problems.append(f"{kind}: adaptive k's costs {costs} decrease somewhere: a larger k costs less")
         runs = {"tree 2+2": br.tree_run(model, Wd, n, 2, 2, chip=chip),
                 "tree 3+1": br.tree_run(model, Wd, n, 3, 1, chip=chip),
                 "n-gram k=3": br.linear_run(model, Wd, n, 3, draft=host.ngram_next, chip=chip),
