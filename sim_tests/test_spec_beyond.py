@@ -141,3 +141,23 @@ def test_beyond_on_three_tokens_replays_every_run_and_writes_its_json(tmp_path):
         assert r["tokens_ok"] in (True, None)
     with open(tmp_path / "beyond.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_adaptive_study_replay_equals_the_runs_on_the_chip():
+    # the offline replay of the host (spec/adaptive_study.py) gives the chip's cycles and counts exactly
+    from spec import adaptive_study
+    from spec.beyond_runs import adaptive_costs, linear_run
+    from spec.block_chip import BlockChip
+    from spec.draft import make_draft
+    from spec.tiny_lm import make_model
+    n = 8
+    model = make_model("structured")
+    Wd = make_draft(model, 4.0, 1)                      # the poor draft: rejections in both runs
+    chip = BlockChip(model, Wd, n, 8)
+    costs = adaptive_costs(chip, chip.draft_program().counters()[0], n // 2, host.K_MAX)
+    [study] = adaptive_study.study("structured", [0], [(4.0, 1)], n=n, chip=chip)
+    for name, policy in (("k=2", 2), ("adaptive", host.AdaptiveK(costs))):
+        run = linear_run(model, Wd, n, policy, chip=chip)
+        assert study["per_start"][0][name] == run.cycles, name
+    assert study["total"]["adaptive"] == study["per_start"][0]["adaptive"]
