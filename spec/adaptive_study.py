@@ -105,15 +105,55 @@ def study(kind: str, starts: Sequence[int], drafts: Sequence[tuple[float, int]],
     return out
 
 
+def figure(rows: Sequence[dict], path: str) -> str:
+    """Every policy's cycles summed over the starts, relative to the draft's best fixed k (PNG)."""
+    from .figures import _save, plt
+    fig, ax = plt.subplots(figsize=(11, 0.42 * len(rows) + 1.6))
+    colours = ["#c6dbef", "#9ecae1", "#6baed6", "#3182bd", "#08519c", "#e6550d"]
+    height = 0.8 / len(POLICIES)
+    for i, row in enumerate(rows):
+        best = min(row["total"][f"k={k}"] for k in range(1, 6))
+        for j, name in enumerate(POLICIES):
+            y = len(rows) - 1 - i + 0.4 - (j + 0.5) * height
+            ax.barh(y, row["total"][name] / best, height=height, color=colours[j],
+                    label=name if i == 0 else None)
+        ax.text(row["total"]["adaptive"] / best + 0.01, len(rows) - 1 - i + 0.4 - 5.5 * height,
+                f"{row['total']['adaptive'] / best:.3f}", fontsize=7, va="center")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{r['model']}, noise {r['noise']:g}, seed {r['seed']}" for r in rows][::-1], fontsize=8)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.axvline(1.05, color="#e6550d", linewidth=0.8, linestyle="--")
+    ax.set_xlim(0.6, None)
+    ax.set_xlabel(f"cycles over {len(rows[0]['starts'])} starts / the best fixed k's (dashed: 5 % above it)")
+    ax.set_title("adaptive k against every fixed k, 32 tokens per start")
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
 def main(argv: Sequence[str]) -> int:
+    """``structured|random STARTS NOISE:SEED ... [--json FILE]``: print (and write) one JSON line a draft;
+    ``figure OUT.png FILE ...``: draw the rows of JSON-lines files."""
+    if len(argv) >= 3 and argv[0] == "figure":
+        rows = [json.loads(line) for name in argv[2:] for line in open(name) if line.startswith("{")]
+        print(figure(rows, argv[1]))
+        return 0
+    out = None
+    if "--json" in argv:
+        at = argv.index("--json")
+        out, argv = argv[at + 1], argv[:at] + argv[at + 2:]
     if len(argv) < 3 or argv[0] not in ("structured", "random"):
-        print("usage: python -m spec.adaptive_study structured|random START,START,... NOISE:SEED ...",
-              file=sys.stderr)
+        print("usage: python -m spec.adaptive_study structured|random START,START,... NOISE:SEED ... "
+              "[--json FILE]  |  figure OUT.png FILE ...", file=sys.stderr)
         return 2
     starts = [int(s) for s in argv[1].split(",")]
     drafts = [(float(d.split(":")[0]), int(d.split(":")[1])) for d in argv[2:]]
+    lines = []
     for row in study(argv[0], starts, drafts):
-        print(json.dumps(row), flush=True)
+        lines.append(json.dumps(row))
+        print(lines[-1], flush=True)
+    if out:
+        from ga2_hdl.safe_io import atomic_write
+        atomic_write(out, "\n".join(lines) + "\n")
     return 0
 
 
