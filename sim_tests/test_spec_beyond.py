@@ -161,3 +161,9 @@ def test_adaptive_study_replay_equals_the_runs_on_the_chip():
         run = linear_run(model, Wd, n, policy, chip=chip)
         assert study["per_start"][0][name] == run.cycles, name
     assert study["total"]["adaptive"] == study["per_start"][0]["adaptive"]
+
+
+def test_host_units_check_passes():
+    # the mutation judge's host_units check (chooser mapping, n-gram, trigram, top two, tree path and
+    # cache, adaptive k's counts and choices), run as a test too
+    assert bc.host_units(MODS) == []

@@ -97,3 +97,9 @@ def test_sampled_runs_reproduce_at_a_fixed_seed_and_replay_on_golden():
     report = get_simulator("golden").run_bundle(bundle_of(a.log, "sampling"))
     assert report.passed, report.line()
     assert report.cycles == a.cycles
+
+
+def test_sampling_head_follows_the_temperature_and_stores_the_q16_words():
+    # within 0.06 total variation of softmax(logits / T) at T = 0.5 and 2; every target and draft
+    # row is the softmax unit's Q0.16 words (sums 65536 within 16)
+    assert bc.sampling_head_follows_temperature(MODS) == []
