@@ -172,10 +172,11 @@ def ext_image(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = 
 
 
 def _ints_of(prog: Program, nid: int, words: Sequence[int]) -> list[list[int]]:
-    """A tensor's words as ints: int32 indices for an argmax (or an output of one), else int8."""
+    """A tensor's words as ints: int32 for an argmax's indices or a ``q16`` softmax's Q0.16
+    probabilities (or an output of one), else int8."""
     node = prog.graph.nodes[nid]
     source = prog.graph.nodes[node.inputs[0]] if node.op == "output" else node
-    convert = isa.int32_of if source.op == "argmax" else isa.int8_of
+    convert = isa.int32_of if source.op == "argmax" or source.attrs.get("q16") else isa.int8_of
     rows, cols = node.shape
     return [[convert(int(words[r * cols + c])) for c in range(cols)] for r in range(rows)]
 
