@@ -171,6 +171,8 @@ class Config:
 #: Named configurations: ``--config NAME``.
 PRESETS: dict[str, Config] = {
     "book": Config.book(),
+    "wide2": Config(name="wide2", spad_ports=2, ext_port_words=2),
+    "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
 }
 
 

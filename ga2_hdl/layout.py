@@ -44,33 +44,50 @@ class SpadPort(wiring.Signature):
     the end of cycle t.  Directions are from the master's (the unit's) side;
     the scratchpad takes its masters as ``In(SpadPort()).array(n)``.
 
+    A port ``words`` wide (a power of two, ``Config.spad_ports`` or
+    ``Config.ext_port_words``) moves that many *consecutive* words per cycle from
+    any address: lane i of ``rd_data`` is the word at ``rd_addr + i`` when bit i
+    of ``rd_mask`` is set (the other lanes hold no defined value), and lane i of
+    ``wr_data`` goes to ``wr_addr + i`` when bit i of ``wr_mask`` is set
+    (addresses wrap at ``2**addr_bits``).  A unit sets the masks to the words it
+    uses, so "the words read" and "the words written" are exact.  A one-word
+    port (the book's) has no masks and plain words for data: exactly the book's port.
+
     Parameters
     ----------
     addr_bits : int
         Width of the addresses (the scratchpad holds ``2**addr_bits`` words at most).
     data_bits : int
         Width of a word.
+    words : int
+        Words per access (1: the book's port).
 
     Members
     -------
     rd_en : Out(1)
     rd_addr : Out(addr_bits)
-    rd_data : In(data_bits)
+    rd_data : In(data_bits), or In(ArrayLayout(data_bits, words))
     wr_en : Out(1)
     wr_addr : Out(addr_bits)
-    wr_data : Out(data_bits)
+    wr_data : Out(data_bits), or Out(ArrayLayout(data_bits, words))
+    rd_mask, wr_mask : Out(words) (wide ports only)
     """
 
-    def __init__(self, addr_bits: int = SPAD_ADDR_BITS, data_bits: int = isa.WORD_BITS):
+    def __init__(self, addr_bits: int = SPAD_ADDR_BITS, data_bits: int = isa.WORD_BITS, words: int = 1):
+        if words < 1 or words & (words - 1):
+            raise ValueError(f"a scratchpad port moves a power of two words, not {words}")
         self.addr_bits = addr_bits
         self.data_bits = data_bits
+        self.words = words
+        word = unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)
         super().__init__({
             "rd_en": Out(1),
             "rd_addr": Out(addr_bits),
-            "rd_data": In(data_bits),
+            "rd_data": In(word),
             "wr_en": Out(1),
             "wr_addr": Out(addr_bits),
-            "wr_data": Out(data_bits),
+            "wr_data": Out(word),
+            **({"rd_mask": Out(words), "wr_mask": Out(words)} if words > 1 else {}),
         })
 
 
@@ -84,31 +101,47 @@ class ExtPort(wiring.Signature):
     the master's side.  The member names carry the ``ext_`` prefix because the
     chip's top-level ports are these same names (the DMA's port is the chip's).
 
+    A port ``words`` wide (``Config.ext_port_words``, a power of two) moves up to
+    that many consecutive words per request, from any address: lane i of
+    ``ext_rdata``/``ext_wdata`` is the word at ``ext_addr + i``, and only the
+    lanes whose bit of ``ext_mask`` is set are asked for (read) or written; the
+    other lanes' read data is undefined and the memory never sees their
+    addresses, so a request never reaches past the words an instruction names.
+    A one-word port (the book's) has no ``ext_mask``: exactly the book's port.
+
     Parameters
     ----------
     addr_bits : int
         Width of ``ext_addr`` (``isa.EXT_ADDR_BITS``).
     data_bits : int
         Width of a word.
+    words : int
+        Words per request (1: the book's port).
 
     Members
     -------
     ext_addr : Out(addr_bits)
     ext_re : Out(1)
     ext_we : Out(1)
-    ext_wdata : Out(data_bits)
-    ext_rdata : In(data_bits)
+    ext_wdata : Out(data_bits * words)
+    ext_rdata : In(data_bits * words)
     ext_rvalid : In(1)
+    ext_mask : Out(words) (wide ports only)
     """
 
-    def __init__(self, addr_bits: int = isa.EXT_ADDR_BITS, data_bits: int = isa.WORD_BITS):
+    def __init__(self, addr_bits: int = isa.EXT_ADDR_BITS, data_bits: int = isa.WORD_BITS, words: int = 1):
+        if words < 1 or words & (words - 1):
+            raise ValueError(f"the external-memory port moves a power of two words, not {words}")
+        self.words = words
+        word = unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)
         super().__init__({
             "ext_addr": Out(addr_bits),
             "ext_re": Out(1),
             "ext_we": Out(1),
-            "ext_wdata": Out(data_bits),
-            "ext_rdata": In(data_bits),
+            "ext_wdata": Out(word),
+            "ext_rdata": In(word),
             "ext_rvalid": In(1),
+            **({"ext_mask": Out(words)} if words > 1 else {}),
         })
 
 
