@@ -53,22 +53,24 @@ class BundleEntry:
 class Bundle:
     ext_words: int
     programs: list[BundleEntry] = field(default_factory=list)
+    #: the chip whose golden model made the expectations (not part of the file format yet)
+    config: "isa.Config" = isa.BOOK
 
     # ------------------------------------------------------------- building
     @classmethod
     def from_programs(cls, items: Iterable[tuple[str, Sequence[Instruction | int], Sequence[int] | None]],
-                      ext_words: int = isa.EXT_WORDS_DEFAULT) -> "Bundle":
+                      ext_words: int = isa.EXT_WORDS_DEFAULT, config: "isa.Config" = isa.BOOK) -> "Bundle":
         """A bundle whose expected results come from the golden model.
 
         ``items`` are ``(name, code, ext)``; ``ext`` may be shorter than
         ``ext_words`` (zero-padded) or None.
         """
-        bundle = cls(ext_words)
+        bundle = cls(ext_words, config=config)
         for name, code, ext in items:
             code = golden.as_instructions(code)
-            golden.check_program(code)
+            golden.check_program(code, config)
             dense = golden.ext_image(ext, ext_words)
-            expected = golden.run(code, dense, ext_words=ext_words, sparse=True)
+            expected = golden.run(code, dense, ext_words=ext_words, sparse=True, config=config)
             bundle.programs.append(BundleEntry(str(name), code, MemoryImage.from_words(dense, ext_words),
                                                expected))
         return bundle
@@ -77,7 +79,7 @@ class Bundle:
         """Re-run every program in the golden model; the differences from the stored expectations."""
         problems = []
         for i, p in enumerate(self.programs):
-            got = golden.run(p.code, p.ext, ext_words=self.ext_words, sparse=True)
+            got = golden.run(p.code, p.ext, ext_words=self.ext_words, sparse=True, config=self.config)
             mm = first_mismatch(p.expected, got, program=i)
             if mm:
                 problems.append(str(mm))

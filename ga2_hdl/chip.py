@@ -41,6 +41,13 @@ ISSUE and halts with NO_HALT at status_pc = that pc.
 
 Which unit runs which op, which counter it feeds, the operand bit positions
 and the legality rules all come from :mod:`ga2_hdl.isa`.
+
+Wide ports (docs/chip.md, "Wide ports").  With ``config.spad_ports`` = P or
+``config.ext_port_words`` = W above 1, the scratchpad is banked
+(:class:`~ga2_hdl.sram.Scratchpad` with ``max(P, W)``-word ports), the DMA's port
+is W words wide on both sides, the matrix and vector units' P words; a unit
+whose port is narrower than the scratchpad's uses its low lanes.  The chip's
+external-memory port is W words wide (``ext_mask`` selects the lanes).
 """
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, memory, wiring
@@ -77,9 +84,12 @@ class GA2Chip(wiring.Component):
     Parameters
     ----------
     ext_words : int
-        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality bound.
+        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality bound
+        (default the configuration's).
     imem_words : int
-        Instruction memory size in 128-bit words.
+        Instruction memory size in 128-bit words (default the configuration's).
+    config : Config
+        The chip to build (the book's by default).
 
     Ports
     -----
@@ -106,7 +116,9 @@ class GA2Chip(wiring.Component):
     pc : Signal
     """
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, imem_words: int = isa.IMEM_WORDS):
+    def __init__(self, ext_words: int | None = None, imem_words: int | None = None, *, config=isa.BOOK):
+        ext_words = config.ext_words if ext_words is None else ext_words
+        imem_words = config.imem_words if imem_words is None else imem_words
         isa.check_ext_words(ext_words)
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"imem_words={imem_words}: 1 .. {(1 << STATUS_PC_BITS) - 1} words")
@@ -114,9 +126,12 @@ class GA2Chip(wiring.Component):
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
         self.issue_check = IssueCheck(ext_words)
-        self.units = {isa.Unit.DMA: DMA(), isa.Unit.MATRIX: MatrixUnit(), isa.Unit.VECTOR: VectorUnit()}
+        self.config = config
+        self.units = {isa.Unit.DMA: DMA(config=config), isa.Unit.MATRIX: MatrixUnit(config=config),
+                      isa.Unit.VECTOR: VectorUnit(config=config)}
         assert list(self.units) == list(UNIT_NAMES)
-        self.spad = Scratchpad(len(self.units))
+        self.spad_words_per_access = max(config.spad_ports, config.ext_port_words)
+        self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access)
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
         super().__init__({
             "start": In(1),
@@ -128,7 +143,7 @@ class GA2Chip(wiring.Component):
             "imem_we": In(1),
             "imem_addr": In(max(1, ceil_log2(imem_words))),
             "imem_wdata": In(isa.INSTR_BITS),
-            **ExtPort().members,
+            **ExtPort(words=config.ext_port_words).members,
         })
 
     def elaborate(self, platform):
@@ -146,11 +161,14 @@ class GA2Chip(wiring.Component):
         # instruction word's fan-out) and from the sequencer's own logic.
         for master, (kind, unit) in zip(self.spad.masters, self.units.items()):
             m.submodules[f"spad_{UNIT_NAMES[kind]}"] = link = Module()
-            wiring.connect(link, unit=unit.spad, scratchpad=master)
+            if unit.signature.members["spad"].signature.words == self.spad_words_per_access:
+                wiring.connect(link, unit=unit.spad, scratchpad=master)
+            else:
+                _connect_narrow(link, unit.spad, master)
 
         m.submodules.ext_port = ext_port = Module()
         dma = self.units[isa.Unit.DMA]
-        for name, member in ExtPort().members.items():     # the DMA's port is the chip's
+        for name, member in ExtPort(words=self.config.ext_port_words).members.items():  # the DMA's port is the chip's
             outward, inward = getattr(self, name), getattr(dma, name)
             if member.flow == wiring.In:
                 outward, inward = inward, outward
@@ -243,3 +261,17 @@ class GA2Chip(wiring.Component):
                             m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
                             m.next = "FETCH"
         return m
+
+
+def _connect_narrow(m, port, master):
+    """A unit's scratchpad port of w words on the low w lanes of a wider master port."""
+    w = port.signature.words if hasattr(port, "signature") else 1
+    lanes = lambda value: value.as_value() if hasattr(value, "as_value") else value
+    rd_mask = port.rd_mask if hasattr(port, "rd_mask") else port.rd_en
+    wr_mask = port.wr_mask if hasattr(port, "wr_mask") else port.wr_en
+    m.d.comb += [
+        master.rd_en.eq(port.rd_en), master.rd_addr.eq(port.rd_addr), master.rd_mask.eq(rd_mask),
+        master.wr_en.eq(port.wr_en), master.wr_addr.eq(port.wr_addr), master.wr_mask.eq(wr_mask),
+        master.wr_data.as_value().eq(lanes(port.wr_data)),
+        lanes(port.rd_data).eq(master.rd_data.as_value()[:len(lanes(port.rd_data))]),
+    ]

@@ -598,18 +598,19 @@ def directed_suite(ext_words: int = isa.EXT_WORDS_DEFAULT) -> list[tuple[str, li
 # ----------------------------------------------------------------------------- the fuzz loop
 
 def random_bundle(n: int, seed: int, ext_words: int = isa.EXT_WORDS_DEFAULT,
-                  max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0) -> Bundle:
-    """``n`` random programs from ``random.Random(seed)`` (expected results from the golden model)."""
+                  max_cycles: int = DEFAULT_MAX_CYCLES, illegal: float = 0.0, *, config=isa.BOOK) -> Bundle:
+    """``n`` random programs from ``random.Random(seed)`` (expected results from ``config``'s golden
+    model; the programs are the book chip's, legal on every configuration of its sizes)."""
     rng = random.Random(seed)
     items = []
     for i in range(n):
         code, ext = random_program(rng, ext_words, max_cycles=max_cycles, illegal=illegal)
         items.append((f"random seed={seed} #{i}", code, ext))
-    return Bundle.from_programs(items, ext_words)
+    return Bundle.from_programs(items, ext_words, config=config)
 
 
-def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT) -> Bundle:
-    return Bundle.from_programs(directed_suite(ext_words), ext_words)
+def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT, *, config=isa.BOOK) -> Bundle:
+    return Bundle.from_programs(directed_suite(ext_words), ext_words, config=config)
 
 
 def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int = isa.EXT_WORDS_DEFAULT,

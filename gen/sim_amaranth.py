@@ -52,14 +52,20 @@ CLOCK_PERIOD = 1e-6            # simulated seconds per cycle (any value; only cy
 class ChipSimulation:
     """The chip and its external memory, elaborated once; runs programs one after another."""
 
-    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT):
+    def __init__(self, ext_words: int = isa.EXT_WORDS_DEFAULT, *, config=isa.BOOK):
         t0 = time.perf_counter()
         self.ext_words = ext_words
-        self.chip = GA2Chip(ext_words=ext_words)
-        self.ext = ExternalMemoryModel(self.chip, ext_words)     # attached to the chip's ext_* ports
-        self.written = WriteMonitor({"ext": (self.chip.ext_we, self.chip.ext_addr, ext_words),
-                                     "spad": (self.chip.spad.write_en, self.chip.spad.write_addr,
-                                              self.chip.spad.depth)})
+        self.config = config
+        self.chip = GA2Chip(ext_words=ext_words, config=config)
+        # attached to the chip's ext_* ports
+        self.ext = ExternalMemoryModel(self.chip, ext_words, lat=config.lat)
+        watched = {"ext": (self.chip.ext_we, self.chip.ext_addr, ext_words),
+                   "spad": (self.chip.spad.write_en, self.chip.spad.write_addr, self.chip.spad.depth)}
+        if self.ext.port_words > 1:        # a wide write may reach into the next block
+            watched["ext_last"] = (self.chip.ext_we, self.ext.write_last, ext_words)
+        if self.chip.spad.n_banks > 1:
+            watched["spad_last"] = (self.chip.spad.write_en, self.chip.spad.write_last, self.chip.spad.depth)
+        self.written = WriteMonitor(watched)
         m = Module()
         m.submodules.chip = self.chip
         m.submodules.ext = self.ext
@@ -68,8 +74,15 @@ class ChipSimulation:
         self._ran = False
         self.timed_out: tuple[int, int, str] | None = None    # (program, bound, where it was) if one hung
         self._ext_rows = [self.ext.memory.data[i] for i in range(ext_words)]
-        self._spad_rows = [self.chip.spad.memory.data[i] for i in range(self.chip.spad.depth)]
+        self._spad_rows = [self.chip.spad.cell(i) for i in range(self.chip.spad.depth)]
         self.build_seconds = time.perf_counter() - t0
+
+    def _bitmap(self, ctx, name: str) -> int:
+        """The written blocks of memory ``name`` (with a wide port's last-lane blocks)."""
+        bits = ctx.get(self.written.blocks[name])
+        if f"{name}_last" in self.written.blocks:
+            bits |= ctx.get(self.written.blocks[f"{name}_last"])
+        return bits
 
     def run(self, jobs: Sequence[tuple[Sequence[Instruction], Sequence[int]]], *,
             vcd: str | None = None,
@@ -126,14 +139,14 @@ class ChipSimulation:
                     return
                 # 5. the end state
                 ext_known = image
-                ext_spans = written.written_ranges(ctx.get(written.blocks["ext"]), self.ext_words)
+                ext_spans = written.written_ranges(self._bitmap(ctx, "ext"), self.ext_words)
                 for span in ext_spans:
                     ext_known[span.start:span.stop] = [ctx.get(row) for row in self._ext_rows[span.start:span.stop]]
                 if isinstance(source, MemoryImage):     # kept sparse: a bundle's results cost what they touch
                     final = source if not ext_spans else MemoryImage.from_words(ext_known)
                 else:
                     final = list(ext_known)
-                spad_dirty = written.written_ranges(ctx.get(written.blocks["spad"]), self.chip.spad.depth)
+                spad_dirty = written.written_ranges(self._bitmap(ctx, "spad"), self.chip.spad.depth)
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
                     ext=final,
@@ -161,9 +174,9 @@ class ChipSimulation:
         return results
 
 
-def _prepare(program, ext, ext_words: int) -> tuple[list[Instruction], list[int]]:
+def _prepare(program, ext, ext_words: int, config=isa.BOOK) -> tuple[list[Instruction], list[int]]:
     code = golden.as_instructions(program)
-    golden.check_program(code)                   # the loader's rules: ends with HALT, fits imem
+    golden.check_program(code, config)           # the loader's rules: ends with HALT, fits imem
     return code, golden.ext_image(ext, ext_words).tolist()
 
 
@@ -172,16 +185,17 @@ class AmaranthSimulator:
 
     name = "amaranth"
 
-    def __init__(self, ext_words: int | None = None):
+    def __init__(self, ext_words: int | None = None, *, config=isa.BOOK):
         self.ext_words = ext_words
+        self.config = config
 
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         words = external_memory_words(ext_words, self.ext_words)
         if vcd:
             check_vcd(vcd)
-        job = _prepare(program, ext, words)
-        session = ChipSimulation(words)
+        job = _prepare(program, ext, words, self.config)
+        session = ChipSimulation(words, config=self.config)
         results = session.run([job], vcd=vcd)
         if session.timed_out:
             i, bound, where = session.timed_out
@@ -196,7 +210,7 @@ class AmaranthSimulator:
         if vcd:
             check_vcd(vcd)                 # before any work: a waveform that cannot be written is refused
         t0 = time.perf_counter()
-        session = ChipSimulation(bundle.ext_words)
+        session = ChipSimulation(bundle.ext_words, config=self.config)
         jobs = [(entry.code, entry.ext) for entry in bundle.programs]
         mismatch = None
 
@@ -218,7 +232,7 @@ class AmaranthSimulator:
             # slow down (or get measured with) the replay of the whole bundle
             which = 0 if vcd_program is None else vcd_program
             v0 = time.perf_counter()
-            traced = ChipSimulation(bundle.ext_words).run([jobs[which]], vcd=vcd)
+            traced = ChipSimulation(bundle.ext_words, config=self.config).run([jobs[which]], vcd=vcd)
             again = (first_mismatch(bundle.programs[which].expected, traced[0], program=which) if traced
                      else f"program {which} did not halt")
             notes.append(f"waveform of program {which} written to {vcd} in {time.perf_counter() - v0:.1f} s"

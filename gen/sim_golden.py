@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ga2_hdl import golden
+from ga2_hdl import golden, isa
 from ga2_hdl.isa import Instruction
 from ga2_hdl.results import RunResult
 
@@ -19,8 +19,9 @@ from .simulator import BundleReport, SimulatorError, external_memory_words, repl
 class GoldenSimulator:
     name = "golden"
 
-    def __init__(self, ext_words: int | None = None):
+    def __init__(self, ext_words: int | None = None, *, config=isa.BOOK):
         self.ext_words = ext_words
+        self.config = config
 
     @staticmethod
     def _no_vcd(vcd) -> None:
@@ -32,7 +33,7 @@ class GoldenSimulator:
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         self._no_vcd(vcd)
         words = external_memory_words(ext_words, self.ext_words)
-        return golden.run(program, ext, ext_words=words)
+        return golden.run(program, ext, ext_words=words, config=self.config)
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> BundleReport:
@@ -40,6 +41,6 @@ class GoldenSimulator:
 
         def run_one(i: int) -> RunResult:
             entry = bundle.programs[i]
-            return golden.run(entry.code, entry.ext, ext_words=bundle.ext_words, sparse=True)
+            return golden.run(entry.code, entry.ext, ext_words=bundle.ext_words, sparse=True, config=self.config)
 
         return replay_with(self, bundle, run_one, progress)

@@ -153,6 +153,11 @@ def _source_fingerprint() -> str:
     return toolchain.digest(*parts)
 
 
+def params_key(params: dict) -> str:
+    """Export parameters as JSON (a configuration as its fields): the cache key's part."""
+    return json.dumps(params, sort_keys=True, default=lambda o: o.to_dict() if hasattr(o, "to_dict") else repr(o))
+
+
 def _header(info: UnitInfo, params: dict) -> str:
     shown = ", ".join(f"{k}={params[k]}" for k in sorted(params)) or "defaults"
     return (f"// GA2 unit {info.name}: ga2_hdl {info.module.split('.')[-1]}.{info.cls_name}({shown})\n"
@@ -208,7 +213,7 @@ def export(unit: str = "chip", *, ext_words: int | None = None, params: dict | N
         dt = time.perf_counter() - t0
         return Export(info.name, text, params, dt, dt, False)
     key = toolchain.digest(toolchain.CACHE_FORMAT, _source_fingerprint(), info.name,
-                           json.dumps(params, sort_keys=True), f"emit_src={emit_src}")
+                           params_key(params), f"emit_src={emit_src}")
     final, lock = toolchain.cached_dir("verilog", key)
     path = final / f"{info.name}.v"
     with toolchain.locked(lock):
@@ -221,7 +226,7 @@ def export(unit: str = "chip", *, ext_words: int | None = None, params: dict | N
         convert_seconds = time.perf_counter() - c0
         with toolchain.build_dir(final) as (tmp, tmp_meta):
             (tmp / f"{info.name}.v").write_text(text)
-            tmp_meta.update(unit=info.name, params=params, convert_seconds=convert_seconds)
+            tmp_meta.update(unit=info.name, params=json.loads(params_key(params)), convert_seconds=convert_seconds)
     toolchain.prune("verilog")
     return Export(info.name, text, params, time.perf_counter() - t0, convert_seconds, False)
 
