@@ -615,7 +615,7 @@ def directed_bundle(ext_words: int = isa.EXT_WORDS_DEFAULT, *, config=isa.BOOK) 
 
 def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int = isa.EXT_WORDS_DEFAULT,
          max_cycles: int = DEFAULT_MAX_CYCLES, bundle_path: str | None = None, directed: bool = False,
-         progress: Callable[[str, int, int], None] | None = None) -> dict:
+         progress: Callable[[str, int, int], None] | None = None, config=isa.BOOK) -> dict:
     """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
 
     Returns ``{"programs", "seed", "ext_words", "cycles" (golden total),
@@ -625,20 +625,21 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     disagreement, so "mismatches" counts simulators, each naming its first.
     ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).  ``directed`` puts the directed suite first
-    (``programs`` then counts both).
+    (``programs`` then counts both).  ``config``: the chip every simulator builds and the golden
+    model predicts (the book's by default).
     """
     from gen.simulator import SimulatorError, get_simulator
 
     simulators = {}
     for name in sims:                      # fail before the work if a simulator is missing
         try:
-            simulators[name] = get_simulator(name)
+            simulators[name] = get_simulator(name, **({} if config.same_chip(isa.BOOK) else {"config": config}))
         except ImportError as e:
             raise SimulatorError(f"simulator {name!r} is not available here: {e}") from e
     t0 = time.perf_counter()
-    bundle = random_bundle(n, seed, ext_words, max_cycles)
+    bundle = random_bundle(n, seed, ext_words, max_cycles, config=config)
     if directed:
-        bundle.programs[:0] = directed_bundle(ext_words).programs
+        bundle.programs[:0] = directed_bundle(ext_words, config=config).programs
     gen_seconds = time.perf_counter() - t0
     if bundle_path:
         bundle.write(bundle_path)
