@@ -29,7 +29,7 @@ consecutive words per cycle: chunk j is words j*w .. j*w+w-1 of the transfer
 (from any address: the external port and the scratchpad's banks both take w
 consecutive words at any start), the last chunk masked to the words below
 ``len``.  Everything above holds with "word" read as "chunk", so with
-R = ceil(len/w) chunks: LD, W = R + LAT + 1; ST, W = R + 2.  The counters count
+R = ceil(len/w) chunks: LD busy R + LAT + 1 cycles, ST busy R + 2.  The counters count
 chunks; each chunk's lane mask is ``lane < len - j*w``.  Cost over the book's
 DMA: the w-word data paths (no arithmetic on the data), w comparators for the
 mask.

@@ -227,11 +227,13 @@ class Scratchpad(wiring.Component):
             rd = bank.read_port()             # synchronous, not transparent
             wr = bank.write_port()
             row_bits = len(rd.addr)
+            # bank b holds a word of the next row when b < the offset (never for the last bank)
+            r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)
             m.d.comb += [
                 rd.en.eq(rd_en & r_bank_mask[b]),
-                rd.addr.eq((r_row + (b < r_off))[:row_bits]),
+                rd.addr.eq((r_row + r_next)[:row_bits]),
                 wr.en.eq(wr_en & w_bank_mask[b]),
-                wr.addr.eq((w_row + (b < w_off))[:row_bits]),
+                wr.addr.eq((w_row + w_next)[:row_bits]),
                 wr.data.eq(w_bank_data[b * W:(b + 1) * W]),
             ]
             bank_data.append(rd.data)

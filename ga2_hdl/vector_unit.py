@@ -42,8 +42,8 @@ Wide scratchpad port (``Config.spad_ports`` = P > 1).  RQ, VADD and AMAX have
 engines of their own (:class:`WideRequantizeEngine`, :class:`WideAddEngine`,
 :class:`WideArgmaxEngine`) that stream *chunks* of P consecutive words with the
 pipelines above, one chunk per cycle (per two for VADD), the last chunk masked
-to the words below ``len``.  With R = ceil(len/P): RQ, W = R + 2; VADD,
-W = 2*R + 2; AMAX, W = R + 3.  The same-region argument holds chunk for chunk
+to the words below ``len``.  With R = ceil(len/P) the busy times are R + 2
+(RQ), 2*R + 2 (VADD) and R + 3 (AMAX).  The same-region argument holds chunk for chunk
 (RQ writes chunk i while reading chunk i+2, VADD writes chunk i while reading
 src2's chunk i+1), and the masks make "the words read" exact, so the
 never-the-same-address rule holds too.  SM keeps its one-word engine, on lane 0

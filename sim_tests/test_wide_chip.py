@@ -51,3 +51,11 @@ def test_directed_suite_and_random_programs_in_every_simulator(name, sim):
     report = fuzz.fuzz(20 if sim == "amaranth" else 200, seed=12, sims=("golden", sim), directed=True,
                        config=config)
     assert report["mismatches"] == 0, report["first_mismatch"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", WIDE)
+def test_wide_chip_verilog_lints_clean(tmp_path, name):
+    from gen import verilog
+    exported = verilog.export("chip", params={"config": PRESETS[name]})
+    verilog.lint(exported.write(tmp_path), exported.unit)
