@@ -265,8 +265,7 @@ class GA2Chip(wiring.Component):
 
 def _connect_narrow(m, port, master):
     """A unit's scratchpad port of w words on the low w lanes of a wider master port."""
-    w = port.signature.words if hasattr(port, "signature") else 1
-    lanes = lambda value: value.as_value() if hasattr(value, "as_value") else value
+    lanes = lambda value: value.as_value() if hasattr(value, "as_value") else value   # a word or a View
     rd_mask = port.rd_mask if hasattr(port, "rd_mask") else port.rd_en
     wr_mask = port.wr_mask if hasattr(port, "wr_mask") else port.wr_en
     m.d.comb += [

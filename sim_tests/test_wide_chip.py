@@ -11,7 +11,7 @@
 import pytest
 
 from ga2_hdl import golden, isa
-from ga2_hdl.config import PRESETS
+from ga2_hdl.config import PRESETS, Config
 from ga2_hdl.bundle import Bundle
 from gen import fuzz
 from gen.simulator import get_simulator
@@ -33,8 +33,13 @@ def test_golden_counters_follow_the_configurations_formulas(name):
             assert wide.counters.instructions == book.counters.instructions, title
 
 
-def test_chip_runs_directed_programs_on_wide4():
-    config = PRESETS["wide4"]
+#: P = W (the presets), and P != W: a unit narrower than the banked scratchpad on its low lanes
+CHIP_CONFIGS = [PRESETS["wide4"], Config(name="p2w4", spad_ports=2, ext_port_words=4),
+                pytest.param(Config(name="p4w1", spad_ports=4), marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("config", CHIP_CONFIGS, ids=lambda c: c.name)
+def test_chip_runs_directed_programs(config):
     names = ("ld_st_12", "mm_3x5x2", "mm_3x5x2_tb", "rq_20", "vadd_20", "amax_20", "len1_all", "mm_strides")
     chosen = [p for p in fuzz.directed_suite() if p[0] in names]
     bundle = Bundle.from_programs(chosen, config=config)
