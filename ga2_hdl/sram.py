@@ -127,10 +127,12 @@ class Scratchpad(wiring.Component):
 
     #: the storage's submodule name (Verilog export names the word array after it)
     MEMORY_NAME = "memory"
+    #: a banked storage's submodule names (bank b: ``BANK_NAME.format(b)``)
+    BANK_NAME = "bank{}"
 
     def bank_names(self) -> list[str]:
         """The storage submodules' names: ``memory`` (one bank) or ``bank0`` .. ``bankB-1``."""
-        return [self.MEMORY_NAME] if self.n_banks == 1 else [f"bank{b}" for b in range(self.n_banks)]
+        return [self.MEMORY_NAME] if self.n_banks == 1 else [self.BANK_NAME.format(b) for b in range(self.n_banks)]
 
     def cell(self, addr: int):
         """The word at ``addr``, for a testbench's ``ctx.get``/``ctx.set``."""

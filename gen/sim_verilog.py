@@ -45,6 +45,7 @@ from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.chip import SPAD_MEMORY_PATH
+from ga2_hdl.sram import Scratchpad
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
 
 from . import toolchain, verilog
@@ -87,7 +88,7 @@ def scratchpad_arrays(chip_verilog: str, config=isa.BOOK) -> list[tuple[str, int
     body = re.search(r"^module \\?" + re.escape(module) + r"\s*\((.*?)^endmodule", chip_verilog, re.M | re.S)
     out = []
     for b in range(banks):
-        name = f"bank{b}"
+        name = Scratchpad.BANK_NAME.format(b)
         declared = body is not None and re.search(
             r"^\s*reg \[" + str(isa.WORD_BITS - 1) + r":0\] " + name + r" \[" + str(rows - 1) + r":0\];",
             body.group(1), re.M)
