@@ -15,7 +15,7 @@ from ga2_hdl.config import Config
 from sim_tests.test_matrix_unit import random_mm, run_jobs
 
 CONFIGS = [Config(name="p2", spad_ports=2), Config(name="wide4", spad_ports=4, ext_port_words=4),
-           Config(name="p8", spad_ports=8)]
+           pytest.param(Config(name="p8", spad_ports=8), marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)

@@ -18,7 +18,8 @@ from ga2_hdl.sram import Scratchpad
 TOP = isa.SPAD_WORDS
 
 
-@pytest.mark.parametrize("words", [2, 4, 8])
+@pytest.mark.parametrize("words", [pytest.param(2, marks=pytest.mark.slow), 4,
+                                   pytest.param(8, marks=pytest.mark.slow)])
 def test_banked_reads_and_writes_from_any_address(words):
     rng = random.Random(words)
     init = [rng.getrandbits(32) for _ in range(TOP)]

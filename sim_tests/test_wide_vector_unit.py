@@ -17,7 +17,7 @@ from ga2_hdl.config import Config
 from sim_tests.test_vector_unit import run_and_check, words
 
 CONFIGS = [Config(name="p2", spad_ports=2), Config(name="wide4", spad_ports=4, ext_port_words=4),
-           Config(name="p8", spad_ports=8)]
+           pytest.param(Config(name="p8", spad_ports=8), marks=pytest.mark.slow)]
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
