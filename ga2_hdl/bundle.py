@@ -82,7 +82,7 @@ class Bundle:
     # ------------------------------------------------------------- building
     @classmethod
     def from_programs(cls, items: Iterable[tuple[str, Sequence[Instruction | int], Sequence[int] | None]],
-                      ext_words: int | None = None, *, config: Config = isa.BOOK) -> "Bundle":
+                      ext_words: int | None = None, config: Config = isa.BOOK) -> "Bundle":
         """A bundle for the chip ``config`` whose expected results come from the golden model.
 
         ``items`` are ``(name, code, ext)``; ``ext`` may be shorter than

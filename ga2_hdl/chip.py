@@ -45,6 +45,13 @@ and the legality rules all come from :mod:`ga2_hdl.isa`; every size (the
 instruction memory, the scratchpad, the array, the external memory's default
 size) from the chip's configuration (:class:`ga2_hdl.config.Config`, the
 book's 1024-word instruction memory and 4096 x 32 scratchpad by default).
+
+Wide ports (docs/chip.md, "Wide ports").  With ``config.spad_ports`` = P or
+``config.ext_port_words`` = W above 1, the scratchpad is banked
+(:class:`~ga2_hdl.sram.Scratchpad` with ``max(P, W)``-word ports), the DMA's port
+is W words wide on both sides, the matrix and vector units' P words; a unit
+whose port is narrower than the scratchpad's uses its low lanes.  The chip's
+external-memory port is W words wide (``ext_mask`` selects the lanes).
 """
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
@@ -136,7 +143,8 @@ class GA2Chip(wiring.Component):
         self.units = {isa.Unit.DMA: DMA(config=config), isa.Unit.MATRIX: MatrixUnit(config=config),
                       isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
-        self.spad = Scratchpad(len(self.units), config=config)
+        self.spad_words_per_access = max(config.spad_ports, config.ext_port_words)
+        self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access)
         self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
         super().__init__({
             "start": In(1),
@@ -148,7 +156,7 @@ class GA2Chip(wiring.Component):
             "imem_we": In(1),
             "imem_addr": In(max(1, ceil_log2(imem_words))),
             "imem_wdata": In(isa.INSTR_BITS),
-            **ExtPort().members,
+            **ExtPort(words=config.ext_port_words).members,
         })
 
     def elaborate(self, platform):
@@ -167,11 +175,14 @@ class GA2Chip(wiring.Component):
         # instruction word's fan-out) and from the sequencer's own logic.
         for master, (kind, unit) in zip(self.spad.masters, self.units.items()):
             m.submodules[f"spad_{UNIT_NAMES[kind]}"] = link = Module()
-            wiring.connect(link, unit=unit.spad, scratchpad=master)
+            if unit.signature.members["spad"].signature.words == self.spad_words_per_access:
+                wiring.connect(link, unit=unit.spad, scratchpad=master)
+            else:
+                _connect_narrow(link, unit.spad, master)
 
         m.submodules.ext_port = ext_port = Module()
         dma = self.units[isa.Unit.DMA]
-        for name, member in ExtPort().members.items():     # the DMA's port is the chip's
+        for name, member in ExtPort(words=self.config.ext_port_words).members.items():  # the DMA's port is the chip's
             outward, inward = getattr(self, name), getattr(dma, name)
             if member.flow == wiring.In:
                 outward, inward = inward, outward
@@ -369,3 +380,15 @@ class GA2Chip(wiring.Component):
                     m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
                     m.next = "FETCH"
         return m
+
+def _connect_narrow(m, port, master):
+    """A unit's scratchpad port of w words on the low w lanes of a wider master port."""
+    lanes = lambda value: value.as_value() if hasattr(value, "as_value") else value   # a word or a View
+    rd_mask = port.rd_mask if hasattr(port, "rd_mask") else port.rd_en
+    wr_mask = port.wr_mask if hasattr(port, "wr_mask") else port.wr_en
+    m.d.comb += [
+        master.rd_en.eq(port.rd_en), master.rd_addr.eq(port.rd_addr), master.rd_mask.eq(rd_mask),
+        master.wr_en.eq(port.wr_en), master.wr_addr.eq(port.wr_addr), master.wr_mask.eq(wr_mask),
+        master.wr_data.as_value().eq(lanes(port.wr_data)),
+        lanes(port.rd_data).eq(master.rd_data.as_value()[:len(lanes(port.rd_data))]),
+    ]

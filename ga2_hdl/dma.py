@@ -23,14 +23,24 @@ Both directions share one request counter (words asked for) and one
 completion counter (words written); the scratchpad and external addresses
 come from the instruction, which the sequencer holds stable while the unit
 is busy.
+
+Wide ports (``Config.ext_port_words`` = w > 1).  The DMA moves a *chunk* of w
+consecutive words per cycle: chunk j is words j*w .. j*w+w-1 of the transfer
+(from any address: the external port and the scratchpad's banks both take w
+consecutive words at any start), the last chunk masked to the words below
+``len``.  Everything above holds with "word" read as "chunk", so with
+R = ceil(len/w) chunks: LD busy R + LAT + 1 cycles, ST busy R + 2.  The counters count
+chunks; each chunk's lane mask is ``lane < len - j*w``.  Cost over the book's
+DMA: the w-word data paths (no arithmetic on the data), w comparators for the
+mask.
 """
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 
 from . import isa
 from .config import Config
 from .decoder import operand
-from .layout import ExtPort, UnitSignature, refuse_beyond, spad_addr_bits
+from .layout import ExtPort, SpadPort, UnitSignature, spad_addr_bits
 
 __all__ = ["DMA"]
 
@@ -60,10 +70,14 @@ class DMA(wiring.Component):
     """
 
     def __init__(self, *, config: Config = isa.BOOK):
-        self.config = refuse_beyond(config, "the DMA", ("ext_port_words",))
-        super().__init__(UnitSignature(config=config, **ExtPort().members))
+        self.config = config
+        self.words = config.ext_port_words
+        super().__init__(UnitSignature(spad=SpadPort(words=self.words, config=config),
+                                       **ExtPort(words=self.words).members))
 
     def elaborate(self, platform):
+        if self.words > 1:
+            return self._elaborate_wide()
         m = Module()
         addr_bits = spad_addr_bits(self.config)
         spad_base = operand(self.ins, "LD", "dst")     # = ST's src
@@ -119,4 +133,73 @@ class DMA(wiring.Component):
         # simulator another unit's scratchpad reads wake only this assignment, not the DMA's logic.
         m.submodules.st_data = st_data = Module()
         st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))
+        return m
+
+    def _elaborate_wide(self):
+        """The DMA with a ``words``-wide port: chunks of ``words`` words (see the module docstring)."""
+        m = Module()
+        addr_bits = spad_addr_bits(self.config)
+        w = self.words
+        shift = w.bit_length() - 1
+        spad_base = operand(self.ins, "LD", "dst")
+        ext_base = operand(self.ins, "LD", "src")
+        length = operand(self.ins, "LD", "len")
+        is_load = Signal()
+        requested = Signal(len(length))                # chunks asked for so far
+        completed = Signal(len(length))                # chunks written so far
+        last_chunk = Signal(len(length))               # R - 1
+        read_pending = Signal()
+        chunk_done = Signal()
+
+        def mask(index):
+            remaining = Signal(len(length) + 1)
+            m.d.comb += remaining.eq(length - (index << shift))
+            return Cat(*(remaining > i for i in range(w)))
+
+        more_to_request = self.busy & (requested != last_chunk + 1)
+        m.d.sync += self.done.eq(0)
+        with m.If(self.start):
+            m.d.sync += [
+                self.busy.eq(1),
+                is_load.eq(self.ins.op == isa.OP_BY_NAME["LD"].code),
+                requested.eq(0),
+                completed.eq(0),
+                last_chunk.eq((length - 1) >> shift),
+            ]
+        with m.If(more_to_request):
+            m.d.sync += requested.eq(requested + 1)
+        with m.If(chunk_done):
+            m.d.sync += completed.eq(completed + 1)
+            with m.If(completed == last_chunk):
+                m.d.sync += self.done.eq(1)
+        with m.If(self.done):
+            m.d.sync += self.busy.eq(0)
+
+        request_addr = requested << shift
+        completed_addr = completed << shift
+        request_mask, completed_mask = mask(requested), mask(completed)
+        with m.If(is_load):
+            m.d.comb += [
+                self.ext_re.eq(more_to_request),
+                self.ext_addr.eq(ext_base + request_addr),
+                self.ext_mask.eq(Mux(more_to_request, request_mask, 0)),
+                chunk_done.eq(self.busy & self.ext_rvalid),
+                self.spad.wr_en.eq(chunk_done),
+                self.spad.wr_addr.eq((spad_base + completed_addr)[:addr_bits]),
+                self.spad.wr_mask.eq(Mux(chunk_done, completed_mask, 0)),
+                self.spad.wr_data.eq(self.ext_rdata),
+            ]
+        with m.Else():
+            m.d.comb += [
+                self.spad.rd_en.eq(more_to_request),
+                self.spad.rd_addr.eq((spad_base + request_addr)[:addr_bits]),
+                self.spad.rd_mask.eq(Mux(more_to_request, request_mask, 0)),
+                chunk_done.eq(read_pending),
+                self.ext_we.eq(chunk_done),
+                self.ext_addr.eq(ext_base + completed_addr),
+                self.ext_mask.eq(Mux(chunk_done, completed_mask, 0)),
+            ]
+            m.d.sync += read_pending.eq(more_to_request)
+        m.submodules.st_data = st_data = Module()
+        st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))
         return m

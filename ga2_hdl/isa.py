@@ -298,10 +298,42 @@ def _mm_regions(i: "Instruction") -> tuple[Region, ...]:
     )
 
 
+def ceil_div(a: int, b: int) -> int:
+    """ceil(a / b) for positive integers (the busy formulas' ``ceil``)."""
+    return -(-a // b)
+
+
+def _per(n: str, width: int) -> str:
+    """The formula text of "cycles to move ``n`` words, ``width`` per cycle": ``n`` when width is 1."""
+    return n if width == 1 else f"ceil({n}/{width})"
+
+
 def _book_ops(config: Config) -> tuple[OpSpec, ...]:
-    """The book's eight operations, with the sizes and timings of ``config``."""
+    """The book's eight operations, with the sizes and timings of ``config``.
+
+    Widths (docs/chip.md, "Wide ports"): the DMA moves ``W = config.ext_port_words``
+    words per cycle, so a transfer of ``len`` words takes ``ceil(len/W)`` cycles of
+    requests; the matrix unit and the vector engines RQ, VADD and AMAX read (and
+    write) ``P = config.spad_ports`` consecutive scratchpad words per cycle, so a run
+    of ``n`` consecutive words takes ``ceil(n/P)`` cycles.  MM stages A row by row
+    (``M*ceil(K/P)``), B row by row (``K*ceil(N/P)``, or ``N*ceil(K/P)`` stored
+    transposed) and writes C row by row (``M*ceil(N/P)``).  SM keeps one word per
+    cycle.  With W = P = 1 every formula and its text is the book's.  Each formula
+    text is a Python expression of the operands, ``LAT`` and ``ceil`` (a test
+    evaluates it against the busy function).
+    """
     _O = Operand
     LAT = config.lat
+    P, W = config.spad_ports, config.ext_port_words
+    cd = ceil_div
+    if P == 1:
+        mm_text = "M*K + K*N + (K+M+N-2) + M*N + 7"
+        mm_busy = lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7
+    else:
+        mm_text = (f"M*{_per('K', P)} + (N*{_per('K', P)} if tb else K*{_per('N', P)}) "
+                   f"+ (K+M+N-2) + M*{_per('N', P)} + 7")
+        mm_busy = lambda i: (i.M * cd(i.K, P) + (i.N * cd(i.K, P) if i.tb else i.K * cd(i.N, P))
+                             + (i.K + i.M + i.N - 2) + i.M * cd(i.N, P) + 7)
     return (
         OpSpec(0, "HALT", Unit.NONE, (),
                "stop; the counters hold their final values (an all-zero word is HALT)",
@@ -310,14 +342,14 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
                (_O("dst", "a", doc="scratchpad destination"), _O("src", "b", doc="external source"),
                 _O("len", "c", doc="words")),
                "scratch[dst+i] = ext[src+i] for i < len",
-               "len + LAT + 1", lambda i: i.len + LAT + 1,
+               f"{_per('len', W)} + LAT + 1", lambda i: cd(i.len, W) + LAT + 1,
                lambda i: (Region("spad", i.dst, i.len, "dst"), Region("ext", i.src, i.len, "src")),
                lengths=("len",)),
         OpSpec(2, "ST", Unit.DMA,
                (_O("src", "a", doc="scratchpad source"), _O("dst", "b", doc="external destination"),
                 _O("len", "c", doc="words")),
                "ext[dst+i] = scratch[src+i] for i < len",
-               "len + 2", lambda i: i.len + 2,
+               f"{_per('len', W)} + 2", lambda i: cd(i.len, W) + 2,
                lambda i: (Region("spad", i.src, i.len, "src"), Region("ext", i.dst, i.len, "dst")),
                lengths=("len",)),
         OpSpec(3, "MM", Unit.MATRIX,
@@ -328,8 +360,7 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
                 _O("lda", "d", 0, 12), _O("ldb", "d", 12, 12), _O("ldc", "x", 0, 12)),
                "C = A x B, int8 inputs (low byte, signed), wrap-around int32 sums; A[m][k] at A+m*lda+k; "
                "B[k][n] at B+k*ldb+n, or B+n*ldb+k when tb; C[m][n] to dst+m*ldc+n",
-               "M*K + K*N + (K+M+N-2) + M*N + 7",
-               lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7,
+               mm_text, mm_busy,
                _mm_regions, defaults={"tb": 0, "lda": "K", "ldb": "N", "ldc": "N"},
                arithmetic="int8 inputs are the signed low bytes of the words; sums are int32 with wrap-around."),
         OpSpec(4, "RQ", Unit.VECTOR,
@@ -337,7 +368,7 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
                 _O("m", "d", doc="24-bit mantissa"), _O("s", "e", doc="shift"),
                 _O("relu", "fl", 0, 1)),
                "dst[i] = clamp(round_half_away(acc[i]*m / 2^s), -127, 127) (relu: clamp at 0 from below)",
-               "len + 2", lambda i: i.len + 2,
+               f"{_per('len', P)} + 2", lambda i: cd(i.len, P) + 2,
                lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
                lengths=("len",), disjoint_or_same=True, defaults={"relu": 0},
                arithmetic="`clamp(round_half_away(acc * m / 2^s), -127, 127)`; relu raises the lower bound to 0. "
@@ -357,7 +388,7 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
         OpSpec(6, "VADD", Unit.VECTOR,
                (_O("dst", "a"), _O("src1", "b"), _O("src2", "c"), _O("len", "d", 0, 16)),
                "dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127)",
-               "2*len + 2", lambda i: 2 * i.len + 2,
+               f"2*{_per('len', P)} + 2", lambda i: 2 * cd(i.len, P) + 2,
                lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src1, i.len, "src1"),
                           Region("spad", i.src2, i.len, "src2")),
                lengths=("len",), disjoint_or_same=True,
@@ -365,7 +396,7 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
         OpSpec(7, "AMAX", Unit.VECTOR,
                (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
                "dst[0] = index of the first maximum of the signed int32 src[0..len)",
-               "len + 3", lambda i: i.len + 3,
+               f"{_per('len', P)} + 3", lambda i: cd(i.len, P) + 3,
                lambda i: (Region("spad", i.dst, 1, "dst"), Region("spad", i.src, i.len, "src")),
                lengths=("len",), arithmetic="index of the first maximum of the signed 32-bit words."),
     )

@@ -17,8 +17,7 @@ talks to the rest of the chip:
 Sizes come from the chip's configuration (:class:`ga2_hdl.config.Config`, the
 book's by default): every signature takes it as the keyword ``config``, so the
 address widths of a port are derived from the configuration's ``spad_words``
-and from nowhere else.  :func:`refuse_beyond` is where a unit says which
-configuration parameters beyond the book's its RTL does not build yet.
+and from nowhere else.
 """
 from amaranth.hdl import unsigned
 from amaranth.lib import data, wiring
@@ -27,7 +26,7 @@ from amaranth.lib.wiring import In, Out
 from . import isa
 from .config import Config
 
-__all__ = ["INSTRUCTION", "SPAD_ADDR_BITS", "spad_addr_bits", "refuse_beyond",
+__all__ = ["INSTRUCTION", "SPAD_ADDR_BITS", "spad_addr_bits",
            "SpadPort", "ExtPort", "UnitSignature"]
 
 # StructLayout places members from the least significant bit up, in order.
@@ -47,24 +46,6 @@ def spad_addr_bits(config: Config = isa.BOOK) -> int:
 #: the book chip's scratchpad address width (12)
 SPAD_ADDR_BITS = spad_addr_bits(isa.BOOK)
 
-#: configuration parameters whose hardware is not built yet, and their book values
-_NOT_BUILT = {"spad_ports": 1, "ext_port_words": 1, "overlap": False, "extensions": ()}
-
-
-def refuse_beyond(config: Config, who: str, params=tuple(_NOT_BUILT)) -> Config:
-    """``config``, or a ``ValueError`` naming the first of ``params`` that differs from the book's
-    and is not built by ``who``'s RTL yet (``spad_ports``, ``ext_port_words``, ``overlap``, ``extensions``).
-    """
-    if not isinstance(config, Config):
-        raise TypeError(f"{who}: config must be a ga2_hdl.config.Config, not {type(config).__name__}")
-    for name in params:
-        value = getattr(config, name)
-        if value != _NOT_BUILT[name]:
-            raise ValueError(f"configuration {config.name!r}: {who} has no hardware for {name}={value!r} yet "
-                             f"(only {name}={_NOT_BUILT[name]!r})")
-    return config
-
-
 class SpadPort(wiring.Signature):
     """One master's port on the scratchpad: a synchronous read port and a write port.
 
@@ -73,6 +54,15 @@ class SpadPort(wiring.Signature):
     the end of cycle t.  Directions are from the master's (the unit's) side;
     the scratchpad takes its masters as ``In(SpadPort()).array(n)``.
 
+    A port ``words`` wide (a power of two, ``Config.spad_ports`` or
+    ``Config.ext_port_words``) moves that many *consecutive* words per cycle from
+    any address: lane i of ``rd_data`` is the word at ``rd_addr + i`` when bit i
+    of ``rd_mask`` is set (the other lanes hold no defined value), and lane i of
+    ``wr_data`` goes to ``wr_addr + i`` when bit i of ``wr_mask`` is set
+    (addresses wrap at ``2**addr_bits``).  A unit sets the masks to the words it
+    uses, so "the words read" and "the words written" are exact.  A one-word
+    port (the book's) has no masks and plain words for data: exactly the book's port.
+
     Parameters
     ----------
     addr_bits : int, optional
@@ -80,6 +70,8 @@ class SpadPort(wiring.Signature):
         by default :func:`spad_addr_bits` of ``config``.
     data_bits : int
         Width of a word.
+    words : int
+        Words per access (1: the book's port).
     config : Config
         The chip (the book's by default).
 
@@ -87,25 +79,31 @@ class SpadPort(wiring.Signature):
     -------
     rd_en : Out(1)
     rd_addr : Out(addr_bits)
-    rd_data : In(data_bits)
+    rd_data : In(data_bits), or In(ArrayLayout(data_bits, words))
     wr_en : Out(1)
     wr_addr : Out(addr_bits)
-    wr_data : Out(data_bits)
+    wr_data : Out(data_bits), or Out(ArrayLayout(data_bits, words))
+    rd_mask, wr_mask : Out(words) (wide ports only)
     """
 
-    def __init__(self, addr_bits: int | None = None, data_bits: int = isa.WORD_BITS, *,
+    def __init__(self, addr_bits: int | None = None, data_bits: int = isa.WORD_BITS, words: int = 1, *,
                  config: Config = isa.BOOK):
         if addr_bits is None:
             addr_bits = spad_addr_bits(config)
+        if words < 1 or words & (words - 1):
+            raise ValueError(f"a scratchpad port moves a power of two words, not {words}")
         self.addr_bits = addr_bits
         self.data_bits = data_bits
+        self.words = words
+        word = unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)
         super().__init__({
             "rd_en": Out(1),
             "rd_addr": Out(addr_bits),
-            "rd_data": In(data_bits),
+            "rd_data": In(word),
             "wr_en": Out(1),
             "wr_addr": Out(addr_bits),
-            "wr_data": Out(data_bits),
+            "wr_data": Out(word),
+            **({"rd_mask": Out(words), "wr_mask": Out(words)} if words > 1 else {}),
         })
 
 
@@ -119,31 +117,47 @@ class ExtPort(wiring.Signature):
     the master's side.  The member names carry the ``ext_`` prefix because the
     chip's top-level ports are these same names (the DMA's port is the chip's).
 
+    A port ``words`` wide (``Config.ext_port_words``, a power of two) moves up to
+    that many consecutive words per request, from any address: lane i of
+    ``ext_rdata``/``ext_wdata`` is the word at ``ext_addr + i``, and only the
+    lanes whose bit of ``ext_mask`` is set are asked for (read) or written; the
+    other lanes' read data is undefined and the memory never sees their
+    addresses, so a request never reaches past the words an instruction names.
+    A one-word port (the book's) has no ``ext_mask``: exactly the book's port.
+
     Parameters
     ----------
     addr_bits : int
         Width of ``ext_addr`` (``isa.EXT_ADDR_BITS``).
     data_bits : int
         Width of a word.
+    words : int
+        Words per request (1: the book's port).
 
     Members
     -------
     ext_addr : Out(addr_bits)
     ext_re : Out(1)
     ext_we : Out(1)
-    ext_wdata : Out(data_bits)
-    ext_rdata : In(data_bits)
+    ext_wdata : Out(data_bits * words)
+    ext_rdata : In(data_bits * words)
     ext_rvalid : In(1)
+    ext_mask : Out(words) (wide ports only)
     """
 
-    def __init__(self, addr_bits: int = isa.EXT_ADDR_BITS, data_bits: int = isa.WORD_BITS):
+    def __init__(self, addr_bits: int = isa.EXT_ADDR_BITS, data_bits: int = isa.WORD_BITS, words: int = 1):
+        if words < 1 or words & (words - 1):
+            raise ValueError(f"the external-memory port moves a power of two words, not {words}")
+        self.words = words
+        word = unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)
         super().__init__({
             "ext_addr": Out(addr_bits),
             "ext_re": Out(1),
             "ext_we": Out(1),
-            "ext_wdata": Out(data_bits),
-            "ext_rdata": In(data_bits),
+            "ext_wdata": Out(word),
+            "ext_rdata": In(word),
             "ext_rvalid": In(1),
+            **({"ext_mask": Out(words)} if words > 1 else {}),
         })
 
 

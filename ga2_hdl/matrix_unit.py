@@ -29,17 +29,32 @@ the address by 1 and an outer index that steps the row base by a stride.
 A walks (outer m, stride lda; inner k); B walks (outer k, stride ldb; inner
 n) or, transposed, (outer n, stride ldb; inner k).  Each word read lands
 one cycle later in lane (m or n), position k of the A or B operand memory.
+
+Wide scratchpad port (``Config.spad_ports`` = P > 1).  The walker's inner index
+counts *chunks* of P consecutive words: a row of A (K words) is ceil(K/P)
+reads, a row of B (N words) ceil(N/P), a row of B stored transposed (K words)
+ceil(K/P); the last chunk of a row is masked to the row's words.  The operand
+memories are banked by step (:class:`~ga2_hdl.rowmem.BankedOperandRowMemory`),
+so a chunk along k (A, B transposed) lands in P banks at once and a chunk
+across lanes (B) in P byte lanes of one bank.  The write-back writes a row of C
+P words per cycle (ceil(N/P) per row).  Nothing else changes, so
+
+    W = M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P)) + (K+M+N-2) + M*ceil(N/P) + 7
+
+(``isa``'s MM formula for the configuration).  Hardware cost over P = 1: the
+operand memories in P banks each, P write-back lanes (a P-way selection of
+accumulators instead of one), the chunk masks (P comparators per walker).
 """
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 
 from . import isa
 from .config import Config
 from .decoder import operand
-from .layout import UnitSignature, refuse_beyond, spad_addr_bits
-from .rowmem import OperandRowMemory
+from .layout import SpadPort, UnitSignature, spad_addr_bits
+from .rowmem import BankedOperandRowMemory, OperandRowMemory
 from .systolic import SystolicArray
 
 __all__ = ["MatrixUnit"]
@@ -57,7 +72,8 @@ class MatrixUnit(wiring.Component):
     config : Config
         The chip (the book's by default): ``config.array`` is the array size (largest M
         and N), ``config.max_k`` the depth of the operand memories (largest K),
-        ``config.spad_words`` sets the address width.
+        ``config.spad_words`` sets the address width, ``config.spad_ports`` the width of
+        the scratchpad port.
 
     Ports
     -----
@@ -69,15 +85,23 @@ class MatrixUnit(wiring.Component):
     """
 
     def __init__(self, *, config: Config = isa.BOOK):
-        self.config = refuse_beyond(config, "the matrix unit", ("spad_ports",))
+        self.config = config
         self.size = size = config.array
         self.max_k = max_k = config.max_k
+        self.ports = config.spad_ports
         self.array = SystolicArray(config=config)
-        self.a_mem = OperandRowMemory(config=config)
-        self.b_mem = OperandRowMemory(config=config)
-        super().__init__(UnitSignature(config=config))
+        if self.ports == 1:
+            self.a_mem = OperandRowMemory(config=config)
+            self.b_mem = OperandRowMemory(config=config)
+            super().__init__(UnitSignature(config=config))
+        else:
+            self.a_mem = BankedOperandRowMemory(size, max_k, self.ports)
+            self.b_mem = BankedOperandRowMemory(size, max_k, self.ports)
+            super().__init__(UnitSignature(spad=SpadPort(words=self.ports, config=config)))
 
     def elaborate(self, platform):
+        if self.ports > 1:
+            return self._elaborate_wide()
         m = Module()
         m.submodules.array = self.array
         m.submodules.a_mem = self.a_mem
@@ -272,3 +296,119 @@ class MatrixUnit(wiring.Component):
             self.spad.wr_data.eq(out.data),
         ]
         return w
+
+    # ---- the wide scratchpad port (spad_ports = P > 1): chunks of P words
+
+    def _elaborate_wide(self):
+        m = Module()
+        m.submodules.array = self.array
+        m.submodules.a_mem = self.a_mem
+        m.submodules.b_mem = self.b_mem
+        P, shift = self.ports, self.ports.bit_length() - 1
+        r = self._registers()
+        dim = unsigned(max(self.size, self.max_k).bit_length())
+        chunk = SimpleNamespace(    # the staging walker's row: its last element (for the chunk mask)
+            inner_end=Signal(dim, name="inner_end"))
+        land = Signal(data.StructLayout({"valid": 1, "b": 1, "along_k": 1, "mask": P,
+                                         "lane": range(self.size), "k": range(self.max_k)}), name="land_wide")
+        out = Signal(data.StructLayout({"valid": 1, "last": 1, "addr": unsigned(spad_addr_bits(self.config)), "mask": P,
+                                        "data": data.ArrayLayout(unsigned(isa.WORD_BITS), P)}), name="out_wide")
+        wb_chunk_last = Signal(dim, name="wb_chunk_last")
+
+        # landing: last cycle's chunk goes to the A or B memory
+        m.submodules.landing = w = Module()
+        for mem in (self.a_mem, self.b_mem):
+            w.d.comb += [mem.wr_along_k.eq(land.along_k), mem.wr_lane.eq(land.lane), mem.wr_k.eq(land.k),
+                         mem.wr_mask.eq(land.mask)]
+            for j in range(P):
+                w.d.comb += mem.wr_data[j].eq(self.spad.rd_data[j][:8])
+        w.d.comb += [self.b_mem.wr_en.eq(land.valid & land.b), self.a_mem.wr_en.eq(land.valid & ~land.b)]
+        m.submodules.feed = self._feed_array(r.stream)
+        m.submodules.write_port = wp = Module()
+        wp.d.comb += [self.spad.wr_en.eq(out.valid), self.spad.wr_addr.eq(out.addr),
+                      self.spad.wr_mask.eq(Mux(out.valid, out.mask, 0)), self.spad.wr_data.eq(out.data)]
+
+        m.d.sync += [land.valid.eq(0), r.stream.mem_valid.eq(0), out.valid.eq(0),
+                     self.done.eq(out.valid & out.last)]
+        with m.If(self.done):
+            m.d.sync += self.busy.eq(0)
+
+        def chunk_mask(index, last):
+            """Lanes j of chunk ``index`` whose element index*P + j is at most ``last``."""
+            return Cat(*(((index << shift) + j) <= last for j in range(P)))
+
+        walk, dims, tb = r.walk, r.dims, _operand(self.ins, "tb")
+        with m.FSM(name="mm"):
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += self.busy.eq(1)
+                    m.next = "LOAD"
+            with m.State("LOAD"):
+                self._load(m, r)
+                K, N = _operand(self.ins, "K"), _operand(self.ins, "N")
+                m.d.sync += [walk.inner_last.eq((K - 1) >> shift), chunk.inner_end.eq(K - 1),
+                             wb_chunk_last.eq((N - 1) >> shift)]
+                m.next = "STAGE"
+            with m.State("STAGE"):
+                mask = chunk_mask(walk.inner, chunk.inner_end)
+                m.d.comb += [self.spad.rd_en.eq(1), self.spad.rd_addr.eq(walk.ptr), self.spad.rd_mask.eq(mask)]
+                m.d.sync += [
+                    land.valid.eq(1), land.b.eq(walk.in_b), land.mask.eq(mask),
+                    land.along_k.eq(~walk.inner_is_lane),
+                    land.lane.eq(Mux(walk.inner_is_lane, walk.inner << shift, walk.outer)),
+                    land.k.eq(Mux(walk.inner_is_lane, walk.outer, walk.inner << shift)),
+                ]
+                with m.If(walk.inner == walk.inner_last):
+                    m.d.sync += walk.inner.eq(0)
+                    with m.If(walk.outer == walk.outer_last):
+                        with m.If(walk.in_b):
+                            m.next = "DRAIN"
+                        with m.Else():     # A done: walk B
+                            b_base = _operand(self.ins, "B")
+                            row_end = Mux(tb, dims.last_k, dims.last_n)
+                            m.d.sync += [
+                                walk.in_b.eq(1), walk.inner_is_lane.eq(~tb),
+                                walk.outer.eq(0),
+                                walk.ptr.eq(b_base), walk.row.eq(b_base),
+                                walk.stride.eq(_operand(self.ins, "ldb")),
+                                chunk.inner_end.eq(row_end),
+                                walk.inner_last.eq(row_end >> shift),
+                                walk.outer_last.eq(Mux(tb, dims.last_n, dims.last_k)),
+                            ]
+                    with m.Else():
+                        m.d.sync += [
+                            walk.outer.eq(walk.outer + 1),
+                            walk.row.eq(walk.row + walk.stride),
+                            walk.ptr.eq(walk.row + walk.stride),
+                        ]
+                with m.Else():
+                    m.d.sync += [walk.inner.eq(walk.inner + 1), walk.ptr.eq(walk.ptr + P)]
+            with m.State("DRAIN"):
+                m.next = "CLEAR"
+            with m.State("CLEAR"):
+                m.d.comb += self.array.clear.eq(1)
+                m.d.sync += r.stream.step.eq(0)
+                m.next = "STREAM"
+            with m.State("STREAM"):
+                self._stream(m, r)
+            with m.State("WRITE"):
+                # row wb.m of C, chunk wb.n (of P columns), to wb.addr
+                wb = r.wb
+                accs = Array(self.array.acc[i] for i in range(self.size * self.size))
+                row_base = wb.m * self.size
+                m.d.sync += [
+                    out.valid.eq(1),
+                    out.addr.eq(wb.addr),
+                    out.mask.eq(chunk_mask(wb.n, dims.last_n)),
+                    out.last.eq((wb.m == dims.last_m) & (wb.n == wb_chunk_last)),
+                ]
+                for j in range(P):
+                    m.d.sync += out.data[j].eq(accs[row_base + (wb.n << shift) + j])
+                with m.If(wb.n == wb_chunk_last):
+                    next_row = wb.row + _operand(self.ins, "ldc")
+                    m.d.sync += [wb.n.eq(0), wb.m.eq(wb.m + 1), wb.row.eq(next_row), wb.addr.eq(next_row)]
+                    with m.If(wb.m == dims.last_m):
+                        m.next = "IDLE"
+                with m.Else():
+                    m.d.sync += [wb.n.eq(wb.n + 1), wb.addr.eq(wb.addr + P)]
+        return m

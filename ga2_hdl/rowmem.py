@@ -18,14 +18,14 @@ matrix unit reads of lanes it has not staged for the current MM (rows of A
 beyond M, columns of B beyond N) reaches only processing elements whose sums
 the write-back never selects.
 """
-from amaranth.hdl import Cat, Module, Mux, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .config import Config
 
-__all__ = ["OperandRowMemory"]
+__all__ = ["OperandRowMemory", "BankedOperandRowMemory"]
 
 
 class OperandRowMemory(wiring.Component):
@@ -89,4 +89,77 @@ class OperandRowMemory(wiring.Component):
             rd.addr.eq(self.rd_addr),
             self.rd_data.eq(rd.data),
         ]
+        return m
+
+
+class BankedOperandRowMemory(wiring.Component):
+    """An operand row memory that takes ``banks`` values per cycle (the matrix unit with wide ports).
+
+    Steps are spread over ``banks`` memories like :class:`OperandRowMemory`, step k in bank
+    ``k mod banks`` at row ``k div banks``.  A write stores up to ``banks`` values of one
+    scratchpad access in one cycle, in one of two shapes:
+
+    * along k (``wr_along_k``): values j to lane ``wr_lane``, steps ``wr_k + j`` (``wr_k`` a
+      multiple of ``banks``: a chunk of a row of A, or of B stored transposed), one per bank;
+    * across lanes: values j to lanes ``wr_lane + j``, step ``wr_k`` (a chunk of a row of B):
+      one bank, several byte lanes.
+
+    Only the values whose bit of ``wr_mask`` is set are stored (lanes beyond ``lanes`` never
+    are).  Reads are those of :class:`OperandRowMemory` (step ``rd_addr`` of every lane, the
+    next cycle); the bank is chosen by the registered low bits of the address.
+
+    Cost over :class:`OperandRowMemory`: the same storage in ``banks`` memories, a
+    ``banks``-way multiplexer of ``8*lanes`` bits on the read data, and the write steering
+    (a shifter of ``8*banks`` bits by the lane).
+    """
+
+    def __init__(self, lanes: int = 4, depth: int = 64, banks: int = 2):
+        if lanes < 1 or depth < 1 or banks < 2 or banks & (banks - 1):
+            raise ValueError(f"banked operand memory of {lanes} lanes x {depth} in {banks} banks")
+        self.lanes = lanes
+        self.depth = depth
+        self.n_banks = banks
+        self.row = data.ArrayLayout(signed(8), lanes)
+        rows = -(-depth // banks)
+        self.banks = [memory.Memory(shape=unsigned(8 * lanes), depth=rows, init=[]) for _ in range(banks)]
+        super().__init__({
+            "wr_en": In(1), "wr_along_k": In(1), "wr_lane": In(range(lanes)), "wr_k": In(range(depth)),
+            "wr_mask": In(banks), "wr_data": In(data.ArrayLayout(signed(8), banks)),
+            "rd_en": In(1), "rd_addr": In(range(depth)),
+            "rd_data": Out(self.row),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        B, lanes = self.n_banks, self.lanes
+        shift = B.bit_length() - 1
+        values = self.wr_data.as_value()
+        # across lanes: value j to byte lane wr_lane + j (a shift of the values and of the mask)
+        across_data = Signal(8 * lanes)
+        across_en = Signal(lanes)
+        m.d.comb += [across_data.eq((values << (self.wr_lane * 8))[:8 * lanes]),
+                     across_en.eq((self.wr_mask << self.wr_lane)[:lanes])]
+        read_bank = Signal(range(B))
+        with m.If(self.rd_en):
+            m.d.sync += read_bank.eq(self.rd_addr[:shift])
+        outs = []
+        for b, bank in enumerate(self.banks):
+            m.submodules[f"bank{b}"] = bank
+            wr = bank.write_port(granularity=8)
+            rd = bank.read_port()                    # synchronous, not transparent
+            along_en = Mux(self.wr_mask[b], 1 << self.wr_lane, 0)
+            across_here = self.wr_k[:shift] == b
+            m.d.comb += [
+                wr.en.eq(Mux(self.wr_en,
+                             Mux(self.wr_along_k, along_en, Mux(across_here, across_en, 0)), 0)),
+                wr.addr.eq(self.wr_k >> shift),
+                wr.data.eq(Mux(self.wr_along_k, Cat([self.wr_data[b]] * lanes), across_data)),
+                rd.en.eq(self.rd_en & (self.rd_addr[:shift] == b)),
+                rd.addr.eq(self.rd_addr >> shift),
+            ]
+            outs.append(rd.data)
+        with m.Switch(read_bank):
+            for b, out in enumerate(outs):
+                with m.Case(b):
+                    m.d.comb += self.rd_data.eq(out)
         return m

@@ -23,19 +23,35 @@ rule (:class:`ga2_hdl.isa.IssueTimer`) guarantees that no two units in flight
 write the same word, and that no unit reads a word another in-flight unit
 writes, so the ports never race; :attr:`Scratchpad.conflict` then flags two
 writes of one address in one cycle.
+Wide ports (``Config.spad_ports`` or ``Config.ext_port_words`` above 1).  A
+master port may move ``w`` consecutive words per cycle from any address
+(:class:`~ga2_hdl.layout.SpadPort` with ``words=w``).  The storage is then
+*banked*: B = the widest master's ``w`` banks of ``ceil(depth/B)`` words, word a
+in bank ``a mod B`` at row ``a div B``, so any B consecutive words lie in B
+different banks and one access reaches them all in one cycle, whatever the
+start address.  Bank b serves lane ``(b - a) mod B`` of an access at address a,
+at row ``a div B`` (plus one when ``b < a mod B``); a barrel rotator turns the
+lanes into banks for writes and the banks back into lanes for reads (with the
+address's low bits registered for the read's cycle).  Each bank reads and
+writes only the lanes the master's masks select.  Hardware cost over the book's
+single memory: the same storage split into B memories, each with its own row
+adder (B adders of ``addr_bits - log2 B`` bits), two B-word barrel rotators of
+32-bit lanes (log2 B levels of 32*B multiplexers each, one for the write data,
+one for the read data) plus the masks' rotators, and a master multiplexer B
+words wide.  With B = 1 the scratchpad is the book's, gate for gate.
 """
 from __future__ import annotations
 
 import functools
 import operator
 
-from amaranth.hdl import Module, Mux, unsigned
+from amaranth.hdl import C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import isa
 from .config import Config
-from .layout import SpadPort, refuse_beyond, spad_addr_bits
+from .layout import SpadPort, spad_addr_bits
 
 __all__ = ["Scratchpad"]
 
@@ -53,8 +69,14 @@ class Scratchpad(wiring.Component):
         write port.
     depth : int, optional
         Words of memory, if fewer than the configuration's (for unit tests).
+    words : int
+        Words per access of the widest master (a power of two): the number of banks.
     init : sequence of int
         Initial contents (default all zero).
+    words : int
+        Words per access of the master ports (a power of two, default 1); the
+        storage has that many banks.  The chip's is ``max(spad_ports,
+        ext_port_words)``; it connects a narrower unit's port to lanes 0 .. w-1.
 
     Behaviour of every master port: read: ``rd_en``/``rd_addr`` in cycle t
     give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all masters and
@@ -76,35 +98,70 @@ class Scratchpad(wiring.Component):
 
     Attributes
     ----------
+    write_last : Out(spad_addr_bits(config))
+        Banked storage only: the last address the write this cycle may reach
+        (``write_addr + B - 1``).
+
+    Attributes
+    ----------
+    banks : list of amaranth.lib.memory.Memory
+        The storage, one memory per bank; :meth:`cell` gives the word at an address.
     memory : amaranth.lib.memory.Memory
-        The storage (testbenches may read or set ``memory.data[i]``).
+        The storage when it is one bank (testbenches may read or set ``memory.data[i]``).
     """
 
-    def __init__(self, n_masters: int, *, config: Config = isa.BOOK, depth: int | None = None, init=()):
-        refuse_beyond(config, "the scratchpad", ("spad_ports",))
+    def __init__(self, n_masters: int, *, config: Config = isa.BOOK, depth: int | None = None, init=(),
+                 words: int = 1):
         if not n_masters >= 1:
             raise ValueError("the scratchpad needs at least one master port")
         if depth is None:
             depth = config.spad_words
-        addr_bits = spad_addr_bits(config)
+        addr_bits = self.addr_bits = spad_addr_bits(config)
         if not 1 <= depth <= 1 << addr_bits:
             raise ValueError(f"scratchpad depth {depth} does not fit a {addr_bits}-bit address")
+        if words < 1 or words & (words - 1):
+            raise ValueError(f"scratchpad ports of {words} words: a power of two")
+        if config.overlap and words > 1:
+            raise ValueError(f"configuration {config.name!r}: the scratchpad has no hardware for overlap "
+                             f"together with wide ports yet (ports per master, or banks: not both)")
         self.config = config
         self.depth = depth
-        self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=depth, init=list(init))
+        self.n_banks = words
+        if self.n_banks > 1 << addr_bits:
+            raise ValueError(f"{self.n_banks} banks for a {addr_bits}-bit address")
+        init = list(init)
+        rows = -(-depth // self.n_banks)
+        self.banks = [memory.Memory(shape=unsigned(isa.WORD_BITS), depth=rows if self.n_banks > 1 else depth,
+                                    init=init[b::self.n_banks]) for b in range(self.n_banks)]
+        self.memory = self.banks[0] if self.n_banks == 1 else None
         super().__init__({
-            "masters": In(SpadPort(config=config)).array(n_masters),
+            "masters": In(SpadPort(words=words, config=config)).array(n_masters),
             "conflict": Out(1),
             "write_en": Out(1),
             "write_addr": Out(addr_bits),
+            **({"write_last": Out(addr_bits)} if self.n_banks > 1 else {}),
         })
 
     #: the storage's submodule name (Verilog export names the word array after it)
     MEMORY_NAME = "memory"
+    #: a banked storage's submodule names (bank b: ``BANK_NAME.format(b)``)
+    BANK_NAME = "bank{}"
+
+    def bank_names(self) -> list[str]:
+        """The storage submodules' names: ``memory`` (one bank) or ``bank0`` .. ``bankB-1``."""
+        return [self.MEMORY_NAME] if self.n_banks == 1 else [self.BANK_NAME.format(b) for b in range(self.n_banks)]
+
+    def cell(self, addr: int):
+        """The word at ``addr``, for a testbench's ``ctx.get``/``ctx.set``."""
+        if not 0 <= addr < self.depth:
+            raise IndexError(f"scratchpad address {addr} outside 0 .. {self.depth - 1}")
+        return self.banks[addr % self.n_banks].data[addr // self.n_banks]
 
     def elaborate(self, platform):
         if self.config.overlap:
             return self._elaborate_ported()
+        if self.n_banks > 1:
+            return self._elaborate_banked()
         m = Module()
         m.submodules[self.MEMORY_NAME] = self.memory
         rd = self.memory.read_port()          # synchronous, not transparent
@@ -162,3 +219,75 @@ class Scratchpad(wiring.Component):
             self.write_addr.eq(functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])),
         ]
         return m
+    def _elaborate_banked(self):
+        m = Module()
+        B = self.n_banks
+        shift = B.bit_length() - 1
+        W = isa.WORD_BITS
+        for name, bank in zip(self.bank_names(), self.banks):
+            m.submodules[name] = bank
+        ports = list(self.masters)
+
+        # the master multiplexer (AND-OR, as the book's), B lanes wide
+        rd_addr = wr_addr = wr_data = rd_mask = wr_mask = 0
+        for p in ports:
+            rd_addr = rd_addr | Mux(p.rd_en, p.rd_addr, 0)
+            rd_mask = rd_mask | Mux(p.rd_en, p.rd_mask, 0)
+            wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
+            wr_mask = wr_mask | Mux(p.wr_en, p.wr_mask, 0)
+            wr_data = wr_data | Mux(p.wr_en, p.wr_data.as_value(), 0)
+        any_of = functools.partial(functools.reduce, operator.or_)
+        rd_ens = [p.rd_en for p in ports]
+        wr_ens = [p.wr_en for p in ports]
+        two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
+
+        rd_en, r_addr, r_mask = Signal(), Signal(self.addr_bits), Signal(B)
+        wr_en, w_addr, w_mask, w_data = Signal(), Signal(self.addr_bits), Signal(B), Signal(B * W)
+        m.d.comb += [
+            rd_en.eq(any_of(rd_ens)), r_addr.eq(rd_addr), r_mask.eq(rd_mask),
+            wr_en.eq(any_of(wr_ens)), w_addr.eq(wr_addr), w_mask.eq(wr_mask), w_data.eq(wr_data),
+            self.conflict.eq(two_of(rd_ens) | two_of(wr_ens)),
+            self.write_en.eq(wr_en),
+            self.write_addr.eq(w_addr),
+            self.write_last.eq(w_addr + (B - 1)),
+        ]
+
+        # lanes -> banks: bank b takes lane (b - offset) mod B, i.e. the lanes rotated by -offset
+        def to_banks(value, offset, lane_bits):
+            twice = Cat(value, value)
+            return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),
+                                        (-offset)[:shift]), B * lane_bits)
+
+        r_off, w_off = r_addr[:shift], w_addr[:shift]
+        r_row, w_row = r_addr[shift:], w_addr[shift:]
+        r_bank_mask, w_bank_mask = Signal(B), Signal(B)
+        w_bank_data = Signal(B * W)
+        m.d.comb += [r_bank_mask.eq(to_banks(r_mask, r_off, 1)), w_bank_mask.eq(to_banks(w_mask, w_off, 1)),
+                     w_bank_data.eq(to_banks(w_data, w_off, W))]
+        bank_data = []
+        for b, bank in enumerate(self.banks):
+            rd = bank.read_port()             # synchronous, not transparent
+            wr = bank.write_port()
+            row_bits = len(rd.addr)
+            # bank b holds a word of the next row when b < the offset (never for the last bank)
+            r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)
+            m.d.comb += [
+                rd.en.eq(rd_en & r_bank_mask[b]),
+                rd.addr.eq((r_row + r_next)[:row_bits]),
+                wr.en.eq(wr_en & w_bank_mask[b]),
+                wr.addr.eq((w_row + w_next)[:row_bits]),
+                wr.data.eq(w_bank_data[b * W:(b + 1) * W]),
+            ]
+            bank_data.append(rd.data)
+        # banks -> lanes, one cycle later: lane i is bank (offset + i) mod B
+        read_off = Signal(shift, name="read_offset")
+        with m.If(rd_en):
+            m.d.sync += read_off.eq(r_off)
+        both = Cat(*bank_data, *bank_data)
+        read_lanes = Signal(B * W)
+        m.d.comb += read_lanes.eq(both.bit_select(Cat(C(0, (W - 1).bit_length()), read_off), B * W))
+        m.submodules.read_fanout = fanout = Module()
+        for p in ports:
+            fanout.d.comb += p.rd_data.eq(read_lanes)
+        return m
+

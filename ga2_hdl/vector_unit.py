@@ -39,14 +39,27 @@ Operands come from ``ins`` through the ISA's operand definitions
 (:func:`ga2_hdl.isa.instruction_set`), whose extensions bring engines of their
 own (``docs/extending.md``).  Lengths are at
 least 1 (the sequencer refuses 0).
+
+Wide scratchpad port (``Config.spad_ports`` = P > 1).  RQ, VADD and AMAX have
+engines of their own (:class:`WideRequantizeEngine`, :class:`WideAddEngine`,
+:class:`WideArgmaxEngine`) that stream *chunks* of P consecutive words with the
+pipelines above, one chunk per cycle (per two for VADD), the last chunk masked
+to the words below ``len``.  With R = ceil(len/P) the busy times are R + 2
+(RQ), 2*R + 2 (VADD) and R + 3 (AMAX).  The same-region argument holds chunk for chunk
+(RQ writes chunk i while reading chunk i+2, VADD writes chunk i while reading
+src2's chunk i+1), and the masks make "the words read" exact, so the
+never-the-same-address rule holds too.  SM keeps its one-word engine, on lane 0
+of the wide port (W = 3*len + 47 whatever P).  Hardware cost over P = 1: P
+requantizers (P 32 x 24 multipliers), P 8-bit adders with clamps, and AMAX's
+P comparators in series in its compare stage (the longest path grows with P).
 """
-from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import wiring
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
 
 from . import isa
 from .config import Config
 from .decoder import operand
-from .layout import UnitSignature, refuse_beyond, spad_addr_bits
+from .layout import SpadPort, UnitSignature, spad_addr_bits
 from .requant import Requantizer
 from .softmax import SoftmaxUnit
 
@@ -72,7 +85,7 @@ class _Engine(wiring.Component):
     """
 
     def __init__(self, *, config: Config = isa.BOOK):
-        self.config = refuse_beyond(config, f"the {type(self).__name__}", ("spad_ports",))
+        self.config = config
         super().__init__(UnitSignature(config=config))
 
     def _addr(self, base, index):
@@ -234,6 +247,173 @@ def _ports(signature: wiring.Signature) -> dict:
     return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
 
 
+class _WideEngine(_Engine):
+    """An engine on a ``config.spad_ports``-word port: streams chunks of P consecutive words."""
+
+    def __init__(self, *, config):
+        if config.spad_ports < 2:
+            raise ValueError("a wide engine needs spad_ports >= 2")
+        self.config = config
+        self.ports = config.spad_ports
+        self.shift = self.ports.bit_length() - 1
+        wiring.Component.__init__(self, UnitSignature(spad=SpadPort(words=self.ports, config=config), config=config))
+
+    def _mask(self, m, length, chunk):
+        """Lanes j of chunk ``chunk`` below ``length``: ``chunk*P + j < length``."""
+        remaining = Signal(len(length) + 1)
+        m.d.comb += remaining.eq(length - (chunk << self.shift))
+        return Cat(*(remaining > j for j in range(self.ports)))
+
+    def _write_chunk(self, m, valid, last, base, chunk, mask, lanes):
+        """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``."""
+        with m.If(valid):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(self._addr(base, chunk << self.shift)),
+                         self.spad.wr_mask.eq(mask)]
+            for j, v in enumerate(lanes):
+                m.d.comb += self.spad.wr_data[j].eq(v)                # sign-extended to the word
+            m.d.sync += chunk.eq(chunk + 1)
+            with m.If(last):
+                self._finish(m)
+
+
+class WideRequantizeEngine(_WideEngine):
+    """RQ on a P-word port: P requantizers, one chunk per cycle.  W = ceil(len/P) + 2."""
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self.ports
+        dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
+        rd_chunk, wr_chunk, last_chunk = Signal(_index(self.config)), Signal(_index(self.config)), Signal(_index(self.config))
+        reading = Signal()
+        v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()
+        mask1, mask2 = Signal(P), Signal(P)
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), rd_chunk.eq(0), wr_chunk.eq(0), last_chunk.eq((length - 1) >> self.shift)]
+        rd_mask = self._mask(m, length, rd_chunk)
+        m.d.comb += [
+            reading.eq(self.busy & (rd_chunk <= last_chunk)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(src, rd_chunk << self.shift)),
+            self.spad.rd_mask.eq(Mux(reading, rd_mask, 0)),
+        ]
+        m.d.sync += [v1.eq(reading), last1.eq(reading & (rd_chunk == last_chunk)), mask1.eq(rd_mask),
+                     v2.eq(v1), last2.eq(last1), mask2.eq(mask1)]
+        with m.If(reading):
+            m.d.sync += rd_chunk.eq(rd_chunk + 1)
+        outs = []
+        for j in range(P):
+            rq = Requantizer()
+            m.submodules[f"requantizer{j}"] = rq
+            m.d.comb += [
+                rq.acc.eq(self.spad.rd_data[j].as_signed()),
+                rq.mantissa.eq(operand(self.ins, "RQ", "m")),
+                rq.shift.eq(operand(self.ins, "RQ", "s")),
+                rq.relu.eq(operand(self.ins, "RQ", "relu")),
+            ]
+            outs.append(rq.q)
+        self._write_chunk(m, v2, last2, dst, wr_chunk, mask2, outs)
+        return m
+
+
+class WideAddEngine(_WideEngine):
+    """VADD on a P-word port: a chunk of src1, then the same chunk of src2, P adders.
+    W = 2*ceil(len/P) + 2."""
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self.ports
+        dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
+        length = operand(self.ins, "VADD", "len")
+        slot = Signal(range(2 * self.config.spad_words + 1))
+        wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))
+        reading = Signal()
+        v1, second1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal(), Signal()
+        mask1, mask2 = Signal(P), Signal(P)
+        first = Signal(data.ArrayLayout(signed(8), P))      # src1's chunk, held for src2's
+        result = Signal(data.ArrayLayout(signed(8), P))
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), slot.eq(0), wr_chunk.eq(0),
+                         last_slot.eq((((length - 1) >> self.shift) << 1) + 1)]
+        chunk = slot[1:]
+        rd_mask = self._mask(m, length, chunk)
+        m.d.comb += [
+            reading.eq(self.busy & (slot <= last_slot)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), chunk << self.shift)),
+            self.spad.rd_mask.eq(Mux(reading, rd_mask, 0)),
+        ]
+        m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == last_slot)),
+                     mask1.eq(rd_mask)]
+        with m.If(reading):
+            m.d.sync += slot.eq(slot + 1)
+        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1 & second1), mask2.eq(mask1)]
+        for j in range(P):
+            x = _int8(self.spad.rd_data[j])
+            total = Signal(signed(9), name=f"total{j}")
+            m.d.comb += total.eq(first[j] + x)
+            with m.If(v1 & ~second1):
+                m.d.sync += first[j].eq(x)
+            with m.If(v1 & second1):
+                m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,
+                                             Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))
+        self._write_chunk(m, v2, last2, dst, wr_chunk, mask2, [result[j] for j in range(P)])
+        return m
+
+
+class WideArgmaxEngine(_WideEngine):
+    """AMAX on a P-word port: a chunk per cycle; its lanes are compared with the best so far in
+    lane order (strictly greater replaces, so ties keep the first index).  W = ceil(len/P) + 3."""
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self.ports
+        dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
+        rd_chunk, last_chunk = Signal(_index(self.config)), Signal(_index(self.config))
+        reading = Signal()
+        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
+        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
+        mask1, mask2 = Signal(P), Signal(P)
+        values2 = [Signal(signed(isa.WORD_BITS), name=f"value2_{j}") for j in range(P)]
+        best = Signal(signed(isa.WORD_BITS))
+        best_index = Signal(spad_addr_bits(self.config))
+        finish = Signal()
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), rd_chunk.eq(0), last_chunk.eq((length - 1) >> self.shift),
+                         best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
+        rd_mask = self._mask(m, length, rd_chunk)
+        m.d.comb += [
+            reading.eq(self.busy & (rd_chunk <= last_chunk)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(src, rd_chunk << self.shift)),
+            self.spad.rd_mask.eq(Mux(reading, rd_mask, 0)),
+        ]
+        m.d.sync += [
+            v1.eq(reading), last1.eq(reading & (rd_chunk == last_chunk)), idx1.eq(rd_chunk << self.shift),
+            mask1.eq(rd_mask),
+            v2.eq(v1), last2.eq(last1), idx2.eq(idx1), mask2.eq(mask1),
+            finish.eq(v2 & last2),
+        ]
+        m.d.sync += [values2[j].eq(self.spad.rd_data[j]) for j in range(P)]
+        with m.If(reading):
+            m.d.sync += rd_chunk.eq(rd_chunk + 1)
+        # the compare stage: the chunk's lanes against the best so far, in lane order
+        cand, cand_index = best, best_index
+        for j in range(P):
+            take = v2 & mask2[j] & (values2[j] > cand)
+            cand = Mux(take, values2[j], cand)
+            cand_index = Mux(take, idx2 + j, cand_index)
+        with m.If(v2):
+            m.d.sync += [best.eq(cand), best_index.eq(cand_index)]
+        with m.If(finish):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(self._addr(dst, 0)),
+                         self.spad.wr_mask.eq(1),
+                         self.spad.wr_data[0].eq(best_index)]
+            self._finish(m)
+        return m
+
+
 class VectorUnit(wiring.Component):
     """The GA-2 vector unit: RQ, SM, VADD, AMAX, and the vector operations of the
     configuration's extensions (each with its own engine).
@@ -255,21 +435,25 @@ class VectorUnit(wiring.Component):
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
 
     def __init__(self, *, config: Config = isa.BOOK):
-        self.config = refuse_beyond(config, "the vector unit", ("spad_ports",))
-        contract = _ports(UnitSignature(config=config))
+        self.config = config
+        self.ports = config.spad_ports
+        own = (UnitSignature(config=config) if self.ports == 1
+               else UnitSignature(spad=SpadPort(words=self.ports, config=config), config=config))
+        # an engine's port is one word (it runs on lane 0 of a wide port) or the unit's width
+        contracts = (_ports(UnitSignature(config=config)), _ports(own))
         #: mnemonic -> engine, in op-code order; every engine is given the configuration
         self.engines: dict[str, wiring.Component] = {}
         try:
             for name, cls in self.engines_of(config).items():
                 engine = self.engines[name] = cls(config=config)
-                if not isinstance(engine, wiring.Component) or _ports(engine.signature) != contract:
+                if not isinstance(engine, wiring.Component) or _ports(engine.signature) not in contracts:
                     raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
                                      f"wiring.Component on the unit contract (ga2_hdl.layout.UnitSignature)")
         except Exception:
             for unused in (self, *self.engines.values()):   # no warnings about them on top of the error
                 unused._MustUse__silence = True
             raise
-        super().__init__(UnitSignature(config=config))
+        super().__init__(own)
 
     @classmethod
     def engines_of(cls, config: Config) -> dict[str, type]:
@@ -280,7 +464,12 @@ class VectorUnit(wiring.Component):
         for code in iset.unit_ops(isa.Unit.VECTOR):
             spec = iset.by_code[code]
             ext = iset.extension_of.get(code)
-            engine = cls.ENGINES.get(spec.mnemonic) if ext is None else ext.engines.get(spec.mnemonic)
+            if ext is not None:
+                engine = ext.engines.get(spec.mnemonic)
+            elif config.spad_ports > 1 and spec.mnemonic in cls.WIDE_ENGINES:
+                engine = cls.WIDE_ENGINES[spec.mnemonic]
+            else:
+                engine = cls.ENGINES.get(spec.mnemonic)
             if engine is None:
                 where = (f"VectorUnit.ENGINES" if ext is None
                          else f"the engines mapping of {ext.module}'s EXTENSION")
@@ -290,6 +479,8 @@ class VectorUnit(wiring.Component):
         return out
 
     def elaborate(self, platform):
+        if self.ports > 1:
+            return self._elaborate_wide()
         m = Module()
         iset = isa.instruction_set(self.config)
 
@@ -325,5 +516,43 @@ class VectorUnit(wiring.Component):
                         self.spad.wr_en.eq(engine.spad.wr_en),
                         self.spad.wr_addr.eq(engine.spad.wr_addr),
                         self.spad.wr_data.eq(engine.spad.wr_data),
+                    ]
+        return m
+
+    #: the engines of a wide port (spad_ports > 1); an operation without one runs its
+    #: one-word engine on lane 0
+    WIDE_ENGINES = {"RQ": WideRequantizeEngine, "VADD": WideAddEngine, "AMAX": WideArgmaxEngine}
+
+    def _elaborate_wide(self):
+        m = Module()
+        iset = isa.instruction_set(self.config)
+        m.submodules.read_gate = read_gate = Module()
+        engines = self.engines
+        for name, engine in engines.items():
+            wide = engine.signature.members["spad"].signature.words > 1
+            m.submodules[name.lower()] = engine
+            selected = self.ins.op == iset.by_name[name].code
+            m.d.comb += [engine.ins.eq(self.ins), engine.start.eq(self.start & selected)]
+            read_gate.d.comb += engine.spad.rd_data.eq(
+                Mux(selected, self.spad.rd_data.as_value() if wide else self.spad.rd_data[0], 0))
+            with m.If(engine.done):
+                m.d.comb += self.done.eq(1)
+            with m.If(engine.busy):
+                m.d.comb += self.busy.eq(1)
+        with m.Switch(self.ins.op):
+            for name, engine in engines.items():
+                with m.Case(iset.by_name[name].code):
+                    p = engine.spad
+                    if hasattr(p, "rd_mask"):         # a wide engine
+                        m.d.comb += [self.spad.rd_mask.eq(p.rd_mask), self.spad.wr_mask.eq(p.wr_mask),
+                                     self.spad.wr_data.eq(p.wr_data)]
+                    else:         # the one-word engine on lane 0
+                        m.d.comb += [self.spad.rd_mask.eq(p.rd_en), self.spad.wr_mask.eq(p.wr_en),
+                                     self.spad.wr_data[0].eq(p.wr_data)]
+                    m.d.comb += [
+                        self.spad.rd_en.eq(p.rd_en),
+                        self.spad.rd_addr.eq(p.rd_addr),
+                        self.spad.wr_en.eq(p.wr_en),
+                        self.spad.wr_addr.eq(p.wr_addr),
                     ]
         return m

@@ -13,6 +13,11 @@ cycle; a testbench loads and reads the contents through
 :attr:`ExternalMemoryModel.memory` (``data[i]``).  The Verilog testbenches
 implement the same behaviour in Verilog.
 
+A wide port (``Config.ext_port_words`` = w > 1, the master has ``ext_mask``):
+a request reads the words ``ext_addr + i`` of the lanes i that ``ext_mask``
+selects (w read ports), a write writes those lanes (w write ports), and a
+stage holds w words; lanes not selected touch nothing (their read data is undefined).
+
 The model is attached to its master (the chip, or a DMA under test) by
 reference: it reads the master's ``ext_addr``/``ext_re``/``ext_we``/
 ``ext_wdata`` and drives its ``ext_rdata``/``ext_rvalid`` directly, which
@@ -64,33 +69,60 @@ class ExternalMemoryModel(wiring.Component):
         self.master = master
         self.words = words
         self.lat = lat
+        self.port_words = len(master.ext_mask) if hasattr(master, "ext_mask") else 1
         self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=words, init=list(init))
         super().__init__({})
+        if self.port_words > 1:
+            #: the last address a write this cycle may reach (for a WriteMonitor)
+            self.write_last = Signal(len(master.ext_addr) + 1, name="write_last")
+
+    def _elaborate_wide(self, m):
+        port, w = self.master, self.port_words
+        lane_data = []
+        for i in range(w):
+            rd = self.memory.read_port()
+            wr = self.memory.write_port()
+            addr_bits = len(rd.addr)
+            addr = port.ext_addr + i
+            m.d.comb += [
+                rd.addr.eq(addr[:addr_bits]),
+                rd.en.eq(port.ext_re & port.ext_mask[i]),
+                wr.addr.eq(addr[:addr_bits]),
+                wr.data.eq(port.ext_wdata[i]),
+                wr.en.eq(port.ext_we & port.ext_mask[i]),
+            ]
+            lane_data.append(rd.data)
+        m.d.comb += self.write_last.eq(port.ext_addr + (w - 1))
+        return Cat(*lane_data)
 
     def elaborate(self, platform):
         m = Module()
         port = self.master
         m.submodules.memory = self.memory
-        rd = self.memory.read_port()           # non-transparent: the word before this edge's write
-        wr = self.memory.write_port()
-        addr_bits = len(rd.addr)
-        m.d.comb += [
-            rd.addr.eq(port.ext_addr[:addr_bits]),
-            rd.en.eq(port.ext_re),             # stage 0 data only matters when it is valid
-            wr.addr.eq(port.ext_addr[:addr_bits]),
-            wr.data.eq(port.ext_wdata),
-            wr.en.eq(port.ext_we),
-        ]
+        if self.port_words > 1:
+            read_data = self._elaborate_wide(m)
+        else:
+            rd = self.memory.read_port()           # non-transparent: the word before this edge's write
+            wr = self.memory.write_port()
+            addr_bits = len(rd.addr)
+            m.d.comb += [
+                rd.addr.eq(port.ext_addr[:addr_bits]),
+                rd.en.eq(port.ext_re),             # stage 0 data only matters when it is valid
+                wr.addr.eq(port.ext_addr[:addr_bits]),
+                wr.data.eq(port.ext_wdata),
+                wr.en.eq(port.ext_we),
+            ]
+            read_data = rd.data
         # stage 0 is (a registered ext_re, the read port's data); stages 1 .. LAT-1 are one
         # register (an array of (valid, data)) that shifts by one stage per cycle
-        stage = data.StructLayout({"valid": 1, "data": unsigned(isa.WORD_BITS)})
+        stage = data.StructLayout({"valid": 1, "data": unsigned(isa.WORD_BITS * self.port_words)})
         first_valid = Signal(name="stage0_valid")
         m.d.sync += first_valid.eq(port.ext_re)
         if self.lat == 1:
-            m.d.comb += [port.ext_rvalid.eq(first_valid), port.ext_rdata.eq(rd.data)]
+            m.d.comb += [port.ext_rvalid.eq(first_valid), port.ext_rdata.eq(read_data)]
             return m
         later = Signal(data.ArrayLayout(stage, self.lat - 1), name="stages")
-        entering = Cat(first_valid, rd.data)
+        entering = Cat(first_valid, read_data)
         m.d.sync += later.eq(Cat(entering, later.as_value()[:-stage.size]))
         m.d.comb += [port.ext_rvalid.eq(later[-1].valid), port.ext_rdata.eq(later[-1].data)]
         return m

@@ -800,7 +800,8 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     disagreement, so "mismatches" counts simulators, each naming its first.
     ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).  ``directed`` puts the directed suite first
-    (``programs`` then counts both).
+    (``programs`` then counts both).  ``config``: the chip every simulator builds and the golden
+    model predicts (the book's by default).
     """
     from gen.simulator import SimulatorError, get_simulator
 

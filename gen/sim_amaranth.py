@@ -62,9 +62,13 @@ class ChipSimulation:
         self.chip = GA2Chip(config=config, ext_words=ext_words)
         # attached to the chip's ext_* ports
         self.ext = ExternalMemoryModel(self.chip, ext_words, config=config)
-        self.written = WriteMonitor({"ext": (self.chip.ext_we, self.chip.ext_addr, ext_words),
-                                     "spad": (self.chip.spad.write_en, self.chip.spad.write_addr,
-                                              self.chip.spad.depth)})
+        watched = {"ext": (self.chip.ext_we, self.chip.ext_addr, ext_words),
+                   "spad": (self.chip.spad.write_en, self.chip.spad.write_addr, self.chip.spad.depth)}
+        if self.ext.port_words > 1:        # a wide write may reach into the next block
+            watched["ext_last"] = (self.chip.ext_we, self.ext.write_last, ext_words)
+        if self.chip.spad.n_banks > 1:
+            watched["spad_last"] = (self.chip.spad.write_en, self.chip.spad.write_last, self.chip.spad.depth)
+        self.written = WriteMonitor(watched)
         m = Module()
         m.submodules.chip = self.chip
         m.submodules.ext = self.ext
@@ -73,8 +77,15 @@ class ChipSimulation:
         self._ran = False
         self.timed_out: tuple[int, int, str] | None = None    # (program, bound, where it was) if one hung
         self._ext_rows = [self.ext.memory.data[i] for i in range(ext_words)]
-        self._spad_rows = [self.chip.spad.memory.data[i] for i in range(self.chip.spad.depth)]
+        self._spad_rows = [self.chip.spad.cell(i) for i in range(self.chip.spad.depth)]
         self.build_seconds = time.perf_counter() - t0
+
+    def _bitmap(self, ctx, name: str) -> int:
+        """The written blocks of memory ``name`` (with a wide port's last-lane blocks)."""
+        bits = ctx.get(self.written.blocks[name])
+        if f"{name}_last" in self.written.blocks:
+            bits |= ctx.get(self.written.blocks[f"{name}_last"])
+        return bits
 
     def run(self, jobs: Sequence[tuple[Sequence[Instruction], Sequence[int]]], *,
             vcd: str | None = None,
@@ -131,14 +142,14 @@ class ChipSimulation:
                     return
                 # 5. the end state
                 ext_known = image
-                ext_spans = written.written_ranges(ctx.get(written.blocks["ext"]), self.ext_words)
+                ext_spans = written.written_ranges(self._bitmap(ctx, "ext"), self.ext_words)
                 for span in ext_spans:
                     ext_known[span.start:span.stop] = [ctx.get(row) for row in self._ext_rows[span.start:span.stop]]
                 if isinstance(source, MemoryImage):     # kept sparse: a bundle's results cost what they touch
                     final = source if not ext_spans else MemoryImage.from_words(ext_known)
                 else:
                     final = list(ext_known)
-                spad_dirty = written.written_ranges(ctx.get(written.blocks["spad"]), self.chip.spad.depth)
+                spad_dirty = written.written_ranges(self._bitmap(ctx, "spad"), self.chip.spad.depth)
                 if chip.config.overlap:       # several writes a cycle: the monitor sees one of them
                     spad_dirty = [range(self.chip.spad.depth)]
                 result = RunResult(

@@ -114,6 +114,7 @@ def params_header(ext_words: int, config: Config = isa.BOOK) -> str:
         raise SimulatorError(f"configuration {config.name!r}: the driver's memory model needs lat >= 2, "
                              f"not {config.lat}")
     imem_words = config.imem_words
+    banks = max(config.spad_ports, config.ext_port_words)
     codes = max(int(e) for e in ErrorCode) + 1
     names = ["nullptr"] * codes
     for e in ErrorCode:
@@ -126,6 +127,11 @@ static const int GA2_EXT_WORDS = {ext_words};
 static const int GA2_LAT = {config.lat};
 static const int GA2_IMEM_WORDS = {imem_words};
 static const int GA2_SPAD_WORDS = {config.spad_words};
+// the scratchpad's storage: GA2_SPAD_BANKS memories of GA2_SPAD_BANK_ROWS 32-bit words
+static const int GA2_SPAD_BANKS = {banks};
+static const int GA2_SPAD_BANK_ROWS = {-(-config.spad_words // banks)};
+// words per external-memory request (a wide port has ext_mask)
+#define GA2_EXT_PORT_WORDS {config.ext_port_words}
 static const int GA2_WATCHDOG_FACTOR = {WATCHDOG_FACTOR};
 static const int GA2_WATCHDOG_SLACK = {WATCHDOG_SLACK};
 static const uint32_t GA2_MAGIC = 0x{bundle_format.MAGIC:08x}u;

@@ -21,6 +21,12 @@ control contract on every cycle:
   exactly in cycles t+1 .. t+W (the cycle of ``done`` included) and low in the
   start cycle and while idle.
 
+The busy time is the unit's configuration's (``unit.config``, the book's when a
+unit has none): ``isa.instruction_set(config).busy(ins)``.  A unit with a wide
+scratchpad port (``Config.spad_ports`` or ``ext_port_words`` above 1) gets a
+banked scratchpad of its port's width; "the same address" then means any word
+the read mask and the write mask both select.
+
 :func:`run_program` is the same for a list of instructions on a preloaded
 scratchpad, returning the final scratchpad and the measured W of each;
 :class:`UnitBench` is the same with per-instruction ``before``/``after``
@@ -51,12 +57,14 @@ class SpadHarness(wiring.Component):
     def __init__(self, unit: wiring.Component, *, ext_words: int = 0, spad_init=()):
         super().__init__()
         self.unit = unit
-        self.spad = Scratchpad(1, init=spad_init)
+        self.config = getattr(unit, "config", isa.BOOK)
+        self.words = port_words(unit)
+        self.spad = Scratchpad(1, config=self.config, init=spad_init, words=self.words)
         self.mem = self.spad.memory
         self.ext = None
         if ext_words:
             from gen.extmem import ExternalMemoryModel
-            self.ext = ExternalMemoryModel(unit, ext_words)
+            self.ext = ExternalMemoryModel(unit, ext_words, lat=self.config.lat)
 
     def elaborate(self, platform):
         m = Module()
@@ -77,6 +85,23 @@ class ContractError(AssertionError):
     pass
 
 
+def port_words(unit) -> int:
+    """Words per access of ``unit``'s scratchpad port (1: the book's port)."""
+    return unit.signature.members["spad"].signature.words
+
+
+def _lanes(ctx, spad, en, addr, mask) -> set[int]:
+    """The addresses a port's access selects this cycle (empty when not enabled)."""
+    if not ctx.get(en):
+        return set()
+    base = ctx.get(addr)
+    if not hasattr(spad, "rd_mask"):
+        return {base}
+    bits = ctx.get(mask)
+    top = 1 << len(addr)
+    return {(base + i) % top for i in range(len(mask)) if bits >> i & 1}
+
+
 Job = tuple  # (isa.Instruction, before or None, after or None)
 
 
@@ -87,6 +112,8 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
     checking the contract every cycle; returns the measured W of each instruction.
     ``monitor(ctx, ins, cycle)``, if given, sees every cycle t+0 .. t+W+gap+3 of every instruction."""
     spad = harness.unit.spad
+    iset = isa.instruction_set(harness.config)
+    wide = hasattr(spad, "rd_mask")
     busy_port = getattr(harness.unit, "busy", None) if "busy" in harness.unit.signature.members else None
     busy_times: list[int] = []
 
@@ -99,9 +126,18 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
             if not busy and (rd_en or wr_en):
                 raise ContractError(f"{ins}: scratchpad {'read' if rd_en else 'write'} in cycle t+{cycle}, "
                                     f"outside the busy cycles")
-            if rd_en and wr_en and ctx.get(spad.rd_addr) == ctx.get(spad.wr_addr):
+            if rd_en and wr_en and not wide and ctx.get(spad.rd_addr) == ctx.get(spad.wr_addr):
                 raise ContractError(f"{ins}: read and write of address {ctx.get(spad.rd_addr)} "
                                     f"in the same cycle t+{cycle}")
+            if wide:
+                both = (_lanes(ctx, spad, spad.rd_en, spad.rd_addr, spad.rd_mask)
+                        & _lanes(ctx, spad, spad.wr_en, spad.wr_addr, spad.wr_mask))
+                if both:
+                    raise ContractError(f"{ins}: read and write of address {min(both)} "
+                                        f"in the same cycle t+{cycle}")
+                for name in ("rd", "wr"):
+                    if ctx.get(getattr(spad, f"{name}_mask")) and not ctx.get(getattr(spad, f"{name}_en")):
+                        raise ContractError(f"{ins}: {name}_mask set without {name}_en in cycle t+{cycle}")
             if ctx.get(harness.spad.conflict):
                 raise ContractError(f"{ins}: two scratchpad masters in cycle t+{cycle}")
             if monitor:
@@ -116,7 +152,7 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
         for ins, before, after in jobs:
             if before:
                 before(ctx, harness)
-            limit = ins.busy()
+            limit = iset.busy(ins)
             ctx.set(harness.ins.as_value(), ins.encode())
             ctx.set(harness.start, 1)
             if ctx.get(harness.done):
@@ -173,10 +209,10 @@ def run_program(make_unit: Callable[[], wiring.Component],
 
     def setup(ctx):
         for addr, word in items:
-            ctx.set(harness.mem.data[addr], word & isa.WORD_MASK)
+            ctx.set(harness.spad.cell(addr), word & isa.WORD_MASK)
 
     def finish(ctx):
-        final.extend(ctx.get(harness.mem.data[a]) for a in range(isa.SPAD_WORDS))
+        final.extend(ctx.get(harness.spad.cell(a)) for a in range(harness.spad.depth))
 
     busy = run_jobs(harness, [(ins, None, None) for ins in instructions], gap=gap, setup=setup, finish=finish,
                     monitor=(lambda ctx, ins, cycle: monitor(ctx, harness, ins, cycle)) if monitor else None)
@@ -204,10 +240,10 @@ class UnitBench:
     # memory helpers (testbench side)
     def spad_write(self, ctx, addr: int, words):
         for i, w in enumerate(words):
-            ctx.set(self.spad.memory.data[addr + i], w & isa.WORD_MASK)
+            ctx.set(self.spad.cell(addr + i), w & isa.WORD_MASK)
 
     def spad_read(self, ctx, addr: int, n: int) -> list[int]:
-        return [ctx.get(self.spad.memory.data[addr + i]) for i in range(n)]
+        return [ctx.get(self.spad.cell(addr + i)) for i in range(n)]
 
     def ext_write(self, ctx, addr: int, words):
         for i, w in enumerate(words):

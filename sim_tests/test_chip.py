@@ -194,11 +194,8 @@ def test_bad_parameters_are_refused():
         GA2Chip(config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16))
 
 
-@pytest.mark.parametrize("change", [{"spad_ports": 2}, {"ext_port_words": 4}])
-def test_parameters_without_hardware_are_refused_naming_them(change):
-    """What other work builds (wider ports) is a clear refusal here, not a wrong chip (overlapped
-    issue is built: sim_tests/test_overlap.py)."""
-    config = isa.BOOK.replace(name="later", **change)
-    (name, value), = change.items()
-    with pytest.raises(ValueError, match=f"{name}={value!r}"):
-        GA2Chip(config=config)
+def test_overlap_with_wide_ports_is_refused_naming_both():
+    """Overlapped issue (ports per master) and wide ports (banks) are each built, not together:
+    a clear refusal, not a wrong chip."""
+    with pytest.raises(ValueError, match="overlap together with wide ports"):
+        GA2Chip(config=isa.BOOK.replace(name="both", overlap=True, spad_ports=2))

@@ -55,7 +55,7 @@ def random_mm(rng: random.Random, M=None, K=None, N=None, tb=None) -> isa.Instru
             return ins
 
 
-def run_jobs(instructions, seed):
+def run_jobs(instructions, seed, config=isa.BOOK):
     """Run the MMs one after the other on one scratchpad filled with random words.
 
     After each MM the words of its C span (and one word either side) are compared with the
@@ -83,8 +83,8 @@ def run_jobs(instructions, seed):
                                    f"{want[lo + bad[0]]:#x} ({bad.size} words differ)")
 
         jobs.append((ins, None, after))
-        expect_busy.append(ins.busy())
-    busy = UnitBench(MatrixUnit(), spad_init=initial).run(jobs)
+        expect_busy.append(isa.instruction_set(config).busy(ins))
+    busy = UnitBench(MatrixUnit(config=config), spad_init=initial).run(jobs)
     assert busy == expect_busy
     return busy
 

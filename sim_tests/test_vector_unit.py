@@ -63,7 +63,7 @@ def numpy_effect(mem, ins):
     mem[:] = a.tolist()
 
 
-def run_and_check(image, program):
+def run_and_check(image, program, config=isa.BOOK):
     image = list(image) + [0] * (isa.SPAD_WORDS - len(image))
     for ins in program:
         assert isa.check(ins)[0] == isa.ErrorCode.OK, f"test program is illegal: {ins}: {isa.check(ins)[1]}"
@@ -77,11 +77,14 @@ def run_and_check(image, program):
     def count_reads(ctx, harness, ins, cycle):
         if cycle == 0:
             reads.append(0)
-        reads[-1] += ctx.get(harness.unit.spad.rd_en)
+        spad = harness.unit.spad
+        # words read: one per read on a one-word port, the read mask's lanes on a wide one
+        reads[-1] += ctx.get(spad.rd_en) * (bin(ctx.get(spad.rd_mask)).count("1") if hasattr(spad, "rd_mask") else 1)
 
-    final, busy = run_program(VectorUnit, image, program, monitor=count_reads)
+    iset = isa.instruction_set(config)
+    final, busy = run_program(lambda: VectorUnit(config=config), image, program, monitor=count_reads)
     for ins, w, n in zip(program, busy, reads):
-        assert w == ins.busy(), f"{ins}: busy {w} cycles, the ISA says {ins.busy()}"
+        assert w == iset.busy(ins), f"{ins}: busy {w} cycles, the ISA says {iset.busy(ins)}"
         # every source word is read once per pass, and nothing else: RQ and AMAX one pass, VADD two
         # operands, SM three passes
         want = {"RQ": 1, "AMAX": 1, "VADD": 2, "SM": 3}[ins.mnemonic] * ins.len

@@ -43,6 +43,9 @@ using Chip = cxxrtl_design::p_ga2__chip;
 // A port is a value<> or a wire<> depending on how CXXRTL optimised it: read both alike.
 template <size_t N> uint64_t get(const cxxrtl::value<N> &v) { return v.template get<uint64_t>(); }
 template <size_t N> uint64_t get(const cxxrtl::wire<N> &w) { return w.curr.template get<uint64_t>(); }
+// lane i (32 bits) of a wide port
+template <size_t N> uint32_t lane(const cxxrtl::value<N> &v, int i) { return (uint32_t)v.data[i]; }
+template <size_t N> uint32_t lane(const cxxrtl::wire<N> &w, int i) { return (uint32_t)w.curr.data[i]; }
 
 struct Args {
     std::vector<std::string> argv;
@@ -91,9 +94,9 @@ private:
     std::vector<uint32_t> words_;
     std::vector<uint32_t> mem_ = std::vector<uint32_t>(GA2_EXT_WORDS, 0);
     bool pipe_valid_[GA2_LAT - 1] = {};
-    uint32_t pipe_data_[GA2_LAT - 1] = {};
+    uint32_t pipe_data_[GA2_LAT - 1][GA2_EXT_PORT_WORDS] = {};   // GA2_EXT_PORT_WORDS words per stage
     bool ext_rvalid_ = false;
-    uint32_t ext_rdata_ = 0;
+    uint32_t ext_rdata_[GA2_EXT_PORT_WORDS] = {};
     bool rst_ = true, start_ = false, imem_we_ = false;
     uint32_t imem_addr_ = 0, imem_wdata_[4] = {};
 
@@ -109,7 +112,8 @@ private:
     FILE *ext_fd_ = nullptr;
     bool ext_all_ = false;
 
-    cxxrtl::chunk_t *spad_data_ = nullptr;  // the scratchpad's words, found by shape in the debug information
+    // the scratchpad's words (one memory per bank), found by shape in the debug information
+    std::vector<cxxrtl::chunk_t *> spad_banks_;
     bool want_vcd_ = false, vcd_on_ = false;
     long long vcd_program_ = 0;
     std::string vcd_path_;
@@ -229,16 +233,12 @@ private:
         chip_.debug_info(&items_, nullptr, "");
         for (auto &entry : items_.table)
             for (auto &item : entry.second)
-                if (item.type == cxxrtl::debug_item::MEMORY && item.width == 32 && item.depth == GA2_SPAD_WORDS) {
-                    if (spad_data_) {
-                        std::printf("ERROR: more than one %d x 32-bit memory in the chip: cannot tell the scratchpad\n",
-                                    GA2_SPAD_WORDS);
-                        fail(); return false;
-                    }
-                    spad_data_ = item.curr;
-                }
-        if (!spad_data_) {
-            std::printf("ERROR: no %d x 32-bit memory (the scratchpad) in the chip\n", GA2_SPAD_WORDS);
+                if (item.type == cxxrtl::debug_item::MEMORY && item.width == 32 &&
+                    item.depth == (size_t)GA2_SPAD_BANK_ROWS)
+                    spad_banks_.push_back(item.curr);
+        if ((int)spad_banks_.size() != GA2_SPAD_BANKS) {
+            std::printf("ERROR: %zu %d x 32-bit memories in the chip, the scratchpad has %d: cannot tell its banks\n",
+                        spad_banks_.size(), GA2_SPAD_BANK_ROWS, GA2_SPAD_BANKS);
             fail(); return false;
         }
 
@@ -288,44 +288,57 @@ private:
         chip_.p_imem__addr.set<uint32_t>(imem_addr_);
         for (int i = 0; i < 4; ++i) chip_.p_imem__wdata.data[i] = imem_wdata_[i];
         chip_.p_ext__rvalid.set<bool>(ext_rvalid_);
-        chip_.p_ext__rdata.set<uint32_t>(ext_rdata_);
+        for (int i = 0; i < GA2_EXT_PORT_WORDS; ++i) chip_.p_ext__rdata.data[i] = ext_rdata_[i];
     }
 
     // -------------------------------------------------------------- one rising edge
     void edge() {
         // the chip's outputs as the testbench sees them at the edge (before it)
         const bool ext_re = get(chip_.p_ext__re), ext_we = get(chip_.p_ext__we);
-        const uint32_t ext_addr = (uint32_t)get(chip_.p_ext__addr), ext_wdata = (uint32_t)get(chip_.p_ext__wdata);
+        const uint32_t ext_addr = (uint32_t)get(chip_.p_ext__addr);
+        uint32_t ext_wdata[GA2_EXT_PORT_WORDS];
+        for (int i = 0; i < GA2_EXT_PORT_WORDS; ++i) ext_wdata[i] = lane(chip_.p_ext__wdata, i);
+#if GA2_EXT_PORT_WORDS > 1
+        const uint32_t ext_mask = (uint32_t)get(chip_.p_ext__mask);   // the lanes a wide request selects
+#else
+        const uint32_t ext_mask = 1;
+#endif
         const bool halted = get(chip_.p_halted);
 
         time_ += 5;
         chip_.p_clk.set<bool>(true);
         chip_.step();                                   // the chip's registers take the old inputs
 
-        // the external-memory model (docs/chip.md); without a read, stage 0 keeps its data
-        uint32_t read_word = pipe_data_[0];
-        if (ext_re) {
-            if (ext_addr >= (uint32_t)GA2_EXT_WORDS) {
-                std::printf("ERROR: program %lld read ext[%u], outside the %d-word memory\n", prog_, ext_addr, GA2_EXT_WORDS);
-                fail(); return;
+        // the external-memory model (docs/chip.md); without a read, stage 0 keeps its data (lane by
+        // lane: a wide request reads and writes the lanes ext_mask selects, words ext_addr + lane)
+        uint32_t read_word[GA2_EXT_PORT_WORDS];
+        for (int i = 0; i < GA2_EXT_PORT_WORDS; ++i) {
+            const uint32_t addr = ext_addr + (uint32_t)i;
+            read_word[i] = pipe_data_[0][i];
+            if (!(ext_mask >> i & 1)) continue;
+            if (ext_re) {
+                if (addr >= (uint32_t)GA2_EXT_WORDS) {
+                    std::printf("ERROR: program %lld read ext[%u], outside the %d-word memory\n", prog_, addr, GA2_EXT_WORDS);
+                    fail(); return;
+                }
+                read_word[i] = mem_[addr];
             }
-            read_word = mem_[ext_addr];
-        }
-        if (ext_we) {
-            if (ext_addr >= (uint32_t)GA2_EXT_WORDS) {
-                std::printf("ERROR: program %lld wrote ext[%u], outside the %d-word memory\n", prog_, ext_addr, GA2_EXT_WORDS);
-                fail(); return;
+            if (ext_we) {
+                if (addr >= (uint32_t)GA2_EXT_WORDS) {
+                    std::printf("ERROR: program %lld wrote ext[%u], outside the %d-word memory\n", prog_, addr, GA2_EXT_WORDS);
+                    fail(); return;
+                }
+                mem_[addr] = ext_wdata[i];
             }
-            mem_[ext_addr] = ext_wdata;
         }
         ext_rvalid_ = pipe_valid_[GA2_LAT - 2];
-        ext_rdata_ = pipe_data_[GA2_LAT - 2];
+        for (int i = 0; i < GA2_EXT_PORT_WORDS; ++i) ext_rdata_[i] = pipe_data_[GA2_LAT - 2][i];
         for (int j = GA2_LAT - 2; j > 0; --j) {
             pipe_valid_[j] = pipe_valid_[j - 1];
-            pipe_data_[j] = pipe_data_[j - 1];
+            for (int i = 0; i < GA2_EXT_PORT_WORDS; ++i) pipe_data_[j][i] = pipe_data_[j - 1][i];
         }
         pipe_valid_[0] = ext_re;
-        pipe_data_[0] = read_word;
+        for (int i = 0; i < GA2_EXT_PORT_WORDS; ++i) pipe_data_[0][i] = read_word[i];
 
         bool stop_vcd = false;
         switch (state_) {
@@ -373,7 +386,8 @@ private:
             long long k = next_runs_;
             std::fill(mem_.begin(), mem_.end(), 0);
             // the golden model starts every program with a zero scratchpad; the chip never clears it
-            std::memset(spad_data_, 0, sizeof(cxxrtl::chunk_t) * GA2_SPAD_WORDS);
+            for (cxxrtl::chunk_t *bank : spad_banks_)
+                std::memset(bank, 0, sizeof(cxxrtl::chunk_t) * GA2_SPAD_BANK_ROWS);
             long long n_runs = words_[pos_], a = pos_ + 1;
             for (long long r = 0; r < n_runs; ++r) {
                 long long start = words_[a], len = words_[a + 1];

@@ -50,9 +50,16 @@ module ga2_tb (
     wire [31:0]               cnt_total, cnt_matrix, cnt_dma, cnt_vector, cnt_instructions;
     wire [15:0]               ext_addr;
     wire                      ext_re, ext_we;
-    wire [31:0]               ext_wdata;
-    reg  [31:0]               ext_rdata = 0;         // the last stage of the read pipeline
+    // EXT_PORT_WORDS words per request (docs/chip.md, "Wide ports"): lane i is ext_addr + i;
+    // a wide port's ext_mask selects the lanes, the book's one-word port has none
+    wire [32*EXT_PORT_WORDS-1:0] ext_wdata;
+    reg  [32*EXT_PORT_WORDS-1:0] ext_rdata = 0;      // the last stage of the read pipeline
     reg                       ext_rvalid = 1'b0;
+`ifdef GA2_EXT_MASK
+    wire [EXT_PORT_WORDS-1:0] ext_mask;
+`else
+    wire [0:0]                ext_mask = 1'b1;
+`endif
 
     ga2_chip dut (
         .clk(clk), .rst(rst),
@@ -63,6 +70,9 @@ module ga2_tb (
         .imem_we(imem_we), .imem_addr(imem_addr), .imem_wdata(imem_wdata),
         .ext_addr(ext_addr), .ext_re(ext_re), .ext_we(ext_we), .ext_wdata(ext_wdata),
         .ext_rdata(ext_rdata), .ext_rvalid(ext_rvalid)
+`ifdef GA2_EXT_MASK
+        , .ext_mask(ext_mask)
+`endif
     );
 
     // verilator tracing_off
@@ -72,7 +82,7 @@ module ga2_tb (
     // The read pipeline has LAT stages of (valid, data): stages 0 .. LAT-2 here, the last one
     // is (ext_rvalid, ext_rdata) itself.
     reg        pipe_valid [0:LAT-2];
-    reg [31:0] pipe_data  [0:LAT-2];
+    reg [32*EXT_PORT_WORDS-1:0] pipe_data [0:LAT-2];
 
     localparam S_RESET = 0, S_NEXT = 1, S_IMEM = 2, S_EXT = 3, S_STARTED = 4, S_WAIT = 5, S_DONE = 6;
     integer    state = S_RESET;
@@ -95,7 +105,9 @@ module ga2_tb (
     reg        ext_all = 1'b0;
     // scratch for the loops
     integer    i, j, k, a, r, n_runs, run_start, run_len, last_end;
-    reg [31:0] expw, read_word;
+    reg [31:0] expw;
+    reg [32*EXT_PORT_WORDS-1:0] read_word;
+    integer    lane;
     reg        differs;
     // verilator tracing_on
 
@@ -205,18 +217,21 @@ module ga2_tb (
         // this edge's write; the write lands at this edge.  Without a read, stage 0 keeps its
         // data, as the Amaranth model's read port does (gen/extmem.py): the chip ignores data
         // that is not valid, and `ga2 diff-sims` sees the same inputs in every simulator.
+        // A wide port reads and writes the lanes its mask selects (a lane not read keeps its data).
         read_word = pipe_data[0];
-        if (ext_re === 1'b1) begin
-            if (ext_addr >= EXT_WORDS) begin
-                $display("ERROR: program %0d read ext[%0d], outside the %0d-word memory", prog, ext_addr, EXT_WORDS); fail;
+        for (lane = 0; lane < EXT_PORT_WORDS; lane = lane + 1) begin
+            if (ext_re === 1'b1 && ext_mask[lane] === 1'b1) begin
+                if (ext_addr + lane >= EXT_WORDS) begin
+                    $display("ERROR: program %0d read ext[%0d], outside the %0d-word memory", prog, ext_addr + lane, EXT_WORDS); fail;
+                end
+                read_word[32*lane +: 32] = mem[ext_addr + lane];
             end
-            read_word = mem[ext_addr];
-        end
-        if (ext_we === 1'b1) begin
-            if (ext_addr >= EXT_WORDS) begin
-                $display("ERROR: program %0d wrote ext[%0d], outside the %0d-word memory", prog, ext_addr, EXT_WORDS); fail;
+            if (ext_we === 1'b1 && ext_mask[lane] === 1'b1) begin
+                if (ext_addr + lane >= EXT_WORDS) begin
+                    $display("ERROR: program %0d wrote ext[%0d], outside the %0d-word memory", prog, ext_addr + lane, EXT_WORDS); fail;
+                end
+                mem[ext_addr + lane] = ext_wdata[32*lane +: 32];
             end
-            mem[ext_addr] = ext_wdata;
         end
         pipe_valid[0] <= ext_re;
         pipe_data[0]  <= read_word;
@@ -274,7 +289,7 @@ module ga2_tb (
             k = next_runs;
             for (j = 0; j < EXT_WORDS; j = j + 1) mem[j] = 32'd0;
             // the golden model starts every program with a zero scratchpad; the chip never clears it
-            for (j = 0; j < SPAD_WORDS; j = j + 1) `GA2_SPAD_ARRAY[j] = 32'd0;
+            `GA2_ZERO_SPAD
             n_runs = words[pos];
             a = pos + 1;
             for (r = 0; r < n_runs; r = r + 1) begin
