@@ -10,7 +10,7 @@ Operations::
     input(name, shape)            a tensor given at run time (loaded from external memory)
     weight(name, array)           a constant matrix (quantized at compile time)
     matmul(a, b, transpose_b, scale)   scale * (a @ b)   or   scale * (a @ b^T)
-    softmax(a)                    per row
+    softmax(a, q16=False)         per row (q16: the SM unit's Q0.16 words themselves, output only)
     add(a, b)                     elementwise, same shapes
     relu(a)                       only directly after a matmul (fused into its requantizer)
     concat_rows(a, b)             a on top of b: a VIEW (both are written into one buffer)
@@ -126,6 +126,9 @@ class Graph:
         if node.op == "argmax" and consumer != "output":
             raise CompileError(f"{consumer}: operand {node.label()} holds int32 indices, which can only be "
                                f"stored as an output")
+        if node.attrs.get("q16") and consumer != "output":
+            raise CompileError(f"{consumer}: operand {node.label()} holds the softmax unit's Q0.16 "
+                               f"probabilities (int32 words, 65536 = 1), which can only be stored as an output")
         return node
 
     def _claim_name(self, name, kind: str) -> str:
@@ -170,9 +173,16 @@ class Graph:
                                f"(the requantizer's multiplier is unsigned), got {scale!r}")
         return self._add("matmul", (a, b), (na.rows, b_cols), transpose_b=bool(transpose_b), scale=float(scale))
 
-    def softmax(self, a: int) -> int:
-        """Softmax of every row (the chip's input format: int8 at 1/16; output at 1/127)."""
-        return self._add("softmax", (a,), self._operand(a, "softmax").shape)
+    def softmax(self, a: int, q16: bool = False) -> int:
+        """Softmax of every row (the chip's input format: int8 at 1/16; output at 1/127).
+
+        ``q16=True``: the tensor is the softmax unit's own output, its Q0.16 probabilities
+        (int32 words, 65536 = 1, scale 1/65536), not requantized to int8; such a tensor can
+        only be stored as an output (like an argmax's indices)."""
+        na = self._operand(a, "softmax")
+        if not isinstance(q16, bool):
+            raise CompileError(f"softmax of {na.label()}: q16 must be True or False, got {q16!r}")
+        return self._add("softmax", (a,), na.shape, **({"q16": True} if q16 else {}))
 
     def add(self, a: int, b: int) -> int:
         na, nb = self._operand(a, "add"), self._operand(b, "add")

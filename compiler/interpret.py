@@ -25,7 +25,8 @@ def _int_product(a: IntMatrix, b: IntMatrix, transpose_b: bool) -> IntMatrix:
 def interpret(program, inputs: Mapping[str, Any]) -> dict[int, IntMatrix]:
     """Every node's integer value under ``program``'s scales: ``{node id: 2-D list of ints}``.
 
-    int8 tensors hold their int8 values; argmax holds indices ``[[i], ...]``;
+    int8 tensors hold their int8 values; argmax holds indices ``[[i], ...]``; a ``q16``
+    softmax its Q0.16 probabilities;
     an output holds the values it stores.
     """
     graph: Graph = program.graph
@@ -41,6 +42,8 @@ def interpret(program, inputs: Mapping[str, Any]) -> dict[int, IntMatrix]:
         elif n.op == "matmul":
             rq = plan.matmul[n.id]
             value[n.id] = [[rq(acc) for acc in row] for row in _int_product(ops[0], ops[1], n.attrs["transpose_b"])]
+        elif n.op == "softmax" and n.attrs.get("q16"):
+            value[n.id] = [isa.softmax_q16(row) for row in ops[0]]
         elif n.op == "softmax":
             rq = plan.softmax[n.id]
             value[n.id] = [[rq(p) for p in isa.softmax_q16(row)] for row in ops[0]]

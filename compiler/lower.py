@@ -13,7 +13,7 @@ What each step emits (A, B are operand addresses; every tensor is row-major):
   (relu fused), then the temporary is freed; ``k`` must be at most the
   configuration's ``max_k`` (the matrix unit sums all of K in one MM);
 * softmax: a temporary of Q0.16 probabilities, one SM per row, one RQ into the
-  result;
+  result (a ``q16`` softmax: one SM per row straight into the result, no RQ);
 * add: for each operand at a different scale, an RQ into a temporary at the
   sum's scale; one VADD; the temporaries are freed;
 * argmax: one AMAX per row; output: one ST of the whole tensor.
@@ -137,6 +137,10 @@ class _Emitter:
     def _softmax(self, node: Node, srcs: list[int]) -> None:
         rows, cols = node.shape
         out = self.place(node.id)
+        if node.attrs.get("q16"):                # the unit's Q0.16 words are the result
+            for r in range(rows):
+                self.emit("SM", dst=out + r * cols, src=srcs[0] + r * cols, len=cols)
+            return
         probs = self.temporary(node.size, f"the {node.size}-word probability buffer")
         for r in range(rows):
             self.emit("SM", dst=probs + r * cols, src=srcs[0] + r * cols, len=cols)

@@ -147,6 +147,9 @@ def compile_graph(graph: Graph, calib: Sequence[Mapping[str, Any]], ranges: Mapp
         if code != isa.ErrorCode.OK:     # a compiler bug, not the user's: say where it came from
             raise CompileError(f"internal error: instruction {pc} ({ins}) of "
                                f"{graph.nodes[prog.node_at(pc)].label()} is illegal: {why}")
+    if config.overlap:               # units run at once: order the code for it (compiler/schedule.py)
+        from .schedule import schedule_program
+        prog = schedule_program(prog, config)
     return prog
 
 
@@ -169,10 +172,11 @@ def ext_image(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = 
 
 
 def _ints_of(prog: Program, nid: int, words: Sequence[int]) -> list[list[int]]:
-    """A tensor's words as ints: int32 indices for an argmax (or an output of one), else int8."""
+    """A tensor's words as ints: int32 for an argmax's indices or a ``q16`` softmax's Q0.16
+    probabilities (or an output of one), else int8."""
     node = prog.graph.nodes[nid]
     source = prog.graph.nodes[node.inputs[0]] if node.op == "output" else node
-    convert = isa.int32_of if source.op == "argmax" else isa.int8_of
+    convert = isa.int32_of if source.op == "argmax" or source.attrs.get("q16") else isa.int8_of
     rows, cols = node.shape
     return [[convert(int(words[r * cols + c])) for c in range(cols)] for r in range(rows)]
 

@@ -13,7 +13,8 @@ The rules (each tensor ``t`` stores ``q`` with ``t ~ q * scale``, ``|q| <= 127``
   operands may cancel, and each operand is rescaled to the sum's scale).
 * **Pins.** The softmax unit reads int8 scores as real x/16, so a softmax
   input's group is pinned to 1/16; its probabilities are requantized to
-  1/127.  Pins are applied in node order (a later pin wins).
+  1/127 (a ``q16`` softmax keeps the unit's Q0.16 words: scale 1/65536, no
+  requantizer).  Pins are applied in node order (a later pin wins).
 * **Scale.** ``group range / 127`` (``1/127`` for a group that is all zeros),
   or the pin.  Argmax results are indices and have no scale.
 
@@ -44,6 +45,8 @@ from .reference import evaluate
 SOFTMAX_INPUT_SCALE = 1 / 16
 #: the scale softmax probabilities are requantized to
 SOFTMAX_OUTPUT_SCALE = 1 / isa.INT8_MAX
+#: the scale of a softmax kept as the unit's Q0.16 words (``Graph.softmax(a, q16=True)``)
+SOFTMAX_Q16_SCALE = 1 / isa.Q16_ONE
 #: Q0.16 probability -> int8 at SOFTMAX_OUTPUT_SCALE
 SOFTMAX_RATIO = isa.INT8_MAX / isa.Q16_ONE
 #: an add operand whose scale is within this relative distance of the sum's is not rescaled
@@ -173,7 +176,7 @@ def plan_scales(graph: Graph, samples: Sequence[Mapping[str, Any]],
             if group_range[g_in] > limit:
                 notes.append(f"{graph.nodes[n.inputs[0]].label()}: scores reach {group_range[g_in]:.2f}, above the "
                              f"softmax input range of {limit:.2f}: they will saturate")
-            pinned[group[n.id]] = SOFTMAX_OUTPUT_SCALE
+            pinned[group[n.id]] = SOFTMAX_Q16_SCALE if n.attrs.get("q16") else SOFTMAX_OUTPUT_SCALE
 
     scale: dict[int, float] = {}
     for n in graph.nodes:
@@ -192,7 +195,7 @@ def plan_scales(graph: Graph, samples: Sequence[Mapping[str, Any]],
             a, b = n.inputs
             ratio = n.attrs["scale"] * scale[a] * scale[b] / scale[n.id]
             plan.matmul[n.id] = _requantizer(ratio, n.label(), "matmul", relu=n.id in plan.fused_relu)
-        elif n.op == "softmax":
+        elif n.op == "softmax" and not n.attrs.get("q16"):
             plan.softmax[n.id] = _requantizer(SOFTMAX_RATIO, n.label(), "softmax output")
         elif n.op == "add":
             for k, i in enumerate(n.inputs):

@@ -19,7 +19,7 @@ from ga2_hdl import isa
 from ga2_hdl.config import Config
 from ga2_hdl.decoder import operand
 from ga2_hdl.isa import Extension, Operand, OpSpec, Region, Unit
-from ga2_hdl.layout import SPAD_ADDR_BITS, UnitSignature
+from ga2_hdl.layout import UnitSignature, spad_addr_bits
 
 OP_CODE = 8          # the first op code the book leaves free
 
@@ -55,11 +55,12 @@ class ReluEngine(wiring.Component):
 
     def __init__(self, *, config: Config = isa.BOOK):
         self.config = config
-        super().__init__(UnitSignature())
+        super().__init__(UnitSignature(config=config))      # the contract, sized for this chip
 
     def elaborate(self, platform):
         m = Module()
         dst, src, length = (operand(self.ins, "RELU", name) for name in ("dst", "src", "len"))
+        addr_bits = spad_addr_bits(self.config)
         rd_index = Signal(range(self.config.spad_words + 1))
         wr_index = Signal(range(self.config.spad_words + 1))
         reading, valid, last = Signal(), Signal(), Signal()
@@ -69,7 +70,7 @@ class ReluEngine(wiring.Component):
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq((src + rd_index)[:SPAD_ADDR_BITS]),
+            self.spad.rd_addr.eq((src + rd_index)[:addr_bits]),
         ]
         with m.If(reading):
             m.d.sync += rd_index.eq(rd_index + 1)
@@ -78,7 +79,7 @@ class ReluEngine(wiring.Component):
         word = self.spad.rd_data.as_signed()
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq((dst + wr_index)[:SPAD_ADDR_BITS]),
+                         self.spad.wr_addr.eq((dst + wr_index)[:addr_bits]),
                          self.spad.wr_data.eq(Mux(word < 0, 0, word))]
             m.d.sync += wr_index.eq(wr_index + 1)
             with m.If(last):

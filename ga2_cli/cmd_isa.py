@@ -109,7 +109,7 @@ def cmd_disasm(args) -> int:
         bundle = load_bundle(args.file)
         for i, p in enumerate(bundle.programs):
             print(f"# program {i}: {p.name}")
-            sys.stdout.write(asm.disassemble(p.code, args.config))
+            sys.stdout.write(asm.disassemble(p.code, bundle.config))     # the chip the bundle is for
         return 0
     sys.stdout.write(asm.disassemble(user_input(args.file, read_program), args.config))
     return 0
@@ -158,9 +158,6 @@ def cmd_golden(args) -> int:
         for name, why in _NOT_FOR_BUNDLES.items():      # refused, never silently ignored
             if getattr(args, name) not in (None, False):
                 raise CommandError(f"--{name.replace('_', '-')} does not apply to a bundle ({args.file}): {why}")
-        if not args.config.same_chip(isa.BOOK):
-            raise CommandError(f"--config does not apply to a bundle ({args.file}): bundle files are for the "
-                               f"book's chip (the format records no configuration yet)")
         return _golden_bundle(args)
     program = load_program(args.file, args.config)
     words = ext_words_of(args)

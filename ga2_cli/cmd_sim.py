@@ -21,10 +21,10 @@ from .main import CommandError
 from .progress import Progress
 
 
-def _simulator(name: str, **options):
+def _simulator(name: str, config=isa.BOOK):
     from gen.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name, **options)
+        return get_simulator(name, config=config)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
 
@@ -80,7 +80,7 @@ def cmd_replay(args) -> int:
         raise CommandError(f"{args.bundle}: the bundle holds no programs; nothing to replay")
     if args.program is not None and not args.program < len(bundle.programs):
         raise CommandError(f"--program {args.program}: {args.bundle} has programs 0 .. {len(bundle.programs) - 1}")
-    simulators = {name: _simulator(name, args.config) for name in names}      # fail early if one is missing
+    simulators = {name: _simulator(name, config=args.config) for name in names}      # fail early if one is missing
     failures = 0
     progress = Progress() if not args.quiet else None
     for name, sim in simulators.items():
@@ -149,7 +149,7 @@ def cmd_bench_sim(args) -> int:
     results = {}
     failures = 0
     for name in names:
-        sim = _simulator(name, args.config)
+        sim = _simulator(name, config=args.config)
         t0 = time.perf_counter()
         try:
             build_note = ""
@@ -248,7 +248,7 @@ def cmd_diff_sims(args) -> int:
         ext = load_memory(args.ext, words) if args.ext else []
         what = args.program
     for name in names:
-        _simulator(name, args.config)         # fail early, naming a missing tool
+        _simulator(name, config=args.config)         # fail early, naming a missing tool
     print(f"diff-sims: {what} in {names[0]} and {names[1]}", file=sys.stderr, flush=True)
     try:
         report = diff_sims(program, ext, names, ext_words=words, keep=args.keep, ignore=args.ignore,

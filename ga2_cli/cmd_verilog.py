@@ -96,7 +96,6 @@ def register(subparsers) -> None:
     p.add_argument("--src", action="store_true",
                    help="keep source-location attributes (absolute paths: the file then depends on the checkout)")
     p.add_argument("--lint", action="store_true", help="run verilator --lint-only -Wall (documented waivers)")
-    options.add_config(p)
     p.add_argument("--no-cache", action="store_true", help="convert even if a cached export exists")
     p.add_argument("--list", action="store_true", help="list the exportable units and their parameters")
     p.set_defaults(func=_run)

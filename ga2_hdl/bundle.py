@@ -149,9 +149,6 @@ class Bundle:
         return "\n".join(lines) + "\n"
 
     def write(self, path: str | os.PathLike) -> None:
-        if not self.config.same_chip(isa.BOOK):       # the reader would take it for the book's
-            raise ValueError(f"{os.fspath(path)}: the bundle file format does not record a configuration yet; "
-                             f"a bundle for {self.config.describe()} is not written")
         atomic_write(path, self.to_text())
 
     # -------------------------------------------------------------- reading

@@ -46,16 +46,16 @@ instruction memory, the scratchpad, the array, the external memory's default
 size) from the chip's configuration (:class:`ga2_hdl.config.Config`, the
 book's 1024-word instruction memory and 4096 x 32 scratchpad by default).
 """
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from . import isa
 from .config import Config
-from .decoder import STATUS_BITS, IssueCheck
+from .decoder import STATUS_BITS, IssueCheck, spad_accesses
 from .dma import DMA
-from .layout import INSTRUCTION, ExtPort, refuse_beyond
+from .layout import INSTRUCTION, ExtPort
 from .matrix_unit import MatrixUnit
 from .sram import Scratchpad
 from .vector_unit import VectorUnit
@@ -84,6 +84,8 @@ class GA2Chip(wiring.Component):
     config : Config
         The chip (the book's by default): the instruction memory's ``imem_words``, the
         scratchpad's ``spad_words``, the array's size, the legality rules of its instruction set.
+        With ``config.overlap`` the sequencer issues under the overlapped timing rule
+        (:meth:`GA2Chip._overlapped`, :class:`ga2_hdl.isa.IssueTimer`, docs/chip.md "Overlap").
     ext_words : int, optional
         External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality
         bound; by default the configuration's ``ext_words``.
@@ -114,7 +116,6 @@ class GA2Chip(wiring.Component):
     """
 
     def __init__(self, *, config: Config = isa.BOOK, ext_words: int | None = None):
-        refuse_beyond(config, "the chip", ("overlap",))
         isa.instruction_set(config)          # refuses a configuration the instruction word cannot describe
         ext_words = config.ext_words if ext_words is None else ext_words
         isa.check_ext_words(ext_words)
@@ -189,6 +190,8 @@ class GA2Chip(wiring.Component):
         ins = data.View(INSTRUCTION, imem_rd.data)
         m.submodules.ins_fanout = fanout = Module()
         fanout.d.comb += check.ins.eq(ins)
+        if self.config.overlap:
+            return self._overlapped(m, ins, imem_rd, fanout)
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(ins)
 
@@ -262,4 +265,107 @@ class GA2Chip(wiring.Component):
                             m.d.comb += imem_rd.en.eq(1)
                             m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
                             m.next = "FETCH"
+        return m
+
+    # ------------------------------------------------------------------ overlap
+    def _counters(self):
+        counters = {name: getattr(self, port) for name, port in zip(isa.COUNTER_NAMES, COUNTER_PORTS)}
+        unit_counter = {kind: counters[isa.COUNTER_NAMES[isa.UNIT_COUNTER[kind]]] for kind in self.units}
+        return (counters, unit_counter, counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]],
+                counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]])
+
+    def _overlapped(self, m, ins, imem_rd, fanout):
+        """The sequencer of a chip with overlap: FETCH, then ISSUE as soon as the rule allows.
+
+        FETCH (1 cycle) decodes and checks the word, as without overlap, and also registers the
+        scratchpad regions it reads and writes (``incoming``).  ISSUE waits, cycle by cycle, while
+        the op's unit is busy or one of its regions conflicts with a region held for a busy unit
+        (``held``: the regions of the instruction each unit runs, loaded when it starts); then it
+        starts the unit, reads word pc + 1, and the next cycle is FETCH.  HALT, a failing check and
+        a fetch past the end wait until no unit is busy, then halt.  Each unit keeps its own copy of
+        the instruction it runs (``unit.ins`` is the instruction memory's word in the start cycle,
+        the copy while busy), since the word moves on to the next instruction.
+        """
+        config, check = self.config, self.issue_check
+        iset = isa.instruction_set(config)
+        counters, unit_counter, instructions, total = self._counters()
+
+        # the scratchpad accesses of every op, as hardware on the fetched word; slot k of an op is
+        # its k-th scratchpad region
+        accesses = {spec.code: spad_accesses(ins, spec) for spec in iset.ops}
+        slots = max(len(a) for a in accesses.values())
+        width = max(len(v) for a in accesses.values() for s, e, _w in a for v in (s, e))
+        region = data.StructLayout({"valid": 1, "write": 1, "start": width, "end": width})
+        incoming = [Signal(region, name=f"incoming{k}") for k in range(slots)]
+        held = {kind: [Signal(region, name=f"held_{UNIT_NAMES[kind]}{k}") for k in range(slots)]
+                for kind in self.units}
+        copies = {kind: Signal(INSTRUCTION, name=f"ins_{UNIT_NAMES[kind]}") for kind in self.units}
+        for kind, unit in self.units.items():
+            fanout.d.comb += unit.ins.eq(Mux(unit.busy, copies[kind], ins))
+
+        verdict = Signal(data.StructLayout({"halt": 1, "error": STATUS_BITS, "past_end": 1,
+                                            **{UNIT_NAMES[kind]: 1 for kind in self.units}}), name="verdict")
+
+        for kind, unit in self.units.items():
+            m.d.sync += unit_counter[kind].eq(unit_counter[kind] + unit.busy)
+
+        any_busy = 0
+        for unit in self.units.values():
+            any_busy = any_busy | unit.busy
+        blocked = 0
+        for kind, unit in self.units.items():
+            hazard = 0
+            for p in incoming:
+                for q in held[kind]:
+                    hazard = hazard | (p.valid & q.valid & (p.write | q.write)
+                                       & (p.start < q.end) & (q.start < p.end))
+            blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
+
+        def halt(code):
+            m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
+            m.next = "IDLE"
+
+        with m.FSM(name="sequencer"):
+            with m.State("IDLE"):
+                m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
+                with m.If(self.start):
+                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
+                    m.d.sync += [c.eq(0) for c in counters.values()]
+                    m.next = "FETCH"
+
+            with m.State("FETCH"):
+                m.d.comb += self.running.eq(1)
+                m.d.sync += [total.eq(total + 1), verdict.past_end.eq(self.pc >= self.imem_words),
+                             verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(check.error)]
+                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind)))
+                             for kind in self.units]
+                m.d.sync += [r.valid.eq(0) for r in incoming]
+                with m.Switch(ins.op):
+                    for code, regions in accesses.items():
+                        with m.Case(code):
+                            for r, (start, end, write) in zip(incoming, regions):
+                                m.d.sync += [r.valid.eq(1), r.write.eq(write), r.start.eq(start), r.end.eq(end)]
+                m.next = "ISSUE"
+
+            with m.State("ISSUE"):
+                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1)]
+                m.d.sync += total.eq(total + 1)
+                with m.If(verdict.past_end | verdict.halt | (verdict.error != isa.ErrorCode.OK)):
+                    with m.If(~any_busy):
+                        with m.If(verdict.past_end):
+                            halt(isa.ErrorCode.NO_HALT)
+                        with m.Elif(verdict.halt):
+                            halt(isa.ErrorCode.OK)
+                        with m.Else():
+                            halt(verdict.error)
+                with m.Elif(~blocked):
+                    for kind, unit in self.units.items():
+                        selected = verdict[UNIT_NAMES[kind]]
+                        m.d.comb += unit.start.eq(selected)
+                        with m.If(selected):
+                            m.d.sync += [copies[kind].eq(ins)]
+                            m.d.sync += [h.eq(r) for h, r in zip(held[kind], incoming)]
+                    m.d.comb += imem_rd.en.eq(1)
+                    m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
+                    m.next = "FETCH"
         return m

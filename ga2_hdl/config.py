@@ -174,6 +174,7 @@ PRESETS: dict[str, Config] = {
     "array8": Config(name="array8", array=8),            # an 8 x 8 systolic array
     "array16": Config(name="array16", array=16),         # a 16 x 16 systolic array
     "spad8k_lat4": Config(name="spad8k_lat4", spad_words=8192, ext_words=16384, imem_words=512, lat=4),  # 2x memories, faster ext, small imem
+    "overlap": Config(name="overlap", overlap=True),     # units run at once, under the hazard rule
 }
 
 

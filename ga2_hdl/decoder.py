@@ -22,7 +22,7 @@ from . import isa
 from .config import Config
 from .layout import INSTRUCTION
 
-__all__ = ["operand", "unit_ops", "IssueCheck", "STATUS_BITS"]
+__all__ = ["operand", "unit_ops", "spad_accesses", "IssueCheck", "STATUS_BITS"]
 
 #: Width of the ``status`` output (holds any :class:`isa.ErrorCode`).
 STATUS_BITS = 4
@@ -58,14 +58,26 @@ class _HardwareOperands:
 
 
 def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
-    """``spec.regions`` as hardware: [(memory, start, end)] in the ISA's order.
+    """``spec.regions`` as hardware: [(memory, start, end)] in the ISA's order."""
+    return [(memory, start, end) for memory, _role, start, end in _hardware_roles(ins, spec)]
+
+
+def spad_accesses(ins, spec: isa.OpSpec) -> list[tuple[Value, Value, bool]]:
+    """``spec.accesses`` as hardware, scratchpad regions only: [(start, end, writes)] in the
+    ISA's order (what the overlapped sequencer's hazard check compares)."""
+    return [(start, end, role in spec.writes)
+            for memory, role, start, end in _hardware_roles(ins, spec) if memory == "spad"]
+
+
+def _hardware_roles(ins, spec: isa.OpSpec) -> list[tuple[str, str, Value, Value]]:
+    """``spec.regions`` as hardware: [(memory, role, start, end)] in the ISA's order.
 
     A rule that branches on an operand (``if i.tb:``) cannot take a hardware
     value; the rule is then evaluated once per value of the one-bit operands
     and the results are multiplexed by those operands.
     """
     try:
-        return [(r.memory, r.start, r.end) for r in spec.regions(_HardwareOperands(ins, spec, {}))]
+        return [(r.memory, r.role, r.start, r.end) for r in spec.regions(_HardwareOperands(ins, spec, {}))]
     except TypeError as e:     # Amaranth refuses bool(Value): the rule branches on an operand
         branching = e
     flags = [o for o in spec.operands if o.bits == 1]
@@ -80,7 +92,7 @@ def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
         raise ValueError(f"{spec.mnemonic}: the regions differ in number or kind between flag values")
     flag_values = [operand(ins, spec, o.name) for o in flags]
     out = []
-    for idx, (memory, _role) in enumerate(next(iter(shapes))):
+    for idx, (memory, role) in enumerate(next(iter(shapes))):
         start = end = None
         for values, rs in variants.items():
             match = Const(1)
@@ -88,7 +100,7 @@ def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
                 match = match & (f == v)
             start = rs[idx].start if start is None else Mux(match, rs[idx].start, start)
             end = rs[idx].end if end is None else Mux(match, rs[idx].end, end)
-        out.append((memory, start, end))
+        out.append((memory, role, start, end))
     return out
 
 

@@ -173,7 +173,8 @@ class ErrorCode(enum.IntEnum):
     The check happens at issue.  A faulting instruction does not execute and
     changes no memory; it costs its fetch and issue cycles (2) and is not
     counted as executed; the machine then halts with this code and the
-    faulting instruction's address.  ``OK`` is a normal HALT.
+    faulting instruction's address (with overlap, once the instructions in
+    flight have completed: :class:`IssueTimer`).  ``OK`` is a normal HALT.
     """
     OK = 0
     BAD_OPCODE = 1        #: an op code the chip does not define (never one of RESERVED_OP_CODES)
@@ -216,15 +217,25 @@ class Operand:
 
 @dataclass(frozen=True)
 class Region:
-    """A run of memory words an instruction touches (for range and overlap checks)."""
+    """A run of memory words an instruction touches (for range, overlap and hazard checks).
+
+    ``write`` says whether the instruction writes the region (else it reads it); it is
+    filled in by :meth:`OpSpec.accesses` from the operation's :attr:`OpSpec.writes`.
+    """
     memory: str           # "spad" or "ext"
     start: int
     length: int
     role: str             # e.g. "dst", "src", "A"
+    write: bool = False
 
     @property
     def end(self) -> int:  # one past the last word
         return self.start + self.length
+
+    def conflicts(self, other: "Region") -> bool:
+        """Whether the two regions share a word of one memory and at least one of them writes it."""
+        return (self.memory == other.memory and (self.write or other.write)
+                and self.start < other.end and other.start < self.end)
 
 
 @dataclass(frozen=True)
@@ -242,6 +253,13 @@ class OpSpec:
     disjoint_or_same: bool = False             # spad regions identical or disjoint (RQ, SM, VADD)
     defaults: Mapping[str, str | int] = field(default_factory=dict)  # assembly defaults
     arithmetic: str = ""                       # the exact arithmetic, for docs/isa.md (markdown)
+    writes: frozenset[str] = frozenset({"dst"})  # roles of the regions the op writes; it reads the others
+
+    def accesses(self, ins: "Instruction") -> tuple[Region, ...]:
+        """``regions(ins)`` with each region's ``write`` flag set from :attr:`writes`
+        (what the overlapped timing rule's hazard check compares)."""
+        return tuple(Region(r.memory, r.start, r.length, r.role, r.role in self.writes)
+                     for r in self.regions(ins))
 
     def operand(self, name: str) -> Operand:
         for o in self.operands:
@@ -610,8 +628,12 @@ class InstructionSet:
         return _check(self, ins, self.config.ext_words if ext_words is None else ext_words)
 
     def counters(self, program: Sequence["Instruction"]) -> "Counters":
-        """:func:`program_counters` on this chip."""
+        """:func:`program_counters` on this chip (under the overlapped rule if ``config.overlap``)."""
         return _counters(self, program)
+
+    def timer(self) -> "IssueTimer":
+        """A fresh :class:`IssueTimer`: this chip's timing rule, one instruction at a time."""
+        return IssueTimer(self)
 
 
 @functools.lru_cache(maxsize=None)
@@ -812,19 +834,108 @@ def program_counters(program: Sequence[Instruction]) -> Counters:
 
 
 def _counters(iset: InstructionSet, program: Sequence[Instruction]) -> Counters:
-    if iset.config.overlap:
-        raise IsaError(f"configuration {iset.config.name!r}: the overlapped timing rule is not defined yet")
-    counters = [0] * len(Counter)
+    timer = iset.timer()
     for ins in program:
-        counters[Counter.TOTAL] += FETCH_ISSUE_CYCLES
         if ins.op == 0:
-            return Counters(*counters)
-        spec = iset.spec(ins.op)
-        busy = spec.busy(ins)
-        counters[Counter.TOTAL] += busy
-        counters[UNIT_COUNTER[spec.unit]] += busy
-        counters[Counter.INSTRUCTIONS] += 1
+            return timer.halt()
+        timer.issue(ins)
     raise IsaError("program has no HALT")
+
+
+class IssueTimer:
+    """The timing rule of a chip, applied one instruction at a time, in program order.
+
+    Cycle 0 is the first FETCH.  Every instruction is fetched in one cycle and
+    issued, at the earliest, in the next (:data:`FETCH_ISSUE_CYCLES`); an
+    instruction issued (its unit started) in cycle t with busy time W keeps its
+    unit busy in cycles t+1 .. t+W, and its last scratchpad write is complete at
+    the end of cycle t+W.
+
+    Without overlap (the book's chip) the sequencer waits for the unit: the next
+    instruction is fetched in cycle t+W+1 and issued in t+W+2.
+
+    With overlap (``config.overlap``), the next instruction is fetched in cycle
+    t+1, the cycle after the issue, and its issue waits, one cycle at a time, until
+    neither of these holds for any instruction j still in flight (issued at t_j,
+    W_j, in flight up to and including cycle t_j+W_j):
+
+    * j runs on the new instruction's unit (a unit runs one instruction at a time);
+    * a scratchpad region of j and one of the new instruction share a word and at
+      least one of the two writes it (read-after-write, write-after-read,
+      write-after-write; :meth:`OpSpec.accesses`, whole spans from first to last word).
+
+    So an instruction i is issued in cycle
+    ``max(issue(i-1) + 2, max(t_j + W_j + 1 for every earlier j it conflicts with))``.
+    External-memory regions need no check: only the DMA touches the external
+    memory, and it runs one instruction at a time, in order.
+
+    HALT, an instruction failing its check (:func:`check`) and a fetch beyond the
+    instruction memory are decided at issue like any instruction, and all wait
+    until every unit is idle (every in-flight instruction has completed, so the
+    memory is final): the halting issue is in cycle
+    ``max(issue(i-1) + 2, max(t_j + W_j + 1 for every j))``.  A faulting
+    instruction does not execute; everything issued before it completes.
+
+    Counters: TOTAL, every cycle from the first fetch up to and including the
+    halting issue; MATRIX, DMA, VECTOR, the busy cycles of each unit (the sum of
+    its instructions' busy times, as without overlap); INSTRUCTIONS, the
+    instructions issued (not HALT, not a faulting one).  Without overlap the rule
+    reduces to the book's: each instruction costs fetch + issue + its busy time.
+    """
+
+    def __init__(self, iset: InstructionSet):
+        self.iset = iset
+        self.overlap = iset.config.overlap
+        self.counters = [0] * len(Counter)
+        self.last_issue = -1                 # cycle of the last issue (-1: the first fetch is cycle 0)
+        self.free = {}                       # unit -> first cycle it may be started again
+        self.in_flight: list[tuple[int, tuple[Region, ...]]] = []   # (first free cycle, spad accesses)
+
+    def _earliest(self, spec: OpSpec, spad: tuple[Region, ...]) -> int:
+        t = max(self.last_issue + FETCH_ISSUE_CYCLES, self.free.get(spec.unit, 0))
+        for end, regions in self.in_flight:
+            if end > t and any(p.conflicts(q) for p in spad for q in regions):
+                t = max(t, end)
+        return t
+
+    @staticmethod
+    def spad_accesses(spec: OpSpec, ins: Instruction) -> tuple[Region, ...]:
+        """The scratchpad regions the hazard check compares for ``ins``."""
+        return tuple(r for r in spec.accesses(ins) if r.memory == "spad")
+
+    def earliest(self, ins: Instruction, spad: tuple[Region, ...] | None = None) -> int:
+        """The cycle ``ins`` would issue in if it came next (nothing changes); ``spad``:
+        its :meth:`spad_accesses`, if the caller has them."""
+        spec = self.iset.spec(ins.op)
+        if not self.overlap:
+            return self.last_issue + FETCH_ISSUE_CYCLES
+        return self._earliest(spec, self.spad_accesses(spec, ins) if spad is None else spad)
+
+    def issue(self, ins: Instruction, spad: tuple[Region, ...] | None = None) -> int:
+        """Issue the legal, non-HALT instruction ``ins``; returns its issue cycle (``spad``: as
+        for :meth:`earliest`)."""
+        spec = self.iset.spec(ins.op)
+        busy = spec.busy(ins)
+        if self.overlap:
+            spad = self.spad_accesses(spec, ins) if spad is None else spad
+            t = self._earliest(spec, spad)
+            self.in_flight = [(end, regions) for end, regions in self.in_flight if end > t]
+            self.in_flight.append((t + busy + 1, spad))
+            self.free[spec.unit] = t + busy + 1
+        else:
+            t = self.last_issue + FETCH_ISSUE_CYCLES
+            self.free = {spec.unit: t + busy + 1}
+        self.last_issue = t if self.overlap else t + busy
+        self.counters[UNIT_COUNTER[spec.unit]] += busy
+        self.counters[Counter.INSTRUCTIONS] += 1
+        return t
+
+    def halt(self) -> Counters:
+        """Halt (HALT, a faulting instruction or a fetch past the end) after the instructions
+        issued so far: the final counters."""
+        t = max([self.last_issue + FETCH_ISSUE_CYCLES, *self.free.values()])
+        self.counters[Counter.TOTAL] = t + 1
+        return Counters(*self.counters)
 
 
 # --------------------------------------------------------------------------

@@ -171,9 +171,17 @@ def render_isa_markdown(config: Config = isa.BOOK) -> str:
         w("")
     w("## Timing")
     w("")
-    w(f"Instructions run one at a time, in order. Each costs fetch + issue ({isa.FETCH_ISSUE_CYCLES} cycles) "
-      "plus its unit's busy time; HALT costs fetch + issue and is not counted as executed. Every operand is "
-      "read before any result is written, so identical source and destination regions are safe.")
+    if config.overlap:
+        w("Overlap: instructions issue in order, each fetched in the cycle after the previous one issued, and "
+          "issue as soon as their unit is free and none of their scratchpad regions shares a word with a region "
+          "of an instruction still in flight where one of the two writes it (read-after-write, write-after-read, "
+          "write-after-write). HALT and a faulting instruction wait until every unit is idle, so the memory is "
+          "final at halt and everything issued before a fault completes. The rule is `isa.IssueTimer`; "
+          "docs/chip.md, \"Overlap\", states it in full. Every operand is read before any result is written.")
+    else:
+        w(f"Instructions run one at a time, in order. Each costs fetch + issue ({isa.FETCH_ISSUE_CYCLES} cycles) "
+          "plus its unit's busy time; HALT costs fetch + issue and is not counted as executed. Every operand is "
+          "read before any result is written, so identical source and destination regions are safe.")
     w("")
     w("Counters reported at halt, in this order:")
     w("")
@@ -181,7 +189,8 @@ def render_isa_markdown(config: Config = isa.BOOK) -> str:
     for c in isa.Counter:
         if c in unit_of:
             ops = ", ".join(iset.by_code[code].mnemonic for code in iset.unit_ops(unit_of[c]))
-            what = f"busy cycles of {_UNIT_TEXT[unit_of[c]]} ({ops})"
+            what = f"busy cycles of {_UNIT_TEXT[unit_of[c]]} ({ops})" + \
+                (", summed over its instructions (units run at once)" if config.overlap else "")
         else:
             what = {
                 isa.Counter.TOTAL: "every cycle from the first fetch up to and including the halting issue cycle",

@@ -15,6 +15,14 @@ port to one of them with ``wiring.connect``.  Two enables high in the same
 cycle would be a bug in the chip's control; :attr:`Scratchpad.conflict` flags
 it (a read-only debug signal that tests check; it changes nothing in the
 datapath).
+
+With overlap (``config.overlap``) several units run at once, so every master
+has a read port and a write port of its own on the one word array (a memory
+of ``n_masters`` read and ``n_masters`` write ports).  The sequencer's hazard
+rule (:class:`ga2_hdl.isa.IssueTimer`) guarantees that no two units in flight
+write the same word, and that no unit reads a word another in-flight unit
+writes, so the ports never race; :attr:`Scratchpad.conflict` then flags two
+writes of one address in one cycle.
 """
 from __future__ import annotations
 
@@ -41,7 +49,8 @@ class Scratchpad(wiring.Component):
         How many master ports (the chip has one per execution unit).
     config : Config
         The chip (the book's by default): its ``spad_words`` are the memory's words and
-        set the address width.
+        set the address width; with ``config.overlap`` every master has its own read and
+        write port.
     depth : int, optional
         Words of memory, if fewer than the configuration's (for unit tests).
     init : sequence of int
@@ -59,7 +68,7 @@ class Scratchpad(wiring.Component):
         The master ports (a unit's ``spad`` connects to one with ``wiring.connect``).
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
-        enables a write.
+        enables a write (with overlap: where two masters write one address).
     write_en : Out(1)
     write_addr : Out(spad_addr_bits(config))
         The write the memory takes this cycle (read-only debug outputs, for
@@ -94,6 +103,8 @@ class Scratchpad(wiring.Component):
     MEMORY_NAME = "memory"
 
     def elaborate(self, platform):
+        if self.config.overlap:
+            return self._elaborate_ported()
         m = Module()
         m.submodules[self.MEMORY_NAME] = self.memory
         rd = self.memory.read_port()          # synchronous, not transparent
@@ -128,4 +139,26 @@ class Scratchpad(wiring.Component):
         m.submodules.read_fanout = fanout = Module()
         for p in ports:
             fanout.d.comb += p.rd_data.eq(rd.data)
+        return m
+
+    def _elaborate_ported(self):
+        """One read port and one write port per master (the overlapped chip's scratchpad)."""
+        m = Module()
+        m.submodules[self.MEMORY_NAME] = self.memory
+        ports = list(self.masters)
+        writes = []
+        for p in ports:
+            rd = self.memory.read_port()         # synchronous, not transparent
+            wr = self.memory.write_port()
+            m.d.comb += [
+                rd.en.eq(p.rd_en), rd.addr.eq(p.rd_addr), p.rd_data.eq(rd.data),
+                wr.en.eq(p.wr_en), wr.addr.eq(p.wr_addr), wr.data.eq(p.wr_data),
+            ]
+            writes.append((p.wr_en, p.wr_addr))
+        same = [ea & eb & (aa == ab) for i, (ea, aa) in enumerate(writes) for eb, ab in writes[i + 1:]]
+        m.d.comb += [
+            self.conflict.eq(functools.reduce(operator.or_, same, 0)),
+            self.write_en.eq(functools.reduce(operator.or_, [p.wr_en for p in ports])),
+            self.write_addr.eq(functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])),
+        ]
         return m

@@ -5,8 +5,10 @@ Mutants are generated from the source text of every RTL file of ``ga2_hdl``
 is keyed by a line number written by hand, so the generator follows the
 sources as they change.  The code mutated is the code that builds hardware:
 every function that adds statements to a module (``m.d.sync``/``m.d.comb``,
-``.eq``, ``m.If``, ``m.next``).  Assertions and the checks that raise are left
-alone.  Operators (:data:`OPERATORS`):
+``.eq``, ``m.If``, ``m.next``), makes Amaranth expressions (``Mux``, ``Cat``,
+``Const``) or declares signals (a helper that lays out the registers, such as
+``MatrixUnit._registers``; not a constructor, whose widths are the component's
+interface).  Assertions and the checks that raise are left alone.  Operators (:data:`OPERATORS`):
 
 ``compare``   a comparison's boundary or sense: ``==`` <-> ``!=``, ``<`` -> ``<=``,
               ``<=`` -> ``<``, ``>`` -> ``>=``, ``>=`` -> ``>``
@@ -97,13 +99,19 @@ def rtl_files() -> list[str]:
 
 
 def _builds_hardware(fn: ast.AST) -> bool:
-    """Whether a function builds hardware: adds statements to a module or makes Amaranth expressions."""
+    """Whether a function builds hardware: adds statements to a module, makes Amaranth expressions, or
+    declares signals (``Signal(...)``: a helper that lays out the registers, such as
+    ``MatrixUnit._registers``).  Constructors are left out when they only declare signals: their
+    widths are the component's interface (its signature), not its logic."""
+    declares = False
     for n in ast.walk(fn):
         if isinstance(n, ast.Attribute) and n.attr in ("sync", "comb", "next") or \
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("eq", "If") or \
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("Mux", "Cat", "Const"):
             return True
-    return False
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Signal":
+            declares = True
+    return declares and getattr(fn, "name", "") != "__init__"
 
 
 _WIDTH_CALLS = ("Signal", "unsigned", "signed", "range", "StructLayout", "ArrayLayout", "Memory", "write_port")

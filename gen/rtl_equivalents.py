@@ -50,6 +50,46 @@ _SOFTMAX_INDEX_AT_START = ("rd_index and wr_index are 0 whenever an SM starts: t
                            "next_pass sets both to 0 at the end of every pass, SCALE (the last) included; so "
                            "the clear at start writes the values they already hold")
 
+_MM_LANDING_KEPT = ("outside STAGE and DRAIN the change keeps writing the scratchpad's read data (broadcast to "
+                    "every master) into the operand memory at the last staged position (r.land is only changed "
+                    "in STAGE).  While the MM runs that "
+                    "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
+                    "enabled), so the same value is written again; between MMs another unit's reads may put other "
+                    "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
+                    "position it does not stage is a lane beyond M or N (which reaches only processing elements "
+                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed)")
+
+_MM_DIM = ("dim_bits = max(size, max_k).bit_length() = 7 for the ISA's array (MM_MAX_MN = 4, MM_MAX_K = 64), "
+           "one more than needed: the fields of that shape hold M-1, K-1 and N-1 (last_m/k/n, and the walk's "
+           "inner_last and outer_last, chosen among them), at most 63 because the issue check refuses K > 64 "
+           "and M, N > 4 (BAD_SHAPE); the walk's inner and outer indices, stepped only while below their last "
+           "value, so at most 63; and the write-back walker's n (at most N-1) and m (at most M = 4).  Every "
+           "value is below 64, so 6 bits hold it: nothing wraps and every comparison gives the same answer")
+
+_MM_STREAM_COUNT = ("step counts from 0 (CLEAR) to stream_last = K+M+N-1 <= 64+4+4-1 = 71 (the issue check "
+                    "refuses larger shapes) and, in the cycle STREAM ends, one past it (72); it changes only in "
+                    "CLEAR and STREAM.  dim_bits = 7 (64.bit_length()), so dim_bits + 1 = 8 bits hold every "
+                    "value of step and of stream_last: nothing wraps and the comparisons give the same answers")
+
+_SOFTMAX_STAGE3 = ("v3 and last3 are read only in SCALE (`m.If(v3)`, then `m.If(last3)`), and the pipeline "
+                   "overwrites them every cycle (v3 <= v2, last3 <= last2).  Without next_pass's clear (or with "
+                   "v3 set to 1) they take at the end of MAX and of EXP the copy of stage 2 (or 1), which lives "
+                   "one cycle, the first of EXP or of DIV_START, neither of which reads them; after that they "
+                   "copy v2 and last2, which next_pass did clear; and the division runs 41 cycles with no read "
+                   "(reading = 0), so the pipeline is empty (all 0) when SCALE begins, as in the design.  At the "
+                   "end of SCALE v2 and last2 are already 0 (the last element left stage 2 the cycle before), so "
+                   "the copy is the 0 the clear writes, and a 1 lives only in IDLE's first cycle, which reads "
+                   "neither; the next SM's SCALE is more than 41 cycles later.  No write, no done and no state "
+                   "change differs")
+
+_DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the protocol of docs/chip.md, "
+              "gen/extmem.py, the Verilog testbench gen/tb/ga2_tb.v, the board's block RAM, whose mux gives "
+              "the port to the chip only while it runs) writes ext_wdata at an edge where ext_we is high and "
+              "ignores it otherwise, and no other part of the chip reads it.  The DMA drives ext_we only in its "
+              "ST branch (is_load = 0), so whenever the Mux gives the constant (is_load = 1: during an LD, and "
+              "while idle after one) ext_we is 0: no memory word, counter or cycle differs, only the value of "
+              "a port no one samples then")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
@@ -90,15 +130,13 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 ", wr_index.eq(0) -> ", _SOFTMAX_INDEX_AT_START),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
-                "r.land.valid.eq(0) -> r.land.valid.eq(1)",
-                "outside STAGE and DRAIN the change keeps writing the scratchpad's read data (broadcast to "
-                "every master) into the operand memory at the last staged position (r.land is only changed "
-                "in STAGE).  While the MM runs that "
-                "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
-                "enabled), so the same value is written again; between MMs another unit's reads may put other "
-                "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
-                "position it does not stage is a lane beyond M or N (which reaches only processing elements "
-                "the write-back never selects, see rowmem.py) or a k beyond K (never streamed)"),
+                "r.land.valid.eq(0) -> r.land.valid.eq(1)", _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
+                "r.land.valid.eq(0), -> ",
+                "without its default clear, land.valid (set only by STAGE) stays 1 from the first STAGE on, "
+                "which is the change land.valid.eq(0) -> land.valid.eq(1) from then on (before the first MM "
+                "it is 0, as in the design): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._load", "r.wb.m.eq(0), r.wb.n.eq(0),",
                 "r.wb.n.eq(0), -> ",
                 "wb.n is 0 whenever an MM starts: it is 0 after reset and WRITE (_write_back) sets it to 0 "
@@ -158,7 +196,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
     Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate",
-                "self.spad.rd_addr.eq(_addr(Mux(slot[0], src2, src1), slot[1:])),",
+                "self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),",
                 "src2, src1 -> src1, src2",
                 "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
                 "operands, the number of reads and the busy time are the same, and the write of dst[i] (two "
@@ -175,6 +213,89 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
                 "the only input the change treats differently is total = INT8_MIN, which the clamp then "
                 "replaces by INT8_MIN: the same value"),
+    Equivalence("ga2_hdl/decoder.py", "IssueCheck._op_error", "for qs, qe in spad[i + 1:]:",
+                "i + 1 -> i + 0",
+                "spad[i:] also pairs each scratchpad region with itself; the OVERLAP rule added for such a pair "
+                "is (ps != ps) & ..., whose first factor is 0 for every instruction, so it never fires; the rules "
+                "of the pairs of distinct regions are the same, in the same order, so the priority chain gives "
+                "the same error code for every instruction"),
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))",
+                "Mux(is_load, 0, self.spad.rd_data) -> Mux(is_load, 1, self.spad.rd_data)", _DMA_WDATA),
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))",
+                "Mux(is_load, 0, self.spad.rd_data) -> Mux(is_load, -1, self.spad.rd_data)", _DMA_WDATA),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words",
+                "self.b_mem.wr_en.eq(land.valid & land.b),", "land.valid & land.b -> 1",
+                "the B operand memory then takes the scratchpad's read data at (land.lane, land.k) every cycle. "
+                "While A is staged those are A's positions (lane m < M, k < K) and A's words; B is staged "
+                "after A and writes every (n < N, k < K) that STREAM reads for a lane the write-back selects, "
+                "so each such position holds its B word again before it is streamed, and the others are lanes "
+                "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
+                "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
+                "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
+                "addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)", "dim_bits -> dim_bits - 1",
+                _MM_DIM),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", '"stream_last": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", '"step": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.size -> self.size - 1",
+                "with the ISA's array size 4 (isa.MM_MAX_MN), range(4) and range(3) are both the shape "
+                "unsigned(2): the struct field, and so the hardware, is bit for bit the same (it would not "
+                "be for a size that is one more than a power of two)"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.max_k -> self.max_k - 1",
+                "with the ISA's largest K, 64 (isa.MM_MAX_K), range(64) and range(63) are both the shape "
+                "unsigned(6): the struct field, and so the hardware, is bit for bit the same"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "v3.eq(0), -> ", _SOFTMAX_STAGE3),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "v3.eq(0) -> v3.eq(1)", _SOFTMAX_STAGE3),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                ", last3.eq(0) -> ", _SOFTMAX_STAGE3),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate",
+                "m.d.comb += exp_table.addr.eq((running_max - score)[:8])", ":8 -> :9",
+                "the table's address port is In(8) (exp_table.ADDR_BITS): assigning the low 9 bits of the "
+                "difference keeps only its low 8, the same address as before"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1 & (score > running_max)):",
+                "score > running_max -> score >= running_max",
+                "the unit keeps only the maximum's value, not where it is (no index; EXP reads every score "
+                "again): the change also takes a score equal to running_max, which writes the value the "
+                "register already holds (the first score -128 against the start value -128 included), so "
+                "running_max is the same in every cycle"),
+    Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += saturated.eq(Mux(rounded > isa.INT8_MAX, isa.INT8_MAX, rounded))",
+                "rounded > isa.INT8_MAX -> rounded >= isa.INT8_MAX",
+                "the only value the change treats differently is rounded = INT8_MAX, which the saturation "
+                "then replaces by INT8_MAX: the same value"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1):", "v1 -> 1",
+                "SCALE's product register (stage 2) is read only under v2, by the rounding stage, and v2 is v1 "
+                "one cycle later: in every cycle that reads it, the cycle before had v1 = 1 and loaded it "
+                "with the same e * r in the design and in the change.  The change only loads it also in "
+                "cycles with v1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
+                "v1 cycle overwrites; outside SCALE the register is not written either way.  So prob, the "
+                "writes, done and the busy time are the same"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & ~second1):", "v1 & ~second1 -> 1",
+                "first_operand is read only through total, and total only through the load of result, in the "
+                "cycles with v1 & second1 (src2[i] on the read data).  Reads are issued in consecutive slots "
+                "while the engine reads (src1[i] in slot 2i, src2[i] in slot 2i + 1, no gap), so the cycle "
+                "before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads src1[i] in the design "
+                "and in the change alike.  The change only loads it also in other cycles, whose value is "
+                "overwritten before any use: result, the writes and the busy time are the same"),
+    Equivalence("ga2_hdl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & second1):", "v1 & second1 -> 1",
+                "result is read only by the write of dst, under v2, and v2 is v1 & second1 one cycle later: in "
+                "every cycle that writes, the cycle before had v1 & second1 = 1 and loaded result with the "
+                "same clamped sum in the design and in the change.  The change only loads it also in cycles "
+                "with v1 & second1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
+                "such cycle overwrites: the writes, done and the busy time are the same"),
 )
 
 

@@ -139,6 +139,8 @@ class ChipSimulation:
                 else:
                     final = list(ext_known)
                 spad_dirty = written.written_ranges(ctx.get(written.blocks["spad"]), self.chip.spad.depth)
+                if chip.config.overlap:       # several writes a cycle: the monitor sees one of them
+                    spad_dirty = [range(self.chip.spad.depth)]
                 result = RunResult(
                     counters=[ctx.get(getattr(chip, port)) for port in COUNTER_PORTS],
                     ext=final,

@@ -83,6 +83,8 @@ def export(ext_words: int, *, config: Config = isa.BOOK, use_cache: bool = True)
     params = {"ext_words": ext_words}
     if config != isa.BOOK:
         params["config"] = config.to_dict()
+    if config.extensions:          # modules outside ga2_hdl: the source fingerprint does not see them
+        params["extension_sources"] = verilog._extension_fingerprints(config)
     if not use_cache:
         text = convert(ext_words, config)
         dt = time.perf_counter() - t0

@@ -120,14 +120,21 @@ def test_the_commands_take_the_extended_configuration(tmp_path, capsys):
     assert (tmp_path / "book.md").read_text() == (ROOT / "docs" / "isa.md").read_text()
 
 
+def test_the_directed_suite_has_the_extension_programs():
+    from gen.fuzz import directed_suite
+    names = [n for n, _, _ in directed_suite(8192, RELU)]
+    assert names[-4:] == ["ext_relu_least", "ext_relu_0", "ext_relu_1", "ext_relu_2"]
+    assert not any(n.startswith("ext_") for n, _, _ in directed_suite(8192))
+
+
 def test_golden_equals_amaranth_icarus_and_verilator_on_programs_using_the_extension():
     """The chip with RELU, built from the configuration: every simulator agrees with the golden
     model, memory and counters, on the extension's directed programs and random programs using it."""
-    from gen.fuzz import directed_suite, random_program
+    from gen.fuzz import _extension_cases, random_program
     from gen.simulator import get_simulator
     from ga2_hdl.bundle import Bundle
     iset = isa.instruction_set(RELU)
-    items = [(n, c, e) for n, c, e in directed_suite(8192, RELU) if n.startswith("ext_relu")]
+    items = _extension_cases(8192, RELU)            # the directed suite's programs for RELU
     rng = random.Random(12)
     while len(items) < 10:
         code, ext = random_program(rng, config=RELU, max_cycles=1500)
@@ -136,8 +143,20 @@ def test_golden_equals_amaranth_icarus_and_verilator_on_programs_using_the_exten
     bundle = Bundle.from_programs(items, 8192, config=RELU)
     assert bundle.programs[0].expected.error == ErrorCode.OK
     for name in ("golden", "amaranth", "icarus", "verilator"):
-        report = get_simulator(name).run_bundle(bundle)
+        report = get_simulator(name, config=RELU).run_bundle(bundle)
         assert report.passed, f"{name}: {report.line()}"
+
+
+def test_a_bundle_of_the_extended_chip_records_it(tmp_path):
+    from gen.fuzz import _extension_cases          # the directed suite's programs for RELU
+    from ga2_hdl.bundle import Bundle
+    bundle = Bundle.from_programs(_extension_cases(8192, RELU), 8192, config=RELU)
+    path = tmp_path / "relu.bundle"
+    bundle.write(path)
+    back = Bundle.read(path)
+    assert back.config == RELU and back.config.extensions == ("relu_ext",)
+    assert not back.verify()                       # the golden model of the extended chip agrees
+    assert [p.name for p in back.programs] == ["ext_relu_least", "ext_relu_0", "ext_relu_1", "ext_relu_2"]
 
 
 def test_the_book_chip_is_unchanged_by_an_extension_being_loaded():

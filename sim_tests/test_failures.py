@@ -381,8 +381,8 @@ def test_a_hung_program_is_the_same_timeout_in_every_simulator(monkeypatch):
     # a watchdog far too short stands in for a chip that never halts
     import gen.sim_amaranth
     import gen.sim_verilog
-    monkeypatch.setattr(gen.sim_amaranth, "cycle_bound", lambda program: 5)
-    monkeypatch.setattr(gen.sim_verilog, "cycle_bound", lambda program: 5)
+    monkeypatch.setattr(gen.sim_amaranth, "cycle_bound", lambda program, config=None: 5)
+    monkeypatch.setattr(gen.sim_verilog, "cycle_bound", lambda program, config=None: 5)
     bundle = _falsified(golden.run(PROGRAM, [1, 2, 3, 4]).counters.total)
     seen = {}
     for name in ["amaranth", *_verilog_available()]:
@@ -442,7 +442,7 @@ def test_a_damaged_icarus_build_is_rebuilt_once(tmp_path, monkeypatch, capsys):
     cache = tmp_path / "cache"                       # a copy of the shared entry, damaged below
     shutil.copytree(shared.directory, cache / "build" / shared.key)
     monkeypatch.setenv("GA2_CACHE_DIR", str(cache))
-    monkeypatch.setattr(sim, "export", lambda ext_words: exported)      # the export is not under test
+    monkeypatch.setattr(sim, "export", lambda ext_words, config=None: exported)   # the export is not under test
     first = sim.build(bundle.ext_words, exported=exported)
     assert first.cached and first.directory == cache / "build" / shared.key
     vvp = first.directory / "ga2_tb.vvp"

@@ -158,7 +158,8 @@ def test_cli_fuzz_and_bundle_commands(tmp_path, capsys):
     assert ga2(["fuzz", "--programs", "8", "--seed", "4", "--sims", "golden", "--json", str(js)]) == 0
     assert json.loads(js.read_text())["programs"] == 8
     assert "PASS: 8 programs" in capsys.readouterr().out
-    assert ga2(["fuzz", "--programs", "2", "--sims", "bogus"]) == 1
+    assert ga2(["fuzz", "--programs", "2", "--sims", "bogus"]) == 2         # refused when the options are parsed
+    assert "unknown simulator 'bogus'" in capsys.readouterr().err
     d = tmp_path / "d.hex"
     assert ga2(["bundle", "directed", "-o", str(d), "--ext-words", "2048"]) == 0
     assert Bundle.read(d).verify() == []

@@ -111,6 +111,18 @@ def test_rtl_mutants_are_generated_from_every_unit_and_apply():
     assert any(m.operator == "next" for m in mutate_rtl.generate(["matrix_unit"]))
 
 
+def test_helpers_that_declare_registers_are_mutated_and_constructors_are_not():
+    """A helper that only lays out registers (MatrixUnit._registers: Signal(StructLayout(...))) builds
+    hardware too, so its widths are mutated; a constructor that declares a signal (the chip's pc) is
+    left alone, its widths being the component's interface."""
+    from gen import mutate_rtl
+    registers = {m.change for m in mutate_rtl.generate(["matrix_unit"])
+                 if m.context.startswith("MatrixUnit._registers:")}
+    assert {"dim_bits -> dim_bits - 1", "self.size -> self.size - 1", "self.max_k -> self.max_k - 1",
+            "dim_bits + 2 -> (dim_bits + 2) - 1"} <= registers
+    assert not any(".__init__:" in m.context for m in mutate_rtl.generate(["chip"]))
+
+
 def test_every_equivalence_argument_matches_a_mutant():
     """An argument is keyed by file, function, source line and change: one that matches no generated
     mutant has gone stale (the code moved under it) and must be rewritten."""

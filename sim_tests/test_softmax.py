@@ -115,6 +115,18 @@ def test_region_at_the_top_of_the_scratchpad():
     run_and_check(image, [sm(isa.SPAD_WORDS - n, isa.SPAD_WORDS - n, n), sm(0, isa.SPAD_WORDS - n, n)])
 
 
+def test_the_largest_sum_fills_the_sum_register():
+    """The whole scratchpad of equal scores, in place: every term is T[0] = 65535, so the sum is
+    4096 * 65535 = 268,431,360, the largest S there is, which needs all of SUM_BITS = 28 bits (above
+    2**27 from 2049 equal terms on); a narrower sum register wraps and every probability doubles."""
+    from ga2_hdl.softmax import SUM_BITS
+
+    n = isa.SPAD_WORDS
+    assert n * isa.EXP_TABLE[0] >= 1 << (SUM_BITS - 1)
+    final = run_and_check([isa.word_of(-3)] * n, [sm(0, 0, n)])
+    assert len(set(final)) == 1
+
+
 def test_busy_time_formula_from_structure():
     """The phases of the formula, seen on the unit's scratchpad port: MAX reads src in t+1 .. t+len and
     lasts len + MAX_DEPTH cycles; EXP reads src again and writes e to dst, lasting len + EXP_DEPTH;

@@ -75,7 +75,13 @@ def test_adaptive_k_follows_the_acceptance():
 
 
 def test_tree_ngram_trigram_adaptive_give_the_plain_decoders_tokens():
-    assert bc.greedy_drafts_are_exact(MODS, n=6) == []
+    # the default suite: the structured model, 6 tokens; both models, 8 tokens in the slow suite
+    assert bc.greedy_drafts_are_exact(MODS, n=6, cases=bc.GREEDY_DRAFT_CASES[:1]) == []
+
+
+@pytest.mark.slow
+def test_tree_ngram_trigram_adaptive_give_the_plain_decoders_tokens_both_models():
+    assert bc.greedy_drafts_are_exact(MODS) == []
 
 
 def test_tree_run_replays_on_golden():
@@ -135,3 +141,29 @@ def test_beyond_on_three_tokens_replays_every_run_and_writes_its_json(tmp_path):
         assert r["tokens_ok"] in (True, None)
     with open(tmp_path / "beyond.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_adaptive_study_replay_equals_the_runs_on_the_chip():
+    # the offline replay of the host (spec/adaptive_study.py) gives the chip's cycles and counts exactly
+    from spec import adaptive_study
+    from spec.beyond_runs import adaptive_costs, linear_run
+    from spec.block_chip import BlockChip
+    from spec.draft import make_draft
+    from spec.tiny_lm import make_model
+    n = 8
+    model = make_model("structured")
+    Wd = make_draft(model, 4.0, 1)                      # the poor draft: rejections in both runs
+    chip = BlockChip(model, Wd, n, 8)
+    costs = adaptive_costs(chip, chip.draft_program().counters()[0], n // 2, host.K_MAX)
+    [study] = adaptive_study.study("structured", [0], [(4.0, 1)], n=n, chip=chip)
+    for name, policy in (("k=2", 2), ("adaptive", host.AdaptiveK(costs))):
+        run = linear_run(model, Wd, n, policy, chip=chip)
+        assert study["per_start"][0][name] == run.cycles, name
+    assert study["total"]["adaptive"] == study["per_start"][0]["adaptive"]
+
+
+def test_host_units_check_passes():
+    # the mutation judge's host_units check (chooser mapping, n-gram, trigram, top two, tree path and
+    # cache, adaptive k's counts and choices), run as a test too
+    assert bc.host_units(MODS) == []

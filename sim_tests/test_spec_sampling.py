@@ -72,20 +72,34 @@ def test_speculative_sampling_chi_square_20000_draws():
 
 
 def test_temperature_zero_is_the_chapters_greedy_decoding():
+    # the default suite: the random model (the chapter's k = 3 row); both models in the slow suite
+    assert bc.greedy_is_temperature_zero(MODS, cases=bc.TEMPERATURE_ZERO_CASES[1:]) == []
+
+
+@pytest.mark.slow
+def test_temperature_zero_is_the_chapters_greedy_decoding_both_models():
     assert bc.greedy_is_temperature_zero(MODS) == []
 
 
 def test_sampled_runs_reproduce_at_a_fixed_seed_and_replay_on_golden():
     from gen.simulator import get_simulator
     from spec.beyond_runs import speculative_sampling
+    from spec.block_chip import BlockChip
     from spec.draft import make_draft
     from spec.runs import bundle_of
     from spec.tiny_lm import make_model
     model = make_model("structured")
     Wd = make_draft(model, 3.0, 1)
-    a = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11)
-    b = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11)
+    chip = BlockChip(model, Wd, 6, 3)          # one chip: the second run reuses the compiled programs
+    a = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11, chip=chip)
+    b = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11, chip=chip)
     assert a.tokens == b.tokens and a.cycles == b.cycles and len(a.tokens) == 7
     report = get_simulator("golden").run_bundle(bundle_of(a.log, "sampling"))
     assert report.passed, report.line()
     assert report.cycles == a.cycles
+
+
+def test_sampling_head_follows_the_temperature_and_stores_the_q16_words():
+    # within 0.06 total variation of softmax(logits / T) at T = 0.5 and 2; every target and draft
+    # row is the softmax unit's Q0.16 words (sums 65536 within 16)
+    assert bc.sampling_head_follows_temperature(MODS) == []

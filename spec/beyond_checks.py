@@ -160,11 +160,15 @@ def sampling_chi_square(mods: BeyondModules, draws: int = 20_000, seed: int = 20
     return problems
 
 
-def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6) -> list[str]:
+#: (model, draft noise, k) of the temperature-0 check
+TEMPERATURE_ZERO_CASES = (("structured", 3.0, 2), ("random", 0.0, 3))
+
+
+def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6, cases=TEMPERATURE_ZERO_CASES) -> list[str]:
     """Temperature 0 through the sampling loop == the chapter's greedy programs (tokens, cycles)."""
     lm, br, ch = mods.tiny_lm, mods.beyond_runs, mods.chip
     problems = []
-    for kind, noise, k in (("structured", 3.0, 2), ("random", 0.0, 3)):
+    for kind, noise, k in cases:
         model = lm.make_model(kind, 1)
         Wd = mods.draft.make_draft(model, noise, 1)
         got = br.speculative_sampling(model, Wd, n, k, 0.0, seed=7)
@@ -185,13 +189,17 @@ def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6) -> list[str]:
 TREE_PREFIX = (3, 8, 1, 12)
 TREE_PARENTS = (-1, 0, 1, 0, 3)            # root; leg 0: nodes 1, 2; leg 1: nodes 3, 4
 TREE_TOKENS = (1, 2, 3, 9, 4)
+#: the same tree numbered level by level: node j here is node RENUMBERED_AS[j] of TREE_PARENTS
+RENUMBERED_PARENTS = (-1, 0, 0, 1, 2)
+RENUMBERED_AS = (0, 1, 3, 2, 4)
 
 
 def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
     """Causality of the tree verifier in integers (sharp-attention model, cache of 4): changing
     one node's token changes exactly the rows of that node and its descendants; every other
-    row's integer logits stay bit-identical.  And every row's logits are close to the float
-    target run on the node's path alone (its ancestors and itself)."""
+    row's integer logits stay bit-identical.  The host's answer per node does not depend on how
+    the tree's nodes are numbered.  And every row's logits are close to the float target run on
+    the node's path alone (its ancestors and itself)."""
     from compiler import run
     lm, tg = mods.tiny_lm, mods.tree_graphs
     model = lm.make_model("random", 2).with_sharp_attention(4.0)
@@ -221,6 +229,16 @@ def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
                 problems.append(f"changing node {node} left node {i}'s row unchanged: it does not see its ancestor")
             if i not in below and got[i] != base[i]:
                 problems.append(f"changing node {node} changed node {i}'s row: the mask lets it see a non-ancestor")
+    # node numbering: the same tree numbered leg by leg or level by level gives every node the
+    # same choice and the same key and value rows (the host maps rows back to nodes)
+    tokens = [TREE_TOKENS[i] for i in RENUMBERED_AS]
+    a = chip.verify_tree(TREE_PARENTS, c, TREE_TOKENS, keys, values)
+    b = chip.verify_tree(RENUMBERED_PARENTS, c, tokens, keys, values)
+    chip.log = []
+    for j, i in enumerate(RENUMBERED_AS):
+        if (b[0][j], b[1][j], b[2][j]) != (a[0][i], a[1][i], a[2][i]):
+            problems.append(f"tree {list(RENUMBERED_PARENTS)}: node {j} (node {i} of {list(TREE_PARENTS)}) gets "
+                            f"choice {b[0][j]}, the same node numbered leg by leg {a[0][i]} (or other k, v rows)")
     from .checks import relative_error
     for i in range(len(TREE_PARENTS)):
         path = list(reversed(tg.ancestors(TREE_PARENTS, i)))
@@ -231,17 +249,23 @@ def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
     return problems
 
 
-def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8) -> list[str]:
+#: (model, draft noise) of the greedy-drafts check
+GREEDY_DRAFT_CASES = (("structured", 3.0), ("random", 0.0))
+
+
+def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8, cases=GREEDY_DRAFT_CASES) -> list[str]:
     """The tree, n-gram, trigram and adaptive-k runs give the chip's plain greedy tokens, with
     consistent counts (structured model, draft noise 3; random model, noise 0)."""
     lm, br, host = mods.tiny_lm, mods.beyond_runs, mods.beyond_host
     problems = []
-    for kind, noise in (("structured", 3.0), ("random", 0.0)):
+    for kind, noise in cases:
         model = lm.make_model(kind, 1)
         Wd = mods.draft.make_draft(model, noise, 1)
         plain = mods.chip.PlainChip(model, n).generate(0, n).tokens
         chip = mods.block_chip.BlockChip(model, Wd, n, 8)
         costs = br.adaptive_costs(chip, chip.draft_program().counters()[0], n // 2, host.K_MAX)
+        if costs != sorted(costs):      # adaptive k's tie rule relies on it (see spec/mutate.py)
+            problems.append(f"{kind}: adaptive k's costs {costs} decrease somewhere: a larger k costs less")
         runs = {"tree 2+2": br.tree_run(model, Wd, n, 2, 2, chip=chip),
                 "tree 3+1": br.tree_run(model, Wd, n, 3, 1, chip=chip),
                 "n-gram k=3": br.linear_run(model, Wd, n, 3, draft=host.ngram_next, chip=chip),
@@ -334,19 +358,33 @@ def host_units(mods: BeyondModules) -> list[str]:
     return problems
 
 
+#: a row of the softmax unit's Q0.16 words sums to 65536 give or take the rounding of its 16 words
+#: (measured: 65534 .. 65538); an int8 row requantized at 1/127 sums to about 127
+Q16_SUM_SLACK = 16
+
+
 def sampling_head_follows_temperature(mods: BeyondModules, temperatures=(0.5, 2.0), bound: float = 0.06) -> list[str]:
     """The chip's distributions at two temperatures against the float target's softmax(logits / T):
-    total variation distance below ``bound`` on every row (random model, a block of 4 after 3 tokens)."""
+    total variation distance below ``bound`` on every row (random model, a block of 4 after 3 tokens).
+    The rows, and the draft's at the same temperatures, are the softmax unit's Q0.16 words: each
+    sums to 65536 within ``Q16_SUM_SLACK``."""
     import math
     lm = mods.tiny_lm
+    from ga2_hdl.isa import Q16_ONE
     model = lm.make_model("random", 1)
-    chip = mods.block_chip.BlockChip(model, None, 4, 4)
+    chip = mods.block_chip.BlockChip(model, mods.draft.make_draft(model, 3.0, 1), 4, 4)
     keys, values = mods.chip.float_prefix_cache(model, [0, 5, 3])
     block = [13, 9, 1, 11]
     ref = mods.chip.float_block(model, block, keys, values)
     problems = []
     for T in temperatures:
         probs, _, _ = chip.sample_block(3, block, keys, values, T)
+        for what, row in [(f"target row {i}", r) for i, r in enumerate(probs)] + \
+                [(f"draft after {t}", chip.draft_probs(t, T)) for t in block]:
+            if abs(sum(row) - Q16_ONE) > Q16_SUM_SLACK:
+                problems.append(f"temperature {T:g}, {what}: its words sum to {sum(row)}, not 65536 within "
+                                f"{Q16_SUM_SLACK}: not the softmax unit's Q0.16 output")
+        chip.log = []
         for i, (row, logits) in enumerate(zip(probs, ref.logits)):
             e = [math.exp((x - max(logits)) / T) for x in logits]
             want = [x / sum(e) for x in e]

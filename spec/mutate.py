@@ -35,9 +35,10 @@ MODULE_ORDER = ("tiny_lm", "verifier", "draft", "speculative", "graphs", "chip",
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def Mutant(name: str, module: str, old: str, new: str) -> mutation.Mutant:
-    """A change to spec/``module``.py: ``old`` (which must occur exactly once) becomes ``new``."""
-    return mutation.Mutant(f"spec/{module}.py", old, new, name=name)
+def Mutant(name: str, module: str, old: str, new: str, equivalent: str = "") -> mutation.Mutant:
+    """A change to spec/``module``.py: ``old`` (which must occur exactly once) becomes ``new``;
+    ``equivalent``: the written argument when the change is claimed not to alter behaviour."""
+    return mutation.Mutant(f"spec/{module}.py", old, new, name=name, equivalent=equivalent)
 
 
 def module_of(mutant: mutation.Mutant) -> str:
@@ -113,6 +114,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "            if r < w:\n                return i", "            if r <= w:\n                return i"),
     Mutant("sampling: greedy (temperature 0) takes the first choice for every row", "beyond_runs",
            "return [one_hot(t, V) for t in choices], nk, nv", "return [one_hot(choices[0], V) for t in choices], nk, nv"),
+    Mutant("sampling head: the target's probabilities are requantized to int8, not the unit's Q0.16 words",
+           "tree_graphs", "weight(\"Wout\"), scale=1.0 / temperature), q16=True)",
+           "weight(\"Wout\"), scale=1.0 / temperature), q16=False)"),
+    Mutant("sampling draft: its probabilities are requantized to int8, not the unit's Q0.16 words",
+           "tree_graphs", "scale=1.0 / temperature), q16=True), \"probs\")\n    return g",
+           "scale=1.0 / temperature), q16=False), \"probs\")\n    return g"),
     Mutant("sampling head: the temperature is ignored", "tree_graphs",
            "weight(\"Wout\"), scale=1.0 / temperature)", "weight(\"Wout\"), scale=1.0)"),
     # ---- trees of guesses (spec/tree_graphs.py, spec/block_chip.py, spec/beyond_host.py)
@@ -128,8 +135,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "v_left, v_right = _split_product(g, x, wk, layout, \"v\")"),
     Mutant("tree: the cache is laid out before the left rows", "tree_graphs",
            "g.tag(g.concat_rows(left, tail), tag)", "g.tag(g.concat_rows(tail, left), tag)"),
-    # (Reading the rows back through the inverse permutation, {r: node}, is an equivalent mutant: the
-    # layout of a two-leg tree, one leg reversed then the root then the other leg, is its own inverse.)
+    # Reading the rows back through the inverse permutation is harmless for trees numbered leg by leg
+    # (two_leg_tree's: their layout, one leg reversed, the root, the other leg, is its own inverse);
+    # tree_mask_on_chip also verifies a tree numbered level by level, where it is not.
+    Mutant("tree host: rows mapped to nodes through the inverse of the layout", "block_chip",
+           "row_of = {node: r for r, node in enumerate(layout.order)}",
+           "row_of = {r: node for r, node in enumerate(layout.order)}"),
     Mutant("tree host: the rows read back in layout order, not node order", "block_chip",
            "node_rows = [row_of[i] for i in range(len(parents))]", "node_rows = list(range(len(parents)))"),
     Mutant("tree draft: the second leg starts with the third best guess", "block_chip",
@@ -153,8 +164,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "        agreed = min(len(guesses), agreed + 1)\n        tokens += guesses[:agreed] + [choices[agreed]]"),
     Mutant("adaptive k: unexamined guesses are counted as rejected", "beyond_host",
            "for j in range(min(k, accepted + 1)):", "for j in range(k):"),
-    # (Letting k exceed the tokens still wanted minus one is an equivalent mutant: the expected cost to
-    # finish never favours guesses past the end, since they cost cycles and F(r) = 0 for r <= 0.)
+    Mutant("adaptive k: k may exceed the tokens still wanted minus one", "beyond_host",
+           "limit = max(1, min(self.k_max, r - 1))", "limit = self.k_max",
+           equivalent="with r tokens wanted, a block of k >= r - 1 guesses has the same expected remainder as "
+                      "one of r - 1: the terms of _block_cost for a >= r - 1 accepted guesses are all F(<= 0) = 0 "
+                      "and the terms below are the same, so block cost(k) - block cost(r - 1) = cost[k] - "
+                      "cost[r - 1] >= 0 for non-decreasing costs (adaptive_costs: a verifier of more rows plus "
+                      "more draft programs), and best_k keeps the smaller k on a tie (strict <)"),
     Mutant("adaptive k: the per-token counts are ignored", "beyond_host",
            "return ((self.token_successes.get(token, 0) + w * self.acceptance)",
            "return ((0 + w * self.acceptance)"),

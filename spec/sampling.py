@@ -1,10 +1,14 @@
 """Speculative *sampling*: the rejection rule that keeps the target's distribution exactly.
 
 Distributions are lists of non-negative integers (weights), one per token: the
-chip's softmax output read as integers (``probs`` of a compiled program), or
-any other integer table.  The distribution they stand for is ``w / sum(w)``;
-every probability below is a ratio of integers, so the rule is carried out in
-exact integer arithmetic and no rounding can bias it.
+chip's softmax output read as integers (``probs`` of a compiled program: the
+softmax unit's own Q0.16 words, 65536 = 1), or any other integer table.  The
+distribution they stand for is ``w / sum(w)``: a row of Q0.16 words, each
+rounded on its own, sums to 65536 give or take a few units (measured 65534 ..
+65538), and the rule normalises by the row's own sum, never by 65536, so p is
+exactly the distribution those integers define (the one the exactness proof
+checks against).  Every probability below is a ratio of integers, so the rule
+is carried out in exact integer arithmetic and no rounding can bias it.
 
 One block with k guesses (Leviathan et al. 2023; Chen et al. 2023):
 

@@ -24,7 +24,8 @@ all be contiguous in one row order (some node would need two separated runs).
 
 The same builder gives the sampling programs (plain step: a tree of one node;
 linear block: one leg), whose head is the chip's softmax of the logits divided
-by a temperature: ``softmax(y Wout / T)``, output ``probs`` (integers, 1/127 each).
+by a temperature: ``softmax(y Wout / T)``, output ``probs``: the softmax unit's own
+Q0.16 words (``Graph.softmax(..., q16=True)``: integers, 65536 = 1, not requantized).
 """
 from __future__ import annotations
 
@@ -136,8 +137,8 @@ def tree_graph(model: TinyLM, parents: Sequence[int], cache_len: int, temperatur
 
     Input ``x``: the nodes' embedding rows in ``tree_layout(parents, cache_len).order``.
     Outputs (rows in that order): greedy (``temperature`` None): ``tok``, ``logits``;
-    sampling: ``probs`` = softmax(logits / temperature); and ``k_left``, ``v_left`` (and,
-    for a second leg, ``k_right``, ``v_right``): the new key and value rows."""
+    sampling: ``probs`` = softmax(logits / temperature) as the softmax unit's Q0.16 words; and
+    ``k_left``, ``v_left`` (and, for a second leg, ``k_right``, ``v_right``): the new key and value rows."""
     layout = tree_layout(parents, cache_len)
     if temperature is not None and not temperature > 0:
         raise ValueError(f"tree_graph: a sampling head needs a temperature > 0, got {temperature}")
@@ -162,7 +163,7 @@ def tree_graph(model: TinyLM, parents: Sequence[int], cache_len: int, temperatur
         g.output(g.argmax(logits), "tok")
         g.output(logits, "logits")
     else:
-        g.output(g.softmax(g.matmul(y, weight("Wout"), scale=1.0 / temperature)), "probs")
+        g.output(g.softmax(g.matmul(y, weight("Wout"), scale=1.0 / temperature), q16=True), "probs")
     g.output(k_left, "k_left")
     g.output(v_left, "v_left")
     if k_right is not None:
@@ -172,10 +173,10 @@ def tree_graph(model: TinyLM, parents: Sequence[int], cache_len: int, temperatur
 
 
 def sampling_draft_graph(Wd: Matrix, temperature: float) -> Graph:
-    """The bigram draft's distribution: softmax(x Wd / T), output ``probs``."""
+    """The bigram draft's distribution: softmax(x Wd / T), output ``probs`` (Q0.16 words)."""
     if not temperature > 0:
         raise ValueError(f"sampling_draft_graph: temperature must be > 0, got {temperature}")
     g = Graph()
     x = g.input("x", (1, D))
-    g.output(g.softmax(g.matmul(x, g.weight("Wd", Wd), scale=1.0 / temperature)), "probs")
+    g.output(g.softmax(g.matmul(x, g.weight("Wd", Wd), scale=1.0 / temperature), q16=True), "probs")
     return g
