@@ -594,7 +594,6 @@ class InstructionSet:
         ops = list(_book_ops(config))
         #: op code -> the extension that defines it (book operations are not in it)
         self.extension_of: dict[int, Extension] = {}
-        owner = {spec.code: "the book's" for spec in ops}
         for module in config.extensions:
             ext = load_extension(module)
             if any(e.module == module for e in self.extension_of.values()):

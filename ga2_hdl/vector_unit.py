@@ -471,7 +471,7 @@ class VectorUnit(wiring.Component):
             else:
                 engine = cls.ENGINES.get(spec.mnemonic)
             if engine is None:
-                where = (f"VectorUnit.ENGINES" if ext is None
+                where = ("VectorUnit.ENGINES" if ext is None
                          else f"the engines mapping of {ext.module}'s EXTENSION")
                 raise ValueError(f"vector operation {spec.mnemonic} (op code {code}, {iset.origin(code)}) "
                                  f"has no RTL engine: add one to {where}")

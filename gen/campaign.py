@@ -52,7 +52,7 @@ from ga2_hdl.safe_io import atomic_write
 from ga2_hdl.isa import ErrorCode, Instruction
 
 from . import coverage as cov
-from .fuzz import DEFAULT_MAX_CYCLES, directed_bundle, random_bundle
+from .fuzz import directed_bundle, random_bundle
 
 FORMAT = "ga2-fuzz-campaign"
 VERSION = 1
