@@ -177,6 +177,8 @@ PRESETS: dict[str, Config] = {
     "overlap": Config(name="overlap", overlap=True),     # units run at once, under the hazard rule
     "wide2": Config(name="wide2", spad_ports=2, ext_port_words=2),
     "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
+    "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
+    "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8),   # the fastest of the explored chips
 }
 
 
