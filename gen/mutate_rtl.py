@@ -80,6 +80,9 @@ CONTAINERS = {
 }
 #: the chip's own tests minus its bundle runs, which stage 3 does in Icarus
 CHIP_TEST_SELECT = "not directed_suite and not random_programs"
+#: the chip on other configurations, in Amaranth's simulator (the default suite's cases of them)
+CHIP_CONFIG_TESTS = ("sim_tests/test_wide_chip.py", "sim_tests/test_overlap.py", "sim_tests/test_configs.py")
+CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs"
 RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
 RANDOM_SEED = 2026
 ENABLE_NAME = re.compile(r"(^|_)(en|start|valid|run|clear)$")
@@ -356,8 +359,8 @@ class Stage:
 
 
 CHIP_STAGE = "chip (icarus)"
-SURVIVOR_REASON = ("every check passed: the unit's own tests, the containing units' tests, and the chip on "
-                   "the directed suite and the random programs (Icarus)")
+SURVIVOR_REASON = ("every check passed: the unit's own tests (and its other configurations' tests), the "
+                   "containing units' tests, and the chip on the directed suite and the random programs (Icarus)")
 
 
 def stages(unit: str) -> list[Stage]:
@@ -366,6 +369,12 @@ def stages(unit: str) -> list[Stage]:
     if unit == "chip":
         own += ["-k", CHIP_TEST_SELECT]
     out = [Stage(f"sim_tests/test_{unit}.py", own)]
+    # the unit's hardware for other configurations (wide ports, overlap, other sizes): code the
+    # book chip never builds, so only these tests can see a mutant of it
+    if unit == "chip":
+        out.append(Stage("configuration tests (Amaranth)", [*CHIP_CONFIG_TESTS, "-k", CHIP_CONFIG_SELECT]))
+    elif (REPO / f"sim_tests/test_wide_{unit}.py").is_file():
+        out.append(Stage(f"sim_tests/test_wide_{unit}.py", [f"sim_tests/test_wide_{unit}.py"]))
     containers: list[str] = []
     todo = list(CONTAINERS.get(unit, ()))
     while todo:
