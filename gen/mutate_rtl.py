@@ -375,6 +375,8 @@ def stages(unit: str) -> list[Stage]:
         out.append(Stage("configuration tests (Amaranth)", [*CHIP_CONFIG_TESTS, "-k", CHIP_CONFIG_SELECT]))
     elif (REPO / f"sim_tests/test_wide_{unit}.py").is_file():
         out.append(Stage(f"sim_tests/test_wide_{unit}.py", [f"sim_tests/test_wide_{unit}.py"]))
+    if unit == "sram":           # the scratchpad's per-master ports exist only in the overlapped chip
+        out.append(Stage("configuration tests (Amaranth)", [*CHIP_CONFIG_TESTS, "-k", CHIP_CONFIG_SELECT]))
     containers: list[str] = []
     todo = list(CONTAINERS.get(unit, ()))
     while todo:
@@ -383,7 +385,9 @@ def stages(unit: str) -> list[Stage]:
             containers.append(c)
             todo += CONTAINERS.get(c, ())
     if containers:
-        out.append(Stage("containing units' tests", [f"sim_tests/test_{c}.py" for c in containers]))
+        tests = [f"sim_tests/test_{c}.py" for c in containers]
+        tests += [f"sim_tests/test_wide_{c}.py" for c in containers if (REPO / f"sim_tests/test_wide_{c}.py").is_file()]
+        out.append(Stage("containing units' tests", tests))
     out.append(Stage(CHIP_STAGE, ["chip"]))
     return out
 
