@@ -91,6 +91,13 @@ _DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the pr
               "a port no one samples then")
 
 EQUIVALENT: tuple[Equivalence, ...] = (
+    Equivalence("ga2_hdl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
+                "verdict.halt -> 0",
+                "this branch is reached only when past_end is 0 and halt or an error is set; with the change a "
+                "HALT takes the Else branch, halt(verdict.error), and verdict.error is the issue check's code for "
+                "the HALT word, which is OK (HALT is legal with any operand bits: isa.check returns OK for op 0 "
+                "before any operand rule); halt(OK) is what the Elif does, in the same cycle, so status, "
+                "status_pc, halted and every counter are the same"),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "completed = Signal(len(length))",
