@@ -232,6 +232,15 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
                 "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))",
                 "Mux(is_load, 0, self.spad.rd_data) -> Mux(is_load, -1, self.spad.rd_data)", _DMA_WDATA),
+    # the wide DMA (ext_port_words > 1) drives its W-word ext_wdata the same way, under the same ext_we
+    Equivalence("ga2_hdl/dma.py", "DMA._elaborate_wide",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))",
+                "Mux(is_load, 0, self.spad.rd_data.as_value()) -> Mux(is_load, 1, self.spad.rd_data.as_value())",
+                _DMA_WDATA),
+    Equivalence("ga2_hdl/dma.py", "DMA._elaborate_wide",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))",
+                "Mux(is_load, 0, self.spad.rd_data.as_value()) -> Mux(is_load, -1, self.spad.rd_data.as_value())",
+                _DMA_WDATA),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words",
                 "self.b_mem.wr_en.eq(land.valid & land.b),", "land.valid & land.b -> 1",
                 "the B operand memory then takes the scratchpad's read data at (land.lane, land.k) every cycle. "
