@@ -55,3 +55,15 @@ def test_wide_vector_ops(config):
         want = {"RQ": cd(ins.len, P) + 2, "VADD": 2 * cd(ins.len, P) + 2, "AMAX": cd(ins.len, P) + 3,
                 "SM": 3 * ins.len + 47}[ins.mnemonic]
         assert b == want, f"{ins}: busy {b}, expected {want}"
+
+
+@pytest.mark.parametrize("config", CONFIGS[:2], ids=lambda c: c.name)
+def test_wide_amax_of_negative_values_starts_below_every_word(config):
+    """Every word negative, the first maximum not at index 0 and not in the first chunk: the
+    running best must start at the smallest int32 (a start at 0 would keep index 0)."""
+    P = config.spad_ports
+    values = [-9, -70000, INT32_MIN] + [-5] * P + [-2, -3, -2, INT32_MIN + 1]
+    program = [isa.make("AMAX", dst=100, src=0, len=len(values)),
+               isa.make("AMAX", dst=101, src=1, len=2)]                 # INT32_MIN vs -70000: index 0
+    spad, _ = run_and_check(words(values), program, config=config)
+    assert spad[100] == values.index(max(values)) and spad[101] == 0
