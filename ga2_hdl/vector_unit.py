@@ -479,10 +479,9 @@ class VectorUnit(wiring.Component):
         return out
 
     def elaborate(self, platform):
-        if self.ports > 1:
-            return self._elaborate_wide()
         m = Module()
         iset = isa.instruction_set(self.config)
+        wide_port = self.ports > 1
 
         # Only the engine the instruction names sees the scratchpad's read data; the others see
         # 0.  An engine uses read data only between its start and its done, while ins.op names
@@ -490,7 +489,8 @@ class VectorUnit(wiring.Component):
         # every read of the other units (the matrix unit reads the scratchpad almost every
         # cycle): event-driven simulators (Icarus, Amaranth's) skip that work.  The gating has a
         # submodule of its own, so that in Amaranth's simulator a read by another unit runs only
-        # that small process, not the whole unit's.
+        # that small process, not the whole unit's.  On a wide port (spad_ports > 1) a wide engine
+        # takes every lane, a one-word engine (SM, an extension's) lane 0.
         m.submodules.read_gate = read_gate = Module()
         engines = self.engines
         for name, engine in engines.items():
@@ -500,7 +500,10 @@ class VectorUnit(wiring.Component):
                 engine.ins.eq(self.ins),
                 engine.start.eq(self.start & selected),
             ]
-            read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0))
+            read_data = self.spad.rd_data
+            if wide_port:
+                read_data = read_data.as_value() if hasattr(engine.spad, "rd_mask") else read_data[0]
+            read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
             with m.If(engine.done):
                 m.d.comb += self.done.eq(1)
             with m.If(engine.busy):
@@ -510,49 +513,23 @@ class VectorUnit(wiring.Component):
         with m.Switch(self.ins.op):
             for name, engine in engines.items():
                 with m.Case(iset.by_name[name].code):
-                    m.d.comb += [
-                        self.spad.rd_en.eq(engine.spad.rd_en),
-                        self.spad.rd_addr.eq(engine.spad.rd_addr),
-                        self.spad.wr_en.eq(engine.spad.wr_en),
-                        self.spad.wr_addr.eq(engine.spad.wr_addr),
-                        self.spad.wr_data.eq(engine.spad.wr_data),
-                    ]
-        return m
-
-    #: the engines of a wide port (spad_ports > 1); an operation without one runs its
-    #: one-word engine on lane 0
-    WIDE_ENGINES = {"RQ": WideRequantizeEngine, "VADD": WideAddEngine, "AMAX": WideArgmaxEngine}
-
-    def _elaborate_wide(self):
-        m = Module()
-        iset = isa.instruction_set(self.config)
-        m.submodules.read_gate = read_gate = Module()
-        engines = self.engines
-        for name, engine in engines.items():
-            wide = engine.signature.members["spad"].signature.words > 1
-            m.submodules[name.lower()] = engine
-            selected = self.ins.op == iset.by_name[name].code
-            m.d.comb += [engine.ins.eq(self.ins), engine.start.eq(self.start & selected)]
-            read_gate.d.comb += engine.spad.rd_data.eq(
-                Mux(selected, self.spad.rd_data.as_value() if wide else self.spad.rd_data[0], 0))
-            with m.If(engine.done):
-                m.d.comb += self.done.eq(1)
-            with m.If(engine.busy):
-                m.d.comb += self.busy.eq(1)
-        with m.Switch(self.ins.op):
-            for name, engine in engines.items():
-                with m.Case(iset.by_name[name].code):
                     p = engine.spad
-                    if hasattr(p, "rd_mask"):         # a wide engine
-                        m.d.comb += [self.spad.rd_mask.eq(p.rd_mask), self.spad.wr_mask.eq(p.wr_mask),
-                                     self.spad.wr_data.eq(p.wr_data)]
-                    else:         # the one-word engine on lane 0
-                        m.d.comb += [self.spad.rd_mask.eq(p.rd_en), self.spad.wr_mask.eq(p.wr_en),
-                                     self.spad.wr_data[0].eq(p.wr_data)]
                     m.d.comb += [
                         self.spad.rd_en.eq(p.rd_en),
                         self.spad.rd_addr.eq(p.rd_addr),
                         self.spad.wr_en.eq(p.wr_en),
                         self.spad.wr_addr.eq(p.wr_addr),
                     ]
+                    if not wide_port:
+                        m.d.comb += self.spad.wr_data.eq(p.wr_data)
+                    elif hasattr(p, "rd_mask"):         # a wide engine
+                        m.d.comb += [self.spad.rd_mask.eq(p.rd_mask), self.spad.wr_mask.eq(p.wr_mask),
+                                     self.spad.wr_data.eq(p.wr_data)]
+                    else:                               # a one-word engine on lane 0
+                        m.d.comb += [self.spad.rd_mask.eq(p.rd_en), self.spad.wr_mask.eq(p.wr_en),
+                                     self.spad.wr_data[0].eq(p.wr_data)]
         return m
+
+    #: the engines of a wide port (spad_ports > 1); an operation without one runs its
+    #: one-word engine on lane 0
+    WIDE_ENGINES = {"RQ": WideRequantizeEngine, "VADD": WideAddEngine, "AMAX": WideArgmaxEngine}

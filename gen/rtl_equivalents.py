@@ -171,11 +171,11 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "for integers acc <= 0 is acc < 1: the change only calls acc = 0 negative, whose magnitude, "
                 "product, rounded and saturated values are 0, giving -0 = 0 (or 0 with relu): the same q"),
     Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
-                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0))",
-                "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, -1)", _VECTOR_IDLE_DATA),
+                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))",
+                "Mux(selected, read_data, 0) -> Mux(selected, read_data, -1)", _VECTOR_IDLE_DATA),
     Equivalence("ga2_hdl/vector_unit.py", "VectorUnit.elaborate",
-                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, self.spad.rd_data, 0))",
-                "Mux(selected, self.spad.rd_data, 0) -> Mux(selected, self.spad.rd_data, 1)", _VECTOR_IDLE_DATA),
+                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))",
+                "Mux(selected, read_data, 0) -> Mux(selected, read_data, 1)", _VECTOR_IDLE_DATA),
     Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "steps_left = Signal(range(w))", "w -> w - 1",
                 "steps_left counts down from w - 1 = 39 (the divider's width is isa.DIV_BITS = 40): range(40) "
                 "and range(39) are both the shape unsigned(6), so the register, and the hardware, are bit for "
