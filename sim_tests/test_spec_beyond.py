@@ -57,8 +57,9 @@ def test_trigram_draft_uses_pairs_and_falls_back_to_the_bigram():
 
 
 def test_adaptive_k_follows_the_acceptance():
-    cost = [8000, 11000, 14000, 17000, 24000, 27000]
+    cost = [[8000, 11000, 14000, 17000, 24000, 27000]] * 32     # the same at every cache length
     rule = host.AdaptiveK(cost)
+    assert rule.acceptance == 0.5 and rule.best_k([1], 0, 32) == 1          # neutral prior: no plain step untried
     for _ in range(10):
         rule.update([1, 2, 3, 4], 3, 3)                      # everything accepted
     assert rule.best_k([1], 0, 32) == 3                      # the cheap 4-row verifier
@@ -66,12 +67,23 @@ def test_adaptive_k_follows_the_acceptance():
     poor = host.AdaptiveK(cost)
     for _ in range(10):
         poor.update([1, 2, 3, 4], 0, 3)                      # the first guess always rejected
-    assert poor.best_k([1], 0, 32) == 1
+    assert poor.best_k([1], 0, 32) == 0                      # a plain step after a token whose guesses fail
+    assert poor.best_k([7], 0, 32) == 1                      # but a token not yet tried gets its guess
     assert poor.trials == 10 and poor.successes == 0
     per_token = host.AdaptiveK(cost)
     for _ in range(6):
         per_token.update([5, 6], 0, 1)                       # rejected after 5, nothing known after 7
     assert per_token.acceptance_after(5) < per_token.acceptance < per_token.acceptance_after(7) + 1e-12
+
+
+def test_adaptive_k_reads_the_cost_at_the_cache_it_is_at():
+    cheap, dear = [8000, 11000, 14000, 17000, 24000, 27000], [8000, 9000, 20000, 30000, 40000, 50000]
+    rule = host.AdaptiveK([cheap] * 16 + [dear] * 16)
+    for _ in range(10):
+        rule.update([1, 2, 3, 4], 3, 3)
+    assert rule.best_k([1], 0, 32) == 3 and rule.best_k([1], 20, 32) == 1
+    with pytest.raises(ValueError, match="no costs for a cache of 40"):
+        rule.best_k([1], 40, 48)
 
 
 def test_tree_ngram_trigram_adaptive_give_the_plain_decoders_tokens():
@@ -155,7 +167,7 @@ def test_adaptive_study_replay_equals_the_runs_on_the_chip():
     model = make_model("structured")
     Wd = make_draft(model, 4.0, 1)                      # the poor draft: rejections in both runs
     chip = BlockChip(model, Wd, n, 8)
-    costs = adaptive_costs(chip, chip.draft_program().counters()[0], n // 2, host.K_MAX)
+    costs = adaptive_costs(chip, chip.draft_program().counters()[0], n, host.K_MAX)
     [study] = adaptive_study.study("structured", [0], [(4.0, 1)], n=n, chip=chip)
     for name, policy in (("k=2", 2), ("adaptive", host.AdaptiveK(costs))):
         run = linear_run(model, Wd, n, policy, chip=chip)

@@ -85,7 +85,7 @@ def study(kind: str, starts: Sequence[int], drafts: Sequence[tuple[float, int]],
         chip.use_draft(make_draft(model, noise, seed))
         guess = {t: chip.draft_guess(t)[0] for t in range(V)}
         draft_cycles = chip.draft_program().counters()[0]
-        costs = adaptive_costs(chip, draft_cycles, n // 2, K_MAX)
+        costs = adaptive_costs(chip, draft_cycles, n, K_MAX)
         per_start = {}
         for s in starts:
             per_start[s] = {}

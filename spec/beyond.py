@@ -147,7 +147,7 @@ def model_job(kind: str, n: int = TOKENS, config: Config = isa.BOOK) -> list[tup
             fixed.append(r.cycles)
             out.append(_row(f"{kind}: fixed k={k}, noise {noise:g}", "greedy", kind, "adaptive", r, plain_tokens, ref,
                             noise=noise, k=k))
-        costs = adaptive_costs(chip, chip.draft_program().counters()[0], n // 2, K_MAX)
+        costs = adaptive_costs(chip, chip.draft_program().counters()[0], n, K_MAX)
         r = linear_run(model, Wd, n, AdaptiveK(costs), chip=chip)
         best = min(fixed)
         out.append(_row(f"{kind}: adaptive k, noise {noise:g}", "adaptive_k", kind, "adaptive", r, plain_tokens, ref,

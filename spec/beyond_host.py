@@ -27,26 +27,42 @@ seen; 256 entries, no weights, looked up on the host.
 time and after each decides whether to draft another.  It keeps counts of the
 guesses the target examined (a block with a of k guesses accepted examines
 a + 1 of them when a < k, all k when a = k) and accepted: overall, and per
-token the guess was drafted from.  The acceptance of any guess is estimated as
-(accepted + 3) / (examined + 4) (a prior of three successes and one failure:
-a draft is presumed useful until it shows otherwise), and that of a guess
-drafted from token t as (accepted after t + 2 a) / (examined after t + 2), the
-overall rate a counting for two observations.  With r tokens still wanted, the
-host picks the k in 1 .. min(K_MAX, r - 1) that minimises the expected cycles
-to finish: cost(k) plus the expected cycles of the rest,
+token the guess was drafted from.
 
-    cost(k) + sum over a of P(a of k accepted) F(r - a - 1),
+* Acceptance, a Beta posterior that starts neutral: any guess is accepted
+  with the posterior mean of a uniform prior Beta(1, 1), (accepted + 1) /
+  (examined + 2) (Laplace's rule: one success and one failure before any
+  block, so an untried draft is neither trusted nor distrusted); a guess
+  drafted from token t with (accepted after t + a) / (examined after t + 1),
+  its own counts with the overall rate a counting as one more observation
+  (an unseen token gets the overall rate, and its own evidence takes over
+  from its first guess).
+* Cost, read from the compiled programs: cost(c, k) is the cycles of the
+  verifier of k + 1 rows after a cache of c rows plus k draft programs, every
+  figure from the ISA's counters of the programs the host will run
+  (``beyond_runs.adaptive_costs``), nothing written out by hand.
+* Choice: with c tokens committed and r = n - c still wanted, the k that
+  minimises the expected cycles to finish,
 
-where P uses the per-token estimates for the guesses whose input is known
-(the last token and the guesses drafted so far) and the overall rate for the
-others, and F(r), the expected cycles to emit r tokens, is computed by dynamic
-programming with the overall rate.  cost(k) is the cycles of the verifier of
-k + 1 rows plus k draft programs, read from the compiled programs at one
-reference cache length.  It drafts another guess while the best k is larger
-than the guesses drafted (a draft with nothing to say ends the block early).
-The prior (3, 1) and the weight 2 were chosen by a sweep over a handful of
-values on the chapter's four drafts (see docs/spec.md): they are tuned on the
-runs they are measured on.
+      cost(c, k) + sum over a of P(a of k accepted) F(r - a - 1),
+
+  where P uses the per-token estimates for the guesses whose input is known
+  (the last token and the guesses drafted so far) and the overall one beyond,
+  and F(r), the expected cycles to emit the last r tokens, is computed by
+  dynamic programming with the overall rate and the cost at the cache each
+  of those blocks will have (n - r).  k runs over 0 .. min(K_MAX, r - 1);
+  k = 0 is a plain step (the verifier of the last token alone, no draft).  A
+  plain step examines no guess, so it teaches the rule nothing: it is
+  considered only when the guesses drafted from the last token have been
+  judged at least once (otherwise a draft that starts badly would never be
+  tried again).
+
+It drafts another guess while the best k is larger than the guesses drafted
+(a draft with nothing to say ends the block early).  The only constants are
+the uniform prior, the one observation the overall rate counts for, and
+K_MAX (the deepest block the costs are read for); docs/spec.md says how the
+rule was arrived at and what it measures, on the runs it was designed with
+and on others.
 """
 from __future__ import annotations
 
@@ -57,10 +73,11 @@ from typing import Callable, Sequence
 NGRAM_MAX = 3
 #: the largest k the adaptive rule considers
 K_MAX = 5
-#: the adaptive rule's prior on the acceptance of any guess: (successes, failures) before any block
-GLOBAL_PRIOR = (3.0, 1.0)
-#: and how many observations the overall rate counts for in the rate after one token
-TOKEN_PRIOR_WEIGHT = 2.0
+#: the adaptive rule's prior on the acceptance of any guess, (successes, failures) before any block:
+#: the uniform Beta(1, 1), neutral
+GLOBAL_PRIOR = (1.0, 1.0)
+#: how many observations the overall rate counts for in the rate of the guesses drafted from one token
+TOKEN_PRIOR_WEIGHT = 1.0
 
 
 # ---------------------------------------------------------------------------
@@ -214,20 +231,23 @@ class TrigramDraft:
 # ---------------------------------------------------------------------------
 
 class AdaptiveK:
-    """Chooses each block's k from the acceptance seen so far (the rule in the module note)."""
+    """Chooses each block's k from the acceptance seen so far (the rule in the module note).
 
-    def __init__(self, cost: Sequence[int], k_max: int = K_MAX, prior: tuple[float, float] = GLOBAL_PRIOR,
+    ``cost[c][k]``: the cycles of a block of k guesses after a cache of c rows (the verifier
+    of k + 1 rows plus k draft programs), for c = 0 .. n - 1 and k = 0 .. k_max."""
+
+    def __init__(self, cost: Sequence[Sequence[int]], k_max: int = K_MAX, prior: tuple[float, float] = GLOBAL_PRIOR,
                  token_weight: float = TOKEN_PRIOR_WEIGHT):
-        if len(cost) < k_max + 1:
-            raise ValueError(f"AdaptiveK: need the cost of k = 0 .. {k_max}, got {len(cost)} entries")
-        self.cost, self.k_max, self.prior, self.token_weight = list(cost), k_max, prior, token_weight
+        if not cost or any(len(row) < k_max + 1 for row in cost):
+            raise ValueError(f"AdaptiveK: need the cost of k = 0 .. {k_max} at every cache length")
+        self.cost, self.k_max, self.prior, self.token_weight = [list(row) for row in cost], k_max, prior, token_weight
         self.successes = self.trials = 0
         self.token_successes: dict[int, int] = {}
         self.token_trials: dict[int, int] = {}
 
     @property
     def acceptance(self) -> float:
-        """Of any guess: (successes + s0) / (trials + s0 + f0)."""
+        """Of any guess: the posterior mean (successes + s0) / (trials + s0 + f0)."""
         return (self.successes + self.prior[0]) / (self.trials + self.prior[0] + self.prior[1])
 
     def acceptance_after(self, token: int) -> float:
@@ -236,18 +256,27 @@ class AdaptiveK:
         return ((self.token_successes.get(token, 0) + w * self.acceptance)
                 / (self.token_trials.get(token, 0) + w))
 
-    def _finish_costs(self, remaining: int) -> list[float]:
-        """F[r]: the expected cycles to emit r more tokens, every guess accepted with ``acceptance``."""
+    def _cost_at(self, c: int) -> list[int]:
+        if not 0 <= c < len(self.cost):
+            raise ValueError(f"AdaptiveK: no costs for a cache of {c} rows (given for 0 .. {len(self.cost) - 1})")
+        return self.cost[c]
+
+    def _finish_costs(self, n: int, remaining: int) -> list[float]:
+        """F[r]: the expected cycles to emit the last r of n tokens (the cache then n - r rows),
+        every guess accepted with ``acceptance``."""
         a = self.acceptance
         F = [0.0] * (remaining + 1)
         for r in range(1, remaining + 1):
-            F[r] = min(self._block_cost(k, [a] * k, F, r) for k in range(1, max(1, min(self.k_max, r - 1)) + 1))
+            cost = self._cost_at(n - r)
+            F[r] = min(self._block_cost(cost[k], [a] * k, F, r) for k in range(0, min(self.k_max, r - 1) + 1))
         return F
 
-    def _block_cost(self, k: int, accept: Sequence[float], F: Sequence[float], r: int) -> float:
-        """cost(k) + the expected F of what is left after a block whose guesses are accepted with
+    @staticmethod
+    def _block_cost(cost: float, accept: Sequence[float], F: Sequence[float], r: int) -> float:
+        """``cost`` + the expected F of what is left after a block whose guesses are accepted with
         probabilities ``accept`` (each given the previous ones)."""
-        total, reach = float(self.cost[k]), 1.0
+        k = len(accept)
+        total, reach = float(cost), 1.0
         for a in range(k + 1):
             stop = reach * ((1 - accept[a]) if a < k else 1.0)
             total += stop * F[max(0, r - a - 1)]
@@ -257,12 +286,16 @@ class AdaptiveK:
 
     def best_k(self, inputs: Sequence[int], done: int, n: int) -> int:
         r = n - done
-        limit = max(1, min(self.k_max, r - 1))
-        F = self._finish_costs(r)
-        best, best_cost = 1, None
-        for k in range(1, limit + 1):
+        limit = min(self.k_max, r - 1)
+        lowest = 0 if self.token_trials.get(inputs[0], 0) else 1
+        if limit < lowest:              # the last token wanted (r = 1): a plain step
+            return limit
+        cost = self._cost_at(done)
+        F = self._finish_costs(n, r)
+        best, best_cost = lowest, None
+        for k in range(lowest, limit + 1):
             accept = [self.acceptance_after(inputs[j]) if j < len(inputs) else self.acceptance for j in range(k)]
-            c = self._block_cost(k, accept, F, r)
+            c = self._block_cost(cost[k], accept, F, r)
             if best_cost is None or c < best_cost - 1e-9:
                 best, best_cost = k, c
         return best

@@ -165,9 +165,11 @@ def linear_run(model: TinyLM, Wd: Matrix | None, n: int, policy, draft=None, sta
     return BeyondRun(tokens, list(chip.log), st.blocks, st.proposed, st.accepted, st.rows, list(st.ks))
 
 
-def adaptive_costs(chip: BlockChip, draft_cycles: int, reference_cache: int, k_max: int) -> list[int]:
-    """cost(k) for k = 0 .. k_max: the verifier of k + 1 rows at ``reference_cache`` plus k drafts."""
-    return [chip.linear_program(reference_cache, k + 1).counters()[0] + k * draft_cycles for k in range(k_max + 1)]
+def adaptive_costs(chip: BlockChip, draft_cycles: int, n: int, k_max: int) -> list[list[int]]:
+    """cost[c][k] for every cache c = 0 .. n - 1 and k = 0 .. k_max: the cycles of the compiled verifier of
+    k + 1 rows after c cached rows (the ISA's counters of the program the host would run) plus k drafts."""
+    return [[chip.linear_program(c, k + 1).counters()[0] + k * draft_cycles for k in range(k_max + 1)]
+            for c in range(n)]
 
 
 def trigram_draft(model: TinyLM):

@@ -164,18 +164,31 @@ MUTANTS: tuple[Mutant, ...] = (
            "        agreed = min(len(guesses), agreed + 1)\n        tokens += guesses[:agreed] + [choices[agreed]]"),
     Mutant("adaptive k: unexamined guesses are counted as rejected", "beyond_host",
            "for j in range(min(k, accepted + 1)):", "for j in range(k):"),
-    Mutant("adaptive k: k may exceed the tokens still wanted minus one", "beyond_host",
-           "limit = max(1, min(self.k_max, r - 1))", "limit = self.k_max",
-           equivalent="with r tokens wanted, a block of k >= r - 1 guesses has the same expected remainder as "
-                      "one of r - 1: the terms of _block_cost for a >= r - 1 accepted guesses are all F(<= 0) = 0 "
-                      "and the terms below are the same, so block cost(k) - block cost(r - 1) = cost[k] - "
-                      "cost[r - 1] >= 0 for non-decreasing costs (adaptive_costs: a verifier of more rows plus "
-                      "more draft programs), and best_k keeps the smaller k on a tie (strict <)"),
+    Mutant("adaptive k: k may reach the tokens still wanted", "beyond_host",
+           "limit = min(self.k_max, r - 1)", "limit = min(self.k_max, r)"),
+    Mutant("adaptive k: k may exceed the tokens still wanted minus one, up to K_MAX", "beyond_host",
+           "limit = min(self.k_max, r - 1)", "limit = self.k_max"),
     Mutant("adaptive k: the per-token counts are ignored", "beyond_host",
            "return ((self.token_successes.get(token, 0) + w * self.acceptance)",
            "return ((0 + w * self.acceptance)"),
     Mutant("adaptive k: the cheapest block is picked regardless of its gain", "beyond_host",
-           "c = self._block_cost(k, accept, F, r)", "c = self.cost[k]"),
+           "c = self._block_cost(cost[k], accept, F, r)", "c = cost[k]"),
+    Mutant("adaptive k: the optimistic prior of before (3 successes, 1 failure), not the neutral one",
+           "beyond_host", "GLOBAL_PRIOR = (1.0, 1.0)", "GLOBAL_PRIOR = (3.0, 1.0)"),
+    Mutant("adaptive k: the overall rate counts for two observations in a token's rate", "beyond_host",
+           "TOKEN_PRIOR_WEIGHT = 1.0", "TOKEN_PRIOR_WEIGHT = 2.0"),
+    Mutant("adaptive k: a plain step even after a token whose guesses were never judged", "beyond_host",
+           "lowest = 0 if self.token_trials.get(inputs[0], 0) else 1", "lowest = 0"),
+    Mutant("adaptive k: never a plain step (k >= 1 as before)", "beyond_host",
+           "lowest = 0 if self.token_trials.get(inputs[0], 0) else 1", "lowest = 1"),
+    Mutant("adaptive k: the block's cost read at half the tokens wanted, not at the cache it is at",
+           "beyond_host", "cost = self._cost_at(done)", "cost = self._cost_at(n // 2)"),
+    Mutant("adaptive k: the rest's expected cycles read every cost at the current cache", "beyond_host",
+           "cost = self._cost_at(n - r)", "cost = self._cost_at(n - remaining)"),
+    Mutant("adaptive k: the rest's expected cycles never take a plain step", "beyond_host",
+           "for k in range(0, min(self.k_max, r - 1) + 1))", "for k in range(1, max(1, min(self.k_max, r - 1)) + 1))"),
+    Mutant("adaptive k: the last token wanted is verified with one guess", "beyond_host",
+           "            return limit\n", "            return 1\n"),
 )
 
 
