@@ -172,6 +172,7 @@ def test_adaptive_study_replay_equals_the_runs_on_the_chip():
     for name, policy in (("k=2", 2), ("adaptive", host.AdaptiveK(costs))):
         run = linear_run(model, Wd, n, policy, chip=chip)
         assert study["per_start"][0][name] == run.cycles, name
+    assert 0 in run.ks                                  # a plain step (the verifier of one row) is in the comparison
     assert study["total"]["adaptive"] == study["per_start"][0]["adaptive"]
 
 

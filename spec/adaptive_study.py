@@ -14,6 +14,11 @@ not tuned on, without running the programs again:
   chip's plain decoder; the structured model's closed form f) and the draft
   program's guess after every token.
 
+Besides every fixed k and the rule, each start is decoded a second time by the
+same ``AdaptiveK`` (``adaptive_warm``), which then starts with the counts its
+first run left: the difference is what learning the acceptance from a
+neutral prior costs in a 32-token run.
+
 ``replay_run`` drives the real host loop (``beyond_host.speculate_blocks``
 with the real ``FixedK`` or ``AdaptiveK``) with a verifier that answers from
 the target's tokens and counts the cycles.  It equals the run on the chip
@@ -37,6 +42,8 @@ from .tiny_lm import V, TinyLM, make_model, rule_tokens
 
 #: the policies compared: every fixed k = 1 .. 5 and the adaptive rule
 POLICIES = ("k=1", "k=2", "k=3", "k=4", "k=5", "adaptive")
+#: the adaptive rule's second run from the same start, with the counts its first run left (what learning costs)
+WARM = "adaptive_warm"
 
 
 def target_paths(model: TinyLM, kind: str, starts: Sequence[int], n: int) -> dict[int, list[int]]:
@@ -89,16 +96,20 @@ def study(kind: str, starts: Sequence[int], drafts: Sequence[tuple[float, int]],
         per_start = {}
         for s in starts:
             per_start[s] = {}
+            rule = AdaptiveK(costs)
             for name in POLICIES:
-                policy = AdaptiveK(costs) if name == "adaptive" else FixedK(int(name[2:]))
+                policy = rule if name == "adaptive" else FixedK(int(name[2:]))
                 per_start[s][name] = replay_run(paths[s], n, policy, guess, verifier_cycles, draft_cycles)[2]
+            # the cost of learning: the same rule run again from the same start, with the counts of its first run
+            per_start[s][WARM] = replay_run(paths[s], n, rule, guess, verifier_cycles, draft_cycles)[2]
         chip.log = []
-        total = {name: sum(per_start[s][name] for s in starts) for name in POLICIES}
+        total = {name: sum(per_start[s][name] for s in starts) for name in POLICIES + (WARM,)}
         fixed = [total[f"k={k}"] for k in range(1, 6)]
         best = min(fixed)
-        out.append({"model": kind, "noise": noise, "seed": seed, "starts": list(starts), "total": total,
+        out.append({"model": kind, "noise": noise, "seed": seed, "starts": list(starts), "tokens": n, "total": total,
                     "best_fixed_k": fixed.index(best) + 1, "adaptive_vs_best": total["adaptive"] / best,
                     "adaptive_vs_k3": total["adaptive"] / total["k=3"],
+                    "warm_vs_best": total[WARM] / best,
                     "per_run_vs_its_best": [per_start[s]["adaptive"] / min(per_start[s][f"k={k}"] for k in range(1, 6))
                                             for s in starts],
                     "per_start": per_start})
@@ -119,13 +130,16 @@ def figure(rows: Sequence[dict], path: str) -> str:
                     label=name if i == 0 else None)
         ax.text(row["total"]["adaptive"] / best + 0.01, len(rows) - 1 - i + 0.4 - 5.5 * height,
                 f"{row['total']['adaptive'] / best:.3f}", fontsize=7, va="center")
+        if WARM in row["total"]:
+            ax.plot(row["total"][WARM] / best, len(rows) - 1 - i + 0.4 - 5.5 * height, marker="|", color="black",
+                    markersize=7, label="adaptive, second run (warm)" if i == 0 else None)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{r['model']}, noise {r['noise']:g}, seed {r['seed']}" for r in rows][::-1], fontsize=8)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.axvline(1.05, color="#e6550d", linewidth=0.8, linestyle="--")
     ax.set_xlim(0.6, None)
     ax.set_xlabel(f"cycles over {len(rows[0]['starts'])} starts / the best fixed k's (dashed: 5 % above it)")
-    ax.set_title("adaptive k against every fixed k, 32 tokens per start")
+    ax.set_title(f"adaptive k against every fixed k, {rows[0].get('tokens', 32)} tokens per start")
     ax.legend(loc="lower right", fontsize=8)
     return _save(fig, path)
 
