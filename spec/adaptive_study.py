@@ -144,12 +144,38 @@ def figure(rows: Sequence[dict], path: str) -> str:
     return _save(fig, path)
 
 
+#: the drafts whose start-0 run the rule was designed with (``ga2 beyond``'s adaptive rows)
+CHAPTER_DRAFTS = {("structured", 0.0, 1), ("structured", 3.0, 1), ("structured", 4.0, 1), ("random", 0.0, 1)}
+
+
+def markdown(rows: Sequence[dict], tolerance: float = 1.05) -> str:
+    """The rows as the table of docs/spec.md: every policy's cycles summed over the starts."""
+    out = ["| model | draft noise, seed | the chapter's? | fixed k = 1 .. 5 (cycles, all starts) | adaptive "
+           "| against the best fixed k | against k = 3 | second run (warm) against the best | runs within "
+           f"{round(100 * (tolerance - 1))} % of their own best k |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        fixed = ", ".join(f"{r['total'][f'k={k}']:,}" for k in range(1, 6))
+        per = r["per_run_vs_its_best"]
+        warm = f"{r['warm_vs_best']:.3f}x" if "warm_vs_best" in r else "-"
+        out.append(f"| {r['model']} | {r['noise']:g}, {r['seed']} | "
+                   f"{'yes' if (r['model'], r['noise'], r['seed']) in CHAPTER_DRAFTS else 'no'} | {fixed} | "
+                   f"{r['total']['adaptive']:,} | {r['adaptive_vs_best']:.3f}x (k = {r['best_fixed_k']}) | "
+                   f"{r['adaptive_vs_k3']:.3f}x | {warm} | {sum(x <= tolerance for x in per)}/{len(per)} "
+                   f"(worst {max(per):.3f}x) |")
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str]) -> int:
     """``structured|random STARTS NOISE:SEED ... [--json FILE]``: print (and write) one JSON line a draft;
-    ``figure OUT.png FILE ...``: draw the rows of JSON-lines files."""
+    ``figure OUT.png FILE ...``: draw the rows of JSON-lines files; ``table FILE ...``: print them as
+    docs/spec.md's table."""
     if len(argv) >= 3 and argv[0] == "figure":
         rows = [json.loads(line) for name in argv[2:] for line in open(name) if line.startswith("{")]
         print(figure(rows, argv[1]))
+        return 0
+    if len(argv) >= 2 and argv[0] == "table":
+        print(markdown([json.loads(line) for name in argv[1:] for line in open(name) if line.startswith("{")]))
         return 0
     out = None
     if "--json" in argv:
@@ -157,7 +183,7 @@ def main(argv: Sequence[str]) -> int:
         out, argv = argv[at + 1], argv[:at] + argv[at + 2:]
     if len(argv) < 3 or argv[0] not in ("structured", "random"):
         print("usage: python -m spec.adaptive_study structured|random START,START,... NOISE:SEED ... "
-              "[--json FILE]  |  figure OUT.png FILE ...", file=sys.stderr)
+              "[--json FILE]  |  figure OUT.png FILE ...  |  table FILE ...", file=sys.stderr)
         return 2
     starts = [int(s) for s in argv[1].split(",")]
     drafts = [(float(d.split(":")[0]), int(d.split(":")[1])) for d in argv[2:]]
