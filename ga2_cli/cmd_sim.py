@@ -8,8 +8,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from ga2_hdl import isa
 from ga2_hdl.safe_io import atomic_write
@@ -214,6 +217,41 @@ def cmd_bench_sim(args) -> int:
     return 1 if failures else 0
 
 
+# ------------------------------------------------------------------------------------ bench ch16
+
+def cmd_bench_ch16(args) -> int:
+    from gen import bench_ch16
+
+    script = Path(args.book_script)
+    if not script.is_file():
+        raise CommandError(f"--book-script {script}: no such file (the book's tools/ch16_run.py)")
+    python = shutil.which(args.python) or args.python
+    if not shutil.which(python) and not Path(python).is_file():
+        raise CommandError(f"--python {args.python}: no such program")
+    for tool in ("iverilog", "vvp", "verilator"):
+        if shutil.which(tool) is None:
+            raise CommandError(f"{tool} is not installed (both scripts run Icarus and Verilator)")
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="ga2_bench_ch16_"))
+    work.mkdir(parents=True, exist_ok=True)
+    load = list(os.getloadavg())
+    print(f"bench ch16: the book's script {script} against `ga2 ch16 --sims icarus,verilator`, {args.rounds} "
+          f"round(s) in turns (book, ours from an empty cache, ours warm); logs in {work}; load average "
+          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores", flush=True)
+    runs = bench_ch16.measure(script.resolve(), rounds=args.rounds, python=python, work=work,
+                              report=lambda line: print(line, flush=True))
+    end = list(os.getloadavg())
+    summ = bench_ch16.summary(runs)
+    print(f"medians (load average at the end {end[0]:.1f} {end[1]:.1f} {end[2]:.1f}):")
+    for label, s in summ.items():
+        ratios = (f"; ours / book: wall {s['wall_ratio']:.2f}, CPU {s['cpu_ratio']:.2f}"
+                  if "wall_ratio" in s else "")
+        print(f"  {label:10s} {s['wall_seconds']:7.1f} s wall {s['cpu_seconds']:7.1f} CPU-s "
+              f"({s['runs']} run(s)){ratios}")
+    if args.json:
+        atomic_write(args.json, json.dumps(bench_ch16.as_json(runs, load, end), indent=2) + "\n")
+    return 0 if runs and all(r.ok for r in runs) and len(runs) == 3 * args.rounds else 1
+
+
 # ------------------------------------------------------------------------------------ diff-sims
 
 def cmd_diff_sims(args) -> int:
@@ -303,6 +341,19 @@ def register(subparsers) -> None:
                         "is compared with it, cycles per CPU-second")
     q.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the results as JSON")
     q.set_defaults(func=cmd_bench_sim)
+    q = sub.add_parser("ch16", help="the whole chapter-16 job against the book's own script, wall and CPU time",
+                       description="Run the book's chapter-16 script (given by path; not part of this "
+                                   "repository) and `ga2 ch16 --sims icarus,verilator` from an empty build "
+                                   "cache and warm, in turns, and print wall and CPU times, the commands "
+                                   "and the ratios.")
+    q.add_argument("--book-script", required=True, metavar="FILE", type=options.input_file,
+                   help="the book's tools/ch16_run.py (its tree rebuilt outside this repository)")
+    q.add_argument("--rounds", type=options.positive, default=2, help="rounds of the three runs (default 2)")
+    q.add_argument("--python", default="python3", help="the interpreter for the book's script (default python3)")
+    q.add_argument("--work", metavar="DIR", type=options.output_dir,
+                   help="keep the logs (and the temporary caches) here (default a new temporary directory)")
+    q.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the results as JSON")
+    q.set_defaults(func=cmd_bench_ch16)
 
     p = subparsers.add_parser(
         "diff-sims", help="where two simulators first disagree: the first cycle and signal that differ",

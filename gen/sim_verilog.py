@@ -207,6 +207,10 @@ class _VerilogSimulator:
         """Compile in ``directory``; return the command that runs the result."""
         raise NotImplementedError
 
+    def chip_text(self, exported: verilog.Export) -> str:
+        """The chip's text as this simulator compiles it (the export; Icarus rewrites its clocked blocks)."""
+        return exported.text
+
     def header_text(self, ext_words: int, cap: int, exported: verilog.Export) -> str:
         """The generated constants of a build (part of its cache key)."""
         return params_header(ext_words, cap, scratchpad_arrays(exported.text, self.config), self.config)
@@ -228,7 +232,8 @@ class _VerilogSimulator:
         cap = self.bundle_cap(words)
         header = self.header_text(ext_words, cap, exported)
         flags = self.flags(trace)
-        key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, exported.text, header,
+        text = self.chip_text(exported)
+        key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, text, header,
                                *(p.read_bytes() for p in self.sources()),
                                *(toolchain.version(t) for t in self.tools()), *flags)
         final, lock = toolchain.cached_dir("build", key)
@@ -240,7 +245,7 @@ class _VerilogSimulator:
                              float(meta["compile_seconds"]), True)
             with toolchain.build_dir(final) as (tmp, tmp_meta):
                 chip = tmp / f"{verilog.CHIP_UNIT}{self.chip_suffix}"
-                chip.write_text(exported.text)
+                chip.write_text(text)
                 (tmp / self.header_file).write_text(header)
                 c0 = time.perf_counter()
                 command = self.compile(tmp, chip, trace)
@@ -393,6 +398,10 @@ class IcarusSimulator(_VerilogSimulator):
 
     def sources(self) -> list[Path]:
         return [TESTBENCH, ICARUS_TOP]
+
+    def chip_text(self, exported: verilog.Export) -> str:
+        # registers updated only after their next state changed (gen/verilog.py changed_gated)
+        return verilog.changed_gated(exported.text)
 
     def compile(self, directory: Path, chip: Path, trace: bool) -> list[str]:
         out = directory / "ga2_tb.vvp"

@@ -111,3 +111,39 @@ def test_every_unit_exports_and_lints(tmp_path):
     for name in sorted(found):
         exported = verilog.export(name)
         verilog.lint(exported.write(tmp_path), exported.unit)
+
+
+def test_icarus_form_gates_register_blocks_and_leaves_memory_ports():
+    text = ("module m(clk, d, e);\n"
+            "  always @(posedge clk) begin\n"
+            "    q <= \\$1 ;\n"
+            "    r <= \\$2 ;\n"
+            "  end\n"
+            "  always @(posedge clk) begin\n"
+            "    if (we)\n"
+            "      mem[a] <= d;\n"
+            "  end\n"
+            "endmodule\n")
+    got = verilog.changed_gated(text)
+    flag = verilog.CHANGED_FLAG.format(1)
+    assert (f"  reg {flag}= 1'h1;\n"
+            f"  always @(\\$1  or \\$2 ) {flag}<= 1'h1;\n"
+            f"  always @(posedge clk) if ({flag}) begin\n"
+            f"    {flag}<= 1'h0;\n"
+            "    q <= \\$1 ;\n"
+            "    r <= \\$2 ;\n"
+            "  end\n") in got
+    assert "    if (we)\n      mem[a] <= d;\n" in got and got.count("icarus$changed") == 4
+
+
+def test_icarus_form_of_the_chip_keeps_every_register_assignment(chip):
+    gated = verilog.changed_gated(chip.text)
+    blocks = verilog._REGISTER_BLOCK.findall(chip.text)
+    registers = [s for _, body in blocks for s in verilog._REGISTER_STATEMENT.findall(body)]
+    assert len(registers) > 50
+    for q, n in registers:                  # each register still assigned its next state
+        assert gated.count(f"    {q} <= {n};\n") == chip.text.count(f"    {q} <= {n};\n") >= 1
+    register_blocks = [body for _, body in blocks
+                       if "".join(f"    {q} <= {n};\n" for q, n in verilog._REGISTER_STATEMENT.findall(body)) == body]
+    assert gated.count("always @(posedge clk) if (\\icarus$changed") == len(register_blocks)
+    assert "    _0_ <= rom[port__addr];\n" in gated     # a memory read port: never gated

@@ -159,6 +159,40 @@ class VerilogSimulatorCases:
         assert report.line() == line
         assert report.mismatch.where == "ext[103]" and report.results[0].ext[103] == 44
 
+    def test_a_written_word_expected_zero_is_named(self, sim):
+        # ext[100..105] are written by the chip and outside every run of the (corrupted)
+        # expectation: the testbench must still compare them (it compares only where a word
+        # can differ: the expected runs, the image's runs and the range the chip wrote)
+        bundle = small_bundle()
+        for a in range(100, 106):
+            bundle.programs[0].expected.ext[a] = 0
+        report = sim.run_bundle(bundle)
+        assert report.line() == f"MISMATCH: program 0: ext[100]: expected {0:#010x}, got {11:#010x}"
+
+    def test_an_image_word_expected_zero_is_named(self, sim):
+        # ext[0..5] are the program's image, never written, and outside every expected run
+        bundle = small_bundle()
+        for a in range(6):
+            bundle.programs[0].expected.ext[a] = 0
+        report = sim.run_bundle(bundle)
+        assert report.line() == f"MISMATCH: program 0: ext[0]: expected {0:#010x}, got {11:#010x}"
+
+    def test_programs_after_one_that_wrote_memory_start_from_zero(self, sim):
+        # program 0 writes ext[100..105]; the same program again, then one that reads those
+        # words back (they must be zero again: every program starts from its own image)
+        items = [
+            ("st", [make("LD", dst=0, src=0, len=6), make("ST", src=0, dst=100, len=6), isa.HALT],
+             [11, 22, 33, 44, 55, 66]),
+            ("st again", [make("LD", dst=0, src=0, len=6), make("ST", src=0, dst=100, len=6), isa.HALT],
+             [1, 2, 3, 4, 5, 6]),
+            ("read back", [make("LD", dst=0, src=100, len=6), make("ST", src=0, dst=200, len=6), isa.HALT],
+             [7]),
+        ]
+        bundle = Bundle.from_programs(items, ext_words=isa.EXT_WORDS_DEFAULT)
+        assert bundle.programs[2].expected.ext[200:206] == [0] * 6
+        report = sim.run_bundle(bundle)
+        assert report.passed, report.line()
+
     def test_corrupted_status_is_reported_first(self, sim):
         bundle = small_bundle()
         exp = bundle.programs[2].expected

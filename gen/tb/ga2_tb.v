@@ -79,10 +79,27 @@ module ga2_tb (
     // ---------------------------------------------------------------- state
     reg [31:0] words [0:BUNDLE_CAP-1];     // the whole bundle, as $readmemh reads it
     reg [31:0] mem [0:EXT_WORDS-1];        // the external memory
+    // Between programs both arrays are all zero: a program's image is written into mem, its
+    // expected final memory into expm; afterwards only the words that can differ are compared
+    // (the expected runs, the image's runs and the range the chip wrote: every other word is
+    // zero in both), and both are zeroed again over the expected runs (where mem, having
+    // matched, holds its only non-zero words).  A difference found that way is reported by
+    // the walk over the whole memory, so the message is the same as without the shortcut.
+    reg [31:0] expm [0:EXT_WORDS-1];
+    integer    init_runs;             // bundle index of this program's image (its run count)
+    integer    wlo, whi;              // the lowest and highest address the chip wrote (wlo > whi: none)
+    reg        suspect;
     // The read pipeline has LAT stages of (valid, data): stages 0 .. LAT-2 here, the last one
-    // is (ext_rvalid, ext_rdata) itself.
+    // is (ext_rvalid, ext_rdata) itself.  Stages 0 .. LAT-2 are a ring of LAT-1 entries
+    // rather than a shift register (one entry written per edge instead of LAT-1 moved):
+    // pipe_*[pipe_at] is the stage that leaves at the next edge, stage0 the data stage 0
+    // holds (it keeps its data while nothing is read).  After LAT edges without a read every
+    // stage and the output hold (0, stage0), so such an edge skips the model (`quiet`).
     reg        pipe_valid [0:LAT-2];
     reg [32*EXT_PORT_WORDS-1:0] pipe_data [0:LAT-2];
+    reg [32*EXT_PORT_WORDS-1:0] stage0 = 0;
+    integer    pipe_at = 0;
+    integer    quiet = 0;             // edges since the last read, counted up to LAT
 
     localparam S_RESET = 0, S_NEXT = 1, S_IMEM = 2, S_EXT = 3, S_STARTED = 4, S_WAIT = 5, S_DONE = 6;
     integer    state = S_RESET;
@@ -173,6 +190,7 @@ module ga2_tb (
     // ---------------------------------------------------------------- start-up
     initial begin
         vcd_on = 1'b0;
+        for (j = 0; j < EXT_WORDS; j = j + 1) begin mem[j] = 32'd0; expm[j] = 32'd0; end
         for (j = 0; j < LAT - 1; j = j + 1) begin pipe_valid[j] = 1'b0; pipe_data[j] = 0; end
         n_programs = 0;
         if (!$value$plusargs("bundle=%s", bundle_path)) begin
@@ -218,7 +236,8 @@ module ga2_tb (
         // data, as the Amaranth model's read port does (gen/extmem.py): the chip ignores data
         // that is not valid, and `ga2 diff-sims` sees the same inputs in every simulator.
         // A wide port reads and writes the lanes its mask selects (a lane not read keeps its data).
-        read_word = pipe_data[0];
+        if (ext_re === 1'b1 || ext_we === 1'b1 || quiet < LAT) begin
+        read_word = stage0;
         for (lane = 0; lane < EXT_PORT_WORDS; lane = lane + 1) begin
             if (ext_re === 1'b1 && ext_mask[lane] === 1'b1) begin
                 if (ext_addr + lane >= EXT_WORDS) begin
@@ -231,16 +250,19 @@ module ga2_tb (
                     $display("ERROR: program %0d wrote ext[%0d], outside the %0d-word memory", prog, ext_addr + lane, EXT_WORDS); fail;
                 end
                 mem[ext_addr + lane] = ext_wdata[32*lane +: 32];
+                if (ext_addr + lane < wlo) wlo = ext_addr + lane;
+                if (ext_addr + lane > whi) whi = ext_addr + lane;
             end
         end
-        pipe_valid[0] <= ext_re;
-        pipe_data[0]  <= read_word;
-        for (j = 1; j < LAT - 1; j = j + 1) begin
-            pipe_valid[j] <= pipe_valid[j-1];
-            pipe_data[j]  <= pipe_data[j-1];
+        ext_rvalid <= pipe_valid[pipe_at];   // the oldest stage leaves ...
+        ext_rdata  <= pipe_data[pipe_at];
+        pipe_valid[pipe_at] = ext_re;         // ... and its entry becomes stage 0
+        pipe_data[pipe_at] = read_word;
+        stage0 = read_word;
+        pipe_at = (pipe_at == LAT - 2) ? 0 : pipe_at + 1;
+        if (ext_re === 1'b1) quiet = 0;
+        else if (quiet < LAT) quiet = quiet + 1;
         end
-        ext_rvalid <= pipe_valid[LAT-2];
-        ext_rdata  <= pipe_data[LAT-2];
 
         case (state)
         S_RESET: begin                       // rst is high for the first two edges
@@ -287,7 +309,10 @@ module ga2_tb (
             imem_we <= 1'b0;
             check_runs(pos);
             k = next_runs;
-            for (j = 0; j < EXT_WORDS; j = j + 1) mem[j] = 32'd0;
+            // mem is all zero here (see its declaration)
+            wlo = EXT_WORDS;
+            whi = 0;                          // (wlo > whi: nothing written yet)
+            init_runs = pos;
             // the golden model starts every program with a zero scratchpad; the chip never clears it
             `GA2_ZERO_SPAD
             n_runs = words[pos];
@@ -347,13 +372,37 @@ module ga2_tb (
                         $display("MISMATCH: program %0d: counter %0s: expected %0d, got %0d",
                                  prog, counter_name(i), exp_counter[i], got_counter[i]);
                     end
-                // walk the memory and the expected runs together
+                // the expected final memory into expm; compare where a word can differ
+                n_runs = words[exp_final];
+                k = exp_final + 1;
+                for (r = 0; r < n_runs; r = r + 1) begin
+                    run_start = words[k];
+                    run_len = words[k + 1];
+                    for (j = 0; j < run_len; j = j + 1) expm[run_start + j] = words[k + 2 + j];
+                    k = k + 2 + run_len;
+                end
+                suspect = 1'b0;
+                for (i = 0; i < 2; i = i + 1) begin        // the expected runs, the image's runs
+                    k = (i == 0) ? exp_final : init_runs;
+                    n_runs = words[k];
+                    k = k + 1;
+                    for (r = 0; r < n_runs; r = r + 1) begin
+                        run_start = words[k];
+                        run_len = words[k + 1];
+                        for (j = run_start; j < run_start + run_len; j = j + 1)
+                            if (mem[j] !== expm[j]) suspect = 1'b1;
+                        k = k + 2 + run_len;
+                    end
+                end
+                for (j = wlo; j <= whi; j = j + 1)
+                    if (mem[j] !== expm[j]) suspect = 1'b1;
+                // a difference: walk the memory and the expected runs together, for the first one
                 n_runs = words[exp_final];
                 r = 0;
                 k = exp_final + 1;                       // the current run's header
                 run_start = (n_runs > 0) ? words[k] : EXT_WORDS;
                 run_len = (n_runs > 0) ? words[k + 1] : 0;
-                for (a = 0; a < EXT_WORDS && !differs; a = a + 1) begin
+                for (a = 0; a < EXT_WORDS && !differs && suspect; a = a + 1) begin
                     if (r < n_runs && a == run_start + run_len) begin
                         r = r + 1;
                         k = k + 2 + run_len;
@@ -366,6 +415,10 @@ module ga2_tb (
                         $display("MISMATCH: program %0d: ext[%0d]: expected 0x%h, got 0x%h", prog, a, expw, mem[a]);
                     end
                 end
+                if (suspect && !differs) begin
+                    $display("ERROR: program %0d: the testbench's memory bookkeeping is wrong (a word differs from expm, none from the bundle)", prog);
+                    fail;
+                end
                 if (differs) begin
                     dump_ext(prog);
                     if (ext_fd != 0) $fclose(ext_fd);
@@ -373,6 +426,14 @@ module ga2_tb (
                     $fatal(1, "program %0d differs from the golden model (see the MISMATCH line)", prog);
                 end else begin
                     if (ext_all) dump_ext(prog);
+                    n_runs = words[exp_final];       // mem and expm back to all zero
+                    k = exp_final + 1;
+                    for (r = 0; r < n_runs; r = r + 1) begin
+                        run_start = words[k];
+                        run_len = words[k + 1];
+                        for (j = run_start; j < run_start + run_len; j = j + 1) begin mem[j] = 32'd0; expm[j] = 32'd0; end
+                        k = k + 2 + run_len;
+                    end
                     pos = next_record;
                     prog = prog + 1;
                     state = S_NEXT;
