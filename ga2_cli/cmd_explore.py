@@ -1,7 +1,7 @@
 """`ga2 explore`: the design space, cycles per token of the chapter's runs on each configuration.
 
     ga2 explore [--configs NAME,NAME|FILE ...] [--tokens 32] [--json FILE] [--plot FILE.png]
-                [--workers N | --scheduler ADDRESS]
+                [--workers N | --scheduler ADDRESS] [--synth [--synth-target NAME]]
 
 Every configuration is checked (a preset name or a TOML/JSON file that fits the
 instruction word) before any work starts; see spec/explore.py for what is measured.
@@ -56,6 +56,14 @@ def register(subparsers) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the configurations on a Dask distributed scheduler (tcp://host:8786); needs "
                         "pip install -e '.[cluster]'")
+    p.add_argument("--synth", action="store_true",
+                   help="also synthesise each configuration's chip (Yosys + nextpnr-ecp5, gen/synth.py, cached): "
+                        "LUT4, FF, EBR, MULT18X18D, Fmax and tokens per second at Fmax; a chip that does not fit "
+                        "the part is a row saying why. Needs pip install -e '.[fpga]'; about 4 minutes per chip "
+                        "not yet in the cache on an idle machine")
+    p.add_argument("--synth-target", default=None, metavar="NAME",
+                   help="the ECP5 part for --synth: ecp5-85k (default, the largest) or ecp5-25k")
+    p.add_argument("--no-synth-cache", action="store_true", help="with --synth: run the tools even if cached")
     p.set_defaults(func=_explore)
 
 
@@ -72,6 +80,13 @@ def _explore(args) -> int:
     if twice:
         raise CommandError(f"--configs: {', '.join(twice)} named more than once (each configuration once, each "
                            f"name once)")
+    synth_target = None
+    if args.synth:
+        from . import explore_synth
+        synth_target = args.synth_target or explore_synth.DEFAULT_TARGET
+        explore_synth.check_tools(synth_target)           # before any work: the tools and the part
+    elif args.synth_target or args.no_synth_cache:
+        raise CommandError("--synth-target and --no-synth-cache belong to --synth: add --synth")
     client = runner = None
     if args.scheduler:
         from gen.campaign import CampaignError, DaskRunner
@@ -101,6 +116,11 @@ def _explore(args) -> int:
     finally:
         if runner is not None:
             runner.close()
+    if synth_target is not None and report["configs"]:
+        from . import explore_synth
+        report["problems"] += explore_synth.synthesize_configs(
+            report, synth_target, use_cache=not args.no_synth_cache,
+            say=lambda msg: print(msg, file=sys.stderr, flush=True))
     report["seconds"] = round(time.perf_counter() - t0, 3)
     print()
     print(explore.format_table(report))
