@@ -308,8 +308,21 @@ def timing_verdicts(log_text: str) -> list[tuple[str, float, bool, float]]:
     return list(final.values())
 
 
-def cmd_build(args) -> int:
+def board_top(config, ext_words: int | None, baud: int = 115_200, divisor: int | None = None):
+    """The board top for ``config``, or CommandError in one line when the bridge cannot carry the
+    configuration or the chip cannot be built for it (before any work)."""
     from gen.bridge import BoardTop
+    try:
+        return BoardTop(baud=baud, divisor=divisor, ext_words=ext_words, config=config)
+    except ValueError as e:
+        raise CommandError(f"--config {config.name}{'' if ext_words is None else f' --ext-words {ext_words}'}: "
+                           f"{e}") from None
+
+
+def cmd_build(args) -> int:
+    config = args.config
+    ext_words = config.ext_words if args.ext_words is None else args.ext_words
+    top = board_top(config, args.ext_words, args.baud)   # the configuration first: refused before any work
     platform_cls = _platform(args.board)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
@@ -319,14 +332,14 @@ def cmd_build(args) -> int:
     env = tool_environment()
     platform = platform_cls()
     try:
-        top = BoardTop(baud=args.baud, ext_words=args.ext_words)
         from gen.uart import divisor_for
         divisor_for(platform.default_clk_frequency, args.baud)
     except ValueError as e:
-        raise CommandError(f"--baud/--ext-words: {e}") from None
+        raise CommandError(f"--baud: {e}") from None
     os.environ.update(env)
-    _say(f"building the board top for {args.board} ({platform.device}-{platform.speed}{platform.package}), "
-         f"{args.baud} baud, external memory {args.ext_words} words; tools: "
+    _say(f"building the board top of {config.describe()} for {args.board} "
+         f"({platform.device}-{platform.speed}{platform.package}), "
+         f"{args.baud} baud, external memory {ext_words} words; tools: "
          + ", ".join(f"{k}={v}" for k, v in env.items()))
     _say(f"  yosys, nextpnr-ecp5 and ecppack run in {out_dir} (several minutes; logs top.rpt, top.tim)")
     t0 = time.perf_counter()
@@ -379,11 +392,17 @@ def cmd_board_run(args) -> int:
     from ga2_hdl.files import FileFormatError
     from gen.board_protocol import Host, ProtocolError, SerialLink, run_sync
     from ga2_hdl.isa import IsaError
+    config = args.config
+    ext_words = config.ext_words if args.ext_words is None else args.ext_words
+    from gen.bridge import bridge_problems
+    problems = bridge_problems(config, ext_words)
+    if problems:
+        raise CommandError(f"--config {config.name}: the UART bridge cannot carry it: {'; '.join(problems)}")
     try:
         program = _read_program(args.program)
-        ext = _read_ext(args.ext, args.ext_words) if args.ext else []
+        ext = _read_ext(args.ext, ext_words) if args.ext else []
         code = golden.as_instructions(program)
-        golden.check_program(code)
+        golden.check_program(code, config=config)
     except (FileFormatError, IsaError) as e:
         raise CommandError(str(e)) from None
     try:
@@ -398,7 +417,7 @@ def cmd_board_run(args) -> int:
         await asyncio.sleep(0.01)
 
     try:
-        result = run_sync(Host(link).run([i.encode() for i in code], ext, args.ext_words, wait=pause))
+        result = run_sync(Host(link).run([i.encode() for i in code], ext, ext_words, wait=pause))
     except ProtocolError as e:
         raise CommandError(f"{args.port}: {e}") from None
     finally:
@@ -412,7 +431,7 @@ def cmd_board_run(args) -> int:
         _write_atomic(path, json.dumps(result.to_json()) + "\n")
     if args.check:
         from ga2_hdl.results import first_mismatch
-        want = golden.run(code, ext, ext_words=args.ext_words)
+        want = golden.run(code, ext, ext_words=ext_words, config=config)
         mismatch = first_mismatch(want, result)
         print("golden model: " + ("equal (memory and all five counters)" if mismatch is None else f"MISMATCH: {mismatch}"))
         return 0 if mismatch is None else 1
@@ -458,8 +477,10 @@ def register(subparsers) -> None:
     b.add_argument("--board", required=True, help=f"one of: {', '.join(BOARDS)}")
     b.add_argument("-o", "--output", default="build/board", metavar="DIR", type=options.output_dir, help="build directory (default build/board)")
     b.add_argument("--baud", type=options.positive, default=115_200, help="UART rate (default 115200)")
-    b.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
-                   help=f"external memory in block RAM, words (default {isa.EXT_WORDS_DEFAULT})")
+    b.add_argument("--ext-words", type=options.ext_words, default=None,
+                   help=f"external memory in block RAM, words (default: the configuration's, "
+                        f"{isa.EXT_WORDS_DEFAULT} for the book's)")
+    options.add_config(b)
     b.set_defaults(func=cmd_build)
 
     r = subparsers.add_parser("board", help="talk to a board running the bridge (ga2 board run PROG.hex --port ...)")
@@ -469,8 +490,9 @@ def register(subparsers) -> None:
     run.add_argument("--ext", metavar="MEM.hex", type=options.input_file, help="external memory image")
     run.add_argument("--port", required=True, help="serial port, e.g. /dev/ttyUSB0")
     run.add_argument("--baud", type=options.positive, default=115_200)
-    run.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
-                     help="the board's external memory size (as built)")
+    run.add_argument("--ext-words", type=options.ext_words, default=None,
+                     help="the board's external memory size, as built (default: the configuration's)")
+    options.add_config(run)
     run.add_argument("--json", metavar="FILE", type=options.output_file, help="write the result (counters, memory) as JSON")
     run.add_argument("--check", action="store_true", help="compare with the golden model")
     run.set_defaults(func=cmd_board_run)

@@ -172,3 +172,13 @@ def test_a_wide_dma_synthesises(tmp_path):
     wide = synth.synthesize("dma", "ecp5-25k", config=PRESETS["wide2"])
     assert wide.verilog_digest != book.verilog_digest
     assert wide.lut > 0 and wide.fmax_mhz and wide.ebr == 0
+
+
+def test_build_refuses_a_configuration_it_cannot_build_in_one_line(tmp_path, capsys, monkeypatch):
+    from ga2_cli import cmd_synth
+    monkeypatch.setattr(cmd_synth, "_platform", lambda board: pytest.fail("work started"))
+    cfg = tmp_path / "big.json"
+    cfg.write_text(json.dumps({"name": "bigimem", "imem_words": 65536}))
+    assert main(["build", "--board", "ulx3s-85f", "--config", str(cfg)]) == 1
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "--config bigimem" in err[0] and "imem_words=65536" in err[0]
