@@ -19,6 +19,25 @@ from ga2_hdl.sram import Scratchpad
 from .test_overlap import hazard_programs
 
 WIDE_OVERLAP = Config(name="wide4_overlap", spad_ports=4, ext_port_words=4, overlap=True)
+#: two banks: the smallest banked scratchpad with ports per master
+TWO_BANKS = Config(name="wide2_overlap", spad_ports=2, ext_port_words=2, overlap=True)
+
+
+def offset_programs():
+    """Accesses that start in the last bank (offset w - 1) and so reach the next row in every
+    other bank, by the DMA, the matrix and the vector unit, some of them at once."""
+    from ga2_hdl.isa import HALT, make
+    ext = [(7 * i + 3) % 255 - 127 & 0xFFFFFFFF for i in range(64)]
+    return [("bank offsets", [
+        make("LD", dst=3, src=0, len=16),
+        make("LD", dst=203, src=21, len=13),                  # independent of the MM and the VADD
+        make("MM", dst=40, A=3, B=11, M=2, K=4, N=2),
+        make("VADD", dst=51, src1=3, src2=7, len=8),
+        make("ST", src=3, dst=100, len=16),
+        make("ST", src=40, dst=121, len=4),
+        make("ST", src=51, dst=131, len=8),
+        make("ST", src=203, dst=143, len=13),
+        HALT], ext)]
 
 
 def _scheduled(config, plain_tokens=1):
@@ -29,11 +48,12 @@ def _scheduled(config, plain_tokens=1):
 
 
 @functools.lru_cache(maxsize=None)
-def bundle(random_programs=6, seed=21):
+def bundle(config=WIDE_OVERLAP, random_programs=6, seed=21):
     from ga2_hdl.bundle import Bundle
     from gen import fuzz
-    b = Bundle.from_programs(hazard_programs() + _scheduled(WIDE_OVERLAP), config=WIDE_OVERLAP)
-    b.programs += fuzz.random_bundle(random_programs, seed, config=WIDE_OVERLAP, illegal=0.25).programs
+    scheduled = _scheduled(config) if config == WIDE_OVERLAP else []
+    b = Bundle.from_programs(hazard_programs() + offset_programs() + scheduled, config=config)
+    b.programs += fuzz.random_bundle(random_programs, seed, config=config, illegal=0.25).programs
     return b
 
 
@@ -50,12 +70,14 @@ def test_overlap_hides_cycles_on_the_wide_chip_too():
         assert a.counters.total <= b.counters.total, name
 
 
-@pytest.mark.parametrize("sim", ["amaranth", pytest.param("icarus", marks=pytest.mark.slow),
-                                 pytest.param("verilator", marks=pytest.mark.slow)])
-def test_wide_overlap_chip_agrees_with_the_golden_model(sim):
+@pytest.mark.parametrize("sim,config", [("amaranth", WIDE_OVERLAP), ("amaranth", TWO_BANKS),
+                                        pytest.param("icarus", WIDE_OVERLAP, marks=pytest.mark.slow),
+                                        pytest.param("verilator", WIDE_OVERLAP, marks=pytest.mark.slow)],
+                         ids=["amaranth-wide4", "amaranth-wide2", "icarus-wide4", "verilator-wide4"])
+def test_wide_overlap_chip_agrees_with_the_golden_model(sim, config):
     from gen.simulator import get_simulator
-    b = bundle()
-    report = get_simulator(sim, config=WIDE_OVERLAP).run_bundle(b)
+    b = bundle(config)
+    report = get_simulator(sim, config=config).run_bundle(b)
     assert report.passed, report.line()
     assert len(report.results) == len(b.programs)
 
