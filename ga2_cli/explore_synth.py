@@ -41,9 +41,12 @@ def per_second(fmax_mhz: float, cycles_per_token: float) -> dict:
     return {"us_per_token": round(us, 3), "tokens_per_s": round(1e6 / us, 1)}
 
 
-def synthesize_configs(report: dict, target: str, *, use_cache: bool = True,
+def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cached_only: bool = False,
                        say: Callable[[str], None] = print) -> list[str]:
-    """Add ``"synth"`` to every entry of ``report["configs"]``; return the problems (tool failures)."""
+    """Add ``"synth"`` to every entry of ``report["configs"]``; return the problems (tool failures).
+
+    ``cached_only``: take only cached results and verdicts; a chip without one gets
+    ``{"fits": None, "not_synthesised": why}`` (a row that says so) and no tool runs."""
     from gen import synth, verilog
     from ga2_hdl.config import Config
 
@@ -64,7 +67,12 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True,
         say(f"[{i}/{len(entries)}] {e['name']}: the chip on the {target}")
         try:
             r = synth.synthesize("chip", target, exported=exports[e["name"]], use_cache=use_cache,
+                                 cached_only=cached_only,
                                  progress=lambda msg, name=e["name"]: say(f"  {name}: {msg.strip()}"))
+        except synth.NotCached as err:
+            e["synth"] = {"target": target, "part": part, "fits": None, "not_synthesised": str(err)}
+            say(f"  {e['name']}: not synthesised: {err}")
+            continue
         except synth.DoesNotFit as err:
             e["synth"] = {"target": target, "part": part, **err.to_json(), "cached": err.cached}
             say(f"  {e['name']}: does not fit: {err.reason}" + (" (cached verdict)" if err.cached else ""))

@@ -37,7 +37,7 @@ from typing import Callable
 
 from . import toolchain, verilog
 
-__all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolsMissing", "DoesNotFit", "synthesize",
+__all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
            "tool_path", "tool_versions", "overused", "FPGA_INSTALL_HINT"]
 
 #: what to run when the tools are missing
@@ -100,6 +100,10 @@ class SynthError(RuntimeError):
 
 class ToolsMissing(SynthError):
     """The FPGA tools are not installed: the message says what to install."""
+
+
+class NotCached(SynthError):
+    """``cached_only``: the design has no cached result or verdict on the target (nothing was run)."""
 
 
 class DoesNotFit(SynthError):
@@ -423,7 +427,8 @@ def _flow_fingerprint(target: Target) -> str:
 
 def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
                config=None, progress: Callable[[str], None] | None = None, use_cache: bool = True,
-               keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None) -> SynthResult:
+               keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
+               cached_only: bool = False) -> SynthResult:
     """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
 
     ``config``: the chip (:class:`ga2_hdl.config.Config`, the book's when None) the unit is built
@@ -431,6 +436,8 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
     ``keep_dir``: also copy the Verilog, scripts, logs and reports there.  ``exported``: the
     unit's Verilog export when the caller already has it (``ga2 synth`` exports every unit
     before the first long run, so that all figures are of the sources as they were then).
+
+    ``cached_only``: never run the tools; :class:`NotCached` when there is no cached result.
 
     Raises :class:`DoesNotFit` when nextpnr finds the design bigger than the part (that verdict
     is cached too), :class:`ToolsMissing` without the tools, :class:`SynthError` otherwise.
@@ -461,6 +468,9 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             if keep_dir:
                 _keep(final, keep_dir)
             return result
+        if cached_only:
+            raise NotCached(f"{top}: no cached result on the {tgt.name} for this Verilog "
+                            f"(digest {exported.digest[:12]})")
         tmp = toolchain.new_build_dir(final)
         misfit = None
         try:

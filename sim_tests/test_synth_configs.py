@@ -182,3 +182,42 @@ def test_build_refuses_a_configuration_it_cannot_build_in_one_line(tmp_path, cap
     assert main(["build", "--board", "ulx3s-85f", "--config", str(cfg)]) == 1
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "--config bigimem" in err[0] and "imem_words=65536" in err[0]
+
+
+def test_explore_from_json_adds_cached_synthesis_only(fake_tools, monkeypatch, tmp_path, capsys):
+    """`ga2 explore --from-json FILE --synth --synth-cached-only`: no decoding and no tool run; a chip
+    with a cached result gets its row, one without says it was not synthesised."""
+    report = _report()
+    src = tmp_path / "cycles.json"
+    src.write_text(json.dumps(report))
+    monkeypatch.setattr(explore, "run_explore", lambda *a, **k: pytest.fail("decoded again"))
+    monkeypatch.setattr(verilog, "export", lambda unit, *, config=None, **kw:
+                        verilog.Export("ga2_chip", f"// {config.name}\n", {}, 0.0, 0.0, False))
+    monkeypatch.setattr(synth, "_run_flow", lambda *a: pytest.fail("a tool ran"))
+
+    def cached(unit, target, *, exported, cached_only, **kw):
+        assert cached_only
+        if "array8" in exported.text:
+            raise synth.NotCached("ga2_chip: no cached result")
+        return synth.SynthResult(unit="ga2_chip", target=target, lut=5000, ff=2000, ebr=19, mult=25, fmax_mhz=40.0,
+                                 cells={}, utilization={}, critical_path=None, tools={}, verilog_digest="d",
+                                 synth_seconds=1.0, pnr_seconds=2.0, cached=True)
+
+    monkeypatch.setattr(synth, "synthesize", cached)
+    out, png = tmp_path / "out.json", tmp_path / "out.png"
+    assert main(["explore", "--from-json", str(src), "--synth", "--synth-cached-only", "--json", str(out),
+                 "--plot", str(png)]) == 0
+    table = capsys.readouterr().out
+    assert "array8                   not synthesised: ga2_chip: no cached result" in table
+    data = json.loads(out.read_text())
+    assert data["configs"][0]["synth"]["fits"] and data["configs"][1]["synth"]["fits"] is None
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_explore_from_json_refuses_a_file_that_is_not_a_report(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"configs": [{"name": "x"}]}))
+    assert main(["explore", "--from-json", str(bad)]) != 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "not the JSON of `ga2 explore --json`" in err[0]
+    assert main(["explore", "--from-json", str(bad), "--configs", "book"]) != 0

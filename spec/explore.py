@@ -254,6 +254,8 @@ def format_area_table(report: dict) -> list[str]:
             lines.append(f"{name} (not synthesised)")
         elif r.get("fits") is False:
             lines.append(f"{name} does not fit: {r['reason']}")
+        elif r.get("fits") is None and "not_synthesised" in r:
+            lines.append(f"{name} not synthesised: {r['not_synthesised']}")
         elif r.get("fits") is None:
             lines.append(f"{name} synthesis failed: {r.get('error', '?')}")
         else:

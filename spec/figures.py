@@ -328,7 +328,8 @@ def _explore_silicon(report: dict, axes) -> None:
             ax.text(x, max(plain, k3) + top * 0.015, f"{r['fmax_mhz']:.1f} MHz", ha="center", va="bottom",
                     fontsize=8)
         else:
-            why = "does not fit" if r.get("fits") is False else ("failed" if r else "not synthesised")
+            why = ("does not fit" if r.get("fits") is False else
+                   "not synthesised" if not r or "not_synthesised" in r else "failed")
             ax.text(x, top * 0.05, why, ha="center", va="bottom", fontsize=8, rotation=90, color="#a00000")
     ax.set_xticks(xs)
     ax.set_xticklabels([e["name"] for e in entries], rotation=20 if len(entries) > 4 else 0, fontsize=8)
