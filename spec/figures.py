@@ -299,11 +299,11 @@ def explore_figure(report: dict, path: str) -> str:
         handles.append(plt.Line2D([0], [0], color="black", linewidth=2, label="total (units overlapped)"))
     if synthesised:
         _explore_silicon(report, grid[1])
-        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.53), ncol=len(handles), fontsize=8,
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=len(handles), fontsize=8,
                    frameon=False)
         fig.suptitle("The design space: cycles per token by configuration, by unit; area and clock on "
                      f"the {report.get('synth', {}).get('part', 'ECP5')}", fontsize=10)
-        fig.tight_layout(rect=(0, 0, 1, 0.97), h_pad=4.0)
+        fig.tight_layout(rect=(0, 0, 1, 0.94), h_pad=3.0)
         return _save(fig, path)
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.suptitle("The design space: cycles per token by configuration, by unit", fontsize=10)
@@ -338,7 +338,7 @@ def _explore_silicon(report: dict, axes) -> None:
     ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax.grid(axis="y", alpha=0.3)
     ax.legend(handles=[Patch(facecolor="#4c72b0", label="plain greedy decoding"),
-                       Patch(facecolor="#dd8452", label="k=3, perfect draft")], fontsize=8, loc="upper left")
+                       Patch(facecolor="#dd8452", label="k=3, perfect draft")], fontsize=8, loc="upper right")
     ax.set_title("tokens per second at the chip's Fmax (label: Fmax)", fontsize=9)
     ax = axes[1]
     for e in fitted:
