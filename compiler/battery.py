@@ -36,6 +36,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Callable
 
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+
 #: the float-error bound (the book's; its worst observed was 0.28, from attention scores whose range
 #: the calibration cannot always predict)
 ERROR_BOUND = 0.40
@@ -230,11 +233,13 @@ def float_error(chip: list[list[float]], ref: list[list[float]]) -> float:
     return diff / norm if norm > 0 else diff
 
 
-def check_case(capra: ModuleType, case: Case, report: BatteryReport, bound: float = ERROR_BOUND) -> None:
-    """Run the four checks on one case, adding what fails to ``report.problems``."""
+def check_case(capra: ModuleType, case: Case, report: BatteryReport, bound: float = ERROR_BOUND,
+               config: Config = isa.BOOK) -> None:
+    """Run the four checks on one case, compiled for and run on the chip ``config``, adding what fails
+    to ``report.problems``."""
     problems = report.problems
     g = case.graph
-    prog = capra.compile_graph(g, case.calib)
+    prog = capra.compile_graph(g, case.calib, config=config)
     outs, result = capra.execute(prog, case.test, keep_spad=True)
     ints = capra.interpret(prog, case.test)
     outputs = {name: e for name, e in prog.ext.items() if e["kind"] == "output"}
@@ -242,7 +247,7 @@ def check_case(capra: ModuleType, case: Case, report: BatteryReport, bound: floa
         if outs[name][0] != ints[entry["node"]]:
             problems.append(f"{case.about}: output {name!r} differs from the interpreter")
 
-    flat = capra.compile_graph(g, case.calib, reuse=False)
+    flat = capra.compile_graph(g, case.calib, reuse=False, config=config)
     flat_outs, flat_result = capra.execute(flat, case.test, keep_spad=True)
     flat_ints = capra.interpret(flat, case.test)
     for nid in flat.resident_nodes():
@@ -272,7 +277,7 @@ def check_case(capra: ModuleType, case: Case, report: BatteryReport, bound: floa
             problems.append(f"{case.about}: output {name!r} is {err:.3f} from floating point (bound {bound})")
 
 
-def _refusals(capra: ModuleType) -> list[tuple[str, Callable[[], object]]]:
+def _refusals(capra: ModuleType, config: Config = isa.BOOK) -> list[tuple[str, Callable[[], object]]]:
     """(what, a builder that must raise CompileError) for every slice refusal."""
     def graph_with_product():
         g = capra.Graph()
@@ -283,7 +288,8 @@ def _refusals(capra: ModuleType) -> list[tuple[str, Callable[[], object]]]:
         def attempt():
             g, out = build()
             g.output(out, "out")
-            return capra.compile_graph(g, [{"x": [[0.25 * ((i + j) % 5 - 2) for j in range(8)] for i in range(4)]}])
+            return capra.compile_graph(g, [{"x": [[0.25 * ((i + j) % 5 - 2) for j in range(8)] for i in range(4)]}],
+                                       config=config)
         return attempt
 
     def past_end():
@@ -313,8 +319,8 @@ def _refusals(capra: ModuleType) -> list[tuple[str, Callable[[], object]]]:
             ("a slice feeding a relu", compiled(into_relu))]
 
 
-def check_refusals(capra: ModuleType, report: BatteryReport) -> None:
-    for what, attempt in _refusals(capra):
+def check_refusals(capra: ModuleType, report: BatteryReport, config: Config = isa.BOOK) -> None:
+    for what, attempt in _refusals(capra, config):
         report.refusals += 1
         try:
             attempt()
@@ -329,8 +335,10 @@ def check_refusals(capra: ModuleType, report: BatteryReport) -> None:
 
 
 def run_battery(capra: ModuleType | None = None, *, graphs: int = 40, chains: int = 20, seed: int = 16,
-                bound: float = ERROR_BOUND, stop_after: int | None = None) -> BatteryReport:
-    """Run the battery against ``capra`` (default: the compiler package itself).
+                bound: float = ERROR_BOUND, stop_after: int | None = None,
+                config: Config = isa.BOOK) -> BatteryReport:
+    """Run the battery against ``capra`` (default: the compiler package itself), every graph compiled
+    for the chip ``config`` (the book's by default) and run on that chip's golden model.
 
     ``graphs`` random slice graphs, then ``chains`` random chains without slices
     (see :func:`random_chain_case`), all through the same four checks.
@@ -342,7 +350,7 @@ def run_battery(capra: ModuleType | None = None, *, graphs: int = 40, chains: in
         import compiler as capra
     rng = random.Random(seed)
     report = BatteryReport()
-    check_refusals(capra, report)
+    check_refusals(capra, report, config)
     plan = [(random_case, k) for k in range(graphs)] + [(random_chain_case, k) for k in range(chains)]
     for make, k in plan:
         if stop_after is not None and len(report.problems) >= stop_after:
@@ -355,7 +363,7 @@ def run_battery(capra: ModuleType | None = None, *, graphs: int = 40, chains: in
         report.graphs += 1
         report.kinds[case.kind] = report.kinds.get(case.kind, 0) + 1
         try:
-            check_case(capra, case, report, bound)
+            check_case(capra, case, report, bound, config)
         except Exception as e:
             report.problems.append(f"{case.about}: {type(e).__name__}: {e}")
     return report

@@ -24,7 +24,8 @@ import sys
 import types
 from pathlib import Path
 
-from ga2_hdl import mutation
+from ga2_hdl import isa, mutation
+from ga2_hdl.config import Config
 from ga2_hdl.mutation import Finding, Result
 
 from .battery import run_battery
@@ -151,11 +152,12 @@ class CompilerCopy:
             del sys.modules[key]
 
 
-def check(mutant: mutation.Mutant | None, graphs: int = 40) -> tuple[bool, str]:
-    """(whether the battery found a problem, the first problem) for the compiler with ``mutant``."""
+def check(mutant: mutation.Mutant | None, graphs: int = 40, config: Config = isa.BOOK) -> tuple[bool, str]:
+    """(whether the battery found a problem, the first problem) for the compiler with ``mutant``,
+    compiling for the chip ``config``."""
     try:
         with CompilerCopy(mutant) as capra:
-            report = run_battery(capra, graphs=graphs, stop_after=1)
+            report = run_battery(capra, graphs=graphs, stop_after=1, config=config)
     except MutantAnchorError:
         raise
     except Exception as e:                 # the copy would not even load: a broken compiler, noticed
@@ -163,25 +165,28 @@ def check(mutant: mutation.Mutant | None, graphs: int = 40) -> tuple[bool, str]:
     return (not report.passed), (report.problems[0] if report.problems else "")
 
 
-def judge(graphs: int = 40):
-    """The compiler's verdict for the engine: the slice battery's first problem, or None."""
+def judge(graphs: int = 40, config: Config = isa.BOOK):
+    """The compiler's verdict for the engine: the slice battery's first problem (on the chip ``config``),
+    or None."""
     def run(mutant: mutation.Mutant):
-        caught, first = check(mutant, graphs)
+        caught, first = check(mutant, graphs, config)
         return Finding("slice battery", first) if caught else None
     return run
 
 
-def run_mutation(graphs: int = 40, progress=None, jobs: int = 1) -> tuple[bool, str, list[Result]]:
-    """Check the unbroken compiler, then every mutant (each in a child process of the engine).
+def run_mutation(graphs: int = 40, progress=None, jobs: int = 1,
+                 config: Config = isa.BOOK) -> tuple[bool, str, list[Result]]:
+    """Check the unbroken compiler, then every mutant (each in a child process of the engine), the
+    battery compiling for and running on the chip ``config`` (the book's by default).
 
     Returns ``(unbroken passes, its first problem, results)``.  All anchors are
     checked before anything runs, so a stale mutant fails at once.
     """
     for m in MUTANTS:
         mutated_source(m)
-    bad, problem = check(None, graphs)
+    bad, problem = check(None, graphs, config)
     if bad:
         return False, problem, []
-    results = mutation.run_mutants(MUTANTS, judge(graphs), jobs=jobs, timeout=600,
+    results = mutation.run_mutants(MUTANTS, judge(graphs, config), jobs=jobs, timeout=600,
                                    progress=(lambda _n, r: progress(r)) if progress else None)
     return True, "", results

@@ -1,10 +1,13 @@
 """`ga2 mutate compiler`: the slice_rows mutation test of Capra.
 
-    ga2 mutate compiler [--json FILE] [--graphs N]
+    ga2 mutate compiler [--json FILE] [--graphs N] [--config FILE|NAME]
 
 Each of the chapter's ten one-line breakages of slice_rows (and one change that
 only looks like a bug) is applied to an in-memory copy of compiler/, and the
-slice battery is run against it (see compiler/mutate.py).
+slice battery is run against it (see compiler/mutate.py).  ``--config`` is the
+chip the battery's graphs are compiled for (by the unbroken and the broken
+compilers alike) and run on (that chip's golden model): the verdicts say
+whether the battery notices each broken compiler when it compiles for that chip.
 """
 from __future__ import annotations
 
@@ -19,9 +22,11 @@ def register(subparsers) -> None:
         description="Apply each one-line change of slice_rows to a copy of the compiler (never to the files) "
                     "and run the slice battery against it: random slice graphs compiled and run on the golden "
                     "model against the interpreter, read back from the scratchpad, with and without reuse, "
-                    "against float, and the refusals.")
+                    "against float, and the refusals. --config: the chip the battery compiles for and runs on "
+                    "(its golden model); the verdicts are those of the battery on that chip.")
     p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
     p.add_argument("--graphs", type=options.positive, default=40, help="random graphs in the battery (default 40)")
+    options.add_config(p)
     p.set_defaults(func=_mutate_compiler)
 
 
@@ -32,7 +37,8 @@ def _mutate_compiler(args) -> int:
         raise CommandError("--graphs must be at least 1")
     print("NOTE: this script deliberately breaks copies of the compiler. 'caught' is EXPECTED: it shows the "
           "battery notices the mistake.", flush=True)
-    unbroken, problem, verdicts = run_mutation(graphs=args.graphs)
+    print(f"the battery compiles for and runs on the chip {args.config.describe()}", flush=True)
+    unbroken, problem, verdicts = run_mutation(graphs=args.graphs, config=args.config)
     print(f"unbroken compiler passes: {unbroken}")
     if not unbroken:
         print(f"  its first problem: {problem}")
@@ -52,6 +58,6 @@ def _mutate_compiler(args) -> int:
             print(f"EQUIVALENT in effect: {v.mutant.name}: {verdict}")
             print(f"    why: {v.mutant.equivalent}")
     if args.json:
-        write_mutation_json(args.json, unbroken, problem, verdicts)
+        write_mutation_json(args.json, unbroken, problem, verdicts, config=args.config.to_dict())
     ok = unbroken and caught == len(SLICE_MUTANTS) and all(v.status == "equivalent" for v in equivalent)
     return 0 if ok else 1

@@ -1,7 +1,7 @@
 """`ga2 explore`: the design space, cycles per token of the chapter's runs on each configuration.
 
     ga2 explore [--configs NAME,NAME|FILE ...] [--tokens 32] [--json FILE] [--plot FILE.png]
-                [--workers N | --scheduler ADDRESS]
+                [--workers N | --scheduler ADDRESS] [--synth [--synth-target NAME]]
 
 Every configuration is checked (a preset name or a TOML/JSON file that fits the
 instruction word) before any work starts; see spec/explore.py for what is measured.
@@ -56,12 +56,74 @@ def register(subparsers) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the configurations on a Dask distributed scheduler (tcp://host:8786); needs "
                         "pip install -e '.[cluster]'")
+    p.add_argument("--synth", action="store_true",
+                   help="also synthesise each configuration's chip (Yosys + nextpnr-ecp5, gen/synth.py, cached): "
+                        "LUT4, FF, EBR, MULT18X18D, Fmax and tokens per second at Fmax; a chip that does not fit "
+                        "the part is a row saying why. Needs pip install -e '.[fpga]'; about 4 minutes per chip "
+                        "not yet in the cache on an idle machine")
+    p.add_argument("--synth-target", default=None, metavar="NAME",
+                   help="the ECP5 part for --synth: ecp5-85k (default, the largest) or ecp5-25k")
+    p.add_argument("--no-synth-cache", action="store_true", help="with --synth: run the tools even if cached")
+    p.add_argument("--synth-cached-only", action="store_true",
+                   help="with --synth: never run the tools; take the cached results (a chip without one is a row "
+                        "saying so)")
+    p.add_argument("--from-json", metavar="FILE", type=options.input_file,
+                   help="do not decode: report the configurations of an earlier `ga2 explore --json FILE` (with "
+                        "--synth, add area and clock to them)")
     p.set_defaults(func=_explore)
+
+
+def _synth_target(args):
+    """The part for --synth (the tools checked before any work), or None without --synth."""
+    if args.synth:
+        from . import explore_synth
+        target = args.synth_target or explore_synth.DEFAULT_TARGET
+        explore_synth.check_tools(target)
+        return target
+    if args.synth_target or args.no_synth_cache or args.synth_cached_only:
+        raise CommandError("--synth-target, --no-synth-cache and --synth-cached-only belong to --synth: add --synth")
+    return None
+
+
+def load_report(path: str) -> dict:
+    """The report of an earlier `ga2 explore --json` (checked: its configurations' cycles are there)."""
+    from ga2_hdl.config import Config, ConfigError
+    try:
+        with open(path) as f:
+            report = json.load(f)
+        entries = report["configs"]
+        for e in entries:
+            Config.from_dict(e["config"], source=f"{path}: {e['name']}")
+            float(e["plain_cycles_per_token"]), float(e["k3_perfect_cycles_per_token"])
+            e["per_unit"]["plain"], e["per_unit"]["k3_perfect"]
+        report["tokens"], report["source"]
+    except (OSError, ValueError, KeyError, TypeError, ConfigError) as e:
+        raise CommandError(f"--from-json {path}: not the JSON of `ga2 explore --json` "
+                           f"({type(e).__name__}: {e})") from None
+    for key in ("synth", "figures"):
+        report.pop(key, None)
+    for e in report["configs"]:
+        e.pop("synth", None)
+    report.setdefault("problems", [])
+    report.setdefault("skipped", [])
+    report.setdefault("failed", [])
+    report["from_json"] = path
+    report["cycles_seconds"] = report.get("cycles_seconds", report.get("seconds"))
+    return report
 
 
 def _explore(args) -> int:
     from spec import explore
 
+    if args.from_json:
+        if args.configs or args.scheduler or args.workers:
+            raise CommandError("--from-json reports an earlier run: --configs, --workers and --scheduler do not "
+                               "apply")
+        report = load_report(args.from_json)
+        synth_target = _synth_target(args)
+        print(f"explore: {len(report['configs'])} configuration(s) from {args.from_json} (cycles not decoded again)",
+              flush=True)
+        return _finish(args, report, synth_target, time.perf_counter())
     if args.configs:
         configs = [c for group in args.configs for c in (group if isinstance(group, list) else [group])]
         skipped = []
@@ -72,6 +134,7 @@ def _explore(args) -> int:
     if twice:
         raise CommandError(f"--configs: {', '.join(twice)} named more than once (each configuration once, each "
                            f"name once)")
+    synth_target = _synth_target(args)                    # before any work: the tools and the part
     client = runner = None
     if args.scheduler:
         from gen.campaign import CampaignError, DaskRunner
@@ -101,6 +164,17 @@ def _explore(args) -> int:
     finally:
         if runner is not None:
             runner.close()
+    return _finish(args, report, synth_target, t0)
+
+
+def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
+    """Synthesis (with --synth), the table, the figure, the JSON and the verdict."""
+    from spec import explore
+    if synth_target is not None and report["configs"]:
+        from . import explore_synth
+        report["problems"] += explore_synth.synthesize_configs(
+            report, synth_target, use_cache=not args.no_synth_cache, cached_only=args.synth_cached_only,
+            say=lambda msg: print(msg, file=sys.stderr, flush=True))
     report["seconds"] = round(time.perf_counter() - t0, 3)
     print()
     print(explore.format_table(report))

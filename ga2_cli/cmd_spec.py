@@ -1,6 +1,6 @@
 """`ga2` subcommands of the speculative-decoding area.
 
-    ga2 mutate spec [--json FILE] [--jobs N] [--timeout S]
+    ga2 mutate spec [--json FILE] [--jobs N] [--timeout S] [--config FILE|NAME]
 
 Several areas add a target to `ga2 mutate` (`compiler`, `spec`): the first
 module to register creates the `mutate` command and keeps its sub-parser
@@ -49,10 +49,12 @@ def register(subparsers) -> None:
                     "chapter: sampling, trees, n-gram and trigram drafts, adaptive k) to a copy of spec/ and run "
                     "the five checks (block == step, exactness, causality on the chip, compiled == interpreter "
                     "and close to float, the rule through the chip's loop) and the checks of "
-                    "spec/beyond_checks.py against it.")
+                    "spec/beyond_checks.py against it. --config: the chip the checks' programs are compiled for "
+                    "and run on (its golden model); the float checks do not depend on it.")
     p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
     p.add_argument("--jobs", type=options.positive, default=2, help="mutants checked at once (default 2)")
     p.add_argument("--timeout", type=options.seconds, default=900.0, help="seconds allowed per mutant (default 900)")
+    options.add_config(p)
     p.set_defaults(func=_mutate_spec)
 
 
@@ -72,7 +74,9 @@ def _mutate_spec(args) -> int:
         print(f"  [{len(done)}/{len(MUTANTS)}] {verdict.mutant.name}: {verdict.status} ({verdict.seconds:.0f} s)",
               file=sys.stderr, flush=True)
 
-    unbroken, problem, verdicts = run_mutants(jobs=args.jobs, timeout=args.timeout, progress=progress)
+    print(f"the checks' programs are compiled for and run on the chip {args.config.describe()}", flush=True)
+    unbroken, problem, verdicts = run_mutants(jobs=args.jobs, timeout=args.timeout, progress=progress,
+                                              config=args.config)
     print(f"unbroken spec passes: {unbroken}")
     if not unbroken:
         print(f"  first problem of the unbroken version: {problem}")
@@ -86,5 +90,5 @@ def _mutate_spec(args) -> int:
         if timed_out:
             print(f"  {timed_out} gave no verdict within --timeout {args.timeout:.0f} s (counted as not caught)")
     if args.json:
-        write_mutation_json(args.json, unbroken, problem, verdicts)
+        write_mutation_json(args.json, unbroken, problem, verdicts, config=args.config.to_dict())
     return 0 if unbroken and caught == len(MUTANTS) else 1

@@ -88,10 +88,12 @@ def throughput(fmax_mhz: float, cycles: int, tokens: int) -> dict:
             "us_per_token": round(us, 2), "tokens_per_s": round(1e6 / us, 1)}
 
 
-def decoding_runs(tokens: int) -> dict[str, int]:
-    """Cycles of plain and k=3 (perfect draft) speculative decoding of ``tokens`` tokens (golden model)."""
+def decoding_runs(tokens: int, config=None) -> dict[str, int]:
+    """Cycles of plain and k=3 (perfect draft) speculative decoding of ``tokens`` tokens on the chip
+    ``config`` (the book's when None): Capra's programs for it on its golden model."""
+    from ga2_hdl import isa
     from spec.runs import structured_rows
-    rows = structured_rows(tokens, noises=(0.0,))
+    rows = structured_rows(tokens, noises=(0.0,), config=config or isa.BOOK)
     out = {}
     for row, name in zip(rows, ("plain", "k=3 perfect draft")):
         if not row.tokens_equal:
@@ -112,15 +114,16 @@ def _earlier_rows(paths: list[str]) -> list[dict]:
     return rows
 
 
-def _report(results: dict, tokens: int, png: Path | None, label: str, also: list[dict]) -> dict:
-    _say(f"decoding {tokens} tokens on the golden model (plain, and k=3 with a perfect draft) ...")
-    cycles = decoding_runs(tokens)
+def _report(results: dict, tokens: int, png: Path | None, label: str, also: list[dict], config) -> dict:
+    _say(f"decoding {tokens} tokens on the golden model of {config.name} (plain, and k=3 with a perfect draft) ...")
+    cycles = decoding_runs(tokens, config)
     rows = []
     for target, r in results.items():
         if not r.fmax_mhz:
             raise CommandError(f"{target}: nextpnr reported no Fmax for the chip")
         for mode, c in cycles.items():
-            rows.append({"design": label, "target": target, "mode": mode, "lut": r.lut, "ff": r.ff,
+            rows.append({"design": label, "config": config.name, "target": target, "mode": mode,
+                         "lut": r.lut, "ff": r.ff,
                          "ebr": r.ebr, "mult": r.mult, "fmax_mhz": r.fmax_mhz,
                          "verilog_digest": r.verilog_digest, **throughput(r.fmax_mhz, c, tokens)})
     shown = also + rows
@@ -134,7 +137,7 @@ def _report(results: dict, tokens: int, png: Path | None, label: str, also: list
     if png is not None:
         _plot(shown, png)
         _say(f"figure: {png}")
-    return {"tokens": tokens, "cycles": cycles, "rows": rows}
+    return {"tokens": tokens, "config": config.to_dict(), "cycles": cycles, "rows": rows}
 
 
 def _plot(rows: list[dict], png: Path) -> None:
@@ -156,7 +159,8 @@ def _plot(rows: list[dict], png: Path) -> None:
                             textcoords="offset points", xytext=(6, 4), fontsize=7)
     ax.set_xlabel("area (LUT4 used after place and route)")
     ax.set_ylabel("tokens per second at Fmax")
-    ax.set_title("GA2 (book configuration) on ECP5: area against tokens per second")
+    configs = sorted({r.get("config", "book") for r in rows})
+    ax.set_title(f"GA2 ({', '.join(configs)}) on ECP5: area against tokens per second")
     ax.grid(True, alpha=0.3)
     ax.legend()
     ax.set_ylim(bottom=0)
@@ -167,8 +171,17 @@ def _plot(rows: list[dict], png: Path) -> None:
     os.replace(tmp, png)
 
 
+def _export_config(unit: str, config):
+    """The configuration to export ``unit`` for: ``config``, or None for a unit that is the same on
+    every chip (it has no ``config`` parameter: the divider, the exp table ...)."""
+    from gen import verilog
+    return config if "config" in verilog.resolve(unit).params else None
+
+
 def cmd_synth(args) -> int:
+    from ga2_hdl import isa
     from gen import synth
+    config = args.config
     targets = args.target or [synth.DEFAULT_TARGET]
     for t in targets:
         if t not in synth.TARGETS:
@@ -177,8 +190,10 @@ def cmd_synth(args) -> int:
     png = _output_path(args.png, "--png")
     if png is not None and not args.report:
         raise CommandError("--png draws the --report figure: add --report")
-    if (args.also or args.label != "current sources") and not args.report:
+    if (args.also or args.label is not None) and not args.report:
         raise CommandError("--also and --label belong to --report: add --report")
+    label = args.label if args.label is not None else (
+        "current sources" if config.same_chip(isa.BOOK) else f"{config.name}, current sources")
     also_rows = _earlier_rows(args.also or [])
     if args.tokens < 1:
         raise CommandError(f"--tokens {args.tokens}: at least 1")
@@ -187,22 +202,35 @@ def cmd_synth(args) -> int:
     _say("tools: " + ", ".join(f"{name} ({dist})" for name, dist in tools.items()))
     # every unit is exported now, so the figures are of the sources as they are at this moment
     from gen import verilog
-    _say(f"exporting {len(units)} unit(s) to Verilog ...")
+    _say(f"exporting {len(units)} unit(s) to Verilog for the configuration {config.describe()} ...")
     try:
-        exports = {unit: verilog.export(unit) for unit in units}
+        exports = {unit: verilog.export(unit, config=_export_config(unit, config)) for unit in units}
     except verilog.ExportError as e:
         raise CommandError(str(e)) from None
-    out: dict = {"tools": tools, "targets": {}}
+    out: dict = {"config": config.to_dict(), "tools": tools, "targets": {}}
     chip_results = {}
+    misfits: list[str] = []
     t0 = time.perf_counter()
     for target in targets:
         per: dict = {"units": {}}
         for i, unit in enumerate(units, 1):
-            _say(f"[{i}/{len(units)}] {unit} on {target}")
+            _say(f"[{i}/{len(units)}] {unit} of {config.name} on {target}")
+            keep = None
+            if args.keep:
+                keep = Path(args.keep) / target / unit if config.same_chip(isa.BOOK) else \
+                    Path(args.keep) / config.name / target / unit
             try:
                 r = synth.synthesize(unit, target, progress=_say, use_cache=not args.no_cache,
-                                     exported=exports[unit],
-                                     keep_dir=(Path(args.keep) / target / unit) if args.keep else None)
+                                     exported=exports[unit], keep_dir=keep)
+            except synth.DoesNotFit as e:
+                _say(f"  {e}")
+                entry = e.to_json()
+                if unit == "ga2_chip":
+                    per["chip"] = entry
+                else:
+                    per["units"][unit] = entry
+                misfits.append(str(e))
+                continue
             except synth.SynthError as e:
                 raise CommandError(str(e)) from None
             how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
@@ -220,15 +248,21 @@ def cmd_synth(args) -> int:
         out["targets"][target] = per
     _say(f"done in {time.perf_counter() - t0:.0f} s")
     if args.report:
-        if not chip_results:
+        if not chip_results and misfits:
+            _say("no report: the chip fits no target given")
+        elif not chip_results:
             raise CommandError("--report needs the chip: use --unit chip or --unit all")
-        out["report"] = _report(chip_results, args.tokens, png, args.label, also_rows)
+        else:
+            out["report"] = _report(chip_results, args.tokens, png, label, also_rows, config)
     if json_path is not None:
         # one target: its units and chip at the top level as well, for simple consumers
         if len(targets) == 1:
             out.update(out["targets"][targets[0]])
         _write_atomic(json_path, json.dumps(out, indent=1) + "\n")
         _say(f"JSON: {json_path}")
+    if misfits:
+        _say(f"{len(misfits)} design(s) do not fit their target (said above; exit status 3)")
+        return 3
     return 0
 
 
@@ -274,8 +308,21 @@ def timing_verdicts(log_text: str) -> list[tuple[str, float, bool, float]]:
     return list(final.values())
 
 
-def cmd_build(args) -> int:
+def board_top(config, ext_words: int | None, baud: int = 115_200, divisor: int | None = None):
+    """The board top for ``config``, or CommandError in one line when the bridge cannot carry the
+    configuration or the chip cannot be built for it (before any work)."""
     from gen.bridge import BoardTop
+    try:
+        return BoardTop(baud=baud, divisor=divisor, ext_words=ext_words, config=config)
+    except ValueError as e:
+        raise CommandError(f"--config {config.name}{'' if ext_words is None else f' --ext-words {ext_words}'}: "
+                           f"{e}") from None
+
+
+def cmd_build(args) -> int:
+    config = args.config
+    ext_words = config.ext_words if args.ext_words is None else args.ext_words
+    top = board_top(config, args.ext_words, args.baud)   # the configuration first: refused before any work
     platform_cls = _platform(args.board)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
@@ -285,14 +332,14 @@ def cmd_build(args) -> int:
     env = tool_environment()
     platform = platform_cls()
     try:
-        top = BoardTop(baud=args.baud, ext_words=args.ext_words)
         from gen.uart import divisor_for
         divisor_for(platform.default_clk_frequency, args.baud)
     except ValueError as e:
-        raise CommandError(f"--baud/--ext-words: {e}") from None
+        raise CommandError(f"--baud: {e}") from None
     os.environ.update(env)
-    _say(f"building the board top for {args.board} ({platform.device}-{platform.speed}{platform.package}), "
-         f"{args.baud} baud, external memory {args.ext_words} words; tools: "
+    _say(f"building the board top of {config.describe()} for {args.board} "
+         f"({platform.device}-{platform.speed}{platform.package}), "
+         f"{args.baud} baud, external memory {ext_words} words; tools: "
          + ", ".join(f"{k}={v}" for k, v in env.items()))
     _say(f"  yosys, nextpnr-ecp5 and ecppack run in {out_dir} (several minutes; logs top.rpt, top.tim)")
     t0 = time.perf_counter()
@@ -345,11 +392,17 @@ def cmd_board_run(args) -> int:
     from ga2_hdl.files import FileFormatError
     from gen.board_protocol import Host, ProtocolError, SerialLink, run_sync
     from ga2_hdl.isa import IsaError
+    config = args.config
+    ext_words = config.ext_words if args.ext_words is None else args.ext_words
+    from gen.bridge import bridge_problems
+    problems = bridge_problems(config, ext_words)
+    if problems:
+        raise CommandError(f"--config {config.name}: the UART bridge cannot carry it: {'; '.join(problems)}")
     try:
         program = _read_program(args.program)
-        ext = _read_ext(args.ext, args.ext_words) if args.ext else []
+        ext = _read_ext(args.ext, ext_words) if args.ext else []
         code = golden.as_instructions(program)
-        golden.check_program(code)
+        golden.check_program(code, config=config)
     except (FileFormatError, IsaError) as e:
         raise CommandError(str(e)) from None
     try:
@@ -364,7 +417,7 @@ def cmd_board_run(args) -> int:
         await asyncio.sleep(0.01)
 
     try:
-        result = run_sync(Host(link).run([i.encode() for i in code], ext, args.ext_words, wait=pause))
+        result = run_sync(Host(link).run([i.encode() for i in code], ext, ext_words, wait=pause))
     except ProtocolError as e:
         raise CommandError(f"{args.port}: {e}") from None
     finally:
@@ -378,7 +431,7 @@ def cmd_board_run(args) -> int:
         _write_atomic(path, json.dumps(result.to_json()) + "\n")
     if args.check:
         from ga2_hdl.results import first_mismatch
-        want = golden.run(code, ext, ext_words=args.ext_words)
+        want = golden.run(code, ext, ext_words=ext_words, config=config)
         mismatch = first_mismatch(want, result)
         print("golden model: " + ("equal (memory and all five counters)" if mismatch is None else f"MISMATCH: {mismatch}"))
         return 0 if mismatch is None else 1
@@ -410,19 +463,24 @@ def register(subparsers) -> None:
                    help="join the chip's Fmax with cycles per token (plain and k=3 speculative decoding)")
     p.add_argument("--tokens", type=options.count(2, "number of tokens"), default=32, help="tokens decoded for --report (default 32, the chapter's)")
     p.add_argument("--png", metavar="FILE", type=options.output_file, help="with --report: draw area against tokens per second")
-    p.add_argument("--label", default="current sources", help="with --report: the design's name in the table")
+    p.add_argument("--label", default=None,
+                   help="with --report: the design's name in the table (default: current sources, and the "
+                        "configuration's name when it is not the book's)")
     p.add_argument("--also", action="append", metavar="JSON",
                    help="with --report: add the rows of an earlier `ga2 synth --report --json` file (other sources)")
     p.add_argument("--keep", metavar="DIR", type=options.output_dir, help="copy each run's Verilog, scripts, logs and reports to DIR")
     p.add_argument("--no-cache", action="store_true", help="run the tools even if a cached result exists")
+    options.add_config(p)
     p.set_defaults(func=cmd_synth)
 
     b = subparsers.add_parser("build", help="a bitstream of the board top (chip + UART bridge) for an FPGA board")
     b.add_argument("--board", required=True, help=f"one of: {', '.join(BOARDS)}")
     b.add_argument("-o", "--output", default="build/board", metavar="DIR", type=options.output_dir, help="build directory (default build/board)")
     b.add_argument("--baud", type=options.positive, default=115_200, help="UART rate (default 115200)")
-    b.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
-                   help=f"external memory in block RAM, words (default {isa.EXT_WORDS_DEFAULT})")
+    b.add_argument("--ext-words", type=options.ext_words, default=None,
+                   help=f"external memory in block RAM, words (default: the configuration's, "
+                        f"{isa.EXT_WORDS_DEFAULT} for the book's)")
+    options.add_config(b)
     b.set_defaults(func=cmd_build)
 
     r = subparsers.add_parser("board", help="talk to a board running the bridge (ga2 board run PROG.hex --port ...)")
@@ -432,8 +490,9 @@ def register(subparsers) -> None:
     run.add_argument("--ext", metavar="MEM.hex", type=options.input_file, help="external memory image")
     run.add_argument("--port", required=True, help="serial port, e.g. /dev/ttyUSB0")
     run.add_argument("--baud", type=options.positive, default=115_200)
-    run.add_argument("--ext-words", type=options.ext_words, default=isa.EXT_WORDS_DEFAULT,
-                     help="the board's external memory size (as built)")
+    run.add_argument("--ext-words", type=options.ext_words, default=None,
+                     help="the board's external memory size, as built (default: the configuration's)")
+    options.add_config(run)
     run.add_argument("--json", metavar="FILE", type=options.output_file, help="write the result (counters, memory) as JSON")
     run.add_argument("--check", action="store_true", help="compare with the golden model")
     run.set_defaults(func=cmd_board_run)

@@ -178,7 +178,9 @@ PRESETS: dict[str, Config] = {
     "wide2": Config(name="wide2", spad_ports=2, ext_port_words=2),
     "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
-    "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8),   # the fastest of the explored chips
+    "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8),   # the fastest without overlap
+    "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True),  # wide8, units at once
+    "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True),
 }
 
 

@@ -18,7 +18,9 @@ datapath).
 
 With overlap (``config.overlap``) several units run at once, so every master
 has a read port and a write port of its own on the one word array (a memory
-of ``n_masters`` read and ``n_masters`` write ports).  The sequencer's hazard
+of ``n_masters`` read and ``n_masters`` write ports); with overlap and wide
+ports, a read and a write port of its own in every bank, with its own
+rotators (the banks below).  The sequencer's hazard
 rule (:class:`ga2_hdl.isa.IssueTimer`) guarantees that no two units in flight
 write the same word, and that no unit reads a word another in-flight unit
 writes, so the ports never race; :attr:`Scratchpad.conflict` then flags two
@@ -54,6 +56,20 @@ from .config import Config
 from .layout import SpadPort, spad_addr_bits
 
 __all__ = ["Scratchpad"]
+
+
+def _to_banks(value, offset, lane_bits: int, n_banks: int):
+    """Lanes -> banks: bank b takes lane ``(b - offset) mod n_banks``, i.e. the lanes rotated by -offset."""
+    shift = n_banks.bit_length() - 1
+    twice = Cat(value, value)
+    return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),
+                                (-offset)[:shift]), n_banks * lane_bits)
+
+
+def _from_banks(bank_data, offset, word_bits: int):
+    """Banks -> lanes: lane i is bank ``(offset + i) mod B`` (``offset`` the access's, registered)."""
+    both = Cat(*bank_data, *bank_data)
+    return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)
 
 
 class Scratchpad(wiring.Component):
@@ -121,9 +137,6 @@ class Scratchpad(wiring.Component):
             raise ValueError(f"scratchpad depth {depth} does not fit a {addr_bits}-bit address")
         if words < 1 or words & (words - 1):
             raise ValueError(f"scratchpad ports of {words} words: a power of two")
-        if config.overlap and words > 1:
-            raise ValueError(f"configuration {config.name!r}: the scratchpad has no hardware for overlap "
-                             f"together with wide ports yet (ports per master, or banks: not both)")
         self.config = config
         self.depth = depth
         self.n_banks = words
@@ -158,6 +171,8 @@ class Scratchpad(wiring.Component):
         return self.banks[addr % self.n_banks].data[addr // self.n_banks]
 
     def elaborate(self, platform):
+        if self.config.overlap and self.n_banks > 1:
+            return self._elaborate_banked_ported()
         if self.config.overlap:
             return self._elaborate_ported()
         if self.n_banks > 1:
@@ -252,12 +267,7 @@ class Scratchpad(wiring.Component):
             self.write_last.eq(w_addr + (B - 1)),
         ]
 
-        # lanes -> banks: bank b takes lane (b - offset) mod B, i.e. the lanes rotated by -offset
-        def to_banks(value, offset, lane_bits):
-            twice = Cat(value, value)
-            return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),
-                                        (-offset)[:shift]), B * lane_bits)
-
+        to_banks = functools.partial(_to_banks, n_banks=B)
         r_off, w_off = r_addr[:shift], w_addr[:shift]
         r_row, w_row = r_addr[shift:], w_addr[shift:]
         r_bank_mask, w_bank_mask = Signal(B), Signal(B)
@@ -283,11 +293,63 @@ class Scratchpad(wiring.Component):
         read_off = Signal(shift, name="read_offset")
         with m.If(rd_en):
             m.d.sync += read_off.eq(r_off)
-        both = Cat(*bank_data, *bank_data)
         read_lanes = Signal(B * W)
-        m.d.comb += read_lanes.eq(both.bit_select(Cat(C(0, (W - 1).bit_length()), read_off), B * W))
+        m.d.comb += read_lanes.eq(_from_banks(bank_data, read_off, W))
         m.submodules.read_fanout = fanout = Module()
         for p in ports:
             fanout.d.comb += p.rd_data.eq(read_lanes)
         return m
 
+    def _elaborate_banked_ported(self):
+        """Banks with one read port and one write port per master (overlap with wide ports).
+
+        Every master has its own rotators and, in every bank, its own read and write port: the
+        units in flight access the banks at once, as they access the one word array of
+        :meth:`_elaborate_ported`.  The hazard rule keeps them off each other's words;
+        :attr:`conflict` flags two writes of one word (bank and row) in one cycle.
+        """
+        m = Module()
+        B = self.n_banks
+        shift = B.bit_length() - 1
+        W = isa.WORD_BITS
+        for name, bank in zip(self.bank_names(), self.banks):
+            m.submodules[name] = bank
+        ports = list(self.masters)
+        bank_writes: list[list[tuple]] = [[] for _ in range(B)]      # per bank: (enable, row) of each master
+        for j, p in enumerate(ports):
+            r_off, w_off = p.rd_addr[:shift], p.wr_addr[:shift]
+            r_row, w_row = p.rd_addr[shift:], p.wr_addr[shift:]
+            r_bank_mask, w_bank_mask = Signal(B, name=f"m{j}_rd_banks"), Signal(B, name=f"m{j}_wr_banks")
+            w_bank_data = Signal(B * W, name=f"m{j}_wr_bank_data")
+            m.d.comb += [r_bank_mask.eq(_to_banks(p.rd_mask, r_off, 1, B)),
+                         w_bank_mask.eq(_to_banks(p.wr_mask, w_off, 1, B)),
+                         w_bank_data.eq(_to_banks(p.wr_data.as_value(), w_off, W, B))]
+            bank_data = []
+            for b, bank in enumerate(self.banks):
+                rd = bank.read_port()             # synchronous, not transparent
+                wr = bank.write_port()
+                row_bits = len(rd.addr)
+                r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)
+                m.d.comb += [
+                    rd.en.eq(p.rd_en & r_bank_mask[b]),
+                    rd.addr.eq((r_row + r_next)[:row_bits]),
+                    wr.en.eq(p.wr_en & w_bank_mask[b]),
+                    wr.addr.eq((w_row + w_next)[:row_bits]),
+                    wr.data.eq(w_bank_data[b * W:(b + 1) * W]),
+                ]
+                bank_writes[b].append((wr.en, wr.addr))
+                bank_data.append(rd.data)
+            read_off = Signal(shift, name=f"m{j}_read_offset")
+            with m.If(p.rd_en):
+                m.d.sync += read_off.eq(r_off)
+            m.d.comb += p.rd_data.eq(_from_banks(bank_data, read_off, W))
+        same = [ea & eb & (ra == rb) for writes in bank_writes
+                for i, (ea, ra) in enumerate(writes) for eb, rb in writes[i + 1:]]
+        write_addr = functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])
+        m.d.comb += [
+            self.conflict.eq(functools.reduce(operator.or_, same, 0)),
+            self.write_en.eq(functools.reduce(operator.or_, [p.wr_en for p in ports])),
+            self.write_addr.eq(write_addr),
+            self.write_last.eq(write_addr + (B - 1)),
+        ]
+        return m

@@ -18,6 +18,16 @@ over a serial port.  The external memory is :class:`gen.extmem.ExternalMemoryMod
 (the contract's memory: a synchronous read port and ``LAT - 1`` registers), so the
 chip sees on the board exactly the latency it sees in every simulator; the bridge
 reads and writes it through the same port while the chip is idle.
+
+The top is built for a configuration (:class:`ga2_hdl.config.Config`, ``config=``):
+the chip of that configuration, its external memory of the configuration's size
+(or ``ext_words``), latency and port width.  A wide external port
+(``ext_port_words`` = w > 1) gets a memory of w banks (``banked=True``: block RAM
+on the FPGA); the bridge itself moves one word at a time, on lane 0 of the
+port with only lane 0's mask bit set.  The protocol addresses instruction and
+external memory with 16 bits and reports a 16-bit pc and an 8-bit status:
+:func:`bridge_problems` says what of a configuration it cannot carry, and
+:class:`BoardTop` refuses such a configuration before anything is built.
 """
 from __future__ import annotations
 
@@ -27,6 +37,7 @@ from amaranth.lib.wiring import In, Out
 
 from ga2_hdl import isa
 from ga2_hdl.chip import COUNTER_PORTS, GA2Chip
+from ga2_hdl.config import Config
 from ga2_hdl.decoder import STATUS_BITS
 from ga2_hdl.layout import ExtPort
 
@@ -34,7 +45,10 @@ from .board_protocol import ACK, INSTR_BYTES, STATUS_BYTES, WORD_BYTES, Command
 from .extmem import ExternalMemoryModel
 from .uart import UARTReceiver, UARTTransmitter, divisor_for
 
-__all__ = ["HostBridge", "BoardTop", "DEFAULT_BAUD"]
+__all__ = ["HostBridge", "BoardTop", "DEFAULT_BAUD", "bridge_problems"]
+
+#: the protocol's address fields (gen.board_protocol: addr u16, count u16)
+PROTOCOL_ADDR_BITS = 16
 
 DEFAULT_BAUD = 115_200
 #: bytes in the largest record the bridge sends in one go
@@ -52,6 +66,9 @@ class HostBridge(wiring.Component):
     """
 
     def __init__(self, imem_addr_bits: int):
+        if not 1 <= imem_addr_bits <= PROTOCOL_ADDR_BITS:
+            raise ValueError(f"the bridge addresses the instruction memory with {PROTOCOL_ADDR_BITS} bits, "
+                             f"not {imem_addr_bits}")
         self.imem_addr_bits = imem_addr_bits
         super().__init__({
             "rx_data": In(stream.Signature(8, always_ready=True)),
@@ -158,11 +175,31 @@ class HostBridge(wiring.Component):
 
 
 class _ExtMux:
-    """The external-memory master the memory sees: the chip while it runs, else the bridge."""
+    """The external-memory master the memory sees: the chip while it runs, else the bridge.
 
-    def __init__(self):
-        for name, member in ExtPort().members.items():
+    Its members are the chip's port's (``ports``: a wide port has ``ext_mask`` and lane arrays)."""
+
+    def __init__(self, ports):
+        self.members = ports
+        for name, member in ports.items():
             setattr(self, name, Signal(member.shape, name=f"ext_mux_{name}"))
+
+
+def bridge_problems(config: Config, ext_words: int | None = None) -> list[str]:
+    """What of the chip ``config`` (with ``ext_words`` of external memory, default the configuration's)
+    the bridge's protocol cannot carry; empty when it carries all of it."""
+    from ga2_hdl.chip import STATUS_PC_BITS
+    from ga2_hdl.decoder import STATUS_BITS as status_bits
+    ext_words = config.ext_words if ext_words is None else ext_words
+    out = []
+    if ext_words > 1 << PROTOCOL_ADDR_BITS:
+        out.append(f"external memory of {ext_words} words: the protocol's addresses reach {1 << PROTOCOL_ADDR_BITS}")
+    if config.imem_words > 1 << PROTOCOL_ADDR_BITS:
+        out.append(f"imem_words={config.imem_words}: the protocol's addresses reach {1 << PROTOCOL_ADDR_BITS}")
+    if STATUS_PC_BITS > 8 * 2 or status_bits > 8:
+        out.append(f"the chip's status ({status_bits} bits) and pc ({STATUS_PC_BITS} bits) do not fit the "
+                   f"status record's byte and u16")
+    return out
 
 
 class BoardTop(Elaboratable):
@@ -174,23 +211,40 @@ class BoardTop(Elaboratable):
         Clock cycles per UART bit; None: from the platform's default clock and ``baud``.
     baud : int
         The serial rate on a board (used when ``divisor`` is None).
-    ext_words : int
-        External memory size in words (block RAM on the FPGA).
+    ext_words : int, optional
+        External memory size in words (block RAM on the FPGA); default the configuration's.
+    config : Config
+        The chip (the book's by default): the chip's sizes, the memory's latency and port width.
+
+    Raises ValueError (before anything is built) when the bridge cannot carry the configuration
+    (:func:`bridge_problems`) or the chip cannot be built for it.
 
     Attributes: ``rx`` (drive it in a simulation), ``tx``, ``chip``, ``ext`` (the memory model),
     ``bridge``.  On a platform, ``rx``/``tx`` are connected to the platform's ``uart`` resource.
     """
 
     def __init__(self, *, divisor: int | None = None, baud: int = DEFAULT_BAUD,
-                 ext_words: int = isa.EXT_WORDS_DEFAULT):
+                 ext_words: int | None = None, config: Config = isa.BOOK):
+        ext_words = config.ext_words if ext_words is None else ext_words
+        problems = bridge_problems(config, ext_words)
+        if problems:
+            self._MustUse__silence = True         # refused, not forgotten: no UnusedElaboratable warning
+            raise ValueError(f"the UART bridge cannot carry the configuration {config.name!r}: "
+                             + "; ".join(problems))
+        self.config = config
         self.divisor = divisor
         self.baud = baud
         self.ext_words = ext_words
         self.rx = Signal(init=1)
         self.tx = Signal(init=1)
-        self.chip = GA2Chip(ext_words=ext_words)
-        self.mux = _ExtMux()
-        self.ext = ExternalMemoryModel(self.mux, ext_words)
+        try:
+            self.chip = GA2Chip(config=config, ext_words=ext_words)
+        except ValueError:
+            self._MustUse__silence = True
+            raise
+        self.mux = _ExtMux({name: self.chip.signature.members[name]
+                            for name in ExtPort(words=config.ext_port_words).members})
+        self.ext = ExternalMemoryModel(self.mux, ext_words, config=config, banked=True)
         self.bridge = HostBridge(len(self.chip.imem_addr))
 
     def elaborate(self, platform):
@@ -215,15 +269,26 @@ class BoardTop(Elaboratable):
                      bridge.status.eq(chip.status), bridge.status_pc.eq(chip.status_pc)]
         m.d.comb += [getattr(bridge, name).eq(getattr(chip, name)) for name in COUNTER_PORTS]
         mux = self.mux
-        for name, member in ExtPort().members.items():
+        wide = self.config.ext_port_words > 1
+
+        def from_bridge(name):
+            """The bridge's one-word request on the port: lane 0, with only lane 0 asked for."""
+            if name == "ext_mask":
+                return Const(1, len(mux.ext_mask))
+            return getattr(bridge, name)          # ext_wdata: lane 0 (the other lanes are masked off)
+
+        for name, member in mux.members.items():
             if member.flow == wiring.Out:         # requests: the chip while it runs, else the bridge
                 with m.If(chip.running):
                     m.d.comb += getattr(mux, name).eq(getattr(chip, name))
                 with m.Else():
-                    m.d.comb += getattr(mux, name).eq(getattr(bridge, name))
-            else:                                 # answers go to both
-                m.d.comb += [getattr(chip, name).eq(getattr(mux, name)),
-                             getattr(bridge, name).eq(getattr(mux, name))]
+                    m.d.comb += getattr(mux, name).eq(from_bridge(name))
+            else:                                 # answers go to both (the bridge takes lane 0)
+                m.d.comb += getattr(chip, name).eq(getattr(mux, name))
+                if name == "ext_rdata" and wide:
+                    m.d.comb += bridge.ext_rdata.eq(mux.ext_rdata[0])
+                else:
+                    m.d.comb += getattr(bridge, name).eq(getattr(mux, name))
 
         if platform is not None:
             uart = platform.request("uart", 0)

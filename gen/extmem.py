@@ -18,6 +18,14 @@ a request reads the words ``ext_addr + i`` of the lanes i that ``ext_mask``
 selects (w read ports), a write writes those lanes (w write ports), and a
 stage holds w words; lanes not selected touch nothing (their read data is undefined).
 
+On an FPGA the w ports of one memory cannot be block RAM; ``banked=True`` (the
+board top's memory, :mod:`gen.bridge`) stores a wide port's memory as w banks
+instead, word a in bank ``a mod w`` at row ``a div w``, so the w consecutive
+words of a request are in w different banks, each with one read and one write
+port (a block RAM each).  The lanes are rotated into the banks by the address's
+low bits, and the read data back into lanes by the same bits registered for the
+read's cycle: lane for lane the same answers as the w-port model.
+
 The model is attached to its master (the chip, or a DMA under test) by
 reference: it reads the master's ``ext_addr``/``ext_re``/``ext_we``/
 ``ext_wdata`` and drives its ``ext_rdata``/``ext_rvalid`` directly, which
@@ -26,7 +34,7 @@ spares Amaranth's simulator a layer of forwarding logic.
 :class:`WriteMonitor` records which blocks of a memory were written during a
 run, so that a testbench reads back or wipes only those.
 """
-from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Signal, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In
 
@@ -55,7 +63,7 @@ class ExternalMemoryModel(wiring.Component):
     """
 
     def __init__(self, master, words: int | None = None, lat: int | None = None, init=(), *,
-                 config: Config = isa.BOOK):
+                 config: Config = isa.BOOK, banked: bool = False):
         words = config.ext_words if words is None else words
         lat = config.lat if lat is None else lat
         problem = isa.ext_words_problem(words)
@@ -70,7 +78,17 @@ class ExternalMemoryModel(wiring.Component):
         self.words = words
         self.lat = lat
         self.port_words = len(master.ext_mask) if hasattr(master, "ext_mask") else 1
-        self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=words, init=list(init))
+        self.banked = banked and self.port_words > 1
+        if self.banked:
+            w, init = self.port_words, list(init)
+            if words % w:
+                raise ValueError(f"external memory of {words} words in {w} banks: a multiple of {w} words")
+            #: the storage of a banked memory, one memory per bank (``memory`` is None then)
+            self.banks = [memory.Memory(shape=unsigned(isa.WORD_BITS), depth=words // w, init=init[b::w])
+                          for b in range(w)]
+            self.memory = None
+        else:
+            self.memory = memory.Memory(shape=unsigned(isa.WORD_BITS), depth=words, init=list(init))
         super().__init__({})
         if self.port_words > 1:
             #: the last address a write this cycle may reach (for a WriteMonitor)
@@ -95,13 +113,49 @@ class ExternalMemoryModel(wiring.Component):
         m.d.comb += self.write_last.eq(port.ext_addr + (w - 1))
         return Cat(*lane_data)
 
+    def _elaborate_banked(self, m):
+        port, w = self.master, self.port_words
+        k = w.bit_length() - 1
+        offset = port.ext_addr[:k]                      # the bank of lane 0
+        row = port.ext_addr[k:]                         # lane 0's row
+        offset_read = Signal(k, name="read_offset")     # the offset of the read answered next cycle
+        m.d.sync += offset_read.eq(offset)
+        wdata = Array(port.ext_wdata[i] for i in range(w))
+        mask = Array(port.ext_mask[i] for i in range(w))
+        bank_data = []
+        for b, bank in enumerate(self.banks):
+            m.submodules[f"bank{b}"] = bank
+            rd = bank.read_port()                       # non-transparent, like the model's
+            wr = bank.write_port()
+            lane = Signal(k, name=f"bank{b}_lane")     # bank b serves lane (b - offset) mod w
+            m.d.comb += lane.eq(b - offset)
+            bank_row = Signal(len(row), name=f"bank{b}_row")
+            m.d.comb += bank_row.eq(row + (b < offset))  # banks below the offset hold the next row
+            addr_bits = len(rd.addr)
+            m.d.comb += [
+                rd.addr.eq(bank_row[:addr_bits]), rd.en.eq(port.ext_re & mask[lane]),
+                wr.addr.eq(bank_row[:addr_bits]), wr.data.eq(wdata[lane]), wr.en.eq(port.ext_we & mask[lane]),
+            ]
+            bank_data.append(rd.data)
+        banks = Array(bank_data)
+        out = []
+        for i in range(w):                              # lane i came from bank (offset + i) mod w
+            lane_data = Signal(isa.WORD_BITS, name=f"lane{i}_data")
+            m.d.comb += lane_data.eq(banks[(offset_read + i)[:k]])
+            out.append(lane_data)
+        m.d.comb += self.write_last.eq(port.ext_addr + (w - 1))
+        return Cat(*out)
+
     def elaborate(self, platform):
         m = Module()
         port = self.master
-        m.submodules.memory = self.memory
-        if self.port_words > 1:
+        if self.banked:
+            read_data = self._elaborate_banked(m)
+        elif self.port_words > 1:
+            m.submodules.memory = self.memory
             read_data = self._elaborate_wide(m)
         else:
+            m.submodules.memory = self.memory
             rd = self.memory.read_port()           # non-transparent: the word before this edge's write
             wr = self.memory.write_port()
             addr_bits = len(rd.addr)

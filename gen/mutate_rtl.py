@@ -81,7 +81,8 @@ CONTAINERS = {
 #: the chip's own tests minus its bundle runs, which stage 3 does in Icarus
 CHIP_TEST_SELECT = "not directed_suite and not random_programs"
 #: the chip on other configurations, in Amaranth's simulator (the default suite's cases of them)
-CHIP_CONFIG_TESTS = ("sim_tests/test_wide_chip.py", "sim_tests/test_overlap.py", "sim_tests/test_configs.py")
+CHIP_CONFIG_TESTS = ("sim_tests/test_wide_chip.py", "sim_tests/test_overlap.py", "sim_tests/test_configs.py",
+                     "sim_tests/test_wide_overlap.py")
 CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs"
 RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
 RANDOM_SEED = 2026

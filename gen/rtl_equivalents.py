@@ -312,6 +312,23 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "same clamped sum in the design and in the change.  The change only loads it also in cycles "
                 "with v1 & second1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
                 "such cycle overwrites: the writes, done and the busy time are the same"),
+    Equivalence("ga2_hdl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits > 0",
+                "the two differ only for lane_bits = 1 (the masks), where the changed branch builds "
+                "C(0, (1 - 1).bit_length()) = C(0, 0), the very constant of the other branch: the same "
+                "zero-width offset part, so the same rotation"),
+    Equivalence("ga2_hdl/sram.py", "_from_banks",
+                "return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)",
+                "word_bits - 1 -> 1 - word_bits",
+                "Python's int.bit_length() of a negative number is that of its absolute value: "
+                "(1 - 32).bit_length() = 31.bit_length() = 5 = (32 - 1).bit_length(), so the constant, and the "
+                "hardware, are the same"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked_ported", "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),",
+                "b + 1 -> b + 2",
+                "the slice becomes up to W bits wider at the top but keeps its low W bits (bits b*W .. b*W + W - 1, "
+                "the same bits), and the assignment to the W-bit write port keeps only the low W bits: the same "
+                "data reaches every bank"),
 )
 
 

@@ -37,8 +37,8 @@ from typing import Callable
 
 from . import toolchain, verilog
 
-__all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolsMissing", "synthesize",
-           "tool_path", "tool_versions", "FPGA_INSTALL_HINT"]
+__all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
+           "tool_path", "tool_versions", "overused", "FPGA_INSTALL_HINT"]
 
 #: what to run when the tools are missing
 FPGA_INSTALL_HINT = ("pip install -e '.[fpga]' in the GA2 checkout (that is: pip install "
@@ -100,6 +100,53 @@ class SynthError(RuntimeError):
 
 class ToolsMissing(SynthError):
     """The FPGA tools are not installed: the message says what to install."""
+
+
+class NotCached(SynthError):
+    """``cached_only``: the design has no cached result or verdict on the target (nothing was run)."""
+
+
+class DoesNotFit(SynthError):
+    """The design needs more of some resource than the target has (a verdict, cached like a result).
+
+    Attributes: ``unit``, ``target``, ``overused`` (``{resource: (used, available)}`` from
+    nextpnr's utilisation report), ``cells`` (Yosys's cell counts), ``cached``, ``log_dir``.
+    """
+
+    def __init__(self, unit: str, target: str, overused: dict[str, tuple[int, int]], cells: dict[str, int],
+                 *, cached: bool = False, log_dir: str | None = None):
+        self.unit, self.target, self.overused, self.cells = unit, target, dict(overused), dict(cells)
+        self.cached, self.log_dir = cached, log_dir
+        super().__init__(f"{unit} does not fit the {target} ({TARGETS[target].part if target in TARGETS else target}): "
+                         f"{self.reason}")
+
+    @property
+    def reason(self) -> str:
+        """One line: every resource the design needs more of than the part has."""
+        return ", ".join(f"{used:,} {name} of {avail:,}" for name, (used, avail) in self.overused.items())
+
+    def to_json(self) -> dict:
+        return {"unit": self.unit, "target": self.target, "fits": False, "reason": self.reason,
+                "overused": {k: {"used": u, "available": a} for k, (u, a) in self.overused.items()},
+                "cells": self.cells}
+
+    @classmethod
+    def from_json(cls, d: dict, **kw) -> "DoesNotFit":
+        return cls(d["unit"], d["target"], {k: (v["used"], v["available"]) for k, v in d["overused"].items()},
+                   d.get("cells", {}), **kw)
+
+
+#: a line of nextpnr's utilisation report: ``Info:    MULT18X18D:   300/  156   192%``
+_UTILISATION = re.compile(r"^Info:\s+([A-Za-z0-9_ ]+?):\s+(\d+)/\s*(\d+)\s+\d+%", re.M)
+
+
+def overused(log_text: str) -> dict[str, tuple[int, int]]:
+    """``{resource: (used, available)}`` for every resource nextpnr's log reports more used than available
+    (the last report of a resource wins)."""
+    seen: dict[str, tuple[int, int]] = {}
+    for name, used, avail in _UTILISATION.findall(log_text):
+        seen[name.strip()] = (int(used), int(avail))
+    return {k: v for k, v in seen.items() if v[0] > v[1]}
 
 
 def tool_path(name: str) -> str:
@@ -379,13 +426,21 @@ def _flow_fingerprint(target: Target) -> str:
 
 
 def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
-               progress: Callable[[str], None] | None = None, use_cache: bool = True,
-               keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None) -> SynthResult:
+               config=None, progress: Callable[[str], None] | None = None, use_cache: bool = True,
+               keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
+               cached_only: bool = False) -> SynthResult:
     """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
 
+    ``config``: the chip (:class:`ga2_hdl.config.Config`, the book's when None) the unit is built
+    for; the export's text names it, so the cache keeps one result per configuration.
     ``keep_dir``: also copy the Verilog, scripts, logs and reports there.  ``exported``: the
     unit's Verilog export when the caller already has it (``ga2 synth`` exports every unit
     before the first long run, so that all figures are of the sources as they were then).
+
+    ``cached_only``: never run the tools; :class:`NotCached` when there is no cached result.
+
+    Raises :class:`DoesNotFit` when nextpnr finds the design bigger than the part (that verdict
+    is cached too), :class:`ToolsMissing` without the tools, :class:`SynthError` otherwise.
     """
     if target not in TARGETS:
         raise SynthError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
@@ -393,13 +448,19 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
     yosys, nextpnr = tool_path("yosys"), tool_path("nextpnr-ecp5")
     tools = tool_versions()
     if exported is None:
-        exported = verilog.export(unit, params=params)
+        try:
+            exported = verilog.export(unit, params=params, config=config)
+        except verilog.ExportError as e:
+            raise SynthError(str(e)) from None
     top = exported.unit
     key = toolchain.digest(exported.digest, tgt.name, json.dumps(tools, sort_keys=True),
                            _flow_fingerprint(tgt))
     final, lock = toolchain.cached_dir("synth", key)
     with toolchain.locked(lock):
-        result_file = final / "result.json"
+        result_file, misfit_file = final / "result.json", final / "misfit.json"
+        if use_cache and misfit_file.exists() and not result_file.exists():
+            toolchain.touch(final)
+            raise DoesNotFit.from_json(json.loads(misfit_file.read_text()), cached=True, log_dir=str(final))
         if use_cache and result_file.exists():
             toolchain.touch(final)
             result = SynthResult.from_json(json.loads(result_file.read_text()))
@@ -407,16 +468,30 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             if keep_dir:
                 _keep(final, keep_dir)
             return result
+        if cached_only:
+            raise NotCached(f"{top}: no cached result on the {tgt.name} for this Verilog "
+                            f"(digest {exported.digest[:12]})")
         tmp = toolchain.new_build_dir(final)
+        misfit = None
         try:
-            result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, progress)
-            (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
+            try:
+                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, progress)
+                (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
+            except DoesNotFit as e:                      # a verdict about the design: kept like a result
+                misfit = e
+                (tmp / "misfit.json").write_text(json.dumps(e.to_json(), indent=1))
             with contextlib.suppress(OSError):
                 (tmp / f"{top}.json").unlink()            # the netlist is large; the reports stay
             toolchain.publish(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+    if misfit is not None:
+        toolchain.prune("synth", keep=64)
+        misfit.log_dir = str(final)
+        if keep_dir:
+            _keep(final, keep_dir)
+        raise misfit
     toolchain.prune("synth", keep=64)
     result.log_dir = str(final)
     if keep_dir:
@@ -449,8 +524,15 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     cmd = [nextpnr, *tgt.nextpnr_args(), "--json", netlist, "--out-of-context", "--report", "report.json",
            "--detailed-timing-report", "--timing-allow-fail", "--freq", str(AIM_MHZ), "--seed", str(SEED),
            "-l", "nextpnr.log", "-q"]
-    pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", progress=progress,
-                     watch=work / "nextpnr.log")
+    try:
+        pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", progress=progress,
+                         watch=work / "nextpnr.log")
+    except SynthError:
+        log = work / "nextpnr.log"
+        over = overused(log.read_text(errors="replace")) if log.exists() else {}
+        if over:
+            raise DoesNotFit(top, tgt.name, over, cells) from None
+        raise
     report = json.loads((work / "report.json").read_text())
     util = {k: {"used": int(v.get("used", 0)), "available": int(v.get("available", 0))}
             for k, v in report.get("utilization", {}).items() if int(v.get("used", 0))}

@@ -12,9 +12,10 @@ import pytest
 from amaranth.sim import Simulator
 
 from ga2_hdl import golden, isa
+from ga2_hdl.config import Config
 from ga2_hdl.isa import HALT, ErrorCode, make
 from gen.board_protocol import Host, ProtocolError, Status, STATUS_BYTES
-from gen.bridge import BoardTop
+from gen.bridge import BoardTop, bridge_problems
 from gen.uart import divisor_for
 
 DIVISOR = 4            # clock cycles per UART bit in the simulation (the smallest the UART takes)
@@ -61,8 +62,8 @@ def uart_monitor(top: BoardTop, divisor: int, received: list[int]):
     return monitor
 
 
-def run_board(host_script, ext_words=EXT_WORDS):
-    top = BoardTop(divisor=DIVISOR, ext_words=ext_words)
+def run_board(host_script, ext_words=EXT_WORDS, config=isa.BOOK):
+    top = BoardTop(divisor=DIVISOR, ext_words=ext_words, config=config)
     received: list[int] = []
     out = {}
 
@@ -138,3 +139,47 @@ def test_status_record_round_trip_and_divisor():
     assert divisor_for(25e6, 115_200) == 217
     with pytest.raises(ValueError):
         divisor_for(25e6, 10_000_000)
+
+
+#: a chip with wide ports: 2 scratchpad words and 4 external words per cycle, latency 5
+WIDE = Config(name="board_wide", spad_ports=2, ext_port_words=4, lat=5)
+
+
+def test_the_board_top_follows_a_wide_configuration():
+    """The board of a chip with a 4-word external port (its memory in 4 banks, the bridge on lane 0):
+    loads and stores that start at every bank offset, like the golden model of that chip."""
+    ext_words = 128
+    rng = random.Random(7)
+    ext = [rng.randint(-127, 127) & 0xFFFFFFFF for _ in range(40)]
+    program = [
+        make("LD", dst=0, src=3, len=32),             # lane 0 in bank 3: every rotation of the banks
+        make("MM", dst=64, A=0, B=16, M=4, K=4, N=4),
+        make("RQ", dst=96, src=64, len=16, m=3, s=4),
+        make("VADD", dst=112, src1=96, src2=1, len=15),
+        make("LD", dst=200, src=37, len=3),           # a partial request (lanes 0-2)
+        make("ST", src=64, dst=41, len=16),
+        make("ST", src=112, dst=58, len=15),
+        make("ST", src=200, dst=77, len=3),
+        HALT,
+    ]
+    want = golden.run(program, ext, ext_words=ext_words, config=WIDE)
+    assert want.error == ErrorCode.OK, want.message
+
+    async def script(host, ctx):
+        return await host.run([ins.encode() for ins in program], ext, ext_words)
+
+    got = run_board(script, ext_words=ext_words, config=WIDE)
+    assert got.error == want.error and got.error_pc == want.error_pc
+    for name, e, g in zip(isa.COUNTER_NAMES, want.counters, got.counters):
+        assert g == e, f"counter {name}: expected {e}, got {g}"
+    for addr, (e, g) in enumerate(zip(want.ext, got.ext)):
+        assert g == e, f"ext[{addr}]: expected {e:#010x}, got {g:#010x}"
+    book = golden.run(program, ext, ext_words=ext_words)
+    assert book.counters.dma != want.counters.dma           # the wide port's timing, not the book's
+
+
+def test_a_configuration_the_bridge_cannot_carry_is_refused_before_anything_is_built():
+    assert bridge_problems(isa.BOOK) == [] and bridge_problems(WIDE) == []
+    assert "the protocol's addresses reach 65536" in bridge_problems(isa.BOOK, ext_words=70_000)[0]
+    with pytest.raises(ValueError, match="cannot carry the configuration 'book'"):
+        BoardTop(divisor=DIVISOR, ext_words=70_000)

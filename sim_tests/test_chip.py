@@ -203,8 +203,8 @@ def test_bad_parameters_are_refused():
         GA2Chip(config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16))
 
 
-def test_overlap_with_wide_ports_is_refused_naming_both():
-    """Overlapped issue (ports per master) and wide ports (banks) are each built, not together:
-    a clear refusal, not a wrong chip."""
-    with pytest.raises(ValueError, match="overlap together with wide ports"):
-        GA2Chip(config=isa.BOOK.replace(name="both", overlap=True, spad_ports=2))
+def test_overlap_with_wide_ports_builds_banks_with_ports_per_master():
+    """Overlapped issue and wide ports together: a banked scratchpad whose every bank has a read and
+    a write port per master (sim_tests/test_wide_overlap.py runs it against the golden model)."""
+    chip = GA2Chip(config=isa.BOOK.replace(name="both", overlap=True, spad_ports=2))
+    assert chip.spad.n_banks == 2 and chip.spad.memory is None

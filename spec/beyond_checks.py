@@ -25,6 +25,9 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+
 
 @dataclass
 class BeyondModules:
@@ -36,14 +39,16 @@ class BeyondModules:
     block_chip: ModuleType
     beyond_runs: ModuleType
     beyond_host: ModuleType
+    config: Config = isa.BOOK     #: the chip the checks compile for and run on (the book's by default)
 
 
 BEYOND_MODULE_NAMES = ("sampling", "tree_graphs", "block_chip", "beyond_runs", "beyond_host")
 
 
-def installed_beyond_modules() -> BeyondModules:
+def installed_beyond_modules(config: Config = isa.BOOK) -> BeyondModules:
     load = lambda name: importlib.import_module(f"spec.{name}")  # noqa: E731
-    return BeyondModules(load("tiny_lm"), load("draft"), load("chip"), *(load(n) for n in BEYOND_MODULE_NAMES))
+    return BeyondModules(load("tiny_lm"), load("draft"), load("chip"), *(load(n) for n in BEYOND_MODULE_NAMES),
+                         config=config)
 
 
 # ---------------------------------------------------------------- the target, memoised
@@ -111,7 +116,7 @@ def sampling_exact(mods: BeyondModules, ks=(1, 2), contexts=EXACT_CONTEXTS[:2], 
         model = lm.make_model(kind, seed)
         if (kind, seed) not in chips:
             Wd = mods.draft.make_draft(model, 3.0, 1)
-            chips[(kind, seed)] = mods.block_chip.BlockChip(model, Wd, len(context) + 1, max(ks) + 1)
+            chips[(kind, seed)] = mods.block_chip.BlockChip(model, Wd, len(context) + 1, max(ks) + 1, config=mods.config)
         chip = chips[(kind, seed)]
         for k in ks:
             target = ChipTarget(mods, chip, list(context), k, temperature)
@@ -140,7 +145,7 @@ def sampling_chi_square(mods: BeyondModules, draws: int = 20_000, seed: int = 20
     """The first emitted token of ``draws`` blocks, sampled at a fixed seed, against the target's row."""
     lm, sp = mods.tiny_lm, mods.sampling
     model = lm.make_model("random", 1)
-    chip = mods.block_chip.BlockChip(model, mods.draft.make_draft(model, 3.0, 1), 5, k + 1)
+    chip = mods.block_chip.BlockChip(model, mods.draft.make_draft(model, 3.0, 1), 5, k + 1, config=mods.config)
     target = ChipTarget(mods, chip, [0, 5, 3, 13], k, 1.0)
     root = target.after(())
     ranked = sorted(range(lm.V), key=lambda i: (-root[i], i))
@@ -171,14 +176,14 @@ def greedy_is_temperature_zero(mods: BeyondModules, n: int = 6, cases=TEMPERATUR
     for kind, noise, k in cases:
         model = lm.make_model(kind, 1)
         Wd = mods.draft.make_draft(model, noise, 1)
-        got = br.speculative_sampling(model, Wd, n, k, 0.0, seed=7)
-        want = ch.SpeculativeChip(model, Wd, n, k).generate(0, n)
+        got = br.speculative_sampling(model, Wd, n, k, 0.0, seed=7, config=mods.config)
+        want = ch.SpeculativeChip(model, Wd, n, k, config=mods.config).generate(0, n)
         if got.tokens != want.tokens or got.cycles != ch.cycles_of(want.log) or got.accepted != want.stats.accepted:
             problems.append(f"{kind} k={k}: temperature 0 gives {got.tokens}, {got.cycles} cycles, "
                             f"{got.accepted} accepted; the chapter's loop {want.tokens}, "
                             f"{ch.cycles_of(want.log)} cycles, {want.stats.accepted} accepted")
-        plain = br.plain_sampling(model, n, 0.0, seed=7)
-        ref = ch.PlainChip(model, n).generate(0, n)
+        plain = br.plain_sampling(model, n, 0.0, seed=7, config=mods.config)
+        ref = ch.PlainChip(model, n, config=mods.config).generate(0, n)
         if plain.tokens != ref.tokens or plain.cycles != ch.cycles_of(ref.log):
             problems.append(f"{kind}: plain sampling at temperature 0 gives {plain.tokens} in {plain.cycles} "
                             f"cycles; plain greedy {ref.tokens} in {ch.cycles_of(ref.log)}")
@@ -203,7 +208,8 @@ def tree_mask_on_chip(mods: BeyondModules) -> list[str]:
     from compiler import run
     lm, tg = mods.tiny_lm, mods.tree_graphs
     model = lm.make_model("random", 2).with_sharp_attention(4.0)
-    chip = mods.block_chip.BlockChip(model, None, len(TREE_PREFIX) + 2, len(TREE_PARENTS) + 1)
+    chip = mods.block_chip.BlockChip(model, None, len(TREE_PREFIX) + 2, len(TREE_PARENTS) + 1,
+                                      config=mods.config)
     keys, values = mods.chip.float_prefix_cache(model, TREE_PREFIX)
     c = len(TREE_PREFIX)
     program = chip.tree_program(TREE_PARENTS, c)
@@ -261,8 +267,8 @@ def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8, cases=GREEDY_DRAFT_
     for kind, noise in cases:
         model = lm.make_model(kind, 1)
         Wd = mods.draft.make_draft(model, noise, 1)
-        plain = mods.chip.PlainChip(model, n).generate(0, n).tokens
-        chip = mods.block_chip.BlockChip(model, Wd, n, 8)
+        plain = mods.chip.PlainChip(model, n, config=mods.config).generate(0, n).tokens
+        chip = mods.block_chip.BlockChip(model, Wd, n, 8, config=mods.config)
         costs = br.adaptive_costs(chip, chip.draft_program().counters()[0], n, host.K_MAX)
         for c, row in enumerate(costs):     # adaptive k's tie rule relies on it (see spec/mutate.py)
             if row != sorted(row):
@@ -398,7 +404,7 @@ def sampling_head_follows_temperature(mods: BeyondModules, temperatures=(0.5, 2.
     lm = mods.tiny_lm
     from ga2_hdl.isa import Q16_ONE
     model = lm.make_model("random", 1)
-    chip = mods.block_chip.BlockChip(model, mods.draft.make_draft(model, 3.0, 1), 4, 4)
+    chip = mods.block_chip.BlockChip(model, mods.draft.make_draft(model, 3.0, 1), 4, 4, config=mods.config)
     keys, values = mods.chip.float_prefix_cache(model, [0, 5, 3])
     block = [13, 9, 1, 11]
     ref = mods.chip.float_block(model, block, keys, values)

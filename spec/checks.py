@@ -30,6 +30,9 @@ import random
 from dataclasses import dataclass
 from types import ModuleType
 
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+
 
 @dataclass
 class SpecModules:
@@ -39,13 +42,14 @@ class SpecModules:
     verifier: ModuleType
     speculative: ModuleType
     chip: ModuleType | None = None      #: needs the compiler; None for the float checks only
+    config: Config = isa.BOOK           #: the chip the chip checks compile for and run on
 
 
-def installed_modules(with_chip: bool = True) -> SpecModules:
-    """The modules of the installed ``spec`` package."""
+def installed_modules(with_chip: bool = True, config: Config = isa.BOOK) -> SpecModules:
+    """The modules of the installed ``spec`` package (the chip checks on the chip ``config``)."""
     load = importlib.import_module
     return SpecModules(load("spec.tiny_lm"), load("spec.draft"), load("spec.verifier"),
-                       load("spec.speculative"), load("spec.chip") if with_chip else None)
+                       load("spec.speculative"), load("spec.chip") if with_chip else None, config)
 
 
 def relative_error(got, want) -> float:
@@ -131,7 +135,7 @@ def sharp_model(mods: SpecModules):
 def causality_verifier(mods: SpecModules, samples: int = 40, seed: int = 9):
     """The compiled verifier (c = 4, m = 4) of the sharp model, calibrated on random
     prefixes and blocks; and the cache of ``CAUSALITY_PREFIX``."""
-    return mods.chip.compile_fixed_verifier(sharp_model(mods), cache_len=4, block_len=4,
+    return mods.chip.compile_fixed_verifier(sharp_model(mods), cache_len=4, block_len=4, config=mods.config,
                                             samples=samples, seed=seed)
 
 
@@ -185,7 +189,7 @@ def rule_through_chip(mods: SpecModules, n=16, ks=(1, 2, 4), noises=(0.0, 3.0, 1
     for k in ks:
         for noise in noises:
             Wd = dr.make_draft(model, noise, 1)
-            chip = mods.chip.SpeculativeChip(model, Wd, n, k)
+            chip = mods.chip.SpeculativeChip(model, Wd, n, k, config=mods.config)
             run = chip.generate(0, n)
             if run.tokens != expected:
                 problems.append(f"(5) k={k}, noise {noise:g}: tokens {run.tokens} differ from the rule {expected}")

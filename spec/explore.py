@@ -238,6 +238,38 @@ def run_explore(configs: Sequence[Config], n: int = TABLE_TOKENS, *, workers: in
 
 
 # ----------------------------------------------------------------------------- text
+def format_area_table(report: dict) -> list[str]:
+    """The lines of the area-and-clock table (``ga2 explore --synth``): per configuration the chip's
+    LUT4, FF, EBR, MULT18X18D and Fmax on the part, and tokens per second at Fmax; a chip that does
+    not fit the part is a row saying which resources it needs more of."""
+    synth = report.get("synth", {})
+    head = (f"{'configuration':24s} {'LUT4':>7s} {'FF':>6s} {'EBR':>4s} {'MULT':>4s} {'Fmax MHz':>8s}  "
+            f"{'plain c/t':>9s} {'tok/s':>7s}  {'k3 c/t':>8s} {'tok/s':>7s}")
+    lines = [f"area and clock on the {synth.get('target', '?')} ({synth.get('part', '?')}), out of context; "
+             f"tokens per second = Fmax / cycles per token", head, "-" * len(head)]
+    for e in report["configs"]:
+        r = e.get("synth")
+        name = f"{e['name'][:24]:24s}"
+        if r is None:
+            lines.append(f"{name} (not synthesised)")
+        elif r.get("fits") is False:
+            lines.append(f"{name} does not fit: {r['reason']}")
+        elif r.get("fits") is None and "not_synthesised" in r:
+            lines.append(f"{name} not synthesised: {r['not_synthesised']}")
+        elif r.get("fits") is None:
+            lines.append(f"{name} synthesis failed: {r.get('error', '?')}")
+        else:
+            fmax = f"{r['fmax_mhz']:8.1f}" if r.get("fmax_mhz") else f"{'-':>8s}"
+            rates = (f"{r['plain']['tokens_per_s']:>7,.0f}", f"{r['k3_perfect']['tokens_per_s']:>7,.0f}") \
+                if "plain" in r else (f"{'-':>7s}", f"{'-':>7s}")
+            lines.append(f"{name} {r['lut']:>7,} {r['ff']:>6,} {r['ebr']:>4} {r['mult']:>4} {fmax}  "
+                         f"{e['plain_cycles_per_token']:>9,.1f} {rates[0]}  {e['k3_perfect_cycles_per_token']:>8,.1f} "
+                         f"{rates[1]}")
+    if synth.get("flow"):
+        lines.append(f"  flow: {synth['flow']}")
+    return lines
+
+
 def format_table(report: dict) -> str:
     """The design-space table: per configuration, cycles per token of plain decoding and of the k = 3
     runs, plain and perfect-draft split by unit, and the speculative speedups."""
@@ -262,6 +294,8 @@ def format_table(report: dict) -> str:
     for e in report["configs"]:
         lines.append(f"  {e['name']}: {e['description']}")
     lines.append(f"  source: {report['source']}")
+    if any("synth" in e for e in report["configs"]):
+        lines += ["", *format_area_table(report)]
     for s in report["skipped"]:
         lines.append(f"  skipped preset {s['name']}: {s['why']}")
     for e in report.get("failed", []):

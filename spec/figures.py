@@ -261,7 +261,14 @@ def explore_figure(report: dict, path: str) -> str:
     entries = report["configs"]
     panels = (("plain", "plain_cycles_per_token", "plain greedy decoding"),
               ("k3_perfect", "k3_perfect_cycles_per_token", "k=3, perfect draft"))
-    fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 1.3 * len(entries) + 3.5) * 1.6, 4.4), sharey=True)
+    width = max(7.0, 1.3 * len(entries) + 3.5) * 1.6
+    synthesised = any("synth" in e for e in entries)
+    if synthesised:        # ga2 explore --synth: a second row, tokens per second at Fmax and area
+        fig, grid = plt.subplots(2, 2, figsize=(width, 9.0))
+        axes = grid[0]
+        axes[1].sharey(axes[0])
+    else:
+        fig, axes = plt.subplots(1, 2, figsize=(width, 4.4), sharey=True)
     xs = list(range(len(entries)))
     top = max(max(sum(e["per_unit"][key].values()), e[total]) for e in entries for key, total, _ in panels)
     for ax, (key, total_key, title) in zip(axes, panels):
@@ -290,7 +297,60 @@ def explore_figure(report: dict, path: str) -> str:
     handles = [Patch(facecolor=UNIT_COLOURS[c], label=UNIT_LABELS[c]) for c in _EXPLORE_UNITS.values()]
     if any(abs(sum(e["per_unit"][k].values()) - e[t]) > 1e-9 for e in entries for k, t, _ in panels):
         handles.append(plt.Line2D([0], [0], color="black", linewidth=2, label="total (units overlapped)"))
+    if synthesised:
+        _explore_silicon(report, grid[1])
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=len(handles), fontsize=8,
+                   frameon=False)
+        fig.suptitle("The design space: cycles per token by configuration, by unit; area and clock on "
+                     f"the {report.get('synth', {}).get('part', 'ECP5')}", fontsize=10)
+        fig.tight_layout(rect=(0, 0, 1, 0.94), h_pad=3.0)
+        return _save(fig, path)
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.suptitle("The design space: cycles per token by configuration, by unit", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     return _save(fig, path)
+
+
+def _explore_silicon(report: dict, axes) -> None:
+    """``ga2 explore --synth``'s second row: tokens per second at each chip's Fmax (plain and k = 3 with a
+    perfect draft), and area (LUT4) against plain cycles per token; a chip that does not fit says so."""
+    entries = report["configs"]
+    xs = list(range(len(entries)))
+    ax = axes[0]
+    fitted = [e for e in entries if e.get("synth", {}).get("fits") and "plain" in e["synth"]]
+    top = max((e["synth"]["k3_perfect"]["tokens_per_s"] for e in fitted), default=1.0)
+    for x, e in zip(xs, entries):
+        r = e.get("synth", {})
+        if r.get("fits") and "plain" in r:
+            plain, k3 = r["plain"]["tokens_per_s"], r["k3_perfect"]["tokens_per_s"]
+            ax.bar(x - 0.17, plain, width=0.32, color="#4c72b0")
+            ax.bar(x + 0.17, k3, width=0.32, color="#dd8452")
+            ax.text(x, max(plain, k3) + top * 0.015, f"{r['fmax_mhz']:.1f} MHz", ha="center", va="bottom",
+                    fontsize=8)
+        else:
+            why = ("does not fit" if r.get("fits") is False else
+                   "not synthesised" if not r or "not_synthesised" in r else "failed")
+            ax.text(x, top * 0.05, why, ha="center", va="bottom", fontsize=8, rotation=90, color="#a00000")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([e["name"] for e in entries], rotation=20 if len(entries) > 4 else 0, fontsize=8)
+    ax.set_ylim(0, top * 1.15)
+    ax.set_ylabel("tokens per second at Fmax")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(handles=[Patch(facecolor="#4c72b0", label="plain greedy decoding"),
+                       Patch(facecolor="#dd8452", label="k=3, perfect draft")], fontsize=8, loc="upper right")
+    ax.set_title("tokens per second at the chip's Fmax (label: Fmax)", fontsize=9)
+    ax = axes[1]
+    for e in fitted:
+        ax.scatter(e["synth"]["lut"], e["plain_cycles_per_token"], s=40, color="#4c72b0")
+        ax.annotate(f"{e['name']} ({e['synth']['mult']} MULT, {e['synth']['ebr']} EBR)",
+                    (e["synth"]["lut"], e["plain_cycles_per_token"]), textcoords="offset points", xytext=(5, 4),
+                    fontsize=7)
+    ax.set_xlabel("area: LUT4 used after place and route")
+    ax.set_ylabel("plain decoding, cycles per token")
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax.grid(alpha=0.3)
+    ax.set_title("area against cycles per token (chips that fit the part)", fontsize=9)

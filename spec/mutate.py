@@ -26,7 +26,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from ga2_hdl import mutation
+from ga2_hdl import isa, mutation
+from ga2_hdl.config import Config
 from ga2_hdl.mutation import Finding, MutantError, Result
 
 #: the package's modules that the checks load, in dependency order
@@ -236,17 +237,17 @@ def load_modules_copy(texts: dict[str, str]) -> dict[str, ModuleType]:
     return modules
 
 
-def first_problem(mutant: mutation.Mutant | None) -> str | None:
-    """Run the checks on a copy of the package with ``mutant`` applied; the first problem
-    found (the remaining checks are skipped: one problem is enough to catch a mutant),
-    or None if every check passes."""
+def first_problem(mutant: mutation.Mutant | None, config: Config = isa.BOOK) -> str | None:
+    """Run the checks on a copy of the package with ``mutant`` applied, the chip checks compiling
+    for and running on the chip ``config``; the first problem found (the remaining checks are
+    skipped: one problem is enough to catch a mutant), or None if every check passes."""
     from .beyond_checks import BEYOND_CHECKS, BEYOND_MODULE_NAMES, BeyondModules
     from .checks import CHIP_CHECKS, FLOAT_CHECKS, SpecModules
     modules = load_modules_copy(sources(mutant))
     mods = SpecModules(modules["tiny_lm"], modules["draft"], modules["verifier"], modules["speculative"],
-                       modules["chip"])
+                       modules["chip"], config)
     beyond = BeyondModules(modules["tiny_lm"], modules["draft"], modules["chip"],
-                           *(modules[name] for name in BEYOND_MODULE_NAMES))
+                           *(modules[name] for name in BEYOND_MODULE_NAMES), config=config)
     for check, arg in [(c, mods) for c in FLOAT_CHECKS + CHIP_CHECKS] + [(c, beyond) for c in BEYOND_CHECKS]:
         problems = check(arg)
         if problems:
@@ -254,10 +255,11 @@ def first_problem(mutant: mutation.Mutant | None) -> str | None:
     return None
 
 
-def judge(mutant: mutation.Mutant | None):
-    """The spec package's verdict for the engine: the first check that reports a problem, or None.
-    (An exception escaping it is a detection too: the engine counts a crash as caught.)"""
-    problem = first_problem(mutant)
+def judge(mutant: mutation.Mutant | None, config: Config = isa.BOOK):
+    """The spec package's verdict for the engine: the first check that reports a problem (on the chip
+    ``config``), or None.  (An exception escaping it is a detection too: the engine counts a crash as
+    caught.)"""
+    problem = first_problem(mutant, config)
     if problem is None:
         return None
     check, _, detail = problem.partition(": ")
@@ -265,17 +267,18 @@ def judge(mutant: mutation.Mutant | None):
 
 
 def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress=None,
-                baseline: bool = True) -> tuple[bool, str | None, list[Result]]:
+                baseline: bool = True, config: Config = isa.BOOK) -> tuple[bool, str | None, list[Result]]:
     """The unbroken package first (it must pass; ``baseline=False`` skips it when the caller
     has just checked it), then every mutant, ``jobs`` at a time, each in its own child
-    process.  Returns (unbroken passes, unbroken problem, results)."""
+    process, the chip checks on the chip ``config`` (the book's by default).  Returns
+    (unbroken passes, unbroken problem, results)."""
     for m in mutants:                          # refuse a bad anchor before running anything
         sources(m)
     if baseline:
         [unbroken] = mutation.run_mutants([mutation.Mutant("spec/", "", "", name="unbroken", offset=0)],
-                                          lambda _m: judge(None), jobs=1, timeout=timeout)
+                                          lambda _m: judge(None, config), jobs=1, timeout=timeout)
         if unbroken.status != "survived":
             return False, f"{unbroken.caught_by}: {unbroken.detail}" if unbroken.caught_by else unbroken.detail, []
-    results = mutation.run_mutants(list(mutants), judge, jobs=jobs, timeout=timeout,
+    results = mutation.run_mutants(list(mutants), lambda m: judge(m, config), jobs=jobs, timeout=timeout,
                                    progress=(lambda _n, r: progress(r)) if progress else None)
     return True, None, results

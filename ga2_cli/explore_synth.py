@@ -1,0 +1,100 @@
+"""`ga2 explore --synth`: area and clock frequency of each configuration's chip, joined with its cycles.
+
+For every configuration of the design-space report the chip is exported to
+Verilog for that configuration (all exports first, so every figure is of the
+sources as they were when the command started), then synthesised, placed and
+routed out of context on one ECP5 part by :func:`gen.synth.synthesize` (its
+cache, keyed by the Verilog text and therefore by the configuration, makes a
+second run cost nothing).  Each entry of ``report["configs"]`` gets a
+``"synth"`` record: LUT4, FF, EBR, MULT18X18D, Fmax and the critical path, and
+the tokens per second at Fmax of plain decoding and of k=3 with a perfect draft
+(cycles per token from the golden model, as in the rest of the report).  A chip
+that does not fit the part gets ``{"fits": false, "reason": ...}`` (the resources
+it needs more of than the part has): a row that says why, never a dropped one.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from .main import CommandError
+
+#: the part ``ga2 explore --synth`` uses by default: the largest of gen.synth.TARGETS, so that the
+#: chips with an 8 x 8 array (64 multipliers in the array alone) can fit where the 25k's 28 cannot
+DEFAULT_TARGET = "ecp5-85k"
+
+
+def check_tools(target: str) -> dict:
+    """The tool versions (before any work), or CommandError naming what to install / the bad target."""
+    from gen import synth
+    if target not in synth.TARGETS:
+        raise CommandError(f"--synth-target {target}: choose from {', '.join(synth.TARGETS)}")
+    try:
+        return synth.tool_versions()
+    except synth.ToolsMissing as e:
+        raise CommandError(f"--synth: {e}") from None
+
+
+def per_second(fmax_mhz: float, cycles_per_token: float) -> dict:
+    """Microseconds and tokens per second of ``cycles_per_token`` at ``fmax_mhz``."""
+    us = cycles_per_token / fmax_mhz
+    return {"us_per_token": round(us, 3), "tokens_per_s": round(1e6 / us, 1)}
+
+
+def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cached_only: bool = False,
+                       say: Callable[[str], None] = print) -> list[str]:
+    """Add ``"synth"`` to every entry of ``report["configs"]``; return the problems (tool failures).
+
+    ``cached_only``: take only cached results and verdicts; a chip without one gets
+    ``{"fits": None, "not_synthesised": why}`` (a row that says so) and no tool runs."""
+    from gen import synth, verilog
+    from ga2_hdl.config import Config
+
+    entries = report["configs"]
+    part = synth.TARGETS[target].part
+    say(f"synthesis: {len(entries)} chip(s) on the {target} ({part}), Yosys + nextpnr-ecp5 out of context; "
+        f"exporting every chip to Verilog first ...")
+    exports = {}
+    for e in entries:
+        config = Config.from_dict(e["config"], source=e["name"])
+        try:
+            exports[e["name"]] = verilog.export("chip", config=config)
+        except verilog.ExportError as err:
+            raise CommandError(f"{e['name']}: {err}") from None
+    problems = []
+    for i, e in enumerate(entries, 1):
+        t0 = time.perf_counter()
+        say(f"[{i}/{len(entries)}] {e['name']}: the chip on the {target}")
+        try:
+            r = synth.synthesize("chip", target, exported=exports[e["name"]], use_cache=use_cache,
+                                 cached_only=cached_only,
+                                 progress=lambda msg, name=e["name"]: say(f"  {name}: {msg.strip()}"))
+        except synth.NotCached as err:
+            e["synth"] = {"target": target, "part": part, "fits": None, "not_synthesised": str(err)}
+            say(f"  {e['name']}: not synthesised: {err}")
+            continue
+        except synth.DoesNotFit as err:
+            e["synth"] = {"target": target, "part": part, **err.to_json(), "cached": err.cached}
+            say(f"  {e['name']}: does not fit: {err.reason}" + (" (cached verdict)" if err.cached else ""))
+            continue
+        except synth.SynthError as err:
+            first = str(err).splitlines()[0]
+            e["synth"] = {"target": target, "part": part, "fits": None, "error": first}
+            problems.append(f"{e['name']}: synthesis failed: {first}")
+            say(f"  {e['name']}: FAILED: {first}")
+            continue
+        rec = {"target": target, "part": part, "fits": True, "lut": r.lut, "ff": r.ff, "ebr": r.ebr,
+               "mult": r.mult, "fmax_mhz": r.fmax_mhz, "utilization": r.utilization,
+               "critical_path": r.critical_path, "verilog_digest": r.verilog_digest, "tools": r.tools,
+               "synth_seconds": r.synth_seconds, "pnr_seconds": r.pnr_seconds, "cached": r.cached}
+        if r.fmax_mhz:
+            rec["plain"] = per_second(r.fmax_mhz, e["plain_cycles_per_token"])
+            rec["k3_perfect"] = per_second(r.fmax_mhz, e["k3_perfect_cycles_per_token"])
+        else:
+            problems.append(f"{e['name']}: nextpnr reported no Fmax for the chip")
+        e["synth"] = rec
+        how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
+        say(f"  {e['name']}: {r.summary()} ({how}; {time.perf_counter() - t0:.0f} s)")
+    report["synth"] = {"target": target, "part": part, "flow": "gen/synth.py: Yosys synth_ecp5, nextpnr-ecp5 "
+                       "out of context, --freq 100 --seed 1; Fmax is nextpnr's achieved clk frequency"}
+    return problems
