@@ -226,20 +226,15 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "is (ps != ps) & ..., whose first factor is 0 for every instruction, so it never fires; the rules "
                 "of the pairs of distinct regions are the same, in the same order, so the priority chain gives "
                 "the same error code for every instruction"),
+    # one line for the book's one-word port and the wide one (ext_port_words > 1): the W-word ext_wdata
+    # is driven the same way, under the same ext_we
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))",
-                "Mux(is_load, 0, self.spad.rd_data) -> Mux(is_load, 1, self.spad.rd_data)", _DMA_WDATA),
-    Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))",
-                "Mux(is_load, 0, self.spad.rd_data) -> Mux(is_load, -1, self.spad.rd_data)", _DMA_WDATA),
-    # the wide DMA (ext_port_words > 1) drives its W-word ext_wdata the same way, under the same ext_we
-    Equivalence("ga2_hdl/dma.py", "DMA._elaborate_wide",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))",
-                "Mux(is_load, 0, self.spad.rd_data.as_value()) -> Mux(is_load, 1, self.spad.rd_data.as_value())",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
+                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, 1, Value.cast(self.spad.rd_data))",
                 _DMA_WDATA),
-    Equivalence("ga2_hdl/dma.py", "DMA._elaborate_wide",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))",
-                "Mux(is_load, 0, self.spad.rd_data.as_value()) -> Mux(is_load, -1, self.spad.rd_data.as_value())",
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
+                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, -1, Value.cast(self.spad.rd_data))",
                 _DMA_WDATA),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words",
                 "self.b_mem.wr_en.eq(land.valid & land.b),", "land.valid & land.b -> 1",
