@@ -57,7 +57,13 @@ _MM_LANDING_KEPT = ("outside STAGE and DRAIN the change keeps writing the scratc
                     "enabled), so the same value is written again; between MMs another unit's reads may put other "
                     "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
                     "position it does not stage is a lane beyond M or N (which reaches only processing elements "
-                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed)")
+                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed).  On a wide "
+                    "port (spad_ports = P > 1) the same holds chunk for chunk: r.land also keeps the chunk's "
+                    "mask and direction, and the banked scratchpad holds every bank's read data and the "
+                    "registered lane offset while no read is enabled (sram.py loads read_offset only with "
+                    "rd_en), so the masked lanes rewritten are the last staged chunk's words at the same "
+                    "positions; a chunk written between MMs covers positions of one old row (its mask), each "
+                    "re-staged or never streamed or selected, as above")
 
 _MM_DIM = ("dim_bits = max(size, max_k).bit_length() = 7 for the ISA's array (MM_MAX_MN = 4, MM_MAX_K = 64), "
            "one more than needed: the fields of that shape hold M-1, K-1 and N-1 (last_m/k/n, and the walk's "
