@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from . import options
 from .cmd_spec import mutate_targets, write_mutation_json
-from .main import CommandError
 
 
 def register(subparsers) -> None:
@@ -20,7 +19,7 @@ def register(subparsers) -> None:
                     "and run the slice battery against it: random slice graphs compiled and run on the golden "
                     "model against the interpreter, read back from the scratchpad, with and without reuse, "
                     "against float, and the refusals.")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
+    options.add_json(p, "the verdicts")
     p.add_argument("--graphs", type=options.positive, default=40, help="random graphs in the battery (default 40)")
     p.set_defaults(func=_mutate_compiler)
 
@@ -28,8 +27,6 @@ def register(subparsers) -> None:
 def _mutate_compiler(args) -> int:
     from compiler.mutate import EQUIVALENT_MUTANTS, SLICE_MUTANTS, run_mutation
 
-    if args.graphs < 1:
-        raise CommandError("--graphs must be at least 1")
     print("NOTE: this script deliberately breaks copies of the compiler. 'caught' is EXPECTED: it shows the "
           "battery notices the mistake.", flush=True)
     unbroken, problem, verdicts = run_mutation(graphs=args.graphs)
