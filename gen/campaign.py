@@ -33,14 +33,13 @@ import functools
 import hashlib
 import json
 import math
-import multiprocessing
 import os
 import resource
 import signal
 import socket
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -53,6 +52,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 
 from . import coverage as cov
 from .fuzz import directed_bundle, random_bundle
+from .workers import fork_pool
 
 FORMAT = "ga2-fuzz-campaign"
 VERSION = 1
@@ -506,13 +506,6 @@ class CampaignDir:
 
 # ----------------------------------------------------------------------------- runners
 
-def _worker_init() -> None:
-    """A pool worker ends quietly on SIGTERM (the default) and leaves Ctrl-C to the campaign, which
-    then ends it."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class LocalRunner:
     """The pieces in a pool of ``jobs`` worker processes on this machine (1: in this process)."""
 
@@ -528,12 +521,9 @@ class LocalRunner:
             for t in tasks:
                 yield t, run_piece(t, self.shrink_seconds)
             return
-        ctx = multiprocessing.get_context("fork")
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), mp_context=ctx,
-                                   initializer=_worker_init)
         todo = list(tasks)
         pending: dict = {}
-        try:
+        with fork_pool(min(self.jobs, len(tasks))) as pool:
             while todo or pending:
                 while todo and len(pending) < 2 * self.jobs:      # a few queued, not a million futures
                     t = todo.pop(0)
@@ -541,14 +531,6 @@ class LocalRunner:
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for f in done:
                     yield pending.pop(f), f.result()
-        finally:
-            processes = list(getattr(pool, "_processes", {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for p in processes:                 # a piece in flight is lost, never left running
-                if p.is_alive():
-                    p.terminate()
-            for p in processes:
-                p.join(5)
 
 
 DASK_MISSING = ("--scheduler needs Dask's distributed scheduler, an optional extra: "
