@@ -108,6 +108,12 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "completed = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "last_chunk = Signal(len(length))",
+                "len(length) -> len(length) - 1",
+                "last_chunk exists only on a wide port (ext_port_words = w >= 2) and holds (len - 1) >> log2(w), "
+                "where len is the 16-bit len field: at most (2**16 - 1) >> 1 < 2**15, so a 15-bit register holds "
+                "every value it is given, and the comparisons with it (requested != last_chunk + 1, "
+                "completed == last_chunk) see the same number"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0), -> ",
