@@ -190,7 +190,7 @@ class BoardTop(Elaboratable):
         self.tx = Signal(init=1)
         self.chip = GA2Chip(ext_words=ext_words)
         self.mux = _ExtMux()
-        self.ext = ExternalMemoryModel(self.mux, ext_words)
+        self.ext = ExternalMemoryModel(self.mux, ext_words, config=isa.BOOK)    # the board runs the book chip
         self.bridge = HostBridge(len(self.chip.imem_addr))
 
     def elaborate(self, platform):
