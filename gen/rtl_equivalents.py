@@ -114,6 +114,13 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "where len is the 16-bit len field: at most (2**16 - 1) >> 1 < 2**15, so a 15-bit register holds "
                 "every value it is given, and the comparisons with it (requested != last_chunk + 1, "
                 "completed == last_chunk) see the same number"),
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate.mask", "remaining = Signal(len(length) + 1)",
+                "len(length) + 1 -> (len(length) + 1) - 1",
+                "a wide port's lane mask reaches a port only through Mux(more_to_request, request_mask, 0) or "
+                "Mux(word_done, completed_mask, 0), i.e. for a chunk index below R = ceil(len / w), whose first "
+                "word chunk * w is below len: then remaining = len - chunk * w is 1 .. len <= 2**16 - 1 and a "
+                "16-bit register holds it, so every comparison remaining > i gives the same lane bit (the "
+                "17th bit only matters for the negative differences of chunks past the end, masked to 0)"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0), -> ",
