@@ -107,7 +107,7 @@ def explore_config(config: Config, n: int = TABLE_TOKENS) -> dict:
 
     t0 = time.perf_counter()
     try:
-        rows = chapter_table(n, config)
+        rows = chapter_table(n, config=config)
     except (CompileError, isa.IsaError) as e:          # the runs do not fit this chip: said, not skipped
         return {"name": config.name, "description": config.describe(), "parameters": config.parameters,
                 "config": config.to_dict(), "tokens": n, "error": str(e),
