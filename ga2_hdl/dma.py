@@ -63,10 +63,11 @@ class DMA(wiring.Component):
 
     Ports
     -----
-    The unit contract (:class:`ga2_hdl.layout.UnitSignature`): ``start``,
-    ``ins``, ``done``, ``busy``, and ``spad`` (LD writes, ST reads); and the
-    members of :class:`ga2_hdl.layout.ExtPort` (``ext_addr`` ... ``ext_rvalid``),
-    the chip's external-memory port (see the module docstring).
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` LD writes, ST reads.
+    ext_addr, ext_re, ext_we, ext_wdata, ext_rdata, ext_rvalid (, ext_mask) : ExtPort
+        The members of :class:`ga2_hdl.layout.ExtPort`: the chip's external-memory port (see
+        the module docstring).
     """
 
     def __init__(self, *, config: Config = isa.BOOK):

@@ -428,9 +428,11 @@ class VectorUnit(wiring.Component):
 
     Ports
     -----
-    The unit contract (:class:`ga2_hdl.layout.UnitSignature`), which each engine
-    also has; ``busy`` is high while any engine is.  A ``start`` with an
-    ``ins.op`` that is not a vector operation is ignored.
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.layout.UnitSignature`), which each engine
+        also has; ``busy`` is high while any engine is, ``spad`` is the port of the engine
+        ``ins.op`` names.  A ``start`` with an ``ins.op`` that is not a vector operation is
+        ignored.
     """
 
     #: the engine of each of the book's operations
