@@ -14,6 +14,7 @@ from ga2_hdl.safe_io import atomic_write
 from . import options
 from .progress import Progress
 
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "beyond", help="sampling, trees of guesses, drafts without weights and adaptive k, beside the chapter's rows",

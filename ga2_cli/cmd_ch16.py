@@ -22,6 +22,7 @@ from ga2_hdl.safe_io import atomic_write
 from . import options
 from .progress import Progress
 
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "ch16", help="the chapter's table on the chip: seven runs, every program replayed on the RTL",
