@@ -264,6 +264,15 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
                 "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
                 "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
+                "self.ports > 1 -> self.ports > 0",
+                "on a one-word port (P = 1) the change only lays out the wide port's extra register fields "
+                "(dims.last_n_chunk, walk.inner_end, land.along_k and land.mask, out.mask) after the book's, "
+                "and makes out.data a one-element array of the same 32 bits at the same place; nothing reads "
+                "or writes the extra fields (_load, _stage, _land_staged_words, _write_back and "
+                "_drive_write_port decide by self.ports themselves, and the fields reset to 0 and stay 0), "
+                "so every register the unit uses, and every port, has the same value in every cycle; with "
+                "P > 1 both conditions are true"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
                 "addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)", "dim_bits -> dim_bits - 1",
                 _MM_DIM),
