@@ -264,6 +264,9 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
                 "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
                 "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
+                "0 -> 1", "the enable form of r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
                 "self.ports > 1 -> self.ports > 0",
                 "on a one-word port (P = 1) the change only lays out the wide port's extra register fields "
