@@ -96,6 +96,14 @@ _DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the pr
               "while idle after one) ext_we is 0: no memory word, counter or cycle differs, only the value of "
               "a port no one samples then")
 
+_MM_WIDE_FIELDS = ("on a one-word port (P = 1) the change only lays out the wide port's extra register fields "
+                "(dims.last_n_chunk, walk.inner_end, land.along_k and land.mask, out.mask) after the book's, "
+                "and makes out.data a one-element array of the same 32 bits at the same place; nothing reads "
+                "or writes the extra fields (_load, _stage, _land_staged_words, _write_back and "
+                "_drive_write_port decide by self.ports themselves, and the fields reset to 0 and stay 0), "
+                "so every register the unit uses, and every port, has the same value in every cycle; with "
+                "P > 1 both conditions are true")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -268,14 +276,9 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
                 "0 -> 1", "the enable form of r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
-                "self.ports > 1 -> self.ports > 0",
-                "on a one-word port (P = 1) the change only lays out the wide port's extra register fields "
-                "(dims.last_n_chunk, walk.inner_end, land.along_k and land.mask, out.mask) after the book's, "
-                "and makes out.data a one-element array of the same 32 bits at the same place; nothing reads "
-                "or writes the extra fields (_load, _stage, _land_staged_words, _write_back and "
-                "_drive_write_port decide by self.ports themselves, and the fields reset to 0 and stay 0), "
-                "so every register the unit uses, and every port, has the same value in every cycle; with "
-                "P > 1 both conditions are true"),
+                "self.ports > 1 -> self.ports > 0", _MM_WIDE_FIELDS),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
+                "self.ports > 1 -> self.ports >= 1", _MM_WIDE_FIELDS),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
                 "addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)", "dim_bits -> dim_bits - 1",
                 _MM_DIM),
