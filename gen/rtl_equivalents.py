@@ -148,6 +148,10 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 ":8 -> :9",
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
                 "only its low 8, the same int8 as before"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words",
+                "*(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),", ":8 -> :9",
+                "a banked operand memory's wr_data lanes are signed(8) (rowmem.BankedOperandRowMemory): "
+                "assigning the low 9 bits of lane j's word keeps only its low 8, the same int8 as before"),
     Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
                 "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
                 "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
