@@ -77,9 +77,10 @@ class MatrixUnit(wiring.Component):
 
     Ports
     -----
-    The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` reads
-    while staging and writes C.  A ``start`` assumes a legal shape (the
-    sequencer's issue check refuses the others).
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` reads while
+        staging and writes C.  A ``start`` assumes a legal shape (the sequencer's issue
+        check refuses the others).
 
     Attributes ``array``, ``a_mem``, ``b_mem`` are the submodules (for tests).
     """
