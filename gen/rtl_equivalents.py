@@ -112,6 +112,12 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the HALT word, which is OK (HALT is legal with any operand bits: isa.check returns OK for op 0 "
                 "before any operand rule); halt(OK) is what the Elif does, in the same cycle, so status, "
                 "status_pc, halted and every counter are the same"),
+    Equivalence("ga2_hdl/chip.py", "GA2Chip._overlapped", "verdict = self._verdict(past_end=1)", "1 -> 2",
+                "verdict.past_end is set only from the one-bit comparison pc >= imem_words (_fetch) and read "
+                "only as a condition (ISSUE's halt test and its NO_HALT branch): a two-bit field holds 0 or 1 "
+                "the same way and is true exactly when the one-bit field is, so no halt, status or counter "
+                "differs (the verdict register's other fields keep their values; only their bit positions "
+                "move)"),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "completed = Signal(len(length))",
