@@ -10,12 +10,9 @@ import time
 
 from ga2_hdl import isa
 from ga2_hdl.safe_io import atomic_write
-from gen.simulator import SIMULATORS
 
 from . import options
 from .progress import Progress
-
-DEFAULT_OUT = "out"
 
 
 def register(subparsers) -> None:
@@ -25,15 +22,11 @@ def register(subparsers) -> None:
                     "temperature 1, trees of guesses against linear blocks of as many rows, the n-gram and "
                     "trigram drafts, and adaptive k against every fixed k = 1..5; replay every program in each "
                     "named simulator against the golden model.")
-    p.add_argument("--sims", type=options.simulators(allow_none=True), default="icarus,verilator",
-                   help=f"comma-separated simulators of {', '.join(SIMULATORS)} (default icarus,verilator; "
-                        "an empty string replays nothing)")
-    p.add_argument("--tokens", type=options.count(2, "number of tokens"), default=32,
-                   help="tokens per run (default 32, the chapter's)")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the results as JSON to FILE")
-    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
-                   help=f"directory for beyond.json and the figure beyond.png (default {DEFAULT_OUT}/)")
-    p.add_argument("--workers", type=options.positive, default=None, help="worker processes (default: one per core)")
+    options.add_replay_sims(p)
+    options.add_tokens(p, minimum=2)
+    options.add_json(p)
+    options.add_out(p, "beyond.json and the figure beyond.png")
+    options.add_workers(p)
     options.add_config(p)
     p.set_defaults(func=_beyond)
 

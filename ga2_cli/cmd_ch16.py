@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
@@ -19,11 +20,7 @@ from ga2_hdl import isa
 from ga2_hdl.safe_io import atomic_write
 
 from . import options
-from .main import CommandError
 from .progress import Progress
-from gen.simulator import SIMULATORS
-
-DEFAULT_OUT = "out"
 
 
 def register(subparsers) -> None:
@@ -33,15 +30,11 @@ def register(subparsers) -> None:
                     "(plain and k=3 with perfect/noisy/poor drafts on the structured model; plain, k=1 "
                     "and k=3 on the random model seed 1), replay every program of every run in each named "
                     "simulator and compare the cycles with the golden model's and the book's.")
-    p.add_argument("--sims", type=options.simulators(allow_none=True), default="icarus,verilator",
-                   help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
-                        "(default icarus,verilator; an empty string replays nothing)")
-    p.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the results as JSON to FILE")
-    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
-                   help=f"directory for the figure ch16_table.png and ch16.json (default {DEFAULT_OUT}/)")
-    p.add_argument("--workers", type=options.positive, default=None,
-                   help="worker processes for the replays (default: one per core)")
+    options.add_replay_sims(p)
+    options.add_tokens(p)
+    options.add_json(p)
+    options.add_out(p, "the figure ch16_table.png and ch16.json")
+    options.add_workers(p, "worker processes for the replays")
     p.add_argument("--no-checks", action="store_true", help="skip the software checks")
     options.add_config(p)
     p.set_defaults(func=_ch16)
@@ -51,29 +44,35 @@ def register(subparsers) -> None:
                                            "causality in integers) or B (when does speculation pay).")
     which = ex.add_subparsers(dest="example", metavar="EXAMPLE", required=True)
     a = which.add_parser("a", help="three blocks traced, the verifier's anatomy, causality in integers")
-    a.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
-                   help=f"output directory (default {DEFAULT_OUT}/)")
+    options.add_out(a, "ch16_example_a.json and its figures")
     options.add_config(a)
     a.set_defaults(func=_example_a)
     b = which.add_parser("b", help="the measured sweep, the geometric model, the serving arithmetic")
-    b.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=options.output_dir,
-                   help=f"output directory (default {DEFAULT_OUT}/)")
-    b.add_argument("--noises", default="0,3,4,5,6", help="draft noises of the sweep (default 0,3,4,5,6)")
-    b.add_argument("--ks", default="1,2,3,4,5", help="guesses per block of the sweep (default 1,2,3,4,5)")
-    b.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
-    b.add_argument("--workers", type=options.positive, default=None, help="worker processes (default: one per core)")
+    options.add_out(b, "ch16_example_b.json and its figures")
+    b.add_argument("--noises", type=_numbers(float, 0, "a noise is a standard deviation, at least 0"),
+                   default="0,3,4,5,6", help="draft noises of the sweep (default 0,3,4,5,6)")
+    b.add_argument("--ks", type=_numbers(int, 1, "k must be at least 1"), default="1,2,3,4,5",
+                   help="guesses per block of the sweep (default 1,2,3,4,5)")
+    options.add_tokens(b)
+    options.add_workers(b)
     options.add_config(b)
     b.set_defaults(func=_example_b)
 
 
-def _numbers(text: str, what: str, kind=float) -> list:
-    try:
-        values = [kind(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise CommandError(f"{what}: expected comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise CommandError(f"{what}: no values given")
-    return values
+def _numbers(kind, minimum, rule: str):
+    """An option type: comma-separated numbers of type ``kind``, each at least ``minimum``."""
+    def parse(text: str) -> list:
+        try:
+            values = [kind(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+        if not values:
+            raise argparse.ArgumentTypeError("no values given")
+        if any(x < minimum for x in values):
+            raise argparse.ArgumentTypeError(rule)
+        return values
+    parse.__name__ = "numbers"
+    return parse
 
 
 def _ch16(args) -> int:
@@ -169,15 +168,7 @@ def _example_b(args) -> int:
     from spec import examples, figures
 
     t0 = time.perf_counter()
-    noises = _numbers(args.noises, "--noises")
-    ks = _numbers(args.ks, "--ks", int)
-    if any(k < 1 for k in ks):
-        raise CommandError("--ks: k must be at least 1")
-    if any(x < 0 for x in noises):
-        raise CommandError("--noises: a noise is a standard deviation, at least 0")
-    if args.tokens < 1:
-        raise CommandError("--tokens must be at least 1")
-    ex = examples.example_b(noises=noises, ks=ks, n=args.tokens, workers=args.workers, config=args.config)
+    ex = examples.example_b(noises=args.noises, ks=args.ks, n=args.tokens, workers=args.workers, config=args.config)
     print(examples.format_example_b(ex))
     os.makedirs(args.out, exist_ok=True)
     paths = [figures.speedup_figure(ex, os.path.join(args.out, "ch16_speedup_vs_k.png")),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from . import options
 from .cmd_spec import mutate_targets, write_mutation_json
-from .main import CommandError
 
 
 def register(subparsers) -> None:
@@ -24,7 +23,7 @@ def register(subparsers) -> None:
                     "model against the interpreter, read back from the scratchpad, with and without reuse, "
                     "against float, and the refusals. --config: the chip the battery compiles for and runs on "
                     "(its golden model); the verdicts are those of the battery on that chip.")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
+    options.add_json(p, "the verdicts")
     p.add_argument("--graphs", type=options.positive, default=40, help="random graphs in the battery (default 40)")
     options.add_config(p)
     p.set_defaults(func=_mutate_compiler)
@@ -33,8 +32,6 @@ def register(subparsers) -> None:
 def _mutate_compiler(args) -> int:
     from compiler.mutate import EQUIVALENT_MUTANTS, SLICE_MUTANTS, run_mutation
 
-    if args.graphs < 1:
-        raise CommandError("--graphs must be at least 1")
     print("NOTE: this script deliberately breaks copies of the compiler. 'caught' is EXPECTED: it shows the "
           "battery notices the mistake.", flush=True)
     print(f"the battery compiles for and runs on the chip {args.config.describe()}", flush=True)

@@ -47,12 +47,11 @@ def register(subparsers) -> None:
                    help=f"configurations: presets ({', '.join(PRESETS)}) or .toml/.json files, comma-separated "
                         f"or several arguments (default: the book's chip and every preset the instruction set "
                         f"accepts)")
-    p.add_argument("--tokens", type=options.positive, default=32, help="tokens per run (default 32, the chapter's)")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the results as JSON to FILE")
+    options.add_tokens(p)
+    options.add_json(p)
     p.add_argument("--plot", metavar="FILE.png", type=png_file,
                    help="draw cycles per token by configuration, stacked by unit, to FILE.png")
-    p.add_argument("--workers", type=options.positive, default=None,
-                   help="local worker processes, one configuration each (default: one per core)")
+    options.add_workers(p, "local worker processes, one configuration each")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the configurations on a Dask distributed scheduler (tcp://host:8786); needs "
                         "pip install -e '.[cluster]'")

@@ -28,13 +28,13 @@ def register(subparsers) -> None:
                     "the expected outcome.")
     p.add_argument("--unit", action="append", metavar="NAME",
                    help="only this unit's file (ga2_hdl/NAME.py; repeatable; default: every RTL unit)")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the report as JSON to FILE")
-    p.add_argument("--jobs", type=options.positive, default=2, help="mutants judged at once (default 2)")
+    options.add_json(p, "the report")
+    options.add_jobs(p, "mutants judged")
     p.add_argument("--sample", type=options.positive, default=DEFAULT_SAMPLE,
                    help=f"judge this many of the generated mutants, spread evenly over all of them "
                         f"(default {DEFAULT_SAMPLE})")
     p.add_argument("--all", action="store_true", help="judge every generated mutant")
-    p.add_argument("--timeout", type=options.seconds, default=600.0, help="seconds allowed per mutant (default 600)")
+    options.add_timeout(p, "mutant", 600.0)
     p.add_argument("--list", action="store_true", help="only list the mutants that would be judged")
     p.set_defaults(func=_mutate_rtl)
 

@@ -15,7 +15,6 @@ import sys
 from ga2_hdl.safe_io import atomic_write
 
 from . import options
-from .main import CommandError
 
 
 def mutate_targets(subparsers) -> argparse._SubParsersAction:
@@ -51,9 +50,9 @@ def register(subparsers) -> None:
                     "and close to float, the rule through the chip's loop) and the checks of "
                     "spec/beyond_checks.py against it. --config: the chip the checks' programs are compiled for "
                     "and run on (its golden model); the float checks do not depend on it.")
-    p.add_argument("--json", metavar="FILE", type=options.output_file, help="also write the verdicts as JSON to FILE")
-    p.add_argument("--jobs", type=options.positive, default=2, help="mutants checked at once (default 2)")
-    p.add_argument("--timeout", type=options.seconds, default=900.0, help="seconds allowed per mutant (default 900)")
+    options.add_json(p, "the verdicts")
+    options.add_jobs(p, "mutants checked")
+    options.add_timeout(p, "mutant", 900.0)
     options.add_config(p)
     p.set_defaults(func=_mutate_spec)
 
@@ -61,10 +60,6 @@ def register(subparsers) -> None:
 def _mutate_spec(args) -> int:
     from spec.mutate import MUTANTS, run_mutants
 
-    if args.jobs < 1:
-        raise CommandError("--jobs must be at least 1")
-    if args.timeout <= 0:
-        raise CommandError("--timeout must be positive")
     print("NOTE: this deliberately breaks copies of spec/. 'caught' is EXPECTED: it shows the checks "
           "notice the mistake.", flush=True)
     done = []

@@ -17,6 +17,11 @@ one-line message naming the flag (``ga2 golden: error: argument --ext-words:
 * :func:`simulators`: a comma-separated list of known simulator names (``--sims``);
 * :func:`chip_config`: a configuration, by preset name or TOML/JSON file, that
   fits the instruction word (``--config``; :func:`add_config` adds the flag).
+
+The flags several commands share are added by one function each, so that a flag
+means, checks and says the same everywhere: :func:`add_config`,
+:func:`add_replay_sims`, :func:`add_tokens`, :func:`add_json`, :func:`add_out`,
+:func:`add_workers`, :func:`add_jobs`, :func:`add_timeout`.
 """
 from __future__ import annotations
 
@@ -137,3 +142,53 @@ def simulators(allow_none: bool = False):
         return names
     parse.__name__ = "simulators"
     return parse
+
+
+# ---- flags several commands share, each written once
+
+#: the directory commands write their figures and JSON files to unless told (``--out``)
+DEFAULT_OUT = "out"
+#: tokens per run unless told (``--tokens``): the chapter's (spec.runs.TABLE_TOKENS, checked by a test)
+CHAPTER_TOKENS = 32
+
+
+def add_replay_sims(parser: argparse.ArgumentParser) -> None:
+    """``--sims``: the simulators that replay every program of a run (none: an empty string)."""
+    from gen.simulator import SIMULATORS
+    parser.add_argument("--sims", type=simulators(allow_none=True), default="icarus,verilator",
+                        help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
+                             "(default icarus,verilator; an empty string replays nothing)")
+
+
+def add_tokens(parser: argparse.ArgumentParser, *, minimum: int = 1, what: str = "tokens per run") -> None:
+    """``--tokens``: how many tokens each run decodes (default the chapter's)."""
+    parser.add_argument("--tokens", type=count(minimum, "number of tokens"), default=CHAPTER_TOKENS,
+                        help=f"{what} (default {CHAPTER_TOKENS}, the chapter's)")
+
+
+def add_json(parser: argparse.ArgumentParser, what: str = "the results") -> None:
+    """``--json FILE``: also write ``what`` as JSON to FILE."""
+    parser.add_argument("--json", metavar="FILE", type=output_file, help=f"also write {what} as JSON to FILE")
+
+
+def add_out(parser: argparse.ArgumentParser, files: str = "the files written") -> None:
+    """``--out DIR``: the directory for the command's ``files`` (default :data:`DEFAULT_OUT`)."""
+    parser.add_argument("--out", metavar="DIR", default=DEFAULT_OUT, type=output_dir,
+                        help=f"directory for {files} (default {DEFAULT_OUT}/)")
+
+
+def add_workers(parser: argparse.ArgumentParser, what: str = "worker processes") -> None:
+    """``--workers N``: local worker processes (default: one per core)."""
+    parser.add_argument("--workers", type=positive, default=None, help=f"{what} (default: one per core)")
+
+
+def add_jobs(parser: argparse.ArgumentParser, what: str, default: int | None = 2) -> None:
+    """``--jobs N``: how many ``what`` run at once."""
+    shown = "one per core" if default is None else default
+    parser.add_argument("--jobs", type=positive, default=default, help=f"{what} at once (default {shown})")
+
+
+def add_timeout(parser: argparse.ArgumentParser, what: str, default: float) -> None:
+    """``--timeout SECONDS``: the time allowed per ``what``."""
+    parser.add_argument("--timeout", type=seconds, default=default,
+                        help=f"seconds allowed per {what} (default {default:g})")

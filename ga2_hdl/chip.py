@@ -53,6 +53,8 @@ is W words wide on both sides, the matrix and vector units' P words; a unit
 whose port is narrower than the scratchpad's uses its low lanes.  The chip's
 external-memory port is W words wide (``ext_mask`` selects the lanes).
 """
+import functools
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
@@ -161,7 +163,6 @@ class GA2Chip(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        iset = isa.instruction_set(self.config)
         m.submodules.imem = self.imem
         m.submodules[SPAD_NAME] = self.spad
         m.submodules.issue_check = check = self.issue_check
@@ -206,11 +207,7 @@ class GA2Chip(wiring.Component):
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(ins)
 
-        # ---- counters
-        counters = {name: getattr(self, port) for name, port in zip(isa.COUNTER_NAMES, COUNTER_PORTS)}
-        unit_counter = {kind: counters[isa.COUNTER_NAMES[isa.UNIT_COUNTER[kind]]] for kind in self.units}
-        instructions = counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]]
-        total = counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]]
+        counters, unit_counter, instructions, total = self._counters()
 
         # sequencer flags, one register: which unit the WAIT state waits for (one-hot), and
         # whether the last FETCH was beyond the instruction memory
@@ -219,14 +216,8 @@ class GA2Chip(wiring.Component):
         current = {kind: flags[UNIT_NAMES[kind]] for kind in self.units}
         fetched_past_end = flags.fetched_past_end
 
-        # the verdict on the fetched word, made in FETCH and registered for ISSUE: HALT, the
-        # check's error code, and the unit to start (one-hot)
-        verdict = Signal(data.StructLayout({"halt": 1, "error": STATUS_BITS,
-                                            **{UNIT_NAMES[kind]: 1 for kind in self.units}}), name="verdict")
-
-        def halt(code):
-            m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
-            m.next = "IDLE"
+        verdict = self._verdict()
+        halt = functools.partial(self._halt, m)
 
         with m.FSM(name="sequencer"):
             # The word a FETCH works on is read one cycle earlier, when the next pc is known:
@@ -234,20 +225,10 @@ class GA2Chip(wiring.Component):
             # There are no branches, so FETCH decodes and checks it and registers the verdict,
             # and ISSUE acts on registers only: the same cycles, a shorter path.
             with m.State("IDLE"):
-                # word 0 is read in every idle cycle, not only in the start cycle: the read
-                # register then never holds a value no program wrote (Verilog's x before the first
-                # read, Amaranth's 0), so every simulator's decode sees the same word at start
-                m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
-                with m.If(self.start):
-                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
-                    m.d.sync += [c.eq(0) for c in counters.values()]
-                    m.next = "FETCH"
+                self._idle(m, imem_rd, counters)
 
             with m.State("FETCH"):
-                m.d.comb += self.running.eq(1)
-                m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words),
-                             verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(check.error)]
-                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind))) for kind in self.units]
+                self._fetch(m, ins, verdict, fetched_past_end, total)
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):
@@ -278,12 +259,46 @@ class GA2Chip(wiring.Component):
                             m.next = "FETCH"
         return m
 
-    # ------------------------------------------------------------------ overlap
+    # ------------------------------------------------------------------ shared by both sequencers
     def _counters(self):
+        """The counter ports: all by the ISA's name, each unit's, ``instructions`` and ``total``."""
         counters = {name: getattr(self, port) for name, port in zip(isa.COUNTER_NAMES, COUNTER_PORTS)}
         unit_counter = {kind: counters[isa.COUNTER_NAMES[isa.UNIT_COUNTER[kind]]] for kind in self.units}
         return (counters, unit_counter, counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]],
                 counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]])
+
+    def _verdict(self, **extra):
+        """The verdict on the fetched word, made in FETCH and registered for ISSUE: HALT, the
+        check's error code, ``extra`` fields, and the unit to start (one-hot)."""
+        return Signal(data.StructLayout({"halt": 1, "error": STATUS_BITS, **extra,
+                                         **{UNIT_NAMES[kind]: 1 for kind in self.units}}), name="verdict")
+
+    def _halt(self, m, code):
+        """Halt with status ``code`` at the current pc (from ISSUE)."""
+        m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
+        m.next = "IDLE"
+
+    def _idle(self, m, imem_rd, counters):
+        """IDLE: wait for ``start``; then clear pc, status and the counters, and FETCH word 0."""
+        # word 0 is read in every idle cycle, not only in the start cycle: the read
+        # register then never holds a value no program wrote (Verilog's x before the first
+        # read, Amaranth's 0), so every simulator's decode sees the same word at start
+        m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
+        with m.If(self.start):
+            m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
+            m.d.sync += [c.eq(0) for c in counters.values()]
+            m.next = "FETCH"
+
+    def _fetch(self, m, ins, verdict, past_end, total):
+        """FETCH: decode and check the word ``ins`` and register the verdict (``past_end``: the
+        pc is beyond the instruction memory)."""
+        iset = isa.instruction_set(self.config)
+        m.d.comb += self.running.eq(1)
+        m.d.sync += [total.eq(total + 1), past_end.eq(self.pc >= self.imem_words),
+                     verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(self.issue_check.error)]
+        m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind))) for kind in self.units]
+
+    # ------------------------------------------------------------------ overlap
 
     def _overlapped(self, m, ins, imem_rd, fanout):
         """The sequencer of a chip with overlap: FETCH, then ISSUE as soon as the rule allows.
@@ -297,7 +312,7 @@ class GA2Chip(wiring.Component):
         the instruction it runs (``unit.ins`` is the instruction memory's word in the start cycle,
         the copy while busy), since the word moves on to the next instruction.
         """
-        config, check = self.config, self.issue_check
+        config = self.config
         iset = isa.instruction_set(config)
         counters, unit_counter, instructions, total = self._counters()
 
@@ -314,8 +329,7 @@ class GA2Chip(wiring.Component):
         for kind, unit in self.units.items():
             fanout.d.comb += unit.ins.eq(Mux(unit.busy, copies[kind], ins))
 
-        verdict = Signal(data.StructLayout({"halt": 1, "error": STATUS_BITS, "past_end": 1,
-                                            **{UNIT_NAMES[kind]: 1 for kind in self.units}}), name="verdict")
+        verdict = self._verdict(past_end=1)
 
         for kind, unit in self.units.items():
             m.d.sync += unit_counter[kind].eq(unit_counter[kind] + unit.busy)
@@ -332,24 +346,14 @@ class GA2Chip(wiring.Component):
                                        & (p.start < q.end) & (q.start < p.end))
             blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
 
-        def halt(code):
-            m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
-            m.next = "IDLE"
+        halt = functools.partial(self._halt, m)
 
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
-                m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
-                with m.If(self.start):
-                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
-                    m.d.sync += [c.eq(0) for c in counters.values()]
-                    m.next = "FETCH"
+                self._idle(m, imem_rd, counters)
 
             with m.State("FETCH"):
-                m.d.comb += self.running.eq(1)
-                m.d.sync += [total.eq(total + 1), verdict.past_end.eq(self.pc >= self.imem_words),
-                             verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(check.error)]
-                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind)))
-                             for kind in self.units]
+                self._fetch(m, ins, verdict, verdict.past_end, total)
                 m.d.sync += [r.valid.eq(0) for r in incoming]
                 with m.Switch(ins.op):
                     for code, regions in accesses.items():

@@ -34,7 +34,7 @@ chunks; each chunk's lane mask is ``lane < len - j*w``.  Cost over the book's
 DMA: the w-word data paths (no arithmetic on the data), w comparators for the
 mask.
 """
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 
 from . import isa
@@ -63,10 +63,11 @@ class DMA(wiring.Component):
 
     Ports
     -----
-    The unit contract (:class:`ga2_hdl.layout.UnitSignature`): ``start``,
-    ``ins``, ``done``, ``busy``, and ``spad`` (LD writes, ST reads); and the
-    members of :class:`ga2_hdl.layout.ExtPort` (``ext_addr`` ... ``ext_rvalid``),
-    the chip's external-memory port (see the module docstring).
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` LD writes, ST reads.
+    ext_addr, ext_re, ext_we, ext_wdata, ext_rdata, ext_rvalid (, ext_mask) : ExtPort
+        The members of :class:`ga2_hdl.layout.ExtPort`: the chip's external-memory port (see
+        the module docstring).
     """
 
     def __init__(self, *, config: Config = isa.BOOK):
@@ -76,21 +77,28 @@ class DMA(wiring.Component):
                                        **ExtPort(words=self.words).members))
 
     def elaborate(self, platform):
-        if self.words > 1:
-            return self._elaborate_wide()
         m = Module()
         addr_bits = spad_addr_bits(self.config)
+        w = self.words                                 # words per chunk (1: the book's port)
+        wide = w > 1
+        shift = w.bit_length() - 1
         spad_base = operand(self.ins, "LD", "dst")     # = ST's src
         ext_base = operand(self.ins, "LD", "src")      # = ST's dst
         length = operand(self.ins, "LD", "len")        # = ST's len
         is_load = Signal()                             # latched at start: LD (1) or ST (0)
-        requested = Signal(len(length))                # words asked for so far
-        completed = Signal(len(length))                # words written so far
+        requested = Signal(len(length))                # words (chunks) asked for so far
+        completed = Signal(len(length))                # words (chunks) written so far
         read_pending = Signal()                        # ST: a scratchpad word arrives this cycle
 
-        word_done = Signal()                           # a word is written this cycle (either memory)
+        word_done = Signal()                           # a word (chunk) is written this cycle (either memory)
 
-        more_to_request = self.busy & (requested != length)
+        if wide:
+            last_chunk = Signal(len(length))           # R - 1, latched at start
+            count, last = last_chunk + 1, last_chunk
+        else:                                          # one word per chunk: R = len
+            count, last = length, length - 1
+
+        more_to_request = self.busy & (requested != count)
         m.d.sync += self.done.eq(0)
 
         with m.If(self.start):
@@ -100,106 +108,58 @@ class DMA(wiring.Component):
                 requested.eq(0),
                 completed.eq(0),
             ]
+            if wide:
+                m.d.sync += last_chunk.eq((length - 1) >> shift)
         with m.If(more_to_request):
             m.d.sync += requested.eq(requested + 1)
         with m.If(word_done):
             m.d.sync += completed.eq(completed + 1)
-            with m.If(completed == length - 1):
+            with m.If(completed == last):
                 m.d.sync += self.done.eq(1)
         with m.If(self.done):
             m.d.sync += self.busy.eq(0)
+
+        def first_word(chunk):
+            """Offset in the transfer of chunk ``chunk``'s first word."""
+            return chunk << shift if wide else chunk
+
+        def mask(chunk):
+            """The lanes of chunk ``chunk`` that hold words of the transfer (below ``len``)."""
+            remaining = Signal(len(length) + 1)
+            m.d.comb += remaining.eq(length - first_word(chunk))
+            return Cat(*(remaining > i for i in range(w)))
+
+        if wide:
+            request_mask, completed_mask = mask(requested), mask(completed)
 
         with m.If(is_load):
             # requests to external memory; answers written to the scratchpad as they arrive
             m.d.comb += [
                 self.ext_re.eq(more_to_request),
-                self.ext_addr.eq(ext_base + requested),
+                self.ext_addr.eq(ext_base + first_word(requested)),
                 word_done.eq(self.busy & self.ext_rvalid),
                 self.spad.wr_en.eq(word_done),
-                self.spad.wr_addr.eq((spad_base + completed)[:addr_bits]),
+                self.spad.wr_addr.eq((spad_base + first_word(completed))[:addr_bits]),
                 self.spad.wr_data.eq(self.ext_rdata),
             ]
+            if wide:
+                m.d.comb += [self.ext_mask.eq(Mux(more_to_request, request_mask, 0)),
+                             self.spad.wr_mask.eq(Mux(word_done, completed_mask, 0))]
         with m.Else():
             # scratchpad reads; each word goes to external memory the cycle it arrives
             m.d.comb += [
                 self.spad.rd_en.eq(more_to_request),
-                self.spad.rd_addr.eq((spad_base + requested)[:addr_bits]),
+                self.spad.rd_addr.eq((spad_base + first_word(requested))[:addr_bits]),
                 word_done.eq(read_pending),
                 self.ext_we.eq(word_done),
-                self.ext_addr.eq(ext_base + completed),
+                self.ext_addr.eq(ext_base + first_word(completed)),
             ]
+            if wide:
+                m.d.comb += [self.spad.rd_mask.eq(Mux(more_to_request, request_mask, 0)),
+                             self.ext_mask.eq(Mux(word_done, completed_mask, 0))]
             m.d.sync += read_pending.eq(more_to_request)
         # ST: the word read is the word written.  A submodule of its own, so that in Amaranth's
         # simulator another unit's scratchpad reads wake only this assignment, not the DMA's logic.
         m.submodules.st_data = st_data = Module()
-        st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))
-        return m
-
-    def _elaborate_wide(self):
-        """The DMA with a ``words``-wide port: chunks of ``words`` words (see the module docstring)."""
-        m = Module()
-        addr_bits = spad_addr_bits(self.config)
-        w = self.words
-        shift = w.bit_length() - 1
-        spad_base = operand(self.ins, "LD", "dst")
-        ext_base = operand(self.ins, "LD", "src")
-        length = operand(self.ins, "LD", "len")
-        is_load = Signal()
-        requested = Signal(len(length))                # chunks asked for so far
-        completed = Signal(len(length))                # chunks written so far
-        last_chunk = Signal(len(length))               # R - 1
-        read_pending = Signal()
-        chunk_done = Signal()
-
-        def mask(index):
-            remaining = Signal(len(length) + 1)
-            m.d.comb += remaining.eq(length - (index << shift))
-            return Cat(*(remaining > i for i in range(w)))
-
-        more_to_request = self.busy & (requested != last_chunk + 1)
-        m.d.sync += self.done.eq(0)
-        with m.If(self.start):
-            m.d.sync += [
-                self.busy.eq(1),
-                is_load.eq(self.ins.op == isa.OP_BY_NAME["LD"].code),
-                requested.eq(0),
-                completed.eq(0),
-                last_chunk.eq((length - 1) >> shift),
-            ]
-        with m.If(more_to_request):
-            m.d.sync += requested.eq(requested + 1)
-        with m.If(chunk_done):
-            m.d.sync += completed.eq(completed + 1)
-            with m.If(completed == last_chunk):
-                m.d.sync += self.done.eq(1)
-        with m.If(self.done):
-            m.d.sync += self.busy.eq(0)
-
-        request_addr = requested << shift
-        completed_addr = completed << shift
-        request_mask, completed_mask = mask(requested), mask(completed)
-        with m.If(is_load):
-            m.d.comb += [
-                self.ext_re.eq(more_to_request),
-                self.ext_addr.eq(ext_base + request_addr),
-                self.ext_mask.eq(Mux(more_to_request, request_mask, 0)),
-                chunk_done.eq(self.busy & self.ext_rvalid),
-                self.spad.wr_en.eq(chunk_done),
-                self.spad.wr_addr.eq((spad_base + completed_addr)[:addr_bits]),
-                self.spad.wr_mask.eq(Mux(chunk_done, completed_mask, 0)),
-                self.spad.wr_data.eq(self.ext_rdata),
-            ]
-        with m.Else():
-            m.d.comb += [
-                self.spad.rd_en.eq(more_to_request),
-                self.spad.rd_addr.eq((spad_base + request_addr)[:addr_bits]),
-                self.spad.rd_mask.eq(Mux(more_to_request, request_mask, 0)),
-                chunk_done.eq(read_pending),
-                self.ext_we.eq(chunk_done),
-                self.ext_addr.eq(ext_base + completed_addr),
-                self.ext_mask.eq(Mux(chunk_done, completed_mask, 0)),
-            ]
-            m.d.sync += read_pending.eq(more_to_request)
-        m.submodules.st_data = st_data = Module()
-        st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))
+        st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))
         return m

@@ -77,9 +77,10 @@ class MatrixUnit(wiring.Component):
 
     Ports
     -----
-    The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` reads
-    while staging and writes C.  A ``start`` assumes a legal shape (the
-    sequencer's issue check refuses the others).
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` reads while
+        staging and writes C.  A ``start`` assumes a legal shape (the sequencer's issue
+        check refuses the others).
 
     Attributes ``array``, ``a_mem``, ``b_mem`` are the submodules (for tests).
     """
@@ -100,8 +101,6 @@ class MatrixUnit(wiring.Component):
             super().__init__(UnitSignature(spad=SpadPort(words=self.ports, config=config)))
 
     def elaborate(self, platform):
-        if self.ports > 1:
-            return self._elaborate_wide()
         m = Module()
         m.submodules.array = self.array
         m.submodules.a_mem = self.a_mem
@@ -141,16 +140,33 @@ class MatrixUnit(wiring.Component):
                 self._write_back(m, r)
         return m
 
+    # ---- chunks of the scratchpad port (spad_ports = P words; P = 1 on the book's chip)
+
+    def _chunk_start(self, index):
+        """The first element of chunk ``index`` (the index itself on a one-word port)."""
+        return index if self.ports == 1 else index << (self.ports.bit_length() - 1)
+
+    def _last_chunk(self, last):
+        """The chunk holding element ``last`` (``last`` itself on a one-word port)."""
+        return last if self.ports == 1 else last >> (self.ports.bit_length() - 1)
+
+    def _chunk_mask(self, index, last):
+        """Lanes j of chunk ``index`` whose element (chunk start + j) is at most ``last``."""
+        return Cat(*((self._chunk_start(index) + j) <= last for j in range(self.ports)))
+
     # ---- registers
 
     def _registers(self):
-        """The unit's registers, one struct-typed register per purpose."""
+        """The unit's registers, one struct-typed register per purpose (a wide port's chunk
+        fields only when ``spad_ports`` > 1)."""
         dim_bits = max(self.size, self.max_k).bit_length()
         addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)
+        P, wide = self.ports, self.ports > 1
         return SimpleNamespace(
             dims=Signal(data.StructLayout({
                 "last_m": dim, "last_k": dim, "last_n": dim,    # M-1, K-1, N-1
                 "stream_last": unsigned(dim_bits + 2),           # K+M+N-1: the corner's last accumulation
+                **({"last_n_chunk": dim} if wide else {}),       # the chunk holding column N-1
             }), name="dims"),
             walk=Signal(data.StructLayout({                      # the staging walker
                 "ptr": addr,           # address read this cycle
@@ -159,19 +175,23 @@ class MatrixUnit(wiring.Component):
                 "inner": dim, "outer": dim, "inner_last": dim, "outer_last": dim,
                 "in_b": 1,             # staging B (else A)
                 "inner_is_lane": 1,    # B not transposed: the inner index is the column n
+                **({"inner_end": dim} if wide else {}),          # the row's last element (chunk mask)
             }), name="walk"),
             land=Signal(data.StructLayout({                      # where this cycle's read data lands
                 "valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),
+                **({"along_k": 1, "mask": P} if wide else {}),   # a chunk along k (A, B^T) or across lanes
             }), name="land"),
             stream=Signal(data.StructLayout({
                 "step": unsigned(dim_bits + 2),                  # cycles since STREAM began
                 "mem_valid": 1,                                  # the operand memories deliver a step
             }), name="stream"),
             wb=Signal(data.StructLayout({                        # the write-back walker
-                "m": dim, "n": dim, "row": addr, "addr": addr,
+                "m": dim, "n": dim, "row": addr, "addr": addr,   # n counts chunks of P columns
             }), name="wb"),
             out=Signal(data.StructLayout({                       # the write-back register
-                "valid": 1, "last": 1, "addr": addr, "data": unsigned(isa.WORD_BITS),
+                "valid": 1, "last": 1, "addr": addr,
+                "data": data.ArrayLayout(unsigned(isa.WORD_BITS), P) if wide else unsigned(isa.WORD_BITS),
+                **({"mask": P} if wide else {}),
             }), name="out"),
         )
 
@@ -187,22 +207,31 @@ class MatrixUnit(wiring.Component):
             r.walk.ptr.eq(_operand(ins, "A")), r.walk.row.eq(_operand(ins, "A")),
             r.walk.stride.eq(_operand(ins, "lda")),
             r.walk.inner.eq(0), r.walk.outer.eq(0),
-            r.walk.inner_last.eq(K - 1), r.walk.outer_last.eq(M - 1),
+            r.walk.inner_last.eq(self._last_chunk(K - 1)), r.walk.outer_last.eq(M - 1),
             r.walk.in_b.eq(0), r.walk.inner_is_lane.eq(0),
             r.wb.m.eq(0), r.wb.n.eq(0),
             r.wb.row.eq(_operand(ins, "dst")), r.wb.addr.eq(_operand(ins, "dst")),
         ]
+        if self.ports > 1:
+            m.d.sync += [r.walk.inner_end.eq(K - 1), r.dims.last_n_chunk.eq(self._last_chunk(N - 1))]
 
     def _stage(self, m, r):
-        """STAGE: one scratchpad read per cycle, A row by row, then B; its word lands next cycle."""
+        """STAGE: one scratchpad read (of a chunk) per cycle, A row by row, then B; its word lands
+        next cycle."""
         walk, dims, tb = r.walk, r.dims, _operand(self.ins, "tb")
+        wide = self.ports > 1
         m.d.comb += [self.spad.rd_en.eq(1), self.spad.rd_addr.eq(walk.ptr)]
+        inner = self._chunk_start(walk.inner)
         m.d.sync += [
             r.land.valid.eq(1),
             r.land.b.eq(walk.in_b),
-            r.land.lane.eq(Mux(walk.inner_is_lane, walk.inner, walk.outer)),
-            r.land.k.eq(Mux(walk.inner_is_lane, walk.outer, walk.inner)),
+            r.land.lane.eq(Mux(walk.inner_is_lane, inner, walk.outer)),
+            r.land.k.eq(Mux(walk.inner_is_lane, walk.outer, inner)),
         ]
+        if wide:
+            mask = self._chunk_mask(walk.inner, walk.inner_end)
+            m.d.comb += self.spad.rd_mask.eq(mask)
+            m.d.sync += [r.land.mask.eq(mask), r.land.along_k.eq(~walk.inner_is_lane)]
         with m.If(walk.inner == walk.inner_last):
             m.d.sync += walk.inner.eq(0)
             with m.If(walk.outer == walk.outer_last):
@@ -210,14 +239,17 @@ class MatrixUnit(wiring.Component):
                     m.next = "DRAIN"
                 with m.Else():     # A done: walk B
                     b_base = _operand(self.ins, "B")
+                    row_end = Mux(tb, dims.last_k, dims.last_n)
                     m.d.sync += [
                         walk.in_b.eq(1), walk.inner_is_lane.eq(~tb),
                         walk.outer.eq(0),
                         walk.ptr.eq(b_base), walk.row.eq(b_base),
                         walk.stride.eq(_operand(self.ins, "ldb")),
-                        walk.inner_last.eq(Mux(tb, dims.last_k, dims.last_n)),
+                        walk.inner_last.eq(self._last_chunk(row_end)),
                         walk.outer_last.eq(Mux(tb, dims.last_n, dims.last_k)),
                     ]
+                    if wide:
+                        m.d.sync += walk.inner_end.eq(row_end)
             with m.Else():
                 m.d.sync += [
                     walk.outer.eq(walk.outer + 1),
@@ -225,17 +257,25 @@ class MatrixUnit(wiring.Component):
                     walk.ptr.eq(walk.row + walk.stride),
                 ]
         with m.Else():
-            m.d.sync += [walk.inner.eq(walk.inner + 1), walk.ptr.eq(walk.ptr + 1)]
+            m.d.sync += [walk.inner.eq(walk.inner + 1), walk.ptr.eq(walk.ptr + self.ports)]
 
     def _land_staged_words(self, land):
-        """The word read last cycle goes to lane ``land.lane``, position ``land.k``, of A or B."""
+        """The word (chunk) read last cycle goes to lane ``land.lane``, position ``land.k``, of A or B;
+        a wide port's chunk to P positions along k (A, B transposed) or P lanes (B)."""
         w = Module()
         for mem in (self.a_mem, self.b_mem):
-            w.d.comb += [
-                mem.wr_lane.eq(land.lane),
-                mem.wr_addr.eq(land.k),
-                mem.wr_data.eq(self.spad.rd_data[:8]),
-            ]
+            if self.ports == 1:
+                w.d.comb += [
+                    mem.wr_lane.eq(land.lane),
+                    mem.wr_addr.eq(land.k),
+                    mem.wr_data.eq(self.spad.rd_data[:8]),
+                ]
+            else:
+                w.d.comb += [
+                    mem.wr_along_k.eq(land.along_k), mem.wr_lane.eq(land.lane), mem.wr_k.eq(land.k),
+                    mem.wr_mask.eq(land.mask),
+                    *(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),
+                ]
         w.d.comb += [
             self.b_mem.wr_en.eq(land.valid & land.b),
             self.a_mem.wr_en.eq(land.valid & ~land.b),
@@ -271,21 +311,30 @@ class MatrixUnit(wiring.Component):
     # ---- the write-back: array -> scratchpad
 
     def _write_back(self, m, r):
-        """WRITE: select C[m][n] into the write-back register, one per cycle, row by row."""
+        """WRITE: select C[m][n] (a wide port: the chunk of P columns from n) into the write-back
+        register, one per cycle, row by row."""
         wb, dims = r.wb, r.dims
+        last_n = dims.last_n if self.ports == 1 else dims.last_n_chunk
+        if self.ports == 1:
+            select = [r.out.data.eq(self.array.acc[wb.m * self.size + wb.n])]
+        else:
+            accs = Array(self.array.acc[i] for i in range(self.size * self.size))
+            select = [r.out.mask.eq(self._chunk_mask(wb.n, dims.last_n)),
+                      *(r.out.data[j].eq(accs[wb.m * self.size + self._chunk_start(wb.n) + j])
+                        for j in range(self.ports))]
         m.d.sync += [
             r.out.valid.eq(1),
             r.out.addr.eq(wb.addr),
-            r.out.data.eq(self.array.acc[wb.m * self.size + wb.n]),
-            r.out.last.eq((wb.m == dims.last_m) & (wb.n == dims.last_n)),
+            *select,
+            r.out.last.eq((wb.m == dims.last_m) & (wb.n == last_n)),
         ]
-        with m.If(wb.n == dims.last_n):
+        with m.If(wb.n == last_n):
             next_row = wb.row + _operand(self.ins, "ldc")
             m.d.sync += [wb.n.eq(0), wb.m.eq(wb.m + 1), wb.row.eq(next_row), wb.addr.eq(next_row)]
             with m.If(wb.m == dims.last_m):
                 m.next = "IDLE"
         with m.Else():
-            m.d.sync += [wb.n.eq(wb.n + 1), wb.addr.eq(wb.addr + 1)]
+            m.d.sync += [wb.n.eq(wb.n + 1), wb.addr.eq(wb.addr + self.ports)]
 
     def _drive_write_port(self, out):
         """The write-back register drives the scratchpad's write port (a cycle after its select)."""
@@ -295,120 +344,6 @@ class MatrixUnit(wiring.Component):
             self.spad.wr_addr.eq(out.addr),
             self.spad.wr_data.eq(out.data),
         ]
+        if self.ports > 1:
+            w.d.comb += self.spad.wr_mask.eq(Mux(out.valid, out.mask, 0))
         return w
-
-    # ---- the wide scratchpad port (spad_ports = P > 1): chunks of P words
-
-    def _elaborate_wide(self):
-        m = Module()
-        m.submodules.array = self.array
-        m.submodules.a_mem = self.a_mem
-        m.submodules.b_mem = self.b_mem
-        P, shift = self.ports, self.ports.bit_length() - 1
-        r = self._registers()
-        dim = unsigned(max(self.size, self.max_k).bit_length())
-        chunk = SimpleNamespace(    # the staging walker's row: its last element (for the chunk mask)
-            inner_end=Signal(dim, name="inner_end"))
-        land = Signal(data.StructLayout({"valid": 1, "b": 1, "along_k": 1, "mask": P,
-                                         "lane": range(self.size), "k": range(self.max_k)}), name="land_wide")
-        out = Signal(data.StructLayout({"valid": 1, "last": 1, "addr": unsigned(spad_addr_bits(self.config)), "mask": P,
-                                        "data": data.ArrayLayout(unsigned(isa.WORD_BITS), P)}), name="out_wide")
-        wb_chunk_last = Signal(dim, name="wb_chunk_last")
-
-        # landing: last cycle's chunk goes to the A or B memory
-        m.submodules.landing = w = Module()
-        for mem in (self.a_mem, self.b_mem):
-            w.d.comb += [mem.wr_along_k.eq(land.along_k), mem.wr_lane.eq(land.lane), mem.wr_k.eq(land.k),
-                         mem.wr_mask.eq(land.mask)]
-            for j in range(P):
-                w.d.comb += mem.wr_data[j].eq(self.spad.rd_data[j][:8])
-        w.d.comb += [self.b_mem.wr_en.eq(land.valid & land.b), self.a_mem.wr_en.eq(land.valid & ~land.b)]
-        m.submodules.feed = self._feed_array(r.stream)
-        m.submodules.write_port = wp = Module()
-        wp.d.comb += [self.spad.wr_en.eq(out.valid), self.spad.wr_addr.eq(out.addr),
-                      self.spad.wr_mask.eq(Mux(out.valid, out.mask, 0)), self.spad.wr_data.eq(out.data)]
-
-        m.d.sync += [land.valid.eq(0), r.stream.mem_valid.eq(0), out.valid.eq(0),
-                     self.done.eq(out.valid & out.last)]
-        with m.If(self.done):
-            m.d.sync += self.busy.eq(0)
-
-        def chunk_mask(index, last):
-            """Lanes j of chunk ``index`` whose element index*P + j is at most ``last``."""
-            return Cat(*(((index << shift) + j) <= last for j in range(P)))
-
-        walk, dims, tb = r.walk, r.dims, _operand(self.ins, "tb")
-        with m.FSM(name="mm"):
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    m.d.sync += self.busy.eq(1)
-                    m.next = "LOAD"
-            with m.State("LOAD"):
-                self._load(m, r)
-                K, N = _operand(self.ins, "K"), _operand(self.ins, "N")
-                m.d.sync += [walk.inner_last.eq((K - 1) >> shift), chunk.inner_end.eq(K - 1),
-                             wb_chunk_last.eq((N - 1) >> shift)]
-                m.next = "STAGE"
-            with m.State("STAGE"):
-                mask = chunk_mask(walk.inner, chunk.inner_end)
-                m.d.comb += [self.spad.rd_en.eq(1), self.spad.rd_addr.eq(walk.ptr), self.spad.rd_mask.eq(mask)]
-                m.d.sync += [
-                    land.valid.eq(1), land.b.eq(walk.in_b), land.mask.eq(mask),
-                    land.along_k.eq(~walk.inner_is_lane),
-                    land.lane.eq(Mux(walk.inner_is_lane, walk.inner << shift, walk.outer)),
-                    land.k.eq(Mux(walk.inner_is_lane, walk.outer, walk.inner << shift)),
-                ]
-                with m.If(walk.inner == walk.inner_last):
-                    m.d.sync += walk.inner.eq(0)
-                    with m.If(walk.outer == walk.outer_last):
-                        with m.If(walk.in_b):
-                            m.next = "DRAIN"
-                        with m.Else():     # A done: walk B
-                            b_base = _operand(self.ins, "B")
-                            row_end = Mux(tb, dims.last_k, dims.last_n)
-                            m.d.sync += [
-                                walk.in_b.eq(1), walk.inner_is_lane.eq(~tb),
-                                walk.outer.eq(0),
-                                walk.ptr.eq(b_base), walk.row.eq(b_base),
-                                walk.stride.eq(_operand(self.ins, "ldb")),
-                                chunk.inner_end.eq(row_end),
-                                walk.inner_last.eq(row_end >> shift),
-                                walk.outer_last.eq(Mux(tb, dims.last_n, dims.last_k)),
-                            ]
-                    with m.Else():
-                        m.d.sync += [
-                            walk.outer.eq(walk.outer + 1),
-                            walk.row.eq(walk.row + walk.stride),
-                            walk.ptr.eq(walk.row + walk.stride),
-                        ]
-                with m.Else():
-                    m.d.sync += [walk.inner.eq(walk.inner + 1), walk.ptr.eq(walk.ptr + P)]
-            with m.State("DRAIN"):
-                m.next = "CLEAR"
-            with m.State("CLEAR"):
-                m.d.comb += self.array.clear.eq(1)
-                m.d.sync += r.stream.step.eq(0)
-                m.next = "STREAM"
-            with m.State("STREAM"):
-                self._stream(m, r)
-            with m.State("WRITE"):
-                # row wb.m of C, chunk wb.n (of P columns), to wb.addr
-                wb = r.wb
-                accs = Array(self.array.acc[i] for i in range(self.size * self.size))
-                row_base = wb.m * self.size
-                m.d.sync += [
-                    out.valid.eq(1),
-                    out.addr.eq(wb.addr),
-                    out.mask.eq(chunk_mask(wb.n, dims.last_n)),
-                    out.last.eq((wb.m == dims.last_m) & (wb.n == wb_chunk_last)),
-                ]
-                for j in range(P):
-                    m.d.sync += out.data[j].eq(accs[row_base + (wb.n << shift) + j])
-                with m.If(wb.n == wb_chunk_last):
-                    next_row = wb.row + _operand(self.ins, "ldc")
-                    m.d.sync += [wb.n.eq(0), wb.m.eq(wb.m + 1), wb.row.eq(next_row), wb.addr.eq(next_row)]
-                    with m.If(wb.m == dims.last_m):
-                        m.next = "IDLE"
-                with m.Else():
-                    m.d.sync += [wb.n.eq(wb.n + 1), wb.addr.eq(wb.addr + P)]
-        return m

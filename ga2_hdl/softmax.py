@@ -88,7 +88,9 @@ class SoftmaxUnit(wiring.Component):
 
     Ports
     -----
-    The unit contract (:class:`ga2_hdl.layout.UnitSignature`).
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.layout.UnitSignature`); ``spad`` reads src, then
+        the exponentials in dst, and writes them, then the probabilities.
     """
 
     def __init__(self, *, config: Config = isa.BOOK):

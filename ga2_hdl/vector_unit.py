@@ -53,6 +53,8 @@ of the wide port (W = 3*len + 47 whatever P).  Hardware cost over P = 1: P
 requantizers (P 32 x 24 multipliers), P 8-bit adders with clamps, and AMAX's
 P comparators in series in its compare stage (the longest path grows with P).
 """
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 
@@ -264,6 +266,26 @@ class _WideEngine(_Engine):
         m.d.comb += remaining.eq(length - (chunk << self.shift))
         return Cat(*(remaining > j for j in range(self.ports)))
 
+    def _read_chunks(self, m, src, length):
+        """Read ``length`` words from ``src`` on, one chunk per busy cycle from ``start`` (the last
+        chunk masked to the words below ``length``).  Returns the chunk index read this cycle
+        (``chunk``), whether a read is made (``reading``), whether it is the last chunk's
+        (``last``) and its lane mask (``mask``)."""
+        chunk, last_chunk = Signal(_index(self.config), name="rd_chunk"), Signal(_index(self.config))
+        reading = Signal()
+        with m.If(self.start):
+            m.d.sync += [chunk.eq(0), last_chunk.eq((length - 1) >> self.shift)]
+        mask = self._mask(m, length, chunk)
+        m.d.comb += [
+            reading.eq(self.busy & (chunk <= last_chunk)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(src, chunk << self.shift)),
+            self.spad.rd_mask.eq(Mux(reading, mask, 0)),
+        ]
+        with m.If(reading):
+            m.d.sync += chunk.eq(chunk + 1)
+        return SimpleNamespace(chunk=chunk, reading=reading, last=reading & (chunk == last_chunk), mask=mask)
+
     def _write_chunk(self, m, valid, last, base, chunk, mask, lanes):
         """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``."""
         with m.If(valid):
@@ -284,23 +306,14 @@ class WideRequantizeEngine(_WideEngine):
         m = Module()
         P = self.ports
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
-        rd_chunk, wr_chunk, last_chunk = Signal(_index(self.config)), Signal(_index(self.config)), Signal(_index(self.config))
-        reading = Signal()
+        wr_chunk = Signal(_index(self.config))
         v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()
         mask1, mask2 = Signal(P), Signal(P)
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), rd_chunk.eq(0), wr_chunk.eq(0), last_chunk.eq((length - 1) >> self.shift)]
-        rd_mask = self._mask(m, length, rd_chunk)
-        m.d.comb += [
-            reading.eq(self.busy & (rd_chunk <= last_chunk)),
-            self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(src, rd_chunk << self.shift)),
-            self.spad.rd_mask.eq(Mux(reading, rd_mask, 0)),
-        ]
-        m.d.sync += [v1.eq(reading), last1.eq(reading & (rd_chunk == last_chunk)), mask1.eq(rd_mask),
+            m.d.sync += [self.busy.eq(1), wr_chunk.eq(0)]
+        rd = self._read_chunks(m, src, length)
+        m.d.sync += [v1.eq(rd.reading), last1.eq(rd.last), mask1.eq(rd.mask),
                      v2.eq(v1), last2.eq(last1), mask2.eq(mask1)]
-        with m.If(reading):
-            m.d.sync += rd_chunk.eq(rd_chunk + 1)
         outs = []
         for j in range(P):
             rq = Requantizer()
@@ -369,8 +382,6 @@ class WideArgmaxEngine(_WideEngine):
         m = Module()
         P = self.ports
         dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
-        rd_chunk, last_chunk = Signal(_index(self.config)), Signal(_index(self.config))
-        reading = Signal()
         v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
         v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
         mask1, mask2 = Signal(P), Signal(P)
@@ -379,24 +390,15 @@ class WideArgmaxEngine(_WideEngine):
         best_index = Signal(spad_addr_bits(self.config))
         finish = Signal()
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), rd_chunk.eq(0), last_chunk.eq((length - 1) >> self.shift),
-                         best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
-        rd_mask = self._mask(m, length, rd_chunk)
-        m.d.comb += [
-            reading.eq(self.busy & (rd_chunk <= last_chunk)),
-            self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(src, rd_chunk << self.shift)),
-            self.spad.rd_mask.eq(Mux(reading, rd_mask, 0)),
-        ]
+            m.d.sync += [self.busy.eq(1), best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
+        rd = self._read_chunks(m, src, length)
         m.d.sync += [
-            v1.eq(reading), last1.eq(reading & (rd_chunk == last_chunk)), idx1.eq(rd_chunk << self.shift),
-            mask1.eq(rd_mask),
+            v1.eq(rd.reading), last1.eq(rd.last), idx1.eq(rd.chunk << self.shift),
+            mask1.eq(rd.mask),
             v2.eq(v1), last2.eq(last1), idx2.eq(idx1), mask2.eq(mask1),
             finish.eq(v2 & last2),
         ]
         m.d.sync += [values2[j].eq(self.spad.rd_data[j]) for j in range(P)]
-        with m.If(reading):
-            m.d.sync += rd_chunk.eq(rd_chunk + 1)
         # the compare stage: the chunk's lanes against the best so far, in lane order
         cand, cand_index = best, best_index
         for j in range(P):
@@ -426,9 +428,11 @@ class VectorUnit(wiring.Component):
 
     Ports
     -----
-    The unit contract (:class:`ga2_hdl.layout.UnitSignature`), which each engine
-    also has; ``busy`` is high while any engine is.  A ``start`` with an
-    ``ins.op`` that is not a vector operation is ignored.
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.layout.UnitSignature`), which each engine
+        also has; ``busy`` is high while any engine is, ``spad`` is the port of the engine
+        ``ins.op`` names.  A ``start`` with an ``ins.op`` that is not a vector operation is
+        ignored.
     """
 
     #: the engine of each of the book's operations

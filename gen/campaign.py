@@ -33,14 +33,13 @@ import functools
 import hashlib
 import json
 import math
-import multiprocessing
 import os
 import resource
 import signal
 import socket
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -53,6 +52,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 
 from . import coverage as cov
 from .fuzz import directed_bundle, random_bundle
+from .workers import fork_pool
 
 FORMAT = "ga2-fuzz-campaign"
 VERSION = 1
@@ -88,7 +88,7 @@ class CampaignSpec:
         if self.ext_words is None:
             object.__setattr__(self, "ext_words", self.config.ext_words)
         if self.max_cycles is None:
-            object.__setattr__(self, "max_cycles", default_max_cycles(self.config))
+            object.__setattr__(self, "max_cycles", default_max_cycles(config=self.config))
 
     def validate(self) -> None:
         """Refuse, in one line naming the option, anything that would fail later."""
@@ -189,7 +189,7 @@ _SIMULATORS: dict[tuple[str, int, Config], object] = {}
 _SIM_LOCK = threading.Lock()
 
 
-def _simulator(name: str, ext_words: int, config: Config = isa.BOOK):
+def _simulator(name: str, ext_words: int, *, config: Config):
     """This process's simulator ``name`` of the chip ``config``, made once (Verilog builds come from
     the shared cache)."""
     from .simulator import get_simulator
@@ -201,8 +201,8 @@ def _simulator(name: str, ext_words: int, config: Config = isa.BOOK):
 
 
 @functools.lru_cache(maxsize=8)
-def coverage_model(ext_words: int, max_cycles: int | None, config: Config = isa.BOOK) -> cov.CoverageModel:
-    return cov.CoverageModel(ext_words, max_cycles, config)
+def coverage_model(ext_words: int, max_cycles: int | None, *, config: Config) -> cov.CoverageModel:
+    return cov.CoverageModel(ext_words, max_cycles, config=config)
 
 
 def _cpu_seconds() -> float:
@@ -256,12 +256,12 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
                     "generate_seconds": round(generate, 3), "sims": {}, "kept": [],
                     "worker": f"{socket.gethostname()}:{os.getpid()}"}
     if task.piece != DIRECTED:       # coverage of the random programs (the directed suite breaks the budget)
-        result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles, spec.config).count_bundle(bundle))
+        result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles, config=spec.config).count_bundle(bundle))
     for name in spec.sims:
         s0 = time.perf_counter()
         c0 = _cpu_seconds()
         try:
-            sim = _simulator(name, spec.ext_words, spec.config)
+            sim = _simulator(name, spec.ext_words, config=spec.config)
             rep = replay_all(sim, bundle)
         except Exception as e:          # reported per simulator; the other simulators still run
             rep = {"programs_run": 0, "cycles": 0, "mismatches": [], "run_seconds": 0.0, "setup_seconds": 0.0,
@@ -312,23 +312,17 @@ class Shrunk:
         return self.bundle.programs
 
 
-def _size_operands(spec) -> list[str]:
-    """Operands whose least legal value is 1: lengths and shapes (from the ISA's probe)."""
-    out = []
-    for o in spec.operands:
-        lo, _ = cov.operand_range(spec, o.name, isa.EXT_WORDS_DEFAULT)
-        if lo == 1:
-            out.append(o.name)
-    return out
-
-
 @functools.lru_cache(maxsize=None)
-def _sizes(op: int) -> tuple[str, ...]:
-    return tuple(_size_operands(isa.OP_BY_CODE[op]))
+def _sizes(op: int, config: Config) -> tuple[str, ...]:
+    """Operands of op ``op`` on the chip ``config`` whose least legal value is 1: lengths and shapes
+    (from the ISA's probe)."""
+    spec = isa.instruction_set(config).spec(op)
+    return tuple(o.name for o in spec.operands
+                 if cov.operand_range(spec, o.name, config.ext_words, config=config)[0] == 1)
 
 
-def _candidates(code: list[Instruction], ext: list[int], ext_words: int,
-                config: Config = isa.BOOK) -> Iterator[tuple[list[Instruction], list[int]]]:
+def _candidates(code: list[Instruction], ext: list[int], ext_words: int, *,
+                config: Config) -> Iterator[tuple[list[Instruction], list[int]]]:
     """Smaller variants of a program, most reduced first: halves and single instructions removed,
     lengths and shapes halved or set to 1 (the instruction's verdict under the chip ``config``'s
     check kept), external memory zeroed where no instruction touches it."""
@@ -347,11 +341,11 @@ def _candidates(code: list[Instruction], ext: list[int], ext_words: int,
         spec = iset.spec(ins.op)
         verdict = iset.check(ins, ext_words)[0]
         values = ins.operands()
-        for name in _sizes(ins.op):
+        for name in _sizes(ins.op, config):
             for v in (1, values[name] // 2):
                 if 1 <= v < values[name]:
                     try:
-                        smaller = isa.make(spec.mnemonic, **{**values, name: v})
+                        smaller = iset.make(spec.mnemonic, **{**values, name: v})
                     except isa.IsaError:
                         continue
                     smaller = Instruction(**{**{f.name: getattr(smaller, f.name) for f in isa.FIELDS},
@@ -399,7 +393,7 @@ def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int,
     rounds, complete = 0, False
     while time.perf_counter() - t0 < seconds:
         rounds += 1
-        candidates = _candidates(code, ext, ext_words, config)
+        candidates = _candidates(code, ext, ext_words, config=config)
         size, found = batch, None
         while found is None and time.perf_counter() - t0 < seconds:
             items = [(f"candidate {k}", c, e) for k, (c, e) in zip(range(size), candidates)]
@@ -506,13 +500,6 @@ class CampaignDir:
 
 # ----------------------------------------------------------------------------- runners
 
-def _worker_init() -> None:
-    """A pool worker ends quietly on SIGTERM (the default) and leaves Ctrl-C to the campaign, which
-    then ends it."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class LocalRunner:
     """The pieces in a pool of ``jobs`` worker processes on this machine (1: in this process)."""
 
@@ -528,12 +515,9 @@ class LocalRunner:
             for t in tasks:
                 yield t, run_piece(t, self.shrink_seconds)
             return
-        ctx = multiprocessing.get_context("fork")
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), mp_context=ctx,
-                                   initializer=_worker_init)
         todo = list(tasks)
         pending: dict = {}
-        try:
+        with fork_pool(min(self.jobs, len(tasks))) as pool:
             while todo or pending:
                 while todo and len(pending) < 2 * self.jobs:      # a few queued, not a million futures
                     t = todo.pop(0)
@@ -541,14 +525,6 @@ class LocalRunner:
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for f in done:
                     yield pending.pop(f), f.result()
-        finally:
-            processes = list(getattr(pool, "_processes", {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for p in processes:                 # a piece in flight is lost, never left running
-                if p.is_alive():
-                    p.terminate()
-            for p in processes:
-                p.join(5)
 
 
 DASK_MISSING = ("--scheduler needs Dask's distributed scheduler, an optional extra: "
@@ -724,7 +700,7 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
     """The campaign's JSON report from its pieces' results (None: a piece not run)."""
     present = [r for r in results if r is not None]
     finished = [r for r in present if _complete(r)]
-    model = coverage_model(spec.ext_words, spec.max_cycles, spec.config)
+    model = coverage_model(spec.ext_words, spec.max_cycles, config=spec.config)
     counts = cov.merge(r.get("coverage", {}) for r in finished)
     per_sim = {}
     first = None
@@ -788,7 +764,7 @@ def _name_of(results: Sequence[dict], sim: str, program: int) -> str | None:
 
 
 def coverage_table(spec: CampaignSpec, rep: dict) -> str:
-    return coverage_model(spec.ext_words, spec.max_cycles, spec.config).table(rep["coverage"]["bins"])
+    return coverage_model(spec.ext_words, spec.max_cycles, config=spec.config).table(rep["coverage"]["bins"])
 
 
 def results_table(rep: dict) -> str:

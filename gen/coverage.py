@@ -42,49 +42,49 @@ LEVELS = ("min", "mid", "max")
 
 # ----------------------------------------------------------------------------- probing the ISA
 
-def _instruction(spec: OpSpec, values: Mapping[str, int], config: Config = isa.BOOK) -> Instruction:
+def _instruction(spec: OpSpec, values: Mapping[str, int], *, config: Config) -> Instruction:
     """The instruction of ``spec`` with exactly these operand values (no assembly defaults)."""
     return isa.instruction_set(config).make(spec.mnemonic, **{o.name: values[o.name] for o in spec.operands})
 
 
-def _legal(spec: OpSpec, values: Mapping[str, int], ext_words: int, config: Config = isa.BOOK) -> bool:
+def _legal(spec: OpSpec, values: Mapping[str, int], ext_words: int, *, config: Config) -> bool:
     iset = isa.instruction_set(config)
-    return iset.check(_instruction(spec, values, config), ext_words)[0] == ErrorCode.OK
+    return iset.check(_instruction(spec, values, config=config), ext_words)[0] == ErrorCode.OK
 
 
-def legal_base(spec: OpSpec, ext_words: int, config: Config = isa.BOOK) -> dict[str, int]:
+def legal_base(spec: OpSpec, ext_words: int, *, config: Config) -> dict[str, int]:
     """The smallest legal operand values of ``spec``: each operand at its least legal value,
     the others at 1 (every operation of the ISA is legal with all operands 1)."""
     ones = {o.name: 1 for o in spec.operands}
-    if spec.operands and not _legal(spec, ones, ext_words, config):
+    if spec.operands and not _legal(spec, ones, ext_words, config=config):
         raise ValueError(f"{spec.mnemonic} with every operand 1 is illegal: the coverage probe needs a new base")
     base = {}
     for o in spec.operands:
-        base[o.name] = 0 if _legal(spec, {**ones, o.name: 0}, ext_words, config) else 1
-    if spec.operands and not _legal(spec, base, ext_words, config):
+        base[o.name] = 0 if _legal(spec, {**ones, o.name: 0}, ext_words, config=config) else 1
+    if spec.operands and not _legal(spec, base, ext_words, config=config):
         raise ValueError(f"{spec.mnemonic} at its operands' least values {base} is illegal")
     return base
 
 
-def operand_range(spec: OpSpec, operand: str, ext_words: int, config: Config = isa.BOOK) -> tuple[int, int]:
+def operand_range(spec: OpSpec, operand: str, ext_words: int, *, config: Config) -> tuple[int, int]:
     """The least and the largest value of ``operand`` in a legal ``spec`` instruction
     (the other operands at their least values, which leave it the most room)."""
-    base = legal_base(spec, ext_words, config)
+    base = legal_base(spec, ext_words, config=config)
     lo = base[operand]
     top = (1 << spec.operand(operand).bits) - 1
-    if _legal(spec, {**base, operand: top}, ext_words, config):
+    if _legal(spec, {**base, operand: top}, ext_words, config=config):
         return lo, top
     a, b = lo, top                  # legal at a, illegal at b
     while b - a > 1:
         m = (a + b) // 2
-        if _legal(spec, {**base, operand: m}, ext_words, config):
+        if _legal(spec, {**base, operand: m}, ext_words, config=config):
             a = m
         else:
             b = m
     return lo, a
 
 
-def raisable_errors(ext_words: int, config: Config = isa.BOOK) -> set[ErrorCode]:
+def raisable_errors(ext_words: int, *, config: Config) -> set[ErrorCode]:
     """The error codes one instruction can raise at issue, found by probing the instruction
     set's ``check`` with every operand of every operation at its range's edges and just past
     them, and with every undefined op code."""
@@ -95,17 +95,17 @@ def raisable_errors(ext_words: int, config: Config = isa.BOOK) -> set[ErrorCode]
     for spec in iset.ops:
         if not spec.operands:
             continue
-        base = legal_base(spec, ext_words, config)
+        base = legal_base(spec, ext_words, config=config)
         for o in spec.operands:
-            lo, hi = operand_range(spec, o.name, ext_words, config)
+            lo, hi = operand_range(spec, o.name, ext_words, config=config)
             top = (1 << o.bits) - 1
             for v in {0, lo, hi, min(hi + 1, top), top}:
-                found.add(iset.check(_instruction(spec, {**base, o.name: v}, config), ext_words)[0])
+                found.add(iset.check(_instruction(spec, {**base, o.name: v}, config=config), ext_words)[0])
         # two regions of one memory, one word apart: the overlap rule
         spad = [o.name for o in spec.operands if o.field in ("a", "b", "c")]
         lengths = {name: 2 for name in spec.lengths}
         for name in spad[1:]:
-            found.add(iset.check(_instruction(spec, {**base, **lengths, name: base[name] + 1}, config),
+            found.add(iset.check(_instruction(spec, {**base, **lengths, name: base[name] + 1}, config=config),
                                  ext_words)[0])
     return found
 
@@ -136,7 +136,7 @@ class CoverageModel:
     of ``max_cycles`` per program (None: no budget), on the chip ``config``."""
     ext_words: int = isa.EXT_WORDS_DEFAULT
     max_cycles: int | None = None
-    config: Config = isa.BOOK
+    config: Config = field(kw_only=True)
     operands: list[OperandBins] = field(init=False)
     bins: list[str] = field(init=False)                 #: every bin, in table order
     groups: dict[str, list[str]] = field(init=False)    #: bins per group
@@ -152,27 +152,27 @@ class CoverageModel:
         for spec in iset.ops:
             if not spec.operands:
                 continue
-            base = legal_base(spec, self.ext_words, config)
+            base = legal_base(spec, self.ext_words, config=config)
             for o in spec.operands:
-                lo, hi = operand_range(spec, o.name, self.ext_words, config)
+                lo, hi = operand_range(spec, o.name, self.ext_words, config=config)
                 ob = OperandBins(spec.mnemonic, o.name, lo, hi)
                 self.operands.append(ob)
                 for level in ob.levels:
                     key = ob.key(level)
                     groups["operand"].append(key)
                     value = {"min": lo, "mid": lo + 1, "max": hi}[level]
-                    cycles = iset.cycles(_instruction(spec, {**base, o.name: value}, config)) \
+                    cycles = iset.cycles(_instruction(spec, {**base, o.name: value}, config=config)) \
                         + isa.FETCH_ISSUE_CYCLES
                     if budget is not None and cycles > budget:
                         self.unreachable[key] = (f"{spec.mnemonic} with {o.name}={value} alone takes {cycles} "
                                                  f"cycles with its HALT, more than the budget of {budget} "
                                                  f"cycles per program")
-            ins = _instruction(spec, base, config)
+            ins = _instruction(spec, base, config=config)
             self.regions[spec.mnemonic] = [(r.role, r.memory) for r in spec.regions(ins)]
             for role, memory in self.regions[spec.mnemonic]:
                 for end in ("low", "high"):
                     groups["region"].append(f"region {spec.mnemonic}.{role} {memory} {end}")
-        raisable = raisable_errors(self.ext_words, config)
+        raisable = raisable_errors(self.ext_words, config=config)
         for code in ErrorCode:
             key = f"error {code.name}"
             groups["error"].append(key)

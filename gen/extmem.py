@@ -57,13 +57,13 @@ class ExternalMemoryModel(wiring.Component):
     init :
         Initial contents.
     config : Config
-        The chip the memory serves (the book's by default).
+        The chip the memory serves (required: its ``ext_words``, ``lat`` and port width).
 
     Attribute ``memory``: the storage (``memory.data[i]``).
     """
 
     def __init__(self, master, words: int | None = None, lat: int | None = None, init=(), *,
-                 config: Config = isa.BOOK, banked: bool = False):
+                 config: Config, banked: bool = False):
         words = config.ext_words if words is None else words
         lat = config.lat if lat is None else lat
         problem = isa.ext_words_problem(words)

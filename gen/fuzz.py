@@ -43,7 +43,7 @@ def _largest_mm(config: Config) -> int:
     return isa.instruction_set(config).busy(make("MM", M=a, K=k, N=a))
 
 
-def default_max_cycles(config: Config = isa.BOOK) -> int:
+def default_max_cycles(*, config: Config) -> int:
     """The cycle budget of a random program on ``config``: :data:`DEFAULT_MAX_CYCLES` on the book chip,
     scaled up by whole multiples as the largest MM outgrows the book's (so the largest tiles still fit)."""
     ratio = _largest_mm(config) / _largest_mm(isa.BOOK)
@@ -144,7 +144,7 @@ class _Builder:
     #: the generators written for the book's compute operations, by mnemonic (the methods below)
     DEDICATED = {"MM": "mm", "RQ": "rq", "SM": "sm", "VADD": "vadd", "AMAX": "amax"}
 
-    def __init__(self, rng: random.Random, ext_words: int, max_cycles: int, config: Config = isa.BOOK):
+    def __init__(self, rng: random.Random, ext_words: int, max_cycles: int, *, config: Config):
         self.rng = rng
         self.config = config
         self.iset = isa.instruction_set(config)
@@ -398,7 +398,7 @@ def random_program(rng: random.Random, ext_words: int | None = None, *,
     work the fault must prevent.
     """
     ext_words = config.ext_words if ext_words is None else ext_words
-    max_cycles = default_max_cycles(config) if max_cycles is None else max_cycles
+    max_cycles = default_max_cycles(config=config) if max_cycles is None else max_cycles
     SPAD = config.spad_words
     if ext_words < 16:
         raise ValueError(f"random programs need an external memory of at least 16 words, not {ext_words}")
@@ -407,7 +407,7 @@ def random_program(rng: random.Random, ext_words: int | None = None, *,
     if max_cycles < min_max_cycles(illegal):
         raise ValueError(f"max_cycles={max_cycles}: a random program needs at least {min_max_cycles(illegal)} cycles")
     fault = illegal > 0 and rng.random() < illegal
-    b = _Builder(rng, ext_words, max_cycles - (isa.FETCH_ISSUE_CYCLES if fault else 0), config)
+    b = _Builder(rng, ext_words, max_cycles - (isa.FETCH_ISSUE_CYCLES if fault else 0), config=config)
 
     # Input data somewhere in external memory (sometimes at one of its ends).
     n_in = rng.randint(8, min(320, ext_words // 2))
@@ -472,7 +472,7 @@ def random_program(rng: random.Random, ext_words: int | None = None, *,
         rng.choice(ops + [lambda: load(0)])()
     if fault:
         at = len(b.code) if rng.random() < 0.5 else rng.randint(min(loaded, len(b.code)), len(b.code))
-        target = rng.choice(sorted(raisable_errors(ext_words, config) - {ErrorCode.OK}))
+        target = rng.choice(sorted(raisable_errors(ext_words, config=config) - {ErrorCode.OK}))
         bad = illegal_instruction(rng, target, ext_words, b.code, config=config)
         if bad is not None:
             b.code.insert(at, bad)
@@ -485,13 +485,13 @@ def random_program(rng: random.Random, ext_words: int | None = None, *,
 
 
 @functools.lru_cache(maxsize=None)
-def raisable_errors(ext_words: int, config: Config = isa.BOOK) -> frozenset[ErrorCode]:
+def raisable_errors(ext_words: int, *, config: Config) -> frozenset[ErrorCode]:
     from .coverage import raisable_errors as probe
-    return frozenset(probe(ext_words, config))
+    return frozenset(probe(ext_words, config=config))
 
 
 def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
-                        pool: Sequence[Instruction] = (), config: Config = isa.BOOK) -> Instruction | None:
+                        pool: Sequence[Instruction] = (), *, config: Config) -> Instruction | None:
     """An instruction that raises ``code`` at issue, or None if 200 tries find none.
 
     An undefined op code with junk in every field for BAD_OPCODE; otherwise a
@@ -507,7 +507,7 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
                                                                   for f in isa.OPERAND_FIELDS})
     from .coverage import legal_base
     candidates = [ins for ins in pool if ins.op in iset.by_code and iset.spec(ins.op).operands]
-    candidates += [iset.make(spec.mnemonic, **legal_base(spec, ext_words, config))
+    candidates += [iset.make(spec.mnemonic, **legal_base(spec, ext_words, config=config))
                    for spec in iset.ops if spec.operands]
     for _ in range(200):
         ins = rng.choice(candidates)
@@ -554,7 +554,7 @@ def _st(src: int, dst: int, n: int) -> Instruction:
     return make("ST", src=src, dst=dst, len=n)
 
 
-def directed_suite(ext_words: int | None = None,
+def directed_suite(ext_words: int | None = None, *,
                    config: Config = isa.BOOK) -> list[tuple[str, list[Instruction], list[int]]]:
     """Named corner-case programs ``(name, code, ext)`` for the chip ``config`` and an external memory
     of ``ext_words`` (by default the configuration's).
@@ -750,10 +750,10 @@ def _extension_cases(ext_words: int, config: Config) -> list[tuple[str, list[Ins
     for code in sorted(iset.extension_of):
         spec = iset.by_code[code]
         rng = random.Random(f"{spec.mnemonic} {code}")       # fixed: the suite is the same every time
-        least = iset.make(spec.mnemonic, **legal_base(spec, ext_words, config))
+        least = iset.make(spec.mnemonic, **legal_base(spec, ext_words, config=config))
         out.append((f"ext_{spec.mnemonic.lower()}_least", [least, isa.HALT], [0] * ext_words))
         for k in range(3):
-            b = _Builder(rng, ext_words, default_max_cycles(config), config)
+            b = _Builder(rng, ext_words, default_max_cycles(config=config), config=config)
             ext = [0] * ext_words
             for i in range(320):
                 ext[i] = random_word(rng)
@@ -783,7 +783,7 @@ def random_bundle(n: int, seed: int, ext_words: int | None = None,
     return Bundle.from_programs(items, ext_words, config=config)
 
 
-def directed_bundle(ext_words: int | None = None, config: Config = isa.BOOK) -> Bundle:
+def directed_bundle(ext_words: int | None = None, *, config: Config = isa.BOOK) -> Bundle:
     ext_words = config.ext_words if ext_words is None else ext_words
     return Bundle.from_programs(directed_suite(ext_words, config=config), ext_words, config=config)
 

@@ -57,7 +57,13 @@ _MM_LANDING_KEPT = ("outside STAGE and DRAIN the change keeps writing the scratc
                     "enabled), so the same value is written again; between MMs another unit's reads may put other "
                     "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
                     "position it does not stage is a lane beyond M or N (which reaches only processing elements "
-                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed)")
+                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed).  On a wide "
+                    "port (spad_ports = P > 1) the same holds chunk for chunk: r.land also keeps the chunk's "
+                    "mask and direction, and the banked scratchpad holds every bank's read data and the "
+                    "registered lane offset while no read is enabled (sram.py loads read_offset only with "
+                    "rd_en), so the masked lanes rewritten are the last staged chunk's words at the same "
+                    "positions; a chunk written between MMs covers positions of one old row (its mask), each "
+                    "re-staged or never streamed or selected, as above")
 
 _MM_DIM = ("dim_bits = max(size, max_k).bit_length() = 7 for the ISA's array (MM_MAX_MN = 4, MM_MAX_K = 64), "
            "one more than needed: the fields of that shape hold M-1, K-1 and N-1 (last_m/k/n, and the walk's "
@@ -90,6 +96,14 @@ _DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the pr
               "while idle after one) ext_we is 0: no memory word, counter or cycle differs, only the value of "
               "a port no one samples then")
 
+_MM_WIDE_FIELDS = ("on a one-word port (P = 1) the change only lays out the wide port's extra register fields "
+                "(dims.last_n_chunk, walk.inner_end, land.along_k and land.mask, out.mask) after the book's, "
+                "and makes out.data a one-element array of the same 32 bits at the same place; nothing reads "
+                "or writes the extra fields (_load, _stage, _land_staged_words, _write_back and "
+                "_drive_write_port decide by self.ports themselves, and the fields reset to 0 and stay 0), "
+                "so every register the unit uses, and every port, has the same value in every cycle; with "
+                "P > 1 both conditions are true")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -98,10 +112,29 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the HALT word, which is OK (HALT is legal with any operand bits: isa.check returns OK for op 0 "
                 "before any operand rule); halt(OK) is what the Elif does, in the same cycle, so status, "
                 "status_pc, halted and every counter are the same"),
+    Equivalence("ga2_hdl/chip.py", "GA2Chip._overlapped", "verdict = self._verdict(past_end=1)", "1 -> 2",
+                "verdict.past_end is set only from the one-bit comparison pc >= imem_words (_fetch) and read "
+                "only as a condition (ISSUE's halt test and its NO_HALT branch): a two-bit field holds 0 or 1 "
+                "the same way and is true exactly when the one-bit field is, so no halt, status or counter "
+                "differs (the verdict register's other fields keep their values; only their bit positions "
+                "move)"),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "completed = Signal(len(length))",
                 "len(length) -> len(length) - 1", _DMA_COUNTER),
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "last_chunk = Signal(len(length))",
+                "len(length) -> len(length) - 1",
+                "last_chunk exists only on a wide port (ext_port_words = w >= 2) and holds (len - 1) >> log2(w), "
+                "where len is the 16-bit len field: at most (2**16 - 1) >> 1 < 2**15, so a 15-bit register holds "
+                "every value it is given, and the comparisons with it (requested != last_chunk + 1, "
+                "completed == last_chunk) see the same number"),
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate.mask", "remaining = Signal(len(length) + 1)",
+                "len(length) + 1 -> (len(length) + 1) - 1",
+                "a wide port's lane mask reaches a port only through Mux(more_to_request, request_mask, 0) or "
+                "Mux(word_done, completed_mask, 0), i.e. for a chunk index below R = ceil(len / w), whose first "
+                "word chunk * w is below len: then remaining = len - chunk * w is 1 .. len <= 2**16 - 1 and a "
+                "16-bit register holds it, so every comparison remaining > i gives the same lane bit (the "
+                "17th bit only matters for the negative differences of chunks past the end, masked to 0)"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0), -> ",
@@ -121,6 +154,10 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 ":8 -> :9",
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
                 "only its low 8, the same int8 as before"),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words",
+                "*(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),", ":8 -> :9",
+                "a banked operand memory's wr_data lanes are signed(8) (rowmem.BankedOperandRowMemory): "
+                "assigning the low 9 bits of lane j's word keeps only its low 8, the same int8 as before"),
     Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
                 "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
                 "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
@@ -226,20 +263,15 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "is (ps != ps) & ..., whose first factor is 0 for every instruction, so it never fires; the rules "
                 "of the pairs of distinct regions are the same, in the same order, so the priority chain gives "
                 "the same error code for every instruction"),
+    # one line for the book's one-word port and the wide one (ext_port_words > 1): the W-word ext_wdata
+    # is driven the same way, under the same ext_we
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))",
-                "Mux(is_load, 0, self.spad.rd_data) -> Mux(is_load, 1, self.spad.rd_data)", _DMA_WDATA),
-    Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data))",
-                "Mux(is_load, 0, self.spad.rd_data) -> Mux(is_load, -1, self.spad.rd_data)", _DMA_WDATA),
-    # the wide DMA (ext_port_words > 1) drives its W-word ext_wdata the same way, under the same ext_we
-    Equivalence("ga2_hdl/dma.py", "DMA._elaborate_wide",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))",
-                "Mux(is_load, 0, self.spad.rd_data.as_value()) -> Mux(is_load, 1, self.spad.rd_data.as_value())",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
+                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, 1, Value.cast(self.spad.rd_data))",
                 _DMA_WDATA),
-    Equivalence("ga2_hdl/dma.py", "DMA._elaborate_wide",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, self.spad.rd_data.as_value()))",
-                "Mux(is_load, 0, self.spad.rd_data.as_value()) -> Mux(is_load, -1, self.spad.rd_data.as_value())",
+    Equivalence("ga2_hdl/dma.py", "DMA.elaborate",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
+                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, -1, Value.cast(self.spad.rd_data))",
                 _DMA_WDATA),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words",
                 "self.b_mem.wr_en.eq(land.valid & land.b),", "land.valid & land.b -> 1",
@@ -250,6 +282,13 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
                 "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
                 "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
+                "0 -> 1", "the enable form of r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
+                "self.ports > 1 -> self.ports > 0", _MM_WIDE_FIELDS),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
+                "self.ports > 1 -> self.ports >= 1", _MM_WIDE_FIELDS),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
                 "addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)", "dim_bits -> dim_bits - 1",
                 _MM_DIM),

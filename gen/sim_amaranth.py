@@ -135,7 +135,7 @@ class ChipSimulation:
                 await ctx.tick()
                 ctx.set(chip.start, 0)
                 ctx.set(self.written.clear, 0)
-                bound = cycle_bound(program, self.config)
+                bound = cycle_bound(program, config=self.config)
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
                 if not halted_edge:          # reported as every simulator does: TIMEOUT, then FAIL
                     self.timed_out = (i, bound, f"pc={ctx.get(chip.pc)}, total={ctx.get(chip.cnt_total)}")
@@ -196,7 +196,7 @@ class AmaranthSimulator:
 
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
-        words = external_memory_words(ext_words, self.ext_words, self.config)
+        words = external_memory_words(ext_words, self.ext_words, config=self.config)
         if vcd:
             check_vcd(vcd)
         job = _prepare(program, ext, words, self.config)

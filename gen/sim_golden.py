@@ -33,7 +33,7 @@ class GoldenSimulator:
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         self._no_vcd(vcd)
-        words = external_memory_words(ext_words, self.ext_words, self.config)
+        words = external_memory_words(ext_words, self.ext_words, config=self.config)
         return golden.run(program, ext, ext_words=words, config=self.config)
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,

@@ -76,25 +76,27 @@ class Build:
     cached: bool
 
 
-def scratchpad_arrays(chip_verilog: str, config: Config = isa.BOOK) -> list[tuple[str, int]]:
+def scratchpad_arrays(chip_verilog: str, *, config: Config) -> list[tuple[str, int]]:
     """The scratchpad's word arrays in the exported chip: (hierarchical name below the chip, words).
 
-    One array (:func:`scratchpad_array`) on a chip with one-word ports; one per bank when its
-    ports are wide (``max(spad_ports, ext_port_words)`` banks of ``ceil(spad_words / banks)``
-    words, named ``bank0`` .. in the scratchpad's module).
+    The golden model starts every program with a zero scratchpad and the chip never clears
+    it (docs/chip.md, "Running programs"), so the testbench zeroes it before each program.  The
+    names are the ones the design sets (:data:`ga2_hdl.chip.SPAD_MEMORY_PATH`: the chip's submodule
+    ``spad``, whose storage submodule names the array): one ``config.spad_words`` x 32-bit array on a
+    chip with one-word ports, one per bank when its ports are wide (``max(spad_ports,
+    ext_port_words)`` banks of ``ceil(spad_words / banks)`` words, :meth:`Scratchpad.bank_names`).
+    The exported text is only checked to declare each of them.
     """
     banks = max(config.spad_ports, config.ext_port_words)
-    if banks == 1:
-        return [(scratchpad_array(chip_verilog, config), config.spad_words)]
     rows = -(-config.spad_words // banks)
-    *modules, _array = SPAD_MEMORY_PATH
+    *modules, memory_name = SPAD_MEMORY_PATH
+    names = [memory_name] if banks == 1 else [Scratchpad.BANK_NAME.format(b) for b in range(banks)]
     module = ".".join([verilog.CHIP_UNIT, *modules])
     body = re.search(r"^module \\?" + re.escape(module) + r"\s*\((.*?)^endmodule", chip_verilog, re.M | re.S)
     out = []
-    for b in range(banks):
-        name = Scratchpad.BANK_NAME.format(b)
+    for name in names:
         declared = body is not None and re.search(
-            r"^\s*reg \[" + str(isa.WORD_BITS - 1) + r":0\] " + name + r" \[" + str(rows - 1) + r":0\];",
+            r"^\s*reg \[" + str(isa.WORD_BITS - 1) + r":0\] " + re.escape(name) + r" \[" + str(rows - 1) + r":0\];",
             body.group(1), re.M)
         if not declared:
             raise SimulatorError(f"the exported chip has no {rows} x {isa.WORD_BITS}-bit array {name} in "
@@ -103,29 +105,7 @@ def scratchpad_arrays(chip_verilog: str, config: Config = isa.BOOK) -> list[tupl
     return out
 
 
-def scratchpad_array(chip_verilog: str, config: Config = isa.BOOK) -> str:
-    """The hierarchical name (below the chip) of the scratchpad's word array in the exported chip.
-
-    The golden model starts every program with a zero scratchpad and the chip never clears
-    it (docs/chip.md, "Running programs"), so the testbench zeroes it before each program.  The
-    name is the one the design sets (:data:`ga2_hdl.chip.SPAD_MEMORY_PATH`: the chip's submodule
-    ``spad``, whose storage submodule names the array); the exported text is only checked to
-    declare that array, as a ``config.spad_words`` x 32-bit memory.
-    """
-    spad_words = config.spad_words
-    *modules, array = SPAD_MEMORY_PATH
-    module = ".".join([verilog.CHIP_UNIT, *modules])
-    body = re.search(r"^module \\?" + re.escape(module) + r"\s*\((.*?)^endmodule", chip_verilog, re.M | re.S)
-    declared = body is not None and re.search(
-        r"^\s*reg \[" + str(isa.WORD_BITS - 1) + r":0\] " + re.escape(array) + r" \[" + str(spad_words - 1)
-        + r":0\];", body.group(1), re.M)
-    if not declared:
-        raise SimulatorError(f"the exported chip has no {spad_words} x {isa.WORD_BITS}-bit array {array} in "
-                             f"module {module}: the scratchpad cannot be zeroed")
-    return ".".join(SPAD_MEMORY_PATH)
-
-
-def params_header(ext_words: int, bundle_cap: int, spad_arrays, config: Config = isa.BOOK) -> str:
+def params_header(ext_words: int, bundle_cap: int, spad_arrays, *, config: Config) -> str:
     """The testbench's constants, taken from the configuration, the ISA and bundle modules
     (nothing restated).  ``spad_arrays``: :func:`scratchpad_arrays` (or one array's name)."""
     if isinstance(spad_arrays, str):
@@ -213,7 +193,7 @@ class _VerilogSimulator:
 
     def header_text(self, ext_words: int, cap: int, exported: verilog.Export) -> str:
         """The generated constants of a build (part of its cache key)."""
-        return params_header(ext_words, cap, scratchpad_arrays(exported.text, self.config), self.config)
+        return params_header(ext_words, cap, scratchpad_arrays(exported.text, config=self.config), config=self.config)
 
     # ------------------------------------------------------------------ building
     def bundle_cap(self, words: int) -> int:
@@ -287,7 +267,7 @@ class _VerilogSimulator:
             if ext_all:
                 args.append("+ext_all")
             # the watchdog comes from the programs (as in every simulator), never from the expectations
-            bound = self.timeout_cycles or max((cycle_bound(p.code, self.config) for p in bundle.programs),
+            bound = self.timeout_cycles or max((cycle_bound(p.code, config=self.config) for p in bundle.programs),
                                                default=0)
             if bound:
                 args.append(f"+timeout={bound}")
@@ -343,7 +323,7 @@ class _VerilogSimulator:
     def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
                     ext_words: int | None = None, vcd: str | None = None) -> RunResult:
         """Run one program; its end state (the whole final memory), whatever the golden model says."""
-        words = external_memory_words(ext_words, self.ext_words, self.config)
+        words = external_memory_words(ext_words, self.ext_words, config=self.config)
         one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
         report = self._replay(one, vcd=vcd, vcd_program=0 if vcd else None, progress=None, ext_all=True)
         if vcd and not any(note.startswith("waveform of program") for note in report.notes):

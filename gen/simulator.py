@@ -101,7 +101,7 @@ def watchdog_cycles(expected_cycles: int) -> int:
     return WATCHDOG_FACTOR * expected_cycles + WATCHDOG_SLACK
 
 
-def expected_cycles(program: Sequence[Instruction], config: Config = isa.BOOK) -> int:
+def expected_cycles(program: Sequence[Instruction], *, config: Config) -> int:
     """The cycles ``program`` takes on the chip ``config`` up to its first HALT (or to its end), by
     that chip's timing (its instruction set's busy times).
 
@@ -119,7 +119,7 @@ def expected_cycles(program: Sequence[Instruction], config: Config = isa.BOOK) -
     return total
 
 
-def external_memory_words(requested: int | None, configured: int | None, config: Config = isa.BOOK) -> int:
+def external_memory_words(requested: int | None, configured: int | None, *, config: Config) -> int:
     """The external-memory size a run uses: the caller's, else the simulator's, else the configuration's."""
     for words in (requested, configured):
         if words is not None:
@@ -129,14 +129,14 @@ def external_memory_words(requested: int | None, configured: int | None, config:
     return config.ext_words
 
 
-def cycle_bound(program: Sequence[Instruction], config: Config = isa.BOOK) -> int:
+def cycle_bound(program: Sequence[Instruction], *, config: Config) -> int:
     """Every simulator's watchdog for ``program`` on the chip ``config``: :func:`watchdog_cycles` of
     its :func:`expected_cycles`.
 
     It comes from the program and the chip's timing alone, never from an expectation, so a wrong
     expectation is reported as the same MISMATCH by every simulator instead of a timeout in some of them.
     """
-    return watchdog_cycles(expected_cycles(program, config))
+    return watchdog_cycles(expected_cycles(program, config=config))
 
 
 def check_bundle_chip(sim, bundle) -> None:

@@ -64,7 +64,7 @@ class SpadHarness(wiring.Component):
         self.ext = None
         if ext_words:
             from gen.extmem import ExternalMemoryModel
-            self.ext = ExternalMemoryModel(unit, ext_words, lat=self.config.lat)
+            self.ext = ExternalMemoryModel(unit, ext_words, config=self.config)
 
     def elaborate(self, platform):
         m = Module()

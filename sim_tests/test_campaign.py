@@ -26,7 +26,7 @@ HALT = isa.HALT
 
 
 def test_coverage_bins_come_from_the_isa():
-    m = CoverageModel(2048, None)
+    m = CoverageModel(2048, None, config=isa.BOOK)
     ranges = {(ob.op, ob.operand): (ob.lo, ob.hi) for ob in m.operands}
     assert {op for op, _ in ranges} == {s.mnemonic for s in isa.OPS if s.operands}
     assert set(ranges) == {(s.mnemonic, o.name) for s in isa.OPS for o in s.operands}
@@ -43,16 +43,16 @@ def test_coverage_bins_come_from_the_isa():
                                    for s in isa.OPS if s.operands)
     # without a cycle budget only the error no instruction raises is out of reach
     assert list(m.unreachable) == ["error NO_HALT"]
-    assert raisable_errors(2048) == set(ErrorCode) - {ErrorCode.NO_HALT}
+    assert raisable_errors(2048, config=isa.BOOK) == set(ErrorCode) - {ErrorCode.NO_HALT}
     # a budget puts the longest vectors out of reach, with the reason
-    budget = CoverageModel(8192, 3000)
+    budget = CoverageModel(8192, 3000, config=isa.BOOK)
     assert "operand LD.len max" in budget.unreachable and "3000" in budget.unreachable["operand LD.len max"]
     assert "operand MM.K max" not in budget.unreachable
 
 
 def test_coverage_counts_what_a_program_executes():
     ew = 1024
-    m = CoverageModel(ew, 3000)
+    m = CoverageModel(ew, 3000, config=isa.BOOK)
     code = [make("LD", dst=4095, src=0, len=1), make("AMAX", dst=0, src=4095, len=1),
             make("ST", src=0, dst=ew - 1, len=1), HALT]
     c = m.count(code, ErrorCode.OK, 3)
@@ -73,12 +73,12 @@ def test_coverage_counts_what_a_program_executes():
 
 def test_illegal_programs_raise_every_error_an_instruction_can_raise():
     rng = random.Random(4)
-    for code in sorted(raisable_errors(isa.EXT_WORDS_DEFAULT) - {ErrorCode.OK}):
-        bad = illegal_instruction(rng, code, isa.EXT_WORDS_DEFAULT)
+    for code in sorted(raisable_errors(isa.EXT_WORDS_DEFAULT, config=isa.BOOK) - {ErrorCode.OK}):
+        bad = illegal_instruction(rng, code, isa.EXT_WORDS_DEFAULT, config=isa.BOOK)
         assert bad is not None and isa.check(bad)[0] == code
     b = random_bundle(36, 5, 1024, illegal=1.0)
     ended = {p.expected.error for p in b.programs}
-    assert ended >= set(raisable_errors(1024)) - {ErrorCode.OK}
+    assert ended >= set(raisable_errors(1024, config=isa.BOOK)) - {ErrorCode.OK}
     assert all(p.expected.error != ErrorCode.OK or all(isa.check(i, 1024)[0] == ErrorCode.OK for i in p.code)
                for p in b.programs)
     # valid by default: existing callers keep getting valid programs

@@ -114,7 +114,7 @@ def book_rows():
 
 @pytest.mark.parametrize("config", [ARRAY8, ARRAY16], ids=lambda c: c.name)
 def test_the_seven_runs_give_the_book_chips_tokens_on_a_larger_array(book_rows, config):
-    rows = chapter_table(4, config)
+    rows = chapter_table(4, config=config)
     iset = isa.instruction_set(config)
     for book, row in zip(book_rows, rows):
         assert row.label == book.label
@@ -130,7 +130,7 @@ def test_the_seven_runs_give_the_book_chips_tokens_on_a_larger_array(book_rows, 
 @pytest.mark.parametrize("config", [ARRAY8, ARRAY16], ids=lambda c: c.name)
 def test_the_seven_runs_of_32_tokens_give_the_book_chips_tokens(config):
     book = chapter_table(32)
-    for b, row in zip(book, chapter_table(32, config)):
+    for b, row in zip(book, chapter_table(32, config=config)):
         assert row.tokens == b.tokens and row.tokens_equal, row.label
         assert (row.accepted, row.proposed, row.blocks, row.programs) == \
             (b.accepted, b.proposed, b.blocks, b.programs), row.label

@@ -117,7 +117,7 @@ def test_random_programs_reach_the_configurations_limits(config):
     for _ in range(150):
         code, ext = fuzz.random_program(rng, config=config)
         assert len(ext) == config.ext_words and len(code) <= config.imem_words
-        assert sum(isa.FETCH_ISSUE_CYCLES + iset.busy(i) for i in code[:-1]) + 2 <= fuzz.default_max_cycles(config)
+        assert sum(isa.FETCH_ISSUE_CYCLES + iset.busy(i) for i in code[:-1]) + 2 <= fuzz.default_max_cycles(config=config)
         for ins in code[:-1]:
             assert iset.check(ins)[0] == isa.ErrorCode.OK, str(ins)
             beyond_book += isa.check(ins)[0] != isa.ErrorCode.OK
@@ -133,7 +133,7 @@ def test_random_programs_reach_the_configurations_limits(config):
 
 
 def test_book_programs_and_budget_are_the_books():
-    assert fuzz.default_max_cycles(isa.BOOK) == fuzz.DEFAULT_MAX_CYCLES
+    assert fuzz.default_max_cycles(config=isa.BOOK) == fuzz.DEFAULT_MAX_CYCLES
     a, b = fuzz.random_bundle(20, 3), fuzz.random_bundle(20, 3, config=Config.book())
     assert a.to_text() == b.to_text()
     assert "// config" not in a.to_text() and "// config" not in fuzz.directed_bundle().to_text()
@@ -141,7 +141,7 @@ def test_book_programs_and_budget_are_the_books():
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 def test_coverage_bins_follow_the_configuration(config):
-    model = coverage.CoverageModel(config.ext_words, fuzz.default_max_cycles(config), config)
+    model = coverage.CoverageModel(config.ext_words, fuzz.default_max_cycles(config=config), config=config)
     ranges = {f"{o.op}.{o.operand}": (o.lo, o.hi) for o in model.operands}
     assert ranges["MM.M"] == ranges["MM.N"] == (1, config.array)
     assert ranges["MM.K"] == (1, config.max_k)
@@ -240,7 +240,7 @@ def test_the_watchdog_follows_the_chips_timing():
     """LD's busy time holds the external memory's latency: the watchdog bound is the chip's."""
     program = [isa.make("LD", dst=0, src=0, len=10), isa.HALT]
     fast, book = PRESETS["spad8k_lat4"], isa.BOOK
-    assert cycle_bound(program, book) - cycle_bound(program, fast) == 2 * (book.lat - fast.lat)
+    assert cycle_bound(program, config=book) - cycle_bound(program, config=fast) == 2 * (book.lat - fast.lat)
 
 
 def test_book_exports_are_the_books():
@@ -256,7 +256,7 @@ def test_book_exports_are_the_books():
 def test_a_campaign_records_its_chip():
     from gen.campaign import CampaignError, CampaignSpec
     spec = CampaignSpec(10, config=PRESETS["array16"])
-    assert spec.ext_words == 8192 and spec.max_cycles == fuzz.default_max_cycles(PRESETS["array16"]) > 3000
+    assert spec.ext_words == 8192 and spec.max_cycles == fuzz.default_max_cycles(config=PRESETS["array16"]) > 3000
     assert CampaignSpec.from_json(spec.to_json()) == spec
     assert "config" not in CampaignSpec(10).to_json()          # a book campaign's manifest is unchanged
     assert CampaignSpec.from_json(CampaignSpec(10).to_json()).config == isa.BOOK

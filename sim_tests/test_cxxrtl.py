@@ -17,7 +17,7 @@ class TestCxxrtl(VerilogSimulatorCases):
 def test_the_driver_constants_come_from_the_isa():
     from ga2_hdl import isa
     from ga2_hdl.isa import ErrorCode
-    text = sim_cxxrtl.params_header(2048)
+    text = sim_cxxrtl.params_header(2048, config=isa.BOOK)
     assert "GA2_EXT_WORDS = 2048;" in text and f"GA2_LAT = {isa.LAT};" in text
     assert f"GA2_SPAD_WORDS = {isa.SPAD_WORDS};" in text
     for e in ErrorCode:

@@ -80,3 +80,27 @@ def test_busy_times_stated_in_prose_are_the_isa_formulas():
                                   for o in spec.operands})
             stated = eval(formula.replace("\\*", "*"), {"__builtins__": {}}, {"LAT": isa.LAT, **ins.operands()})
             assert stated == ins.busy(), f"{where}: {op} `{formula}` is not isa's `{spec.busy_formula}`"
+
+
+def test_the_wide_busy_table_in_chip_md_is_the_isa_formulas():
+    """docs/chip.md's table of busy times for both port widths: the book's column is the book chip's
+    busy function, the wide one (P and W put in) the wide presets' own."""
+    import math
+    import random
+    from ga2_hdl.config import PRESETS
+    rows = re.findall(r"^\| `([A-Z]+)` \| `([^`]+)` \| `([^`]+)` \|$", (DOCS / "chip.md").read_text(), re.M)
+    assert {op for op, _, _ in rows} >= {"LD", "ST", "MM", "RQ", "VADD", "AMAX"}
+    rng = random.Random(9)
+    for name in ("book", "wide2", "wide4"):
+        config = isa.BOOK if name == "book" else PRESETS[name]
+        iset = isa.instruction_set(config)
+        for op, book, wide in rows:
+            formula = book if name == "book" else wide
+            spec = iset.by_name[op]
+            for _ in range(30):
+                ins = iset.make(op, **{o.name: rng.randint(*o.legal) if o.legal else rng.randrange(1, 1 << min(o.bits, 12))
+                                       for o in spec.operands})
+                values = {"LAT": config.lat, "P": config.spad_ports, "W": config.ext_port_words,
+                          "ceil": lambda x: math.ceil(x), **ins.operands()}
+                stated = eval(formula, {"__builtins__": {}}, values)
+                assert stated == iset.busy(ins), f"chip.md: {op} `{formula}` on {name} is not `{spec.busy_formula}`"

@@ -122,9 +122,27 @@ def test_the_commands_take_the_extended_configuration(tmp_path, capsys):
 
 def test_the_directed_suite_has_the_extension_programs():
     from gen.fuzz import directed_suite
-    names = [n for n, _, _ in directed_suite(8192, RELU)]
+    names = [n for n, _, _ in directed_suite(8192, config=RELU)]
     assert names[-4:] == ["ext_relu_least", "ext_relu_0", "ext_relu_1", "ext_relu_2"]
     assert not any(n.startswith("ext_") for n, _, _ in directed_suite(8192))
+
+
+def test_a_mismatching_program_using_the_extension_can_be_shrunk():
+    """The campaign's shrinker makes its smaller variants under the chip's own instruction set: an
+    extension's op has its lengths halved too, and every variant keeps each instruction's verdict."""
+    from gen import campaign, fuzz
+    iset = isa.instruction_set(RELU)
+    rng = random.Random(3)
+    code, ext = next((c, e) for c, e in (fuzz.random_program(rng, config=RELU, max_cycles=1500)
+                                         for _ in range(100)) if _uses(c, "RELU", iset))
+    variants = list(campaign._candidates(code, ext, RELU.ext_words, config=RELU))
+    relu = iset.by_name["RELU"].code
+    shrunk = [c for c, _ in variants if len(c) == len(code) and c != code
+              and any(a.op == relu and a != b for a, b in zip(c, code))]
+    assert shrunk                                           # a RELU instruction made smaller
+    for c in shrunk:
+        for a, b in zip(c, code):
+            assert iset.check(a, RELU.ext_words)[0] == iset.check(b, RELU.ext_words)[0]
 
 
 def test_golden_equals_amaranth_icarus_and_verilator_on_programs_using_the_extension():

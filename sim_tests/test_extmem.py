@@ -13,7 +13,7 @@ def test_latency_and_read_before_write():
     """A request sampled at edge n is answered at edge n + LAT, with the word as it was before
     that edge's write; requests pipeline one per cycle; writes land at the edge."""
     port = ExtPort().create()
-    model = ExternalMemoryModel(port, words=64, init=list(range(100, 164)))
+    model = ExternalMemoryModel(port, words=64, init=list(range(100, 164)), config=isa.BOOK)
     rng = random.Random(4)
 
     async def bench(ctx):

@@ -249,6 +249,10 @@ BAD_OPTIONS = [
     (["bench", "sim", "--json", "{missing}/r.json"], "--json"),
     (["verilog", "-o", "{src}"], "-o/--output"),
     (["golden", "{missing}/p.s"], "file"),
+    (["example", "b", "--ks", "0,1"], "--ks"),
+    (["example", "b", "--noises", "1,x"], "--noises"),
+    (["ch16", "--json", "{missing}/r.json"], "--json"),
+    (["beyond", "--tokens", "1"], "--tokens"),
 ]
 
 
@@ -268,6 +272,13 @@ def test_a_bad_option_stops_the_command_before_any_work(argv, flag, tmp_path, ca
     _one_error_line(err, f"argument {flag}")
     assert worked == []                            # nothing was generated, run or written
     assert list(out.iterdir()) == []
+
+
+def test_the_commands_default_tokens_are_the_chapters():
+    """`--tokens` (ga2_cli/options.add_tokens) defaults to the chapter's run length, spec's constant."""
+    from ga2_cli import options
+    from spec import runs
+    assert options.CHAPTER_TOKENS == runs.TABLE_TOKENS
 
 
 # ---------------------------------------------------- 4. user errors and bugs

@@ -6,11 +6,11 @@ from gen.simulator import SIMULATORS, SimulatorError, external_memory_words, get
 
 
 def test_memory_size_comes_from_the_caller_then_the_simulator_then_the_isa():
-    assert external_memory_words(16, 2048) == 16
-    assert external_memory_words(None, 2048) == 2048
-    assert external_memory_words(None, None) == isa.EXT_WORDS_DEFAULT
+    assert external_memory_words(16, 2048, config=isa.BOOK) == 16
+    assert external_memory_words(None, 2048, config=isa.BOOK) == 2048
+    assert external_memory_words(None, None, config=isa.BOOK) == isa.EXT_WORDS_DEFAULT
     with pytest.raises(SimulatorError, match="at least one word"):
-        external_memory_words(0, 2048)
+        external_memory_words(0, 2048, config=isa.BOOK)
 
 
 @pytest.mark.parametrize("name", ["golden", "amaranth", "icarus"])

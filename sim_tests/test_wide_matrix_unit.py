@@ -42,3 +42,28 @@ def test_wide_mm_shapes_layouts_and_busy(config):
         b_reads = i.N * cd(i.K, P) if i.tb else i.K * cd(i.N, P)
         assert b == i.M * cd(i.K, P) + b_reads + (i.K + i.M + i.N - 2) + i.M * cd(i.N, P) + 7 == iset.busy(i)
         assert b <= book.busy(i)
+
+
+@pytest.mark.parametrize("config", CONFIGS[:2], ids=lambda c: c.name)
+def test_wide_mm_reads_exactly_its_operands(config):
+    """The chunk masks select the words of A and B and no other: the last chunk of a row that is
+    not a multiple of P words long is cut at the row's end, for A, B and B transposed."""
+    from ga2_hdl.matrix_unit import MatrixUnit
+    from sim_tests.spad_harness import UnitBench, _lanes
+    P = config.spad_ports
+    ins = [isa.make("MM", dst=3000, A=5, B=700, M=3, K=P + 1, N=2, lda=P + 4, ldb=P + 3),
+           isa.make("MM", dst=3000, A=5, B=700, M=2, K=2 * P - 1, N=3, tb=1, lda=2 * P + 1, ldb=2 * P + 2),
+           isa.make("MM", dst=3000, A=9, B=400, M=4, K=3, N=P + 1, lda=5, ldb=P + 6)]
+    seen: dict[int, set[int]] = {}
+
+    def monitor(ctx, i, cycle):
+        spad = unit.spad
+        seen.setdefault(id(i), set()).update(_lanes(ctx, spad, spad.rd_en, spad.rd_addr, spad.rd_mask))
+
+    unit = MatrixUnit(config=config)
+    UnitBench(unit, spad_init=[0] * isa.SPAD_WORDS).run([(i, None, None) for i in ins], monitor=monitor)
+    for i in ins:
+        a = {i.A + m * i.lda + k for m in range(i.M) for k in range(i.K)}
+        b = ({i.B + n * i.ldb + k for n in range(i.N) for k in range(i.K)} if i.tb else
+             {i.B + k * i.ldb + n for k in range(i.K) for n in range(i.N)})
+        assert seen[id(i)] == a | b, f"{i}: read {sorted(seen[id(i)] - (a | b))} beyond A and B"

@@ -132,11 +132,11 @@ def _bundle(row: TableRow, config: Config) -> Bundle:
     return bundle_of(row.log, row.label)
 
 
-def _structured_job(n: int, config: Config = isa.BOOK) -> list[tuple[TableRow, str, Bundle | None]]:
+def _structured_job(n: int, *, config: Config) -> list[tuple[TableRow, str, Bundle | None]]:
     return [(row, "the rule f(t) = 5t + 3 mod 16", _bundle(row, config)) for row in structured_rows(n, config=config)]
 
 
-def _random_job(n: int, config: Config = isa.BOOK) -> list[tuple[TableRow, str, Bundle | None]]:
+def _random_job(n: int, *, config: Config) -> list[tuple[TableRow, str, Bundle | None]]:
     rows = random_rows(n, config=config)
     out = []
     for i, row in enumerate(rows):
@@ -224,8 +224,8 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     # the checks and the two models' runs are independent: compute them side by side
     with ProcessPoolExecutor(max_workers=max(1, min(workers, 3))) as pool:
         checks_future = pool.submit(software_problems) if checks else None
-        structured_future = pool.submit(_structured_job, n, config)
-        random_future = pool.submit(_random_job, n, config)
+        structured_future = pool.submit(_structured_job, n, config=config)
+        random_future = pool.submit(_random_job, n, config=config)
         problems = checks_future.result() if checks_future else []
         if checks:
             say("== 1. software checks: block form == sequential float step; exactness for every draft; "

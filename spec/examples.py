@@ -115,12 +115,12 @@ def example_a(config: Config = isa.BOOK) -> ExampleA:
     reference = float_generate(chip.model, 0, len(BOOK_A["reference"]) - 1)
     tokens, traces = trace_blocks(chip, Wd, blocks=3)
     plain = PlainChip(chip.model, 8, config=config)
-    singles = [anatomy(plain.program(L).code, config) for L in range(5, 9)]
+    singles = [anatomy(plain.program(L).code, config=config) for L in range(5, 9)]
     logits = causality_logits(list(BOOK_A["causality"]), config=config)
     verifier = chip.verifier_program(4, 4)
     weight_words = sum(e["words"] for e in verifier.ext.values() if e["kind"] == "weight")
-    return ExampleA(reference, tokens, traces, anatomy(verifier.code, config), singles,
-                    anatomy(chip.draft_program.code, config), logits, weight_words, config)
+    return ExampleA(reference, tokens, traces, anatomy(verifier.code, config=config), singles,
+                    anatomy(chip.draft_program.code, config=config), logits, weight_words, config)
 
 
 def _unit_cycles(a: Anatomy) -> dict[str, int]:
@@ -332,13 +332,13 @@ class ExampleB:
         return all(c.tokens_equal for c in self.cells.values())
 
 
-def _plain_job(n: int, config: Config = isa.BOOK):
+def _plain_job(n: int, *, config: Config):
     from .chip import PlainChip
     from .tiny_lm import make_model
 
     chip = PlainChip(make_model("structured"), n, config=config)
     run = chip.generate(0, n)
-    step = anatomy(chip.program(MODEL_CONTEXT).code, config).counters.total if n >= MODEL_CONTEXT else None
+    step = anatomy(chip.program(MODEL_CONTEXT).code, config=config).counters.total if n >= MODEL_CONTEXT else None
     return run.tokens, sum(r.cycles for r in run.log), step
 
 
@@ -351,9 +351,9 @@ def _cell_job(args):
     model = make_model("structured")
     chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k, config=config)
     run = chip.generate(0, n)
-    shapes = {shape: anatomy(p.code, config).counters.total for shape, p in chip.verifier_programs.items()}
+    shapes = {shape: anatomy(p.code, config=config).counters.total for shape, p in chip.verifier_programs.items()}
     return (noise, k, run.tokens, run.stats.accepted, run.stats.proposed, run.stats.blocks, len(run.log),
-            sum(r.cycles for r in run.log), shapes, anatomy(chip.draft_program.code, config).counters.total)
+            sum(r.cycles for r in run.log), shapes, anatomy(chip.draft_program.code, config=config).counters.total)
 
 
 def _fixed_verifier_job(args):
@@ -362,7 +362,7 @@ def _fixed_verifier_job(args):
 
     cache, block, config = args
     program, _ = compile_fixed_verifier(make_model("structured"), cache, block, samples=8, config=config)
-    return (cache, block), anatomy(program.code, config).counters.total
+    return (cache, block), anatomy(program.code, config=config).counters.total
 
 
 def expected_tokens(a: float, k: int) -> float:
@@ -398,7 +398,7 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
     # the slowest cells first (more blocks: larger noise and larger k), so the pool ends evenly
     cells_args.sort(key=lambda a: -(a[0] + 1) * (a[1] + 1))
     with _pool(workers) as pool:
-        plain_async = pool.apply_async(_plain_job, (n, config))
+        plain_async = pool.apply_async(_plain_job, (n,), {"config": config})
         raw = pool.map(_cell_job, cells_args, chunksize=1)
         plain_tokens, plain_cycles, plain_step = plain_async.get()
         cells: dict[tuple[float, int], SweepCell] = {}

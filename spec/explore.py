@@ -29,15 +29,14 @@ a Dask distributed scheduler (the same client ``ga2 fuzz --scheduler`` uses,
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Callable, Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS, Config
+from gen.workers import fork_pool
 
 from .ch16 import DISPLAY
 from .runs import TABLE_TOKENS, TableRow, chapter_table
@@ -108,7 +107,7 @@ def explore_config(config: Config, n: int = TABLE_TOKENS) -> dict:
 
     t0 = time.perf_counter()
     try:
-        rows = chapter_table(n, config)
+        rows = chapter_table(n, config=config)
     except (CompileError, isa.IsaError) as e:          # the runs do not fit this chip: said, not skipped
         return {"name": config.name, "description": config.describe(), "parameters": config.parameters,
                 "config": config.to_dict(), "tokens": n, "error": str(e),
@@ -165,9 +164,7 @@ def _run_local(configs: Sequence[Config], n: int, workers: int, progress: Progre
             if progress:
                 progress(results[i], len(results), len(configs))
         return results
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(configs)), mp_context=multiprocessing.get_context("fork"),
-                               initializer=_worker_init)
-    try:
+    with fork_pool(min(workers, len(configs))) as pool:
         pending = {pool.submit(explore_config, c, n): i for i, c in enumerate(configs)}
         while pending:
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
@@ -176,23 +173,7 @@ def _run_local(configs: Sequence[Config], n: int, workers: int, progress: Progre
                 results[i] = f.result()
                 if progress:
                     progress(results[i], len(results), len(configs))
-    except BaseException:                       # Ctrl-C, SIGTERM, a failed entry: end the workers
-        processes = list(getattr(pool, "_processes", {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for p in processes:                     # an entry in flight is lost, never left running
-            if p.is_alive():
-                p.terminate()
-        for p in processes:
-            p.join(5)
-        raise
-    pool.shutdown(wait=True)
     return results
-
-
-def _worker_init() -> None:
-    """A worker ends quietly when terminated and leaves Ctrl-C to the parent, which then ends it."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run_dask(configs: Sequence[Config], n: int, client, progress: Progress | None) -> dict[int, dict]:

@@ -85,10 +85,10 @@ def measure(n: int = TABLE_TOKENS, speculative: bool = True) -> dict:
     """{run label: {"tokens", "programs", "sums": {chip: five counters summed over the run}}}."""
     overlap = PRESETS["overlap"]
     runs = {"plain greedy decoding, example A's target (random model, seed 1)":
-            plain_row("plain", make_model("random", 1), n)}
+            plain_row("plain", make_model("random", 1), n, config=isa.BOOK)}
     if speculative:
         runs["k=3, perfect draft (structured model, noise 0)"] = speculative_row(
-            "k3", make_model("structured"), n, 3, 0.0, rule_tokens(0, n))
+            "k3", make_model("structured"), n, 3, 0.0, rule_tokens(0, n), config=isa.BOOK)
     out = {}
     for label, row in runs.items():
         sums, idle = _sums(row.log, overlap)

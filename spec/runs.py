@@ -47,12 +47,12 @@ class TableRow:
         return cycles_of(self.log)
 
 
-def plain_row(label, model, n, reference=None, config: Config = isa.BOOK) -> TableRow:
+def plain_row(label, model, n, reference=None, *, config: Config = isa.BOOK) -> TableRow:
     run = PlainChip(model, n, config=config).generate(0, n)
     return TableRow(label, run.tokens, run.tokens if reference is None else reference, run.log)
 
 
-def speculative_row(label, model, n, k, noise, reference, config: Config = isa.BOOK) -> TableRow:
+def speculative_row(label, model, n, k, noise, reference, *, config: Config = isa.BOOK) -> TableRow:
     chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k, config=config)
     run = chip.generate(0, n)
     st = run.stats
@@ -63,22 +63,22 @@ def structured_rows(n: int = TABLE_TOKENS, noises=(0.0, 3.0, 4.0), k: int = 3,
                     config: Config = isa.BOOK) -> list[TableRow]:
     model = make_model("structured")
     expected = rule_tokens(0, n)
-    rows = [plain_row("plain greedy decoding", model, n, expected, config)]
+    rows = [plain_row("plain greedy decoding", model, n, expected, config=config)]
     for noise in noises:
-        rows.append(speculative_row(f"k={k}, draft noise {noise:g}", model, n, k, noise, expected, config))
+        rows.append(speculative_row(f"k={k}, draft noise {noise:g}", model, n, k, noise, expected, config=config))
     return rows
 
 
-def random_rows(n: int = TABLE_TOKENS, ks=(1, 3), config: Config = isa.BOOK) -> list[TableRow]:
+def random_rows(n: int = TABLE_TOKENS, ks=(1, 3), *, config: Config = isa.BOOK) -> list[TableRow]:
     model = make_model("random", 1)
-    plain = plain_row("random model: plain decoding", model, n, None, config)
+    plain = plain_row("random model: plain decoding", model, n, None, config=config)
     rows = [plain]
     for k in ks:
-        rows.append(speculative_row(f"random model: k={k}", model, n, k, 0.0, plain.tokens, config))
+        rows.append(speculative_row(f"random model: k={k}", model, n, k, 0.0, plain.tokens, config=config))
     return rows
 
 
-def chapter_table(n: int = TABLE_TOKENS, config: Config = isa.BOOK) -> list[TableRow]:
+def chapter_table(n: int = TABLE_TOKENS, *, config: Config = isa.BOOK) -> list[TableRow]:
     """The seven runs of the chapter's table, on the chip ``config``."""
     return structured_rows(n, config=config) + random_rows(n, config=config)
 
@@ -95,7 +95,7 @@ class BlockTrace:
     new_tokens: list[int]
 
 
-def example_a_chip(n: int = 24, k: int = 3, config: Config = isa.BOOK) -> tuple[SpeculativeChip, list[list[float]]]:
+def example_a_chip(n: int = 24, k: int = 3, *, config: Config = isa.BOOK) -> tuple[SpeculativeChip, list[list[float]]]:
     """The random target (seed 1) with its bigram draft (noise 0, seed 1) on the chip ``config``."""
     model = make_model("random", 1)
     Wd = make_draft(model, 0.0, DRAFT_SEED)
@@ -132,14 +132,14 @@ class Anatomy:
     counters: list[int] = field(default_factory=list)   #: total, matrix, dma, vector, instructions
 
 
-def anatomy(code, config: Config = isa.BOOK) -> Anatomy:
+def anatomy(code, *, config: Config = isa.BOOK) -> Anatomy:
     """Instruction histogram, words loaded from external memory, and counters of a program on ``config``."""
     ops = Counter(ins.mnemonic for ins in code)
     loaded = sum(ins.len for ins in code if ins.mnemonic == "LD")
     return Anatomy(dict(ops), loaded, isa.instruction_set(config).counters(code))
 
 
-def causality_logits(blocks, prefix=(3, 8, 1, 12), config: Config = isa.BOOK) -> dict[tuple[int, ...], list[list[int]]]:
+def causality_logits(blocks, prefix=(3, 8, 1, 12), *, config: Config = isa.BOOK) -> dict[tuple[int, ...], list[list[int]]]:
     """Integer logits of every row of the sharp-attention verifier (random model seed 2,
     Wq and Wk times 4; cache of 4, block of 4) for each block, on the chip ``config``."""
     from compiler import run

@@ -29,7 +29,7 @@ def measure(n: int = 24, configs=CONFIGS) -> dict[str, dict]:
     """{config name: {"P", "W", "per_token": {unit: cycles}, "context5": {unit: cycles}}}."""
     from .chip import PlainChip
     from .runs import example_a_chip
-    chip, _ = example_a_chip()
+    chip, _ = example_a_chip(config=isa.BOOK)
     log = PlainChip(chip.model, n).generate(0, n).log
     book = [golden.run(r.code, r.ext) for r in log]
     out = {}
