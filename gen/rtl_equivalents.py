@@ -7,9 +7,18 @@ the file, the enclosing function, the (stripped) source line the change is
 on, and the change itself (``old -> new``, as the report prints it).  An entry
 that no longer matches any mutant is reported by the tests (the argument went
 stale and must be rewritten for the new code).
+
+An argument that the change leaves the hardware itself unchanged (a width that
+gives the same shape, a condition that builds the same expression) names the
+design that shows it (``netlist``, a key of :data:`DESIGNS`); the tests then
+build that design from a copy with the mutant applied and check that its netlist
+(RTLIL without source locations) is the unbroken one's, byte for byte, and that
+building it runs the mutated line (:func:`netlist_fingerprint`).
 """
 from __future__ import annotations
 
+import hashlib
+import sys
 from dataclasses import dataclass
 
 
@@ -20,6 +29,81 @@ class Equivalence:
     line: str          #: the stripped source line the change starts on
     change: str        #: "old -> new", exactly as the report prints it
     argument: str      #: why no program can tell the difference
+    netlist: str = ""  #: a design (key of DESIGNS) whose netlist the change leaves identical, checked by the tests
+
+
+def _divider():
+    from ga2_hdl.divider import Divider
+    return [Divider()]
+
+
+def _requantizer():
+    from ga2_hdl.requant import Requantizer
+    return [Requantizer()]
+
+
+def _softmax():
+    from ga2_hdl.softmax import SoftmaxUnit
+    return [SoftmaxUnit()]
+
+
+def _matrix_unit():
+    from ga2_hdl.matrix_unit import MatrixUnit
+    return [MatrixUnit()]
+
+
+def _banked_scratchpads():
+    from ga2_hdl.sram import Scratchpad
+    return [Scratchpad(3, words=w, depth=256) for w in (2, 4, 8)]
+
+
+#: the designs a netlist claim may name: name -> a function building them (the book's units, and the
+#: banked scratchpad at every width the presets use)
+DESIGNS = {"divider": _divider, "requantizer": _requantizer, "softmax": _softmax, "matrix unit": _matrix_unit,
+           "banked scratchpads": _banked_scratchpads}
+
+
+def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: str = "") -> tuple[str, bool]:
+    """The SHA-256 of ``design``'s RTLIL without source-location attributes, as the ``ga2_hdl`` imported
+    now builds it; and whether building it ran line ``line`` of ``file`` (e.g. "ga2_hdl/sram.py") in
+    ``function`` (Class.method[.nested], as the keys name it; traced only while that method runs)."""
+    import importlib
+
+    from amaranth.back import rtlil
+    reached = False
+    restore = None
+    if file and line and function:
+        module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
+        parts = function.split(".")
+        owner, name = (getattr(module, parts[0]), parts[1]) if isinstance(getattr(module, parts[0]), type) \
+            else (module, parts[0])
+        method = getattr(owner, name)
+
+        def local(frame, event, arg):
+            nonlocal reached
+            if event == "line" and frame.f_lineno == line:
+                reached = True
+            return local
+
+        def tracer(frame, event, arg):
+            return local if frame.f_code.co_filename.endswith(file) else None
+
+        def traced(*args, **kwargs):
+            before = sys.gettrace()
+            sys.settrace(tracer)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                sys.settrace(before)
+        setattr(owner, name, traced)
+        restore = (owner, name, method)
+    try:
+        built = [rtlil.convert(d) for d in DESIGNS[design]()]
+    finally:
+        if restore:
+            setattr(*restore)
+    text = "\n".join(l for p in built for l in p.splitlines() if "attribute \\src" not in l)
+    return hashlib.sha256(text.encode()).hexdigest(), reached
 
 
 _DMA_COUNTER = ("the DMA's word counters only count to len, and the issue check refuses an LD or ST whose "
@@ -90,6 +174,37 @@ _DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the pr
               "while idle after one) ext_we is 0: no memory word, counter or cycle differs, only the value of "
               "a port no one samples then")
 
+_MM_LANDING_WIDE = (
+    "the wide matrix unit's landing register (valid, which memory, along k or across lanes, the chunk's "
+    "lane mask, lane, k) is loaded only in STAGE; with the change valid is 1 in every cycle, so besides "
+    "the staging writes the landing writes the scratchpad's read data into the A or B operand memory at "
+    "the last staged chunk's positions (the lanes of its mask) in every other cycle.  Before the first MM "
+    "the register is zero: mask 0 enables no byte lane of any bank (across lanes: mask << lane = 0), so "
+    "nothing is written.  During an MM, after STAGE (DRAIN, CLEAR, STREAM, WRITE), the unit reads nothing "
+    "and no other unit runs (with wide ports the chip runs one instruction at a time: the scratchpad and "
+    "the chip refuse overlap together with wide ports), so the banked scratchpad's read data holds: each "
+    "bank's read port is enabled only by a read that selects it (and is not transparent), and the lane "
+    "rotation's offset is registered only with a read; so every lane the mask selects carries the word "
+    "of the last staging read, which is written again with its own value (lanes outside the mask may "
+    "carry stale words of banks that read did not enable, but the mask never writes them).  Between MMs "
+    "other units' reads change the read data, and these positions (lanes below N, or M, and steps below "
+    "K of the last MM's last row chunk) take other values, also in the next MM's LOAD cycle; but that "
+    "MM's STAGE then writes every position its STREAM reads for a lane the write-back selects (the "
+    "chunk masks cover every element up to each row's end, so every m < M, n < N, k < K), and a "
+    "position it does not stage is a lane beyond M or N (it reaches only processing elements the "
+    "write-back never selects, see rowmem.py) or a step beyond K (never streamed).  So the products, "
+    "the write-back and the busy time are the same")
+
+_SPAD_ROTATE_LOW_BITS = (
+    "to_banks runs at elaboration and is called with lane_bits = 1 (the read and write masks) and "
+    "lane_bits = isa.WORD_BITS = 32 (the write data), nothing else.  The condition only chooses how to "
+    "write the rotation's zero low offset bits (a lane index times a power-of-two lane width): "
+    "C(0, (lane_bits - 1).bit_length()) or C(0, 0).  For 32 the original and every changed condition "
+    "(> 0, >= 1, > 2) choose the first; for 1, a changed condition may choose the first, which is then "
+    "C(0, (0).bit_length()) = C(0, 0), the second.  So each call builds the same expression and the "
+    "banked scratchpad is the same netlist (checked: its RTLIL without source-location attributes is "
+    "byte-identical for 2, 4 and 8 banks)")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -116,15 +231,15 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
                 "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
-                "takes the same value every cycle"),
+                "takes the same value every cycle", netlist="divider"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words", "mem.wr_data.eq(self.spad.rd_data[:8]),",
                 ":8 -> :9",
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
-                "only its low 8, the same int8 as before"),
+                "only its low 8, the same int8 as before", netlist="matrix unit"),
     Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
                 "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
                 "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
-                "are bit for bit the same"),
+                "are bit for bit the same", netlist="requantizer"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "product = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1",
                 "product = e * r with r = floor(2**38 / S) and e one of the terms of the sum S, so e <= S and "
@@ -179,7 +294,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "steps_left = Signal(range(w))", "w -> w - 1",
                 "steps_left counts down from w - 1 = 39 (the divider's width is isa.DIV_BITS = 40): range(40) "
                 "and range(39) are both the shape unsigned(6), so the register, and the hardware, are bit for "
-                "bit the same"),
+                "bit the same", netlist="divider"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0) -> last2.eq(1)", _SOFTMAX_LAST),
@@ -262,12 +377,12 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "self.size -> self.size - 1",
                 "with the ISA's array size 4 (isa.MM_MAX_MN), range(4) and range(3) are both the shape "
                 "unsigned(2): the struct field, and so the hardware, is bit for bit the same (it would not "
-                "be for a size that is one more than a power of two)"),
+                "be for a size that is one more than a power of two)", netlist="matrix unit"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
                 '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
                 "self.max_k -> self.max_k - 1",
                 "with the ISA's largest K, 64 (isa.MM_MAX_K), range(64) and range(63) are both the shape "
-                "unsigned(6): the struct field, and so the hardware, is bit for bit the same"),
+                "unsigned(6): the struct field, and so the hardware, is bit for bit the same", netlist="matrix unit"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "v3.eq(0), -> ", _SOFTMAX_STAGE3),
@@ -280,7 +395,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate",
                 "m.d.comb += exp_table.addr.eq((running_max - score)[:8])", ":8 -> :9",
                 "the table's address port is In(8) (exp_table.ADDR_BITS): assigning the low 9 bits of the "
-                "difference keeps only its low 8, the same address as before"),
+                "difference keeps only its low 8, the same address as before", netlist="softmax"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1 & (score > running_max)):",
                 "score > running_max -> score >= running_max",
                 "the unit keeps only the maximum's value, not where it is (no index; EXP reads every score "
@@ -312,6 +427,51 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "same clamped sum in the design and in the change.  The change only loads it also in cycles "
                 "with v1 & second1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
                 "such cycle overwrites: the writes, done and the busy time are the same"),
+    # the wide matrix unit (spad_ports > 1): its landing register, as the book's (_MM_LANDING_KEPT)
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._elaborate_wide",
+                "m.d.sync += [land.valid.eq(0), r.stream.mem_valid.eq(0), out.valid.eq(0),",
+                "land.valid.eq(0) -> land.valid.eq(1)", _MM_LANDING_WIDE),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._elaborate_wide",
+                "m.d.sync += [land.valid.eq(0), r.stream.mem_valid.eq(0), out.valid.eq(0),",
+                "land.valid.eq(0), -> ",
+                "without its default clear, the landing register's valid bit (set only by STAGE) stays 1 from "
+                "the first STAGE on, which is the change land.valid.eq(0) -> land.valid.eq(1) from then on "
+                "(before the first MM it is 0, as in the design): " + _MM_LANDING_WIDE),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "wr_index = Signal(range(spad_words + 1))",
+                "spad_words + 1 -> (spad_words + 1) - 1",
+                "wr_index (the next element an SM pass writes) is never compared: it is used only as the "
+                "offset of the write address, (dst + wr_index)[:addr_bits], and to increment itself.  It is 0 "
+                "when each pass starts (start and next_pass clear it), grows by one with each write, and the "
+                "write of a pass's last element, whose increment would make it len, ends the pass with "
+                "next_pass, whose clear is a later statement and wins; so it holds at most len - 1 <= "
+                "spad_words - 1 (the issue check refuses len = 0 and an SM region past the scratchpad's "
+                "end).  range(spad_words) holds 0 .. spad_words - 1: the narrower register takes the same "
+                "value in every cycle, so the same addresses, writes and busy time.  (rd_index, which is "
+                "compared with len and reaches len, does need range(spad_words + 1).)"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked.to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits > 0", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked.to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits >= 1", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked.to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits > 2", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & ~second1):",
+                "v1 & ~second1 -> 1",
+                "the held chunk of src1 (first, an int8 per lane) is read only through the lanes' sums, and "
+                "the sums only by the load of result, in the cycles with v1 & second1 (src2's chunk c on the "
+                "read data).  While the engine reads it reads in every cycle (reading = busy & slot <= "
+                "last_slot, slot + 1 each cycle; src1's chunk c in slot 2c, src2's in slot 2c + 1, last_slot "
+                "odd), so the cycle before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads "
+                "src1's chunk c in the design and in the change alike (the same lanes, the same stale words "
+                "in lanes the read mask leaves out, which the write mask leaves out too).  The change only "
+                "loads first also in other cycles (at the edge after a sum has used it, or while idle), "
+                "and that value is overwritten before any use: result, the masked writes and the busy time "
+                "are the same"),
 )
 
 

@@ -101,11 +101,11 @@ def test_bad_parameters_are_refused():
         _scratchpad(depth=5000)
 
 
-def test_ported_conflict_flag_names_two_writes_of_one_address():
+def test_ported_conflict_flag_and_write_outputs():
     """With overlap every master has its own ports; ``conflict`` then flags exactly two writes of one
     address in one cycle (what the sequencer's hazard rule excludes), nothing else: not idle masters,
     not two reads of one address, not a read and a write of one address by different masters, not
-    writes of different addresses."""
+    writes of different addresses.  ``write_en``/``write_addr`` name a single writer's write."""
     dut = _scratchpad(config=PRESETS["overlap"])
 
     async def bench(ctx):
@@ -129,6 +129,13 @@ def test_ported_conflict_flag_names_two_writes_of_one_address():
             assert ctx.get(dut.conflict), f"masters {a} and {b} write address 7"
             ctx.set(dut.masters[b].wr_addr, 8)
             assert not ctx.get(dut.conflict), f"masters {a} and {b} write 7 and 8"
+        # the debug outputs name the write of a single writer, whatever the idle masters' lines hold
+        for name in MASTERS:
+            _idle_all(ctx, dut, junk=0x00ABCDEF)
+            assert not ctx.get(dut.write_en), "write_en while every master is idle"
+            ctx.set(dut.masters[name].wr_en, 1)
+            ctx.set(dut.masters[name].wr_addr, 0x246)
+            assert (ctx.get(dut.write_en), ctx.get(dut.write_addr)) == (1, 0x246), f"master {name} writes 0x246"
 
     sim = Simulator(dut)
     sim.add_testbench(bench)
