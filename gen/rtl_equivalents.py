@@ -106,11 +106,6 @@ def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: st
     return hashlib.sha256(text.encode()).hexdigest(), reached
 
 
-_DMA_COUNTER = ("the DMA's word counters only count to len, and the issue check refuses an LD or ST whose "
-                "scratchpad region passes the end of the 4096-word scratchpad (SPAD_RANGE), so len <= 4096 "
-                "needs 13 bits; the len field is 16 bits wide, so a 15-bit counter never wraps and every "
-                "comparison with len (zero-extended) gives the same answer")
-
 _SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under their valid bits (EXP's write "
                  "under v2, SCALE's under v3), which next_pass clears; a flag set to 1 at the end of a pass "
                  "is overwritten by the pipeline (last2 <= last1, last3 <= last2) within two cycles, while "
@@ -174,6 +169,11 @@ _DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the pr
               "while idle after one) ext_we is 0: no memory word, counter or cycle differs, only the value of "
               "a port no one samples then")
 
+_MM_STREAM_VALID = ("r.stream.mem_valid is written only in STREAM (_stream: mem_valid <= reading) besides this "
+                    "default (CLEAR writes only the step field); STREAM's "
+                    "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
+                    "holds 0 without the default: the array sees the same valid every cycle")
+
 _MM_LANDING_WIDE = (
     "the wide matrix unit's landing register (valid, which memory, along k or across lanes, the chunk's "
     "lane mask, lane, k) is loaded only in STAGE; with the change valid is 1 in every cycle, so besides "
@@ -213,10 +213,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the HALT word, which is OK (HALT is legal with any operand bits: isa.check returns OK for op 0 "
                 "before any operand rule); halt(OK) is what the Elif does, in the same cycle, so status, "
                 "status_pc, halted and every counter are the same"),
-    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
-                "len(length) -> len(length) - 1", _DMA_COUNTER),
-    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "completed = Signal(len(length))",
-                "len(length) -> len(length) - 1", _DMA_COUNTER),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0), -> ",
@@ -267,11 +263,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "clear)"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
-                "r.stream.mem_valid.eq(0), -> ",
-                "r.stream.mem_valid is written only in STREAM (_stream: mem_valid <= reading) besides this "
-                "default (CLEAR writes only the step field); STREAM's "
-                "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
-                "holds 0 without the default: the array sees the same valid every cycle"),
+                "r.stream.mem_valid.eq(0), -> ", _MM_STREAM_VALID),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._load", "r.walk.inner.eq(0), r.walk.outer.eq(0),",
                 "r.walk.inner.eq(0), -> ",
                 "walk.inner is 0 whenever an MM starts: it is 0 after reset and STAGE (_stage) sets it to 0 in "
@@ -437,6 +429,10 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "without its default clear, the landing register's valid bit (set only by STAGE) stays 1 from "
                 "the first STAGE on, which is the change land.valid.eq(0) -> land.valid.eq(1) from then on "
                 "(before the first MM it is 0, as in the design): " + _MM_LANDING_WIDE),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._elaborate_wide",
+                "m.d.sync += [land.valid.eq(0), r.stream.mem_valid.eq(0), out.valid.eq(0),",
+                "r.stream.mem_valid.eq(0), -> ", "the wide matrix unit streams with the book's STREAM state "
+                "(the same _stream, the same registers): " + _MM_STREAM_VALID),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "wr_index = Signal(range(spad_words + 1))",
                 "spad_words + 1 -> (spad_words + 1) - 1",
                 "wr_index (the next element an SM pass writes) is never compared: it is used only as the "
@@ -460,6 +456,30 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
                 "lane_bits > 1 -> lane_bits > 2", _SPAD_ROTATE_LOW_BITS,
                 netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked.to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "C(0, 0) -> C(1, 0)",
+                "C(1, 0) is a zero-width constant, and a constant's value is truncated to its width: it is "
+                "(const 0'd0), the very expression C(0, 0) builds, so the rotation's offset and the banked "
+                "scratchpad are the same netlist", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & second1):",
+                "v1 & second1 -> 1",
+                "result (one clamped sum per lane) is read only by the masked write of dst, under v2, and v2 "
+                "is v1 & second1 one cycle later: in every cycle that writes, the cycle before had v1 & "
+                "second1 = 1 and loaded result with the same sums in the design and in the change.  The "
+                "change only loads it also in cycles with v1 & second1 = 0, whose value nothing reads (v2 is "
+                "0 the cycle after) and which the next such cycle overwrites: the writes, done and the busy "
+                "time are the same (the book VADD's argument, lane by lane)"),
+    Equivalence("ga2_hdl/vector_unit.py", "_WideEngine._mask", "remaining = Signal(len(length) + 1)",
+                "len(length) + 1 -> (len(length) + 1) - 1",
+                "a wide engine's chunk mask (remaining = len - chunk * P, lane j kept when remaining > j) "
+                "matters only in the cycles the engine reads: the port's rd_mask is Mux(reading, mask, 0), "
+                "and the registered copies (mask1, then mask2) are used only under v1/v2, which are reading "
+                "delayed by one and two cycles (VADD: under v2 = v1 & second1, the copy of a reading "
+                "cycle too).  While reading, chunk <= (len - 1) // P (RQ and AMAX: rd_chunk <= last_chunk; "
+                "VADD: slot // 2 <= last_slot // 2), so remaining = len - chunk * P lies in 1 .. len <= "
+                "2**16 - 1 (the len field is len(length) = 16 bits wide): it fits the narrower register, whose "
+                "value, and every comparison, is then the same"),
     Equivalence("ga2_hdl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & ~second1):",
                 "v1 & ~second1 -> 1",
                 "the held chunk of src1 (first, an int8 per lane) is read only through the lanes' sums, and "
