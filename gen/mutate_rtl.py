@@ -87,10 +87,10 @@ CHIP_TEST_SELECT = "not directed_suite and not random_programs"
 CHIP_CONFIG_TESTS = ("sim_tests/test_wide_chip.py", "sim_tests/test_overlap.py", "sim_tests/test_configs.py")
 CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs"
 RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
+RANDOM_SEED = 2026
 #: a unit's slow tests of corners no fast check reaches (pytest arguments; run with ``-m slow``), the
 #: verdict's last stage
 CORNER_TESTS = {"dma": ("sim_tests/test_dma.py", "-k", "corner")}
-RANDOM_SEED = 2026
 ENABLE_NAME = re.compile(r"(^|_)(en|start|valid|run|clear)$")
 _CMP_SWAP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt,
              ast.Gt: ast.GtE, ast.GtE: ast.Gt}

@@ -181,6 +181,15 @@ def test_an_argued_unchanged_netlist_is_unchanged(tmp_path):
         assert digest == unbroken[e.netlist], f"{e.function}: {e.change}: the netlist of the {e.netlist} changes"
 
 
+def test_only_a_unit_with_corner_tests_ends_its_verdict_with_them():
+    """The DMA's slow corner tests (counts past 2**15) are its verdict's last stage, run with -m slow
+    after the chip check; a unit without corner tests has no slow stage."""
+    from gen import mutate_rtl
+    dma = mutate_rtl.stages("dma")
+    assert dma[-1].slow and dma[-1].args[0] == "sim_tests/test_dma.py" and dma[-2].args == ["chip"]
+    assert not any(s.slow for s in mutate_rtl.stages("rowmem"))
+
+
 def test_two_rtl_mutants_judged_in_a_private_copy(tmp_path):
     """A mutant the operand memory's own tests catch, and the unbroken copy, which they pass."""
     from gen import mutate_rtl
