@@ -249,6 +249,11 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
                 "r.land.valid.eq(0) -> r.land.valid.eq(1)", _MM_LANDING_KEPT),
+    # the same edit made by the enable operator (the valid bit's default stuck at 1): the same mutated source
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
+                "0 -> 1", "the landing register's valid default stuck at 1, the same source as the change "
+                "r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
                 "r.land.valid.eq(0), -> ",
