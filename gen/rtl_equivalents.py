@@ -438,6 +438,17 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "m.d.sync += [land.valid.eq(0), r.stream.mem_valid.eq(0), out.valid.eq(0),",
                 "r.stream.mem_valid.eq(0), -> ", "the wide matrix unit streams with the book's STREAM state "
                 "(the same _stream, the same registers): " + _MM_STREAM_VALID),
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._elaborate_wide",
+                "w.d.comb += [self.b_mem.wr_en.eq(land.valid & land.b), self.a_mem.wr_en.eq(land.valid & ~land.b)]",
+                "land.valid & land.b -> 1",
+                "the B operand memory then takes the scratchpad's read data at the landing position, under the "
+                "landing's chunk mask, in every cycle.  While A is staged those are A's positions (lane m < M, "
+                "steps k < K) and A's words; B is staged after A and writes every (n < N, k < K) that STREAM "
+                "reads for a lane the write-back selects (the chunk masks cover every element of each row), so "
+                "each such position holds its B word again before it is streamed, and the others are lanes "
+                "n >= N, which reach only processing elements of columns the write-back never selects (B "
+                "flows down the columns), or steps k >= K, never streamed.  From the last B chunk on the "
+                "landing stays at that position, as with its valid bit stuck at 1: " + _MM_LANDING_WIDE),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "wr_index = Signal(range(spad_words + 1))",
                 "spad_words + 1 -> (spad_words + 1) - 1",
                 "wr_index (the next element an SM pass writes) is never compared: it is used only as the "
