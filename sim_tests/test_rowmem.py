@@ -55,7 +55,7 @@ def test_banked_writes_store_only_the_masked_values(banks):
     one lane, steps wr_k + j) and across lanes (values j to lanes wr_lane + j, one step) store exactly
     the values whose wr_mask bit is set, nothing of the others (not even in another lane of the same
     step: a chunk's masked-off tail is a step beyond K), and nothing without wr_en; every row reads
-    back the next cycle."""
+    back the next cycle, and the read data holds while rd_en is low."""
     lanes, depth = 4, 64
     rng = random.Random(banks)
     dut = BankedOperandRowMemory(lanes, depth, banks)
@@ -93,7 +93,13 @@ def test_banked_writes_store_only_the_masked_values(banks):
                     await ctx.tick()
                     got = [ctx.get(dut.rd_data[i]) for i in range(lanes)]
                     assert got == model[row], f"step {step}: row {row}: expected {model[row]}, got {got}"
+                # the read data holds while rd_en is low, whatever the address says
                 ctx.set(dut.rd_en, 0)
+                for row in (0, 1, banks + 1):
+                    ctx.set(dut.rd_addr, row)
+                    await ctx.tick()
+                    assert [ctx.get(dut.rd_data[i]) for i in range(lanes)] == model[depth - 1], \
+                        f"step {step}: rd_data changed while rd_en was low"
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
