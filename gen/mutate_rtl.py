@@ -35,7 +35,10 @@ stopping at the first check that fails:
 2. the tests of the units that contain it (e.g. the matrix unit's for the
    systolic array), also in Amaranth's simulator;
 3. the chip on the directed suite and a fixed set of random programs
-   (gen/fuzz.py) against the golden model, in Icarus Verilog after export.
+   (gen/fuzz.py) against the golden model, in Icarus Verilog after export;
+4. for a unit with corners no fast check can reach (:data:`CORNER_TESTS`: the
+   DMA's counts past 2**15, ~33,000 cycles), its slow corner tests, last, so
+   that only a mutant every other check passes pays for them.
 
 Icarus for the chip because it is the fastest simulator that sees a new
 design: measured on this machine (2 cores, shared, load 5-7) for the directed
@@ -86,6 +89,9 @@ CHIP_CONFIG_TESTS = ("sim_tests/test_wide_chip.py", "sim_tests/test_overlap.py",
 CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs"
 RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
 RANDOM_SEED = 2026
+#: a unit's slow tests of corners no fast check reaches (pytest arguments; run with ``-m slow``), the
+#: verdict's last stage
+CORNER_TESTS = {"dma": ("sim_tests/test_dma.py", "-k", "corner")}
 ENABLE_NAME = re.compile(r"(^|_)(en|start|valid|run|clear)$")
 _CMP_SWAP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt,
              ast.Gt: ast.GtE, ast.GtE: ast.Gt}
@@ -357,11 +363,13 @@ def unit_of(mutant: Mutant) -> str:
 class Stage:
     name: str                 #: what caught_by names when the stage's check is not a single test
     args: list[str]           #: pytest arguments, or ["chip"] for the chip-level check
+    slow: bool = False        #: run the tests marked slow (and only those), not the others
 
 
 CHIP_STAGE = "chip (icarus)"
 SURVIVOR_REASON = ("every check passed: the unit's own tests (and its other configurations' tests), the "
-                   "containing units' tests, and the chip on the directed suite and the random programs (Icarus)")
+                   "containing units' tests, the chip on the directed suite and the random programs (Icarus), "
+                   "and the unit's slow corner tests if it has any")
 
 
 def stages(unit: str) -> list[Stage]:
@@ -390,6 +398,8 @@ def stages(unit: str) -> list[Stage]:
         tests += [f"sim_tests/test_wide_{c}.py" for c in containers if (REPO / f"sim_tests/test_wide_{c}.py").is_file()]
         out.append(Stage("containing units' tests", tests))
     out.append(Stage(CHIP_STAGE, ["chip"]))
+    if unit in CORNER_TESTS:
+        out.append(Stage("corner tests (slow)", list(CORNER_TESTS[unit]), slow=True))
     return out
 
 
@@ -431,10 +441,21 @@ def _switch_to(root: Path) -> None:
 
 
 class _FirstFailure:
-    """A pytest plugin that keeps the first failing report: (test id, exception name, message)."""
+    """A pytest plugin that keeps the first failing report: (test id, exception name, message), and
+    the first place a failing test's exception passed through an ``elaborate`` method of ours (the
+    design failed to build there: for the configuration that test builds)."""
 
     def __init__(self):
         self.failure: tuple[str, str, str] | None = None
+        self.building: str = ""          # "file:line in function" of the first failing build, if any
+
+    def pytest_runtest_makereport(self, item, call):
+        if self.failure is None and not self.building and call.excinfo is not None:
+            for entry in call.excinfo.traceback:
+                if entry.name.lstrip("_").startswith("elaborate") and \
+                        Path(str(entry.path)).parent.name in ("ga2_hdl", "gen"):
+                    self.building = f"{Path(str(entry.path)).name}:{entry.lineno + 1} in {entry.name}"
+                    break
 
     def _keep(self, report) -> None:
         if self.failure is None and report.failed:
@@ -453,7 +474,7 @@ class _FirstFailure:
         self._keep(report)
 
 
-def _pytest(args: list[str]) -> tuple[int, tuple[str, str, str] | None]:
+def _pytest(args: list[str], slow: bool = False) -> tuple[int, tuple[str, str, str] | None, str]:
     import io
     from contextlib import redirect_stderr, redirect_stdout
 
@@ -462,8 +483,8 @@ def _pytest(args: list[str]) -> tuple[int, tuple[str, str, str] | None]:
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink):
         rc = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-W", "ignore",
-                          "-m", "not slow", *args], plugins=[plugin])
-    return int(rc), plugin.failure
+                          "-m", "slow" if slow else "not slow", *args], plugins=[plugin])
+    return int(rc), plugin.failure, plugin.building
 
 
 def _assertion(exc: str) -> bool:
@@ -497,7 +518,7 @@ def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool
                     if verdict is not None:
                         return verdict
                 continue
-            rc, failure = _pytest(stage.args)
+            rc, failure, building = _pytest(stage.args, slow=stage.slow)
             if rc == 5 or (rc != 0 and failure is None):
                 return Outcome("error", "", f"{stage.name}: pytest exit status {rc} without a failing test")
             if failure is None:
@@ -506,6 +527,10 @@ def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool
             if _assertion(exc):
                 return Finding(test, message[:300])
             # not an assertion: the mutant's behaviour, caught, if the design still builds; else an error
+            # (a test of another configuration may be the one that builds the mutated code)
+            if building:
+                return Outcome("error", "", f"the mutated design does not build ({test}: {exc} in {building}): "
+                                            f"{message}"[:300])
             why = _exports()
             if why:
                 return Outcome("error", "", f"the mutated design does not export: {why}")

@@ -7,9 +7,18 @@ the file, the enclosing function, the (stripped) source line the change is
 on, and the change itself (``old -> new``, as the report prints it).  An entry
 that no longer matches any mutant is reported by the tests (the argument went
 stale and must be rewritten for the new code).
+
+An argument that the change leaves the hardware itself unchanged (a width that
+gives the same shape, a condition that builds the same expression) names the
+design that shows it (``netlist``, a key of :data:`DESIGNS`); the tests then
+build that design from a copy with the mutant applied and check that its netlist
+(RTLIL without source locations) is the unbroken one's, byte for byte, and that
+building it runs the mutated line (:func:`netlist_fingerprint`).
 """
 from __future__ import annotations
 
+import hashlib
+import sys
 from dataclasses import dataclass
 
 
@@ -20,12 +29,82 @@ class Equivalence:
     line: str          #: the stripped source line the change starts on
     change: str        #: "old -> new", exactly as the report prints it
     argument: str      #: why no program can tell the difference
+    netlist: str = ""  #: a design (key of DESIGNS) whose netlist the change leaves identical, checked by the tests
 
 
-_DMA_COUNTER = ("the DMA's word counters only count to len, and the issue check refuses an LD or ST whose "
-                "scratchpad region passes the end of the 4096-word scratchpad (SPAD_RANGE), so len <= 4096 "
-                "needs 13 bits; the len field is 16 bits wide, so a 15-bit counter never wraps and every "
-                "comparison with len (zero-extended) gives the same answer")
+def _divider():
+    from ga2_hdl.divider import Divider
+    return [Divider()]
+
+
+def _requantizer():
+    from ga2_hdl.requant import Requantizer
+    return [Requantizer()]
+
+
+def _softmax():
+    from ga2_hdl.softmax import SoftmaxUnit
+    return [SoftmaxUnit()]
+
+
+def _matrix_unit():
+    from ga2_hdl.matrix_unit import MatrixUnit
+    return [MatrixUnit()]
+
+
+def _banked_scratchpads():
+    from ga2_hdl.sram import Scratchpad
+    return [Scratchpad(3, words=w, depth=256) for w in (2, 4, 8)]
+
+
+#: the designs a netlist claim may name: name -> a function building them (the book's units, and the
+#: banked scratchpad at every width the presets use)
+DESIGNS = {"divider": _divider, "requantizer": _requantizer, "softmax": _softmax, "matrix unit": _matrix_unit,
+           "banked scratchpads": _banked_scratchpads}
+
+
+def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: str = "") -> tuple[str, bool]:
+    """The SHA-256 of ``design``'s RTLIL without source-location attributes, as the ``ga2_hdl`` imported
+    now builds it; and whether building it ran line ``line`` of ``file`` (e.g. "ga2_hdl/sram.py") in
+    ``function`` (Class.method[.nested], as the keys name it; traced only while that method runs)."""
+    import importlib
+
+    from amaranth.back import rtlil
+    reached = False
+    restore = None
+    if file and line and function:
+        module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
+        parts = function.split(".")
+        owner, name = (getattr(module, parts[0]), parts[1]) if isinstance(getattr(module, parts[0]), type) \
+            else (module, parts[0])
+        method = getattr(owner, name)
+
+        def local(frame, event, arg):
+            nonlocal reached
+            if event == "line" and frame.f_lineno == line:
+                reached = True
+            return local
+
+        def tracer(frame, event, arg):
+            return local if frame.f_code.co_filename.endswith(file) else None
+
+        def traced(*args, **kwargs):
+            before = sys.gettrace()
+            sys.settrace(tracer)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                sys.settrace(before)
+        setattr(owner, name, traced)
+        restore = (owner, name, method)
+    try:
+        built = [rtlil.convert(d) for d in DESIGNS[design]()]
+    finally:
+        if restore:
+            setattr(*restore)
+    text = "\n".join(l for p in built for l in p.splitlines() if "attribute \\src" not in l)
+    return hashlib.sha256(text.encode()).hexdigest(), reached
+
 
 _SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under their valid bits (EXP's write "
                  "under v2, SCALE's under v3), which next_pass clears; a flag set to 1 at the end of a pass "
@@ -104,6 +183,42 @@ _MM_WIDE_FIELDS = ("on a one-word port (P = 1) the change only lays out the wide
                 "so every register the unit uses, and every port, has the same value in every cycle; with "
                 "P > 1 both conditions are true")
 
+_MM_STREAM_VALID = ("r.stream.mem_valid is written only in STREAM (_stream: mem_valid <= reading) besides this "
+                    "default (CLEAR writes only the step field); STREAM's "
+                    "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
+                    "holds 0 without the default: the array sees the same valid every cycle")
+
+_MM_LANDING_WIDE = (
+    "the wide matrix unit's landing register (valid, which memory, along k or across lanes, the chunk's "
+    "lane mask, lane, k) is loaded only in STAGE; with the change valid is 1 in every cycle, so besides "
+    "the staging writes the landing writes the scratchpad's read data into the A or B operand memory at "
+    "the last staged chunk's positions (the lanes of its mask) in every other cycle.  Before the first MM "
+    "the register is zero: mask 0 enables no byte lane of any bank (across lanes: mask << lane = 0), so "
+    "nothing is written.  During an MM, after STAGE (DRAIN, CLEAR, STREAM, WRITE), the unit reads nothing "
+    "and no other unit runs (with wide ports the chip runs one instruction at a time: the scratchpad and "
+    "the chip refuse overlap together with wide ports), so the banked scratchpad's read data holds: each "
+    "bank's read port is enabled only by a read that selects it (and is not transparent), and the lane "
+    "rotation's offset is registered only with a read; so every lane the mask selects carries the word "
+    "of the last staging read, which is written again with its own value (lanes outside the mask may "
+    "carry stale words of banks that read did not enable, but the mask never writes them).  Between MMs "
+    "other units' reads change the read data, and these positions (lanes below N, or M, and steps below "
+    "K of the last MM's last row chunk) take other values, also in the next MM's LOAD cycle; but that "
+    "MM's STAGE then writes every position its STREAM reads for a lane the write-back selects (the "
+    "chunk masks cover every element up to each row's end, so every m < M, n < N, k < K), and a "
+    "position it does not stage is a lane beyond M or N (it reaches only processing elements the "
+    "write-back never selects, see rowmem.py) or a step beyond K (never streamed).  So the products, "
+    "the write-back and the busy time are the same")
+
+_SPAD_ROTATE_LOW_BITS = (
+    "to_banks runs at elaboration and is called with lane_bits = 1 (the read and write masks) and "
+    "lane_bits = isa.WORD_BITS = 32 (the write data), nothing else.  The condition only chooses how to "
+    "write the rotation's zero low offset bits (a lane index times a power-of-two lane width): "
+    "C(0, (lane_bits - 1).bit_length()) or C(0, 0).  For 32 the original and every changed condition "
+    "(> 0, >= 1, > 2) choose the first; for 1, a changed condition may choose the first, which is then "
+    "C(0, (0).bit_length()) = C(0, 0), the second.  So each call builds the same expression and the "
+    "banked scratchpad is the same netlist (checked: its RTLIL without source-location attributes is "
+    "byte-identical for 2, 4 and 8 banks)")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -118,10 +233,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the same way and is true exactly when the one-bit field is, so no halt, status or counter "
                 "differs (the verdict register's other fields keep their values; only their bit positions "
                 "move)"),
-    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "requested = Signal(len(length))",
-                "len(length) -> len(length) - 1", _DMA_COUNTER),
-    Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "completed = Signal(len(length))",
-                "len(length) -> len(length) - 1", _DMA_COUNTER),
     Equivalence("ga2_hdl/dma.py", "DMA.elaborate", "last_chunk = Signal(len(length))",
                 "len(length) -> len(length) - 1",
                 "last_chunk exists only on a wide port (ext_port_words = w >= 2) and holds (len - 1) >> log2(w), "
@@ -149,11 +260,11 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
                 "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
-                "takes the same value every cycle"),
+                "takes the same value every cycle", netlist="divider"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words", "mem.wr_data.eq(self.spad.rd_data[:8]),",
                 ":8 -> :9",
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
-                "only its low 8, the same int8 as before"),
+                "only its low 8, the same int8 as before", netlist="matrix unit"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._land_staged_words",
                 "*(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),", ":8 -> :9",
                 "a banked operand memory's wr_data lanes are signed(8) (rowmem.BankedOperandRowMemory): "
@@ -161,7 +272,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
                 "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
                 "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
-                "are bit for bit the same"),
+                "are bit for bit the same", netlist="requantizer"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "product = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1",
                 "product = e * r with r = floor(2**38 / S) and e one of the terms of the sum S, so e <= S and "
@@ -175,6 +286,11 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
                 "r.land.valid.eq(0) -> r.land.valid.eq(1)", _MM_LANDING_KEPT),
+    # the same edit made by the enable operator (the valid bit's default stuck at 1): the same mutated source
+    Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
+                "0 -> 1", "the landing register's valid default stuck at 1, the same source as the change "
+                "r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
                 "r.land.valid.eq(0), -> ",
@@ -189,11 +305,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "clear)"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
-                "r.stream.mem_valid.eq(0), -> ",
-                "r.stream.mem_valid is written only in STREAM (_stream: mem_valid <= reading) besides this "
-                "default (CLEAR writes only the step field); STREAM's "
-                "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
-                "holds 0 without the default: the array sees the same valid every cycle"),
+                "r.stream.mem_valid.eq(0), -> ", _MM_STREAM_VALID),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._load", "r.walk.inner.eq(0), r.walk.outer.eq(0),",
                 "r.walk.inner.eq(0), -> ",
                 "walk.inner is 0 whenever an MM starts: it is 0 after reset and STAGE (_stage) sets it to 0 in "
@@ -216,7 +328,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/divider.py", "Divider.elaborate", "steps_left = Signal(range(w))", "w -> w - 1",
                 "steps_left counts down from w - 1 = 39 (the divider's width is isa.DIV_BITS = 40): range(40) "
                 "and range(39) are both the shape unsigned(6), so the register, and the hardware, are bit for "
-                "bit the same"),
+                "bit the same", netlist="divider"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0) -> last2.eq(1)", _SOFTMAX_LAST),
@@ -281,7 +393,15 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "so each such position holds its B word again before it is streamed, and the others are lanes "
                 "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
                 "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
-                "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT),
+                "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT + "  On a wide port: "
+                "the B operand memory then takes the scratchpad's read data at the landing position, under the "
+                "landing's chunk mask, in every cycle.  While A is staged those are A's positions (lane m < M, "
+                "steps k < K) and A's words; B is staged after A and writes every (n < N, k < K) that STREAM "
+                "reads for a lane the write-back selects (the chunk masks cover every element of each row), so "
+                "each such position holds its B word again before it is streamed, and the others are lanes "
+                "n >= N, which reach only processing elements of columns the write-back never selects (B "
+                "flows down the columns), or steps k >= K, never streamed.  From the last B chunk on the "
+                "landing stays at that position, as with its valid bit stuck at 1: " + _MM_LANDING_WIDE),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
                 "0 -> 1", "the enable form of r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
@@ -301,12 +421,12 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "self.size -> self.size - 1",
                 "with the ISA's array size 4 (isa.MM_MAX_MN), range(4) and range(3) are both the shape "
                 "unsigned(2): the struct field, and so the hardware, is bit for bit the same (it would not "
-                "be for a size that is one more than a power of two)"),
+                "be for a size that is one more than a power of two)", netlist="matrix unit"),
     Equivalence("ga2_hdl/matrix_unit.py", "MatrixUnit._registers",
                 '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
                 "self.max_k -> self.max_k - 1",
                 "with the ISA's largest K, 64 (isa.MM_MAX_K), range(64) and range(63) are both the shape "
-                "unsigned(6): the struct field, and so the hardware, is bit for bit the same"),
+                "unsigned(6): the struct field, and so the hardware, is bit for bit the same", netlist="matrix unit"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "v3.eq(0), -> ", _SOFTMAX_STAGE3),
@@ -319,7 +439,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate",
                 "m.d.comb += exp_table.addr.eq((running_max - score)[:8])", ":8 -> :9",
                 "the table's address port is In(8) (exp_table.ADDR_BITS): assigning the low 9 bits of the "
-                "difference keeps only its low 8, the same address as before"),
+                "difference keeps only its low 8, the same address as before", netlist="softmax"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1 & (score > running_max)):",
                 "score > running_max -> score >= running_max",
                 "the unit keeps only the maximum's value, not where it is (no index; EXP reads every score "
@@ -351,12 +471,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "same clamped sum in the design and in the change.  The change only loads it also in cycles "
                 "with v1 & second1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
                 "such cycle overwrites: the writes, done and the busy time are the same"),
-    Equivalence("ga2_hdl/sram.py", "_to_banks",
-                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
-                "lane_bits > 1 -> lane_bits > 0",
-                "the two differ only for lane_bits = 1 (the masks), where the changed branch builds "
-                "C(0, (1 - 1).bit_length()) = C(0, 0), the very constant of the other branch: the same "
-                "zero-width offset part, so the same rotation"),
     Equivalence("ga2_hdl/sram.py", "_from_banks",
                 "return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)",
                 "word_bits - 1 -> 1 - word_bits",
@@ -368,6 +482,82 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the slice becomes up to W bits wider at the top but keeps its low W bits (bits b*W .. b*W + W - 1, "
                 "the same bits), and the assignment to the W-bit write port keeps only the low W bits: the same "
                 "data reaches every bank"),
+    Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "wr_index = Signal(range(spad_words + 1))",
+                "spad_words + 1 -> (spad_words + 1) - 1",
+                "wr_index (the next element an SM pass writes) is never compared: it is used only as the "
+                "offset of the write address, (dst + wr_index)[:addr_bits], and to increment itself.  It is 0 "
+                "when each pass starts (start and next_pass clear it), grows by one with each write, and the "
+                "write of a pass's last element, whose increment would make it len, ends the pass with "
+                "next_pass, whose clear is a later statement and wins; so it holds at most len - 1 <= "
+                "spad_words - 1 (the issue check refuses len = 0 and an SM region past the scratchpad's "
+                "end).  range(spad_words) holds 0 .. spad_words - 1: the narrower register takes the same "
+                "value in every cycle, so the same addresses, writes and busy time.  (rd_index, which is "
+                "compared with len and reaches len, does need range(spad_words + 1).)"),
+    Equivalence("ga2_hdl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits > 0", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits >= 1", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits > 2", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "C(0, 0) -> C(1, 0)",
+                "C(1, 0) is a zero-width constant, and a constant's value is truncated to its width: it is "
+                "(const 0'd0), the very expression C(0, 0) builds, so the rotation's offset and the banked "
+                "scratchpad are the same netlist", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked",
+                "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
+                "the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
+                "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
+                "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
+                "and write rows are the same in every cycle"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked",
+                "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),", "b + 1 -> b + 2",
+                "the slice from b * W is W bits longer (or, for the last bank, reaches the end of the word), "
+                "but it is assigned to the bank's W-bit write data, which keeps its low W bits: the same "
+                "word; the netlist is the same", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & second1):",
+                "v1 & second1 -> 1",
+                "result (one clamped sum per lane) is read only by the masked write of dst, under v2, and v2 "
+                "is v1 & second1 one cycle later: in every cycle that writes, the cycle before had v1 & "
+                "second1 = 1 and loaded result with the same sums in the design and in the change.  The "
+                "change only loads it also in cycles with v1 & second1 = 0, whose value nothing reads (v2 is "
+                "0 the cycle after) and which the next such cycle overwrites: the writes, done and the busy "
+                "time are the same (the book VADD's argument, lane by lane)"),
+    Equivalence("ga2_hdl/vector_unit.py", "_WideEngine._mask", "remaining = Signal(len(length) + 1)",
+                "len(length) + 1 -> (len(length) + 1) - 1",
+                "a wide engine's chunk mask (remaining = len - chunk * P, lane j kept when remaining > j) "
+                "matters only in the cycles the engine reads: the port's rd_mask is Mux(reading, mask, 0), "
+                "and the registered copies (mask1, then mask2) are used only under v1/v2, which are reading "
+                "delayed by one and two cycles (VADD: under v2 = v1 & second1, the copy of a reading "
+                "cycle too).  While reading, chunk <= (len - 1) // P (RQ and AMAX: rd_chunk <= last_chunk; "
+                "VADD: slot // 2 <= last_slot // 2), so remaining = len - chunk * P lies in 1 .. len <= "
+                "2**16 - 1 (the len field is len(length) = 16 bits wide): it fits the narrower register, whose "
+                "value, and every comparison, is then the same"),
+    Equivalence("ga2_hdl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & ~second1):",
+                "v1 & ~second1 -> 1",
+                "the held chunk of src1 (first, an int8 per lane) is read only through the lanes' sums, and "
+                "the sums only by the load of result, in the cycles with v1 & second1 (src2's chunk c on the "
+                "read data).  While the engine reads it reads in every cycle (reading = busy & slot <= "
+                "last_slot, slot + 1 each cycle; src1's chunk c in slot 2c, src2's in slot 2c + 1, last_slot "
+                "odd), so the cycle before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads "
+                "src1's chunk c in the design and in the change alike (the same lanes, the same stale words "
+                "in lanes the read mask leaves out, which the write mask leaves out too).  The change only "
+                "loads first also in other cycles (at the edge after a sum has used it, or while idle), "
+                "and that value is overwritten before any use: result, the masked writes and the busy time "
+                "are the same"),
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked_ported",
+                "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
+                "the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
+                "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
+                "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
+                "and write rows are the same in every cycle"),
 )
 
 

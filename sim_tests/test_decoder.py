@@ -89,3 +89,48 @@ def test_unit_ops():
     assert sorted(listed) == sorted(s.code for s in isa.OPS if s.unit is not isa.Unit.NONE)
     for u in units:
         assert unit_ops(u) == tuple(sorted(s.code for s in isa.OPS if s.unit is u))
+
+
+_FLAGGED = """
+from ga2_hdl.isa import Extension, Operand, OpSpec, Region, Unit
+def ops(config):
+    return (OpSpec(9, "PICK", Unit.VECTOR,
+                   (Operand("dst", "a"), Operand("src", "b"), Operand("len", "c"), Operand("sel", "fl", 0, 1)),
+                   "copy from src, or from dst + 8", "len + 1", lambda i: i.len + 1,
+                   lambda i: (Region("spad", i.dst, i.len, "dst"),
+                              Region("spad", i.src if i.sel else i.dst + 8, i.len, "src")),
+                   lengths=("len",), disjoint_or_same=True),)
+EXTENSION = Extension(ops=ops, golden={"PICK": lambda m, i: None})
+"""
+
+
+def test_a_region_whose_start_a_flag_chooses(tmp_path, monkeypatch):
+    """An extension's region rule that branches on a one-bit operand is built as one rule per flag
+    value, multiplexed by the flag: the hardware must pick the start and the end of the flag's own
+    variant (the OVERLAP rule reads the starts, the range rules the ends; instructions legal under one
+    variant and refused under the other, both ways)."""
+    from ga2_hdl.config import Config
+    (tmp_path / "ext_flagged_start.py").write_text(_FLAGGED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = Config(name="ext_flagged_start", extensions=("ext_flagged_start",))
+    iset = isa.instruction_set(config)
+    top = config.spad_words
+    cases = [iset.make("PICK", dst=top - 8, src=0, len=4, sel=1),      # src 0..3: legal; dst+8 would not be
+             iset.make("PICK", dst=top - 8, src=0, len=4, sel=0),      # dst+8 = the end: SPAD_RANGE
+             iset.make("PICK", dst=0, src=top - 2, len=4, sel=0),      # dst+8 legal; src would not be
+             iset.make("PICK", dst=0, src=top - 2, len=4, sel=1),
+             iset.make("PICK", dst=100, src=100, len=10, sel=1),      # src = dst: identical regions
+             iset.make("PICK", dst=100, src=100, len=10, sel=0)]      # dst+8: overlapping, not identical
+    want = [iset.check(ins, config.ext_words)[0] for ins in cases]
+    assert want == [isa.ErrorCode.OK, isa.ErrorCode.SPAD_RANGE, isa.ErrorCode.OK, isa.ErrorCode.SPAD_RANGE,
+                    isa.ErrorCode.OK, isa.ErrorCode.OVERLAP]
+    dut = IssueCheck(config=config)
+
+    async def bench(ctx):
+        for ins, code in zip(cases, want):
+            ctx.set(dut.ins.as_value(), ins.encode())
+            assert ctx.get(dut.error) == code, f"{ins}: hardware {isa.ErrorCode(ctx.get(dut.error)).name}, isa {code.name}"
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()

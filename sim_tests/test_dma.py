@@ -6,7 +6,10 @@ must equal the ISA formula (LD len+LAT+1, ST len+2) exactly.
 """
 import random
 
+import pytest
+
 from ga2_hdl import isa
+from ga2_hdl.config import Config
 from ga2_hdl.dma import DMA
 from sim_tests.spad_harness import UnitBench
 
@@ -111,3 +114,62 @@ def test_whole_scratchpad_load():
     assert busy[:2] == [isa.SPAD_WORDS + isa.LAT + 1, isa.SPAD_WORDS + 2]
     for (ins, _, _), w in zip(jobs, busy):
         check_external_requests(ins, seen.get(ins, []), w)
+
+
+#: the longest transfers whose counts need a counter's top bit: 32,769 words one at a time, and
+#: 65,535 words (the len field's largest value) two at a time, 32,768 chunks; on a 64K-word scratchpad
+LONGEST = [pytest.param(Config(name="spad64k", spad_words=65536, ext_words=65536), 32769, id="one-word-port"),
+           pytest.param(Config(name="spad64k_w2", spad_words=65536, ext_words=65536, ext_port_words=2), 65535,
+                        id="two-word-port")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config, length", LONGEST)
+def test_corner_longest_ld_counts_past_15_bits(config, length):
+    """An LD so long that the DMA's request and completion counts pass 2**15 (the words, or the
+    chunks of a wide port): it asks the external memory for each word exactly once, signals done in
+    exactly the ISA's busy cycle and copies the words, at both ends and across the 2**15 boundary.
+    (~33,000 cycles in Amaranth's simulator, about half a minute: slow, and the RTL mutation run's
+    last stage for the DMA, reached only by a mutant every fast check passes.)"""
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.sim import Simulator
+
+    from ga2_hdl.sram import Scratchpad
+    from gen.extmem import ExternalMemoryModel
+    w = config.ext_port_words
+    image = [(i * 2654435761 + 12345) & isa.WORD_MASK for i in range(config.ext_words)]
+    dma = DMA(config=config)
+    spad = Scratchpad(1, config=config, words=w)
+    ext = ExternalMemoryModel(dma, config.ext_words, lat=config.lat, init=image)
+    m = Module()
+    m.submodules.dma, m.submodules.spad, m.submodules.ext = dma, spad, ext
+    wiring.connect(m, dma.spad, spad.masters[0])
+    asked, dones = Signal(32), Signal(8)          # words asked for (counted in hardware), done pulses
+    with m.If(dma.ext_re):
+        m.d.sync += asked.eq(asked + sum(dma.ext_mask[i] for i in range(w)) if w > 1 else asked + 1)
+    with m.If(dma.done):
+        m.d.sync += dones.eq(dones + 1)
+    src, dst = 1, 1                               # unaligned for a wide port; 1 + 65535 ends both memories
+    ins = isa.make("LD", dst=dst, src=src, len=length)
+    iset = isa.instruction_set(config)
+    assert iset.check(ins, config.ext_words)[0] == isa.ErrorCode.OK
+    busy = iset.busy(ins)
+    assert -(-length // w) > 1 << 15 - (w > 1)    # the counts the test is about
+
+    async def bench(ctx):
+        ctx.set(dma.ins.as_value(), ins.encode())
+        ctx.set(dma.start, 1)
+        await ctx.tick()
+        ctx.set(dma.start, 0)
+        await ctx.tick().repeat(busy - 1)
+        assert (ctx.get(dma.done), ctx.get(dones)) == (1, 0), f"done in cycle t+{busy} (the ISA's), once"
+        await ctx.tick().repeat(3)
+        assert (ctx.get(asked), ctx.get(dones)) == (length, 1), "every word asked for once; one done"
+        for i in (0, 1, 2, 32766, 32767, 32768, length - 2, length - 1):
+            assert ctx.get(spad.cell(dst + i)) == image[src + i], f"spad[{dst + i}]"
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()

@@ -133,6 +133,63 @@ def test_every_equivalence_argument_matches_a_mutant():
     assert all(len(e.argument) > 40 for e in rtl_equivalents.EQUIVALENT)
 
 
+#: the child that fingerprints designs, each from its own copy of ga2_hdl: [(root, design, file, line, function)] on stdin
+_FINGERPRINTS = """
+import json, sys
+from gen.rtl_equivalents import netlist_fingerprint
+out = []
+for root, design, file, line, function in json.load(sys.stdin):
+    for name in [n for n in sys.modules if n.split(".")[0] == "ga2_hdl"]:
+        del sys.modules[name]
+    sys.path.insert(0, root)
+    out.append(netlist_fingerprint(design, file, line, function))
+    sys.path.remove(root)
+print(json.dumps(out))
+"""
+
+
+def test_an_argued_unchanged_netlist_is_unchanged(tmp_path):
+    """An equivalence argument that says the hardware itself is unchanged is checked, not believed:
+    its design, built from a copy of ga2_hdl with the mutant applied, has the unbroken design's
+    netlist byte for byte (RTLIL without source locations), and building it runs the mutated line
+    (so the design is one the change can reach)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from gen import mutate_rtl, rtl_equivalents
+    claims = [e for e in rtl_equivalents.EQUIVALENT if e.netlist]
+    assert claims and all(e.netlist in rtl_equivalents.DESIGNS for e in claims)
+    by_key = {rtl_equivalents.key_of(m): m for m in mutate_rtl.generate()}
+    designs = sorted({e.netlist for e in claims})
+    jobs = [(str(mutate_rtl.REPO), d, "", 0, "") for d in designs]          # the unbroken designs
+    for i, e in enumerate(claims):
+        mutant = by_key[(e.file, e.function, e.line, e.change)]
+        root = tmp_path / str(i)
+        shutil.copytree(mutate_rtl.HDL_DIR, root / "ga2_hdl", ignore=shutil.ignore_patterns("__pycache__"))
+        (root / e.file).write_text(mutation.apply((mutate_rtl.REPO / e.file).read_text(), mutant))
+        jobs.append((str(root), e.netlist, e.file, mutant.line, e.function))
+    env = dict(os.environ, PYTHONPATH=str(mutate_rtl.REPO), PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", _FINGERPRINTS], input=json.dumps(jobs), env=env,
+                         capture_output=True, text=True, check=True).stdout
+    prints = json.loads(out)
+    assert len(prints) == len(jobs)
+    unbroken = {d: digest for d, (digest, _) in zip(designs, prints)}
+    for e, (digest, reached) in zip(claims, prints[len(designs):]):
+        assert reached, f"building the {e.netlist} does not run the line of {e.function}: {e.change}"
+        assert digest == unbroken[e.netlist], f"{e.function}: {e.change}: the netlist of the {e.netlist} changes"
+
+
+def test_only_a_unit_with_corner_tests_ends_its_verdict_with_them():
+    """The DMA's slow corner tests (counts past 2**15) are its verdict's last stage, run with -m slow
+    after the chip check; a unit without corner tests has no slow stage."""
+    from gen import mutate_rtl
+    dma = mutate_rtl.stages("dma")
+    assert dma[-1].slow and dma[-1].args[0] == "sim_tests/test_dma.py" and dma[-2].args == ["chip"]
+    assert not any(s.slow for s in mutate_rtl.stages("rowmem"))
+
+
 def test_two_rtl_mutants_judged_in_a_private_copy(tmp_path):
     """A mutant the operand memory's own tests catch, and the unbroken copy, which they pass."""
     from gen import mutate_rtl

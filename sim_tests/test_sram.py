@@ -5,6 +5,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from ga2_hdl import isa
+from ga2_hdl.config import PRESETS
 from ga2_hdl.sram import Scratchpad
 
 MASTERS = range(3)                  # the chip has three: DMA, matrix unit, vector unit
@@ -98,3 +99,44 @@ def test_bad_parameters_are_refused():
         Scratchpad(0)
     with pytest.raises(ValueError):
         _scratchpad(depth=5000)
+
+
+def test_ported_conflict_flag_and_write_outputs():
+    """With overlap every master has its own ports; ``conflict`` then flags exactly two writes of one
+    address in one cycle (what the sequencer's hazard rule excludes), nothing else: not idle masters,
+    not two reads of one address, not a read and a write of one address by different masters, not
+    writes of different addresses.  ``write_en``/``write_addr`` name a single writer's write."""
+    dut = _scratchpad(config=PRESETS["overlap"])
+
+    async def bench(ctx):
+        _idle_all(ctx, dut, junk=0x00500500)       # idle lines holding one address everywhere
+        assert not ctx.get(dut.conflict), "idle"
+        for name in MASTERS:                       # every master reads address 5
+            ctx.set(dut.masters[name].rd_en, 1)
+            ctx.set(dut.masters[name].rd_addr, 5)
+        assert not ctx.get(dut.conflict), "three reads of one address"
+        ctx.set(dut.masters[DMA].wr_en, 1)         # a write of the address the others read
+        ctx.set(dut.masters[DMA].wr_addr, 5)
+        assert not ctx.get(dut.conflict), "a write and reads of one address"
+        ctx.set(dut.masters[VECTOR].wr_en, 1)      # writes of two different addresses
+        ctx.set(dut.masters[VECTOR].wr_addr, 6)
+        assert not ctx.get(dut.conflict), "writes of different addresses"
+        for a, b in ((DMA, VECTOR), (DMA, MATRIX), (MATRIX, VECTOR)):
+            _idle_all(ctx, dut)
+            for name in (a, b):
+                ctx.set(dut.masters[name].wr_en, 1)
+                ctx.set(dut.masters[name].wr_addr, 7)
+            assert ctx.get(dut.conflict), f"masters {a} and {b} write address 7"
+            ctx.set(dut.masters[b].wr_addr, 8)
+            assert not ctx.get(dut.conflict), f"masters {a} and {b} write 7 and 8"
+        # the debug outputs name the write of a single writer, whatever the idle masters' lines hold
+        for name in MASTERS:
+            _idle_all(ctx, dut, junk=0x00ABCDEF)
+            assert not ctx.get(dut.write_en), "write_en while every master is idle"
+            ctx.set(dut.masters[name].wr_en, 1)
+            ctx.set(dut.masters[name].wr_addr, 0x246)
+            assert (ctx.get(dut.write_en), ctx.get(dut.write_addr)) == (1, 0x246), f"master {name} writes 0x246"
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()

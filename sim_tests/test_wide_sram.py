@@ -93,8 +93,11 @@ def test_banked_reads_and_writes_from_any_address(words):
     sim.run()
 
 
-def test_two_masters_at_once_is_a_conflict():
-    dut = Scratchpad(3, words=4)
+@pytest.mark.parametrize("words", [2, 4, 8])
+def test_two_masters_at_once_is_a_conflict(words):
+    """(Also builds the banked scratchpad of every width in the default suite: 2, 4 and 8 banks.)"""
+    dut = Scratchpad(3, words=words)
+    assert dut.n_banks == words and dut.memory is None
 
     async def bench(ctx):
         ctx.set(dut.masters[0].rd_en, 1)
