@@ -141,7 +141,7 @@ def test_corner_longest_ld_counts_past_15_bits(config, length):
     image = [(i * 2654435761 + 12345) & isa.WORD_MASK for i in range(config.ext_words)]
     dma = DMA(config=config)
     spad = Scratchpad(1, config=config, words=w)
-    ext = ExternalMemoryModel(dma, config.ext_words, lat=config.lat, init=image)
+    ext = ExternalMemoryModel(dma, config.ext_words, lat=config.lat, init=image, config=config)
     m = Module()
     m.submodules.dma, m.submodules.spad, m.submodules.ext = dma, spad, ext
     wiring.connect(m, dma.spad, spad.masters[0])
