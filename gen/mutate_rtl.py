@@ -86,7 +86,7 @@ CHIP_TEST_SELECT = "not directed_suite and not random_programs"
 #: the chip on other configurations, in Amaranth's simulator (the default suite's cases of them)
 CHIP_CONFIG_TESTS = ("sim_tests/test_wide_chip.py", "sim_tests/test_overlap.py", "sim_tests/test_configs.py",
                      "sim_tests/test_wide_overlap.py")
-CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs"
+CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs or banked_ports_per_master"
 RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
 RANDOM_SEED = 2026
 #: a unit's slow tests of corners no fast check reaches (pytest arguments; run with ``-m slow``), the

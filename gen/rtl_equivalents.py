@@ -501,6 +501,27 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 netlist="banked scratchpads"),
     Equivalence("ga2_hdl/sram.py", "_to_banks",
                 "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits - 1 -> lane_bits - 2",
+                "the changed expression is evaluated only when lane_bits > 1, i.e. for lane_bits = 32 (the write "
+                "data; the masks take the other branch): (32 - 2).bit_length() = 30.bit_length() = 5 = "
+                "31.bit_length(), so the same 5-bit zero offset part and the same rotation (the netlist is "
+                "checked byte-identical)", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/vector_unit.py", "WideAddEngine.elaborate",
+                "slot = Signal(range(2 * self.config.spad_words + 1))",
+                "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
+                "slot counts the reads of a wide VADD (two per chunk) from 0 and stops one past last_slot = "
+                "2 * ((len - 1) >> log2 P) + 1, so it never exceeds 2 * ceil(len / P) <= 2 * ceil(S / P) <= S "
+                "for the engine's P >= 2 (the issue check refuses a region past the scratchpad's end, so len "
+                "<= S = spad_words; the engine exists only on wide ports).  range(2 * S) holds 0 .. 2S - 1 >= "
+                "S, so the narrower register takes the same value in every cycle and every comparison "
+                "(slot <= last_slot, slot == last_slot) and address is the same"),
+    Equivalence("ga2_hdl/vector_unit.py", "WideAddEngine.elaborate",
+                "m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,",
+                "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
+                "the only input the change treats differently is a lane's total = INT8_MAX, which the clamp "
+                "then replaces by INT8_MAX: the same value (the book VADD's argument, lane by lane)"),
+    Equivalence("ga2_hdl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
                 "lane_bits > 1 -> lane_bits >= 1", _SPAD_ROTATE_LOW_BITS,
                 netlist="banked scratchpads"),
     Equivalence("ga2_hdl/sram.py", "_to_banks",

@@ -132,6 +132,11 @@ def test_banked_ports_per_master_move_words_at_once_and_flag_a_shared_word():
                     used |= wset
                     writes.append((wa, wmask, data))
             assert ctx.get(dut.conflict) == 0, f"step {step}: disjoint writes flagged"
+            assert ctx.get(dut.write_en) == bool(writes), f"step {step}: write_en"
+            if len(writes) == 1:        # one writer: the chunk's first and last word (what the watchdog reads)
+                wa = writes[0][0]
+                assert (ctx.get(dut.write_addr), ctx.get(dut.write_last)) == (wa, (wa + words - 1) % top), \
+                    f"step {step}: write_addr/write_last"
             await ctx.tick()
             for wa, wmask, data in writes:
                 for i in range(words):

@@ -67,3 +67,15 @@ def test_wide_amax_of_negative_values_starts_below_every_word(config):
                isa.make("AMAX", dst=101, src=1, len=2)]                 # INT32_MIN vs -70000: index 0
     spad, _ = run_and_check(words(values), program, config=config)
     assert spad[100] == values.index(max(values)) and spad[101] == 0
+
+
+@pytest.mark.parametrize("config", CONFIGS[:2], ids=lambda c: c.name)
+def test_wide_amax_index_past_half_the_scratchpad(config):
+    """The maximum's index needs every bit of a scratchpad address: a vector of 3,000 words whose
+    maximum is at index 2,600 (> 2,048, the top bit of a 4,096-word scratchpad's index)."""
+    rng = random.Random(12)
+    values = [rng.randrange(-1000, 1000) for _ in range(3000)]
+    values[2600] = 5000
+    program = [isa.make("AMAX", dst=4000, src=0, len=len(values))]
+    spad, _ = run_and_check(words(values), program, config=config)
+    assert spad[4000] == 2600
