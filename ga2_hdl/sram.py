@@ -237,7 +237,6 @@ class Scratchpad(wiring.Component):
     def _elaborate_banked(self):
         m = Module()
         B = self.n_banks
-        shift = B.bit_length() - 1
         W = isa.WORD_BITS
         for name, bank in zip(self.bank_names(), self.banks):
             m.submodules[name] = bank
@@ -267,14 +266,33 @@ class Scratchpad(wiring.Component):
             self.write_last.eq(w_addr + (B - 1)),
         ]
 
-        to_banks = functools.partial(_to_banks, n_banks=B)
+        read_data, _ = self._bank_access(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data)
+        read_lanes = Signal(B * W)
+        m.d.comb += read_lanes.eq(read_data)
+        m.submodules.read_fanout = fanout = Module()
+        for p in ports:
+            fanout.d.comb += p.rd_data.eq(read_lanes)
+        return m
+
+    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix=""):
+        """One access path into the banks: a new read and write port in every bank, driven by one
+        (masked, any-address) read and write of up to B words.
+
+        Lanes -> banks through the rotators; bank ``b`` takes the next row when ``b`` is below the
+        address's offset.  Returns the read data as lanes (one cycle later, rotated back by the
+        registered offset) and, per bank, the ``(enable, row)`` of the write port.
+        """
+        B = self.n_banks
+        shift = B.bit_length() - 1
+        W = isa.WORD_BITS
         r_off, w_off = r_addr[:shift], w_addr[:shift]
         r_row, w_row = r_addr[shift:], w_addr[shift:]
-        r_bank_mask, w_bank_mask = Signal(B), Signal(B)
-        w_bank_data = Signal(B * W)
-        m.d.comb += [r_bank_mask.eq(to_banks(r_mask, r_off, 1)), w_bank_mask.eq(to_banks(w_mask, w_off, 1)),
-                     w_bank_data.eq(to_banks(w_data, w_off, W))]
-        bank_data = []
+        r_bank_mask, w_bank_mask = Signal(B, name=f"{prefix}rd_banks"), Signal(B, name=f"{prefix}wr_banks")
+        w_bank_data = Signal(B * W, name=f"{prefix}wr_bank_data")
+        m.d.comb += [r_bank_mask.eq(_to_banks(r_mask, r_off, 1, B)),
+                     w_bank_mask.eq(_to_banks(w_mask, w_off, 1, B)),
+                     w_bank_data.eq(_to_banks(w_data, w_off, W, B))]
+        bank_data, writes = [], []
         for b, bank in enumerate(self.banks):
             rd = bank.read_port()             # synchronous, not transparent
             wr = bank.write_port()
@@ -289,16 +307,12 @@ class Scratchpad(wiring.Component):
                 wr.data.eq(w_bank_data[b * W:(b + 1) * W]),
             ]
             bank_data.append(rd.data)
+            writes.append((wr.en, wr.addr))
         # banks -> lanes, one cycle later: lane i is bank (offset + i) mod B
-        read_off = Signal(shift, name="read_offset")
+        read_off = Signal(shift, name=f"{prefix}read_offset")
         with m.If(rd_en):
             m.d.sync += read_off.eq(r_off)
-        read_lanes = Signal(B * W)
-        m.d.comb += read_lanes.eq(_from_banks(bank_data, read_off, W))
-        m.submodules.read_fanout = fanout = Module()
-        for p in ports:
-            fanout.d.comb += p.rd_data.eq(read_lanes)
-        return m
+        return _from_banks(bank_data, read_off, W), writes
 
     def _elaborate_banked_ported(self):
         """Banks with one read port and one write port per master (overlap with wide ports).
@@ -310,39 +324,16 @@ class Scratchpad(wiring.Component):
         """
         m = Module()
         B = self.n_banks
-        shift = B.bit_length() - 1
-        W = isa.WORD_BITS
         for name, bank in zip(self.bank_names(), self.banks):
             m.submodules[name] = bank
         ports = list(self.masters)
         bank_writes: list[list[tuple]] = [[] for _ in range(B)]      # per bank: (enable, row) of each master
         for j, p in enumerate(ports):
-            r_off, w_off = p.rd_addr[:shift], p.wr_addr[:shift]
-            r_row, w_row = p.rd_addr[shift:], p.wr_addr[shift:]
-            r_bank_mask, w_bank_mask = Signal(B, name=f"m{j}_rd_banks"), Signal(B, name=f"m{j}_wr_banks")
-            w_bank_data = Signal(B * W, name=f"m{j}_wr_bank_data")
-            m.d.comb += [r_bank_mask.eq(_to_banks(p.rd_mask, r_off, 1, B)),
-                         w_bank_mask.eq(_to_banks(p.wr_mask, w_off, 1, B)),
-                         w_bank_data.eq(_to_banks(p.wr_data.as_value(), w_off, W, B))]
-            bank_data = []
-            for b, bank in enumerate(self.banks):
-                rd = bank.read_port()             # synchronous, not transparent
-                wr = bank.write_port()
-                row_bits = len(rd.addr)
-                r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)
-                m.d.comb += [
-                    rd.en.eq(p.rd_en & r_bank_mask[b]),
-                    rd.addr.eq((r_row + r_next)[:row_bits]),
-                    wr.en.eq(p.wr_en & w_bank_mask[b]),
-                    wr.addr.eq((w_row + w_next)[:row_bits]),
-                    wr.data.eq(w_bank_data[b * W:(b + 1) * W]),
-                ]
-                bank_writes[b].append((wr.en, wr.addr))
-                bank_data.append(rd.data)
-            read_off = Signal(shift, name=f"m{j}_read_offset")
-            with m.If(p.rd_en):
-                m.d.sync += read_off.eq(r_off)
-            m.d.comb += p.rd_data.eq(_from_banks(bank_data, read_off, W))
+            read_data, writes = self._bank_access(m, p.rd_en, p.rd_addr, p.rd_mask, p.wr_en, p.wr_addr,
+                                                  p.wr_mask, p.wr_data.as_value(), prefix=f"m{j}_")
+            m.d.comb += p.rd_data.eq(read_data)
+            for b, write in enumerate(writes):
+                bank_writes[b].append(write)
         same = [ea & eb & (ra == rb) for writes in bank_writes
                 for i, (ea, ra) in enumerate(writes) for eb, rb in writes[i + 1:]]
         write_addr = functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])

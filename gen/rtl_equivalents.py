@@ -479,11 +479,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "Python's int.bit_length() of a negative number is that of its absolute value: "
                 "(1 - 32).bit_length() = 31.bit_length() = 5 = (32 - 1).bit_length(), so the constant, and the "
                 "hardware, are the same"),
-    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked_ported", "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),",
-                "b + 1 -> b + 2",
-                "the slice becomes up to W bits wider at the top but keeps its low W bits (bits b*W .. b*W + W - 1, "
-                "the same bits), and the assignment to the W-bit write port keeps only the low W bits: the same "
-                "data reaches every bank"),
     Equivalence("ga2_hdl/softmax.py", "SoftmaxUnit.elaborate", "wr_index = Signal(range(spad_words + 1))",
                 "spad_words + 1 -> (spad_words + 1) - 1",
                 "wr_index (the next element an SM pass writes) is never compared: it is used only as the "
@@ -534,13 +529,13 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "C(1, 0) is a zero-width constant, and a constant's value is truncated to its width: it is "
                 "(const 0'd0), the very expression C(0, 0) builds, so the rotation's offset and the banked "
                 "scratchpad are the same netlist", netlist="banked scratchpads"),
-    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked",
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._bank_access",
                 "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
                 "the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
                 "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
                 "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
                 "and write rows are the same in every cycle"),
-    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked",
+    Equivalence("ga2_hdl/sram.py", "Scratchpad._bank_access",
                 "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),", "b + 1 -> b + 2",
                 "the slice from b * W is W bits longer (or, for the last bank, reaches the end of the word), "
                 "but it is assigned to the bank's W-bit write data, which keeps its low W bits: the same "
@@ -575,12 +570,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "loads first also in other cycles (at the edge after a sum has used it, or while idle), "
                 "and that value is overwritten before any use: result, the masked writes and the busy time "
                 "are the same"),
-    Equivalence("ga2_hdl/sram.py", "Scratchpad._elaborate_banked_ported",
-                "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
-                "the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
-                "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
-                "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
-                "and write rows are the same in every cycle"),
 )
 
 
