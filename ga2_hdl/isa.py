@@ -267,10 +267,17 @@ class OpSpec:
                 return o
         raise KeyError(name)
 
-    @property
+    @functools.cached_property
     def ranged(self) -> tuple[Operand, ...]:
         """The operands with a legal range (BAD_SHAPE outside it), in operand order."""
         return tuple(o for o in self.operands if o.legal is not None)
+
+    @functools.cached_property
+    def operand_bits(self) -> dict[str, tuple[str, int, int]]:
+        """Operand name -> (field, lsb, mask): where :meth:`Instruction.__getattr__` reads it
+        (computed once per operation: operand reads are the golden model's and the checker's
+        innermost step)."""
+        return {o.name: (o.field, o.lsb, (1 << o.bits) - 1) for o in self.operands}
 
     def ranges_text(self) -> str:
         """The legal ranges in words, operands of one range together: ``M and N in 1..4, K in 1..64``."""
@@ -731,11 +738,11 @@ class Instruction:
     def __getattr__(self, name):
         # Only called for names that are not dataclass fields: operand names.
         spec = known_spec(object.__getattribute__(self, "op"))
-        if spec is not None:
-            for o in spec.operands:
-                if o.name == name:
-                    return o.get({f: object.__getattribute__(self, f) for f in OPERAND_FIELDS})
-        raise AttributeError(name)
+        where = None if spec is None else spec.operand_bits.get(name)
+        if where is None:
+            raise AttributeError(name)
+        field_name, lsb, mask = where
+        return (object.__getattribute__(self, field_name) >> lsb) & mask
 
     def operands(self) -> dict[str, int]:
         return {o.name: o.get(self.fields) for o in self.spec.operands}
