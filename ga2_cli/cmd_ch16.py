@@ -97,9 +97,10 @@ def _ch16(args) -> int:
             print(f"  {p}")
     print()
     wall = time.perf_counter() - t0
-    print(f"== 4. time: {wall:.1f} s wall in all ({result.seconds['software']:.1f} s checks and runs, "
-          f"{result.seconds['replay']:.1f} s replaying {result.programs} programs "
-          f"in {', '.join(sims) or 'no simulator'})")
+    print(f"== 4. time: {wall:.1f} s wall in all (the checks and runs done after {result.seconds['software']:.1f} s; "
+          f"replaying {result.programs} programs in {', '.join(sims) or 'no simulator'}: "
+          f"{result.seconds['replay']:.1f} s from the first piece's start to the last one's end, "
+          f"beside the decoding)")
     if sims:
         print(ch16.format_speeds(result))
     os.makedirs(args.out, exist_ok=True)

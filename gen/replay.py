@@ -8,8 +8,12 @@ and ``run_bundle``): it knows nothing about how a simulator is started.  It
   has one), so that every piece reuses the same cached build, and, for a slow
   simulator, into enough pieces to keep every worker busy;
 * runs the pieces of all simulators in a pool of worker processes (one per
-  core by default), longest first, so that Icarus can use both cores while
-  Verilator's short run slips in between;
+  core by default), longest first, after each simulator's export and build
+  (made once, before its pieces), so that Icarus can use both cores while
+  Verilator builds and its short run slips in between;
+* with :class:`ReplayPool`, takes bundles as they become known and runs other
+  work in the same pool (``ga2 ch16`` replays each run while the next ones are
+  decoded);
 * puts the results back in bundle order, so that a caller who concatenated
   several runs into one bundle can attribute programs, cycles and mismatches
   back to each run (:meth:`SimulatorReplay.span`).
@@ -19,6 +23,8 @@ still run, so every run of a concatenated bundle gets a verdict.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import multiprocessing
 import os
@@ -57,6 +63,7 @@ class Piece:
     stop: int
     cycles: int          #: the golden model's total for these programs
     words: int           #: the size of the piece as a bundle
+    bundle: int = 0      #: which bundle of a :class:`ReplayPool` (the order they were added)
 
 
 @dataclass
@@ -89,6 +96,8 @@ class SimulatorReplay:
     mismatches: list[Mismatch]
     errors: list[str]
     pieces: list[PieceResult] = field(default_factory=list)
+    #: the export and build made before the pieces ran (None: each piece made or found its own)
+    preparation: "Preparation | None" = None
 
     @property
     def passed(self) -> bool:
@@ -105,17 +114,18 @@ class SimulatorReplay:
 
     @property
     def setup_seconds(self) -> float:
-        return sum(p.setup_seconds for p in self.pieces)
+        """Export and build: the preparation's and what each piece spent finding them."""
+        return (self.preparation.seconds if self.preparation else 0.0) + sum(p.setup_seconds for p in self.pieces)
 
     @property
     def cpu_seconds(self) -> float:
-        """CPU time of the pieces (simulation, export, build, bundle writing): a measure of the work
-        that does not depend on what else the machine is doing."""
-        return sum(p.cpu_seconds for p in self.pieces)
+        """CPU time of the preparation and the pieces (simulation, export, build, bundle writing): a
+        measure of the work that does not depend on what else the machine is doing."""
+        return (self.preparation.cpu_seconds if self.preparation else 0.0) + sum(p.cpu_seconds for p in self.pieces)
 
     @property
     def wall_seconds(self) -> float:
-        """From the first piece's start to the last piece's end."""
+        """From the first piece's start to the last piece's end (the preparation not included)."""
         if not self.pieces:
             return 0.0
         return max(p.ended for p in self.pieces) - min(p.started for p in self.pieces)
@@ -174,9 +184,10 @@ def program_words(bundle: Bundle) -> list[int]:
 
 
 def plan_pieces(bundle: Bundle, simulator: str, *, workers: int, max_words: int | None,
-                words: Sequence[int] | None = None) -> list[Piece]:
+                words: Sequence[int] | None = None, pieces_per_worker: int = 2) -> list[Piece]:
     """Contiguous pieces of ``bundle`` for ``simulator``: each at most ``max_words`` bundle words
-    (None: no limit), and, when the simulator is slow, about ``2 * workers`` of them of equal cycles."""
+    (None: no limit), and, when the simulator is slow, of equal cycles, about ``PIECE_SECONDS``
+    each and at least ``pieces_per_worker * workers`` of them."""
     words = list(words) if words is not None else program_words(bundle)
     cycles = [p.expected.counters.total for p in bundle.programs]
     n = len(cycles)
@@ -191,7 +202,8 @@ def plan_pieces(bundle: Bundle, simulator: str, *, workers: int, max_words: int 
     seconds = total / SPEED_HINT.get(simulator, 50_000)
     wanted = 1
     if seconds > SPLIT_ABOVE_SECONDS and workers > 1:
-        wanted = max(2 * workers, min(MAX_PIECES_PER_WORKER * workers, math.ceil(seconds / PIECE_SECONDS)))
+        wanted = max(pieces_per_worker * workers, min(MAX_PIECES_PER_WORKER * workers,
+                                                      math.ceil(seconds / PIECE_SECONDS)))
     per_piece = total / min(wanted, n)
     pieces, start, acc_cycles, acc_words = [], 0, 0, 0
     for i in range(n):
@@ -206,9 +218,9 @@ def plan_pieces(bundle: Bundle, simulator: str, *, workers: int, max_words: int 
 
 
 # ------------------------------------------------------------------ the workers
-# The bundle and the progress queue reach the workers by fork (module globals set before the
-# pool starts), so a task is only a Piece and no program is pickled on the way in.
-_BUNDLE: Bundle | None = None
+# The progress queue and the simulators' options reach the workers by fork (module globals set
+# before the pool starts); a piece travels with its own programs (a sub-bundle), so bundles that
+# become known after the workers started can be replayed by them.
 _PROGRESS = None
 _OPTIONS: dict[str, dict] = {}
 
@@ -220,11 +232,9 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _run_piece(piece: Piece) -> PieceResult:
+def _run_piece(piece: Piece, sub: Bundle) -> PieceResult:
     started = time.time()
     cpu0 = _cpu_seconds()
-    assert _BUNDLE is not None
-    sub = Bundle(_BUNDLE.ext_words, _BUNDLE.programs[piece.start:piece.stop], _BUNDLE.config)   # the same chip
     done = [0]
 
     def progress(k: int, _n: int) -> None:
@@ -246,14 +256,209 @@ def _run_piece(piece: Piece) -> PieceResult:
                        report.build_seconds, started, time.time(), cpu_seconds=_cpu_seconds() - cpu0)
 
 
-def _order(pieces: list[Piece]) -> list[Piece]:
-    """A simulator replayed in one piece (a fast one) goes first: its build, if it needs one,
-    overlaps the slow simulator's pieces, and its verdict comes early.  The rest longest
-    expected time first (LPT), so that the last pieces to finish are short ones."""
-    count: dict[str, int] = {}
-    for p in pieces:
-        count[p.simulator] = count.get(p.simulator, 0) + 1
-    return sorted(pieces, key=lambda p: (count[p.simulator] > 1, -p.cycles / SPEED_HINT.get(p.simulator, 50_000)))
+@dataclass
+class Preparation:
+    """A simulator's export and build, made once before its pieces run (see :meth:`ReplayPool.prepare`)."""
+    simulator: str
+    seconds: float
+    cpu_seconds: float
+    error: str | None = None
+
+
+def _prepare(name: str, ext_words: int) -> Preparation:
+    t0, cpu0 = time.perf_counter(), _cpu_seconds()
+    try:
+        get_simulator(name, **_OPTIONS.get(name, {})).prepare(ext_words)
+    except Exception as e:          # the simulator's pieces are then reported with this error
+        detail = str(e) if isinstance(e, SimulatorError) else traceback.format_exc()
+        return Preparation(name, time.perf_counter() - t0, _cpu_seconds() - cpu0, f"{type(e).__name__}: {detail}")
+    return Preparation(name, time.perf_counter() - t0, _cpu_seconds() - cpu0)
+
+
+class ReplayPool:
+    """Replay bundles in several simulators as the bundles become known, and run other work
+    beside them, in one pool of ``workers`` forked processes.
+
+    Work waits in one queue ordered by priority (a lower level first; a simulator's pieces
+    longest expected time first, so that the last ones to finish are short), and only as
+    many tasks as there are workers are handed to the pool, so a task added later with a
+    higher priority still goes before the ones already waiting.
+
+    * :meth:`prepare` queues a simulator's export and build; its pieces wait for it, so no
+      worker sits on the build's lock while another builds.  A simulator not prepared by
+      the caller is prepared when its first bundle is added.
+    * :meth:`add` cuts a bundle into pieces per simulator (:func:`plan_pieces`) and queues them.
+    * :meth:`submit` queues other work: ``fn(*args)`` runs in a worker and ``on_done(result)``
+      in this process (it may add bundles or more work).
+    * :meth:`run` works until the queue is empty; :meth:`replays` gives each bundle's results.
+
+    Parameters
+    ----------
+    simulators : simulator names (unknown ones are refused here, before any work).
+    workers : worker processes (default: one per core).
+    progress : ``progress(simulator, programs done, programs added so far)``, called in this process.
+    options : keyword arguments per simulator name for :func:`get_simulator`.
+    pieces_per_worker : a slow simulator's bundle is cut into at least this many pieces per
+        worker (2 when one bundle is all there is to keep the workers busy; 0 when many
+        bundles come one after another and other work fills the gaps).
+    """
+
+    #: priority levels: preparations before everything else, pieces after other work of a lower level
+    PREPARE = 0
+    PIECES = 10
+
+    def __init__(self, simulators: Sequence[str], *, workers: int | None = None,
+                 progress: Callable[[str, int, int], None] | None = None,
+                 options: dict[str, dict] | None = None, pieces_per_worker: int = 2):
+        self.workers = workers or os.cpu_count() or 1
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.names = list(dict.fromkeys(simulators))
+        self.options = options or {}
+        self._sims = {name: get_simulator(name, **self.options.get(name, {})) for name in self.names}
+        self.pieces_per_worker = pieces_per_worker
+        self.progress = progress
+        self.bundles: list[Bundle] = []
+        self.results: list[PieceResult] = []
+        self.preparations: dict[str, Preparation | None] = {}     # None: queued or running
+        self._held: dict[str, list] = {name: [] for name in self.names}
+        self._queue: list = []
+        self._seq = itertools.count()
+        self._done = {name: 0 for name in self.names}
+
+    # ------------------------------------------------------------------ queueing
+    def submit(self, fn: Callable, *args, priority: float = 1, on_done: Callable | None = None) -> None:
+        """Queue ``fn(*args)`` (run in a worker; a picklable module-level function) at ``priority``."""
+        heapq.heappush(self._queue, ((priority, 0.0), next(self._seq), fn, args, on_done))
+
+    def prepare(self, simulator: str, ext_words: int, *, priority: float = PREPARE) -> None:
+        """Queue ``simulator``'s export and build for bundles of ``ext_words`` (once per simulator)."""
+        if simulator in self.preparations or not hasattr(self._sims[simulator], "prepare"):
+            return
+        self.preparations[simulator] = None
+        self.submit(_prepare, simulator, ext_words, priority=priority, on_done=self._prepared)
+
+    def _prepared(self, prep: Preparation) -> None:
+        self.preparations[prep.simulator] = prep
+        for item in self._held.pop(prep.simulator, []):
+            if prep.error is None:
+                heapq.heappush(self._queue, item)
+            else:                    # a build that failed fails every piece of its simulator, once
+                piece = item[3][0]
+                now = time.time()
+                self.results.append(PieceResult(piece, [], None, 0.0, 0.0, now, now, prep.error))
+
+    def add(self, bundle: Bundle) -> int:
+        """Queue ``bundle``'s pieces in every simulator; its number among the bundles added."""
+        index = len(self.bundles)
+        self.bundles.append(bundle)
+        if not bundle.programs:
+            return index
+        words = program_words(bundle)
+        for name in self.names:
+            self.prepare(name, bundle.ext_words)
+            for piece in plan_pieces(bundle, name, workers=self.workers, words=words,
+                                     max_words=getattr(self._sims[name], "min_bundle_cap", None),
+                                     pieces_per_worker=self.pieces_per_worker):
+                piece = replace(piece, bundle=index)
+                sub = Bundle(bundle.ext_words, bundle.programs[piece.start:piece.stop], bundle.config)
+                seconds = piece.cycles / SPEED_HINT.get(name, 50_000)
+                item = ((self.PIECES, -seconds), next(self._seq), _run_piece, (piece, sub), self.results.append)
+                if name in self.preparations and self.preparations[name] is None:
+                    self._held[name].append(item)
+                else:
+                    heapq.heappush(self._queue, item)
+        return index
+
+    @property
+    def programs(self) -> int:
+        return sum(len(b.programs) for b in self.bundles)
+
+    # ------------------------------------------------------------------ working
+    def run(self) -> None:
+        """Work until nothing is queued or running (what ``on_done`` adds included)."""
+        global _PROGRESS, _OPTIONS
+        ctx = multiprocessing.get_context("fork")
+        progress_queue = ctx.Queue()
+        _PROGRESS, _OPTIONS = progress_queue, self.options
+
+        def drain() -> None:
+            while True:
+                try:
+                    name, k = progress_queue.get_nowait()
+                except queue.Empty:
+                    return
+                self._done[name] += k
+                if self.progress:
+                    self.progress(name, self._done[name], self.programs)
+
+        try:
+            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+                running: dict = {}
+                try:
+                    while self._queue or running:
+                        while self._queue and len(running) < self.workers:
+                            _, _, fn, args, on_done = heapq.heappop(self._queue)
+                            running[pool.submit(fn, *args)] = on_done
+                        finished, _ = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                        drain()
+                        for f in finished:
+                            on_done = running.pop(f)
+                            result = f.result()
+                            if on_done is not None:
+                                on_done(result)
+                except BaseException:
+                    # an interrupt (or an error): the workers stop now instead of finishing their work;
+                    # each worker inherited ga2's signal handlers, so SIGTERM ends its simulator's group too
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    for worker in multiprocessing.active_children():
+                        worker.terminate()
+                    for worker in multiprocessing.active_children():
+                        worker.join(timeout=10)
+                    raise
+            time.sleep(0.05)
+            drain()
+        finally:
+            _PROGRESS, _OPTIONS = None, {}
+            progress_queue.close()
+
+    def replays(self) -> list[dict[str, SimulatorReplay]]:
+        """Per bundle (in the order added), every simulator's replay of it."""
+        out = []
+        for index, bundle in enumerate(self.bundles):
+            n = len(bundle.programs)
+            mine_all = {}
+            for name in self.names:
+                mine = sorted((r for r in self.results if r.piece.simulator == name and r.piece.bundle == index),
+                              key=lambda r: r.piece.start)
+                outcomes: list[ProgramOutcome | None] = [None] * n
+                for r in mine:
+                    for i, o in enumerate(r.outcomes):
+                        outcomes[r.piece.start + i] = o
+                prep = self.preparations.get(name)
+                mine_all[name] = SimulatorReplay(name, n, outcomes, [r.mismatch for r in mine if r.mismatch],
+                                                 [r.error for r in mine if r.error], mine,
+                                                 preparation=prep if index == 0 else None)
+            out.append(mine_all)
+        return out
+
+
+def concatenate(parts: Sequence[SimulatorReplay]) -> SimulatorReplay:
+    """One simulator's replays of several bundles as the replay of their concatenation (programs,
+    mismatches and pieces renumbered in it), e.g. the runs of a table replayed one by one."""
+    if not parts:
+        raise ValueError("nothing to concatenate")
+    outcomes, mismatches, errors, pieces, offset = [], [], [], [], 0
+    for part in parts:
+        outcomes += part.outcomes
+        mismatches += [replace(m, program=(m.program or 0) + offset) for m in part.mismatches]
+        errors += part.errors
+        pieces += [replace(r, piece=replace(r.piece, start=r.piece.start + offset, stop=r.piece.stop + offset))
+                   for r in part.pieces]
+        offset += part.programs
+    preparation = next((p.preparation for p in parts if p.preparation is not None), None)
+    return SimulatorReplay(parts[0].simulator, offset, outcomes, mismatches, errors, pieces,
+                           preparation=preparation)
 
 
 def replay(bundle: Bundle, simulators: Sequence[str], *, workers: int | None = None,
@@ -265,70 +470,10 @@ def replay(bundle: Bundle, simulators: Sequence[str], *, workers: int | None = N
     process as programs finish.  ``options`` are keyword arguments per simulator name
     for :func:`get_simulator`.
     """
-    global _BUNDLE, _PROGRESS, _OPTIONS
-    workers = workers or os.cpu_count() or 1
-    if workers < 1:
-        raise ValueError("workers must be at least 1")
-    names = list(dict.fromkeys(simulators))
-    options = options or {}
-    words = program_words(bundle)
-    pieces: list[Piece] = []
-    for name in names:
-        sim = get_simulator(name, **options.get(name, {}))      # unknown names fail here, before any work
-        pieces += plan_pieces(bundle, name, workers=workers, max_words=getattr(sim, "min_bundle_cap", None),
-                              words=words)
-    n = len(bundle.programs)
-    done = {name: 0 for name in names}
-    results: list[PieceResult] = []
-
-    ctx = multiprocessing.get_context("fork")
-    progress_queue = ctx.Queue()
-    _BUNDLE, _PROGRESS, _OPTIONS = bundle, progress_queue, options
-
-    def drain() -> None:
-        while True:
-            try:
-                name, k = progress_queue.get_nowait()
-            except queue.Empty:
-                return
-            done[name] += k
-            if progress:
-                progress(name, done[name], n)
-
-    try:
-        with ProcessPoolExecutor(max_workers=min(workers, len(pieces)) or 1, mp_context=ctx) as pool:
-            pending = {pool.submit(_run_piece, p) for p in _order(pieces)}
-            try:
-                while pending:
-                    finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                    drain()
-                    for f in finished:
-                        results.append(f.result())
-            except BaseException:
-                # an interrupt (or an error): the workers stop now instead of finishing their pieces;
-                # each worker inherited ga2's signal handlers, so SIGTERM ends its simulator's group too
-                pool.shutdown(wait=False, cancel_futures=True)
-                for worker in multiprocessing.active_children():
-                    worker.terminate()
-                for worker in multiprocessing.active_children():
-                    worker.join(timeout=10)
-                raise
-        time.sleep(0.05)
-        drain()
-    finally:
-        _BUNDLE, _PROGRESS, _OPTIONS = None, None, {}
-        progress_queue.close()
-
-    out: dict[str, SimulatorReplay] = {}
-    for name in names:
-        mine = sorted((r for r in results if r.piece.simulator == name), key=lambda r: r.piece.start)
-        outcomes: list[ProgramOutcome | None] = [None] * n
-        for r in mine:
-            for i, o in enumerate(r.outcomes):
-                outcomes[r.piece.start + i] = o
-        out[name] = SimulatorReplay(name, n, outcomes, [r.mismatch for r in mine if r.mismatch],
-                                    [r.error for r in mine if r.error], mine)
-    return out
+    pool = ReplayPool(simulators, workers=workers, progress=progress, options=options)
+    pool.add(bundle)
+    pool.run()
+    return pool.replays()[0]
 
 
 def pieces_summary(replay_: SimulatorReplay) -> str:
@@ -337,5 +482,5 @@ def pieces_summary(replay_: SimulatorReplay) -> str:
     return f"{k} piece{'s' if k != 1 else ''}, {replay_.run_seconds:.1f} s of simulation"
 
 
-__all__ = ["Piece", "PieceResult", "ProgramOutcome", "SimulatorReplay", "SpanVerdict", "plan_pieces",
-           "program_words", "replay", "pieces_summary", "SPEED_HINT"]
+__all__ = ["Piece", "PieceResult", "Preparation", "ProgramOutcome", "ReplayPool", "SimulatorReplay", "SpanVerdict",
+           "concatenate", "plan_pieces", "program_words", "replay", "pieces_summary", "SPEED_HINT"]

@@ -236,6 +236,12 @@ class _VerilogSimulator:
         toolchain.prune("build")
         return Build(final, command, key, cap, trace, time.perf_counter() - t0, compile_seconds, False)
 
+    def prepare(self, ext_words: int) -> None:
+        """Export and build for bundles of ``ext_words`` and at most ``min_bundle_cap`` words, so
+        that the runs that follow find both in the cache (:class:`gen.replay.ReplayPool` does
+        this once, before a simulator's pieces)."""
+        self.build(ext_words, words=0)
+
     # ------------------------------------------------------------------ running
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> BundleReport:

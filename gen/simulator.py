@@ -89,6 +89,9 @@ class Simulator(Protocol):
                    progress: Callable[[int, int], None] | None = None) -> BundleReport:
         """Run every program of a bundle and compare each with its expected result."""
 
+    # Optional: ``prepare(ext_words)`` makes what runs need (export, compiled simulation) ahead of
+    # them, so that runs in several processes find it cached (gen.replay.ReplayPool calls it once).
+
 
 #: The watchdog, one rule for every simulator: a program that has not halted after
 #: WATCHDOG_FACTOR x its expected cycles + WATCHDOG_SLACK "does not halt".

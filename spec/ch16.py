@@ -5,10 +5,11 @@
    with a perfect, a noisy and a poor draft; random model seed 1: plain, k = 1
    and k = 3), decoded by the host loop with every program's cycles predicted by
    the ISA.
-3. Every program of every run replayed on the RTL in each named simulator.  All
-   runs go into one bundle; :func:`gen.replay.replay` cuts it into pieces that
-   share one cached build per simulator and spreads them over the cores, and the
-   results are attributed back to the runs.
+3. Every program of every run replayed on the RTL in each named simulator.  One
+   pool of worker processes (:class:`gen.replay.ReplayPool`) builds the simulators,
+   decodes the seven runs side by side, replays each run as soon as it is decoded
+   (in pieces that share one cached build per simulator) and runs the checks; the
+   results are put together as one bundle of all the runs and attributed back to them.
 4. The table, with the book's figures beside ours and a mark where they differ.
 
 The figures of the book are data here (:data:`BOOK_TABLE`), used only to compare;
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -32,7 +32,7 @@ from ga2_hdl import isa
 from ga2_hdl.bundle import Bundle
 from ga2_hdl.config import Config
 
-from .runs import TABLE_TOKENS, TableRow, bundle_of, random_rows, structured_rows
+from .runs import CHAPTER_RUNS, TABLE_TOKENS, TableRow, bundle_of
 from .tiny_lm import float_generate, make_model
 
 
@@ -127,27 +127,29 @@ def software_problems() -> list[str]:
     return checks.all_problems(checks.installed_modules())
 
 
-def _bundle(row: TableRow, config: Config) -> Bundle:
-    """The run's programs as a bundle for the chip they were compiled for."""
-    return bundle_of(row.log, row.label)
+def _run_job(index: int, n: int, config: Config) -> tuple[TableRow, Bundle]:
+    """Run ``index`` of the chapter's table (:data:`spec.runs.CHAPTER_RUNS`) and its programs as a bundle
+    (a worker's task: the runs are decoded side by side and each is replayed as soon as it is known)."""
+    row = CHAPTER_RUNS[index].row(n, config=config)
+    return row, bundle_of(row.log, row.label)
 
 
-def _structured_job(n: int, *, config: Config) -> list[tuple[TableRow, str, Bundle | None]]:
-    return [(row, "the rule f(t) = 5t + 3 mod 16", _bundle(row, config)) for row in structured_rows(n, config=config)]
-
-
-def _random_job(n: int, *, config: Config) -> list[tuple[TableRow, str, Bundle | None]]:
-    rows = random_rows(n, config=config)
-    out = []
-    for i, row in enumerate(rows):
-        if i == 0:
-            # the plain run cannot be compared with itself: compare it with the float target instead
+def _reference(rows: Sequence[TableRow], n: int) -> list[str]:
+    """Each run's reference (set on the rows) and what it is, in words.  The structured model's runs
+    carry the rule's tokens; the random model's plain run cannot be compared with itself, so it is
+    compared with the float target, and its speculative runs with the chip's own plain tokens."""
+    kinds = []
+    plain_random = next(r for spec, r in zip(CHAPTER_RUNS, rows) if spec.model == "random" and spec.k is None)
+    for spec, row in zip(CHAPTER_RUNS, rows):
+        if spec.model == "structured":
+            kinds.append("the rule f(t) = 5t + 3 mod 16")
+        elif spec.k is None:
             row.reference = float_generate(make_model("random", 1), 0, n)
-            kind = "the float target's greedy tokens"
+            kinds.append("the float target's greedy tokens")
         else:
-            kind = "the chip's own plain greedy tokens"
-        out.append((row, kind, _bundle(row, config)))
-    return out
+            row.reference = plain_random.tokens
+            kinds.append("the chip's own plain greedy tokens")
+    return kinds
 
 
 @dataclass
@@ -214,34 +216,59 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
              config: Config = isa.BOOK) -> Ch16Result:
     """The whole job, every program compiled for the chip ``config``.  ``say`` gets each part's text as
     soon as it is known; ``progress`` the replay's progress (simulator, programs done, programs)."""
-    from gen.replay import replay
+    from gen.replay import ReplayPool, concatenate
 
     if n < 1:
         raise ValueError(f"--tokens must be at least 1, got {n}")
     book_chip = config.same_chip(isa.BOOK)
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
-    # the checks and the two models' runs are independent: compute them side by side
-    with ProcessPoolExecutor(max_workers=max(1, min(workers, 3))) as pool:
-        checks_future = pool.submit(software_problems) if checks else None
-        structured_future = pool.submit(_structured_job, n, config=config)
-        random_future = pool.submit(_random_job, n, config=config)
-        problems = checks_future.result() if checks_future else []
-        if checks:
-            say("== 1. software checks: block form == sequential float step; exactness for every draft; "
-                "causality on the chip; compiled verifier == interpreter and close to float; "
-                "the rule through the chip's loop")
-            say("  problems: " + ("none" if not problems else ""))
-            for p in problems:
-                say(f"    {p}")
-        runs = structured_future.result() + random_future.result()
-    t_software = time.perf_counter() - t0
+    # One pool does everything, so that no core waits while there is work: the simulators' builds
+    # (the slow Verilator build first, beside the decoding), the seven runs, each run's replay as
+    # soon as the run is decoded, and the software checks.
+    pool = ReplayPool(simulators, workers=workers, progress=progress,
+                      options={name: {"config": config} for name in simulators}, pieces_per_worker=0)
+    order = sorted(simulators, key=lambda name: name != "verilator")
+    for name in order[:1]:
+        pool.prepare(name, config.ext_words, priority=ReplayPool.PREPARE)
+    for name in order[1:]:
+        pool.prepare(name, config.ext_words, priority=2)       # after the runs have started
+    runs: dict[int, tuple[TableRow, Bundle]] = {}
+    bundle_of_run: dict[int, int] = {}
+    done: dict[str, float] = {}
+    problems: list[str] = []
 
+    def run_done(index: int, result: tuple[TableRow, Bundle]) -> None:
+        runs[index] = result
+        bundle_of_run[index] = pool.add(result[1])
+        if len(runs) == len(CHAPTER_RUNS):
+            done["runs"] = time.perf_counter() - t0
+
+    def checks_done(found: list[str]) -> None:
+        problems.extend(found)
+        done["checks"] = time.perf_counter() - t0
+        say("== 1. software checks: block form == sequential float step; exactness for every draft; "
+            "causality on the chip; compiled verifier == interpreter and close to float; "
+            "the rule through the chip's loop")
+        say("  problems: " + ("none" if not problems else ""))
+        for p in problems:
+            say(f"    {p}")
+
+    for index in range(len(CHAPTER_RUNS)):
+        pool.submit(_run_job, index, n, config, priority=1, on_done=lambda r, i=index: run_done(i, r))
+    if checks:
+        pool.submit(software_problems, priority=3, on_done=checks_done)
+    pool.run()
+    t_software = max(done.values())
+
+    ordered = [runs[i][0] for i in range(len(CHAPTER_RUNS))]
+    kinds = _reference(ordered, n)
     rows: list[Ch16Row] = []
-    combined = Bundle(runs[0][2].ext_words, config=config)
+    config_bundles = [runs[i][1] for i in range(len(CHAPTER_RUNS))]
+    combined = Bundle(config_bundles[0].ext_words, config=config)
     golden_problems = []
     plain_cycles = {}
-    for row, kind, bundle in runs:
+    for row, kind, bundle in zip(ordered, kinds, config_bundles):
         if bundle.ext_words != combined.ext_words:
             raise ValueError("the runs' bundles were made for different external-memory sizes")
         elif bundle.total_cycles != row.cycles:
@@ -261,11 +288,12 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
         + ("" if book_chip else f" on {config.describe()}")
         + f": {sum(r.programs for r in rows)} programs, "
         f"{sum(r.cycles for r in rows):,} cycles, replayed on {', '.join(simulators) or 'no simulator'} "
-        f"({workers} worker process{'es' if workers != 1 else ''})")
-    t1 = time.perf_counter()
-    replays = replay(combined, simulators, workers=workers, progress=progress,
-                     options={name: {"config": config} for name in simulators}) if simulators else {}
-    t_replay = time.perf_counter() - t1
+        f"as each run was decoded ({workers} worker process{'es' if workers != 1 else ''})")
+    per_bundle = pool.replays()
+    replays = {name: concatenate([per_bundle[bundle_of_run[i]][name] for i in range(len(CHAPTER_RUNS))])
+               for name in pool.names}
+    pieces = [p for rep in replays.values() for p in rep.pieces]
+    t_replay = (max(p.ended for p in pieces) - min(p.started for p in pieces)) if pieces else 0.0
     for row in rows:
         for name, rep in replays.items():
             v = rep.span(row.first_program, row.first_program + row.programs)

@@ -59,23 +59,50 @@ def speculative_row(label, model, n, k, noise, reference, *, config: Config = is
     return TableRow(label, run.tokens, reference, run.log, st.accepted, st.proposed, st.blocks)
 
 
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a table: decode ``n`` tokens of a model, plainly (``k`` None) or with ``k`` guesses
+    per block from a draft of noise ``noise``."""
+    label: str
+    model: str                 #: "structured" or "random" (seed 1)
+    k: int | None = None
+    noise: float = 0.0
+
+    def row(self, n: int = TABLE_TOKENS, *, config: Config = isa.BOOK) -> TableRow:
+        """The run on the chip ``config``.  Its reference: the rule's tokens for the structured
+        model; for the random model its own tokens when plain, and None for a speculative run
+        (the plain run's tokens, which the caller fills in: see :func:`random_rows`)."""
+        model = make_model("structured") if self.model == "structured" else make_model("random", 1)
+        expected = rule_tokens(0, n) if self.model == "structured" else None
+        if self.k is None:
+            return plain_row(self.label, model, n, expected, config=config)
+        return speculative_row(self.label, model, n, self.k, self.noise, expected, config=config)
+
+
+def structured_specs(noises=(0.0, 3.0, 4.0), k: int = 3) -> list[RunSpec]:
+    return [RunSpec("plain greedy decoding", "structured")] + [
+        RunSpec(f"k={k}, draft noise {noise:g}", "structured", k, noise) for noise in noises]
+
+
+def random_specs(ks=(1, 3)) -> list[RunSpec]:
+    return [RunSpec("random model: plain decoding", "random")] + [
+        RunSpec(f"random model: k={k}", "random", k) for k in ks]
+
+
+#: the chapter's seven runs, in the table's order
+CHAPTER_RUNS: tuple[RunSpec, ...] = tuple(structured_specs() + random_specs())
+
+
 def structured_rows(n: int = TABLE_TOKENS, noises=(0.0, 3.0, 4.0), k: int = 3,
                     config: Config = isa.BOOK) -> list[TableRow]:
-    model = make_model("structured")
-    expected = rule_tokens(0, n)
-    rows = [plain_row("plain greedy decoding", model, n, expected, config=config)]
-    for noise in noises:
-        rows.append(speculative_row(f"k={k}, draft noise {noise:g}", model, n, k, noise, expected, config=config))
-    return rows
+    return [spec.row(n, config=config) for spec in structured_specs(noises, k)]
 
 
 def random_rows(n: int = TABLE_TOKENS, ks=(1, 3), *, config: Config = isa.BOOK) -> list[TableRow]:
-    model = make_model("random", 1)
-    plain = plain_row("random model: plain decoding", model, n, None, config=config)
-    rows = [plain]
-    for k in ks:
-        rows.append(speculative_row(f"random model: k={k}", model, n, k, 0.0, plain.tokens, config=config))
-    return rows
+    plain, *rows = [spec.row(n, config=config) for spec in random_specs(ks)]
+    for row in rows:
+        row.reference = plain.tokens
+    return [plain] + rows
 
 
 def chapter_table(n: int = TABLE_TOKENS, *, config: Config = isa.BOOK) -> list[TableRow]:
