@@ -129,24 +129,25 @@ class Machine:
         self.ext[i.dst:i.dst + i.len] = self.spad[i.src:i.src + i.len]
 
     def _mm(self, i: Instruction) -> None:
-        m = np.arange(i.M)[:, None]
-        k = np.arange(i.K)
+        M, K, N, ldc, dst = i.M, i.K, i.N, i.ldc, i.dst
+        m = np.arange(M)[:, None]
+        k = np.arange(K)
         a = _int8(self.spad[i.A + m * i.lda + k[None, :]])                       # M x K
-        n = np.arange(i.N)
+        n = np.arange(N)
         if i.tb:
             b = _int8(self.spad[i.B + n[None, :] * i.ldb + k[:, None]])          # K x N
         else:
             b = _int8(self.spad[i.B + k[:, None] * i.ldb + n[None, :]])
         c = (a @ b) & isa.WORD_MASK                                              # wrap to 32 bits
-        # Row-major write order: if a small ldc makes rows share words, the last row wins.
-        for mm in range(i.M):
-            for nn in range(i.N):
-                self.spad[i.dst + mm * i.ldc + nn] = c[mm, nn]
+        # Row-major write order: if a small ldc makes rows share words, the last row wins
+        # (a row's own N words are distinct, so each row is one slice written after the one before).
+        for mm in range(M):
+            self.spad[dst + mm * ldc:dst + mm * ldc + N] = c[mm]
 
     def _rq(self, i: Instruction) -> None:
-        relu = bool(i.relu)
+        relu, m, s = bool(i.relu), i.m, i.s
         src = self.spad[i.src:i.src + i.len].tolist()
-        out = [isa.word_of(isa.requantize(isa.int32_of(w), i.m, i.s, relu)) for w in src]
+        out = [isa.word_of(isa.requantize(isa.int32_of(w), m, s, relu)) for w in src]
         self.spad[i.dst:i.dst + i.len] = out
 
     def _sm(self, i: Instruction) -> None:
