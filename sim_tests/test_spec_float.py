@@ -145,3 +145,37 @@ def test_host_loop_bookkeeping_on_a_hand_made_target():
 def test_host_loop_rejects_bad_k():
     with pytest.raises(ValueError, match="k must be"):
         speculate(0, 4, 0, None, None)
+
+
+def _scalar_vecmat(x, W):
+    """The definition: each output a left-to-right sum from 0.0 of the rounded products."""
+    out = []
+    for j in range(len(W[0])):
+        acc = 0.0
+        for i, xi in enumerate(x):
+            acc += xi * W[i][j]
+        out.append(acc)
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")     # inf - inf, as in the loop
+def test_vecmat_is_bit_for_bit_the_scalar_left_to_right_sum():
+    import math
+    import random
+
+    from spec.tiny_lm import vecmat
+    rng = random.Random(5)
+    # zeros of both signs (all-zero sums), values whose order of addition matters, overflow
+    special = [0.0, -0.0, 1e-300, -1e-300, 1e16, -1e16, 1.0, 3.0e307, -3.0e307]
+    model = make_model("random", 1)
+    for trial in range(400):
+        rows, cols = rng.choice([(16, 16), (16, 32), (32, 16), (3, 5)])
+        W = [[rng.choice(special + [rng.gauss(0, 1)]) for _ in range(cols)] for _ in range(rows)]
+        x = [rng.choice(special + [rng.gauss(0, 1)]) for _ in range(rows)]
+        for got, want in zip(vecmat(x, W), _scalar_vecmat(x, W)):
+            assert (got == want and math.copysign(1, got) == math.copysign(1, want)) or (got != got and want != want)
+    x = [rng.gauss(0, 1) for _ in range(D)]
+    assert vecmat(x, model.array("W1")) == _scalar_vecmat(x, model.W1)
+    assert vecmat([-0.0] * 3, [[0.0, -0.0]] * 3) == [0.0, 0.0]
+    assert math.copysign(1, vecmat([-0.0] * 3, [[0.0, -0.0]] * 3)[1]) == 1.0

@@ -42,6 +42,8 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+import numpy as np
+
 #: vocabulary size, model width, feed-forward width
 V = 16
 D = 16
@@ -89,6 +91,14 @@ class TinyLM:
         if name not in LAYER_WEIGHTS + ("Wout",):
             raise KeyError(f"no weight named {name!r}")
         return getattr(self, name)
+
+    def array(self, name: str) -> np.ndarray:
+        """A weight matrix by its graph name as a float64 array, made once per model (a model's
+        weights are never changed in place: :meth:`with_sharp_attention` makes a new model)."""
+        arrays = self.__dict__.setdefault("_arrays", {})      # not a field: not compared, not replaced
+        if name not in arrays:
+            arrays[name] = np.array(self.weight(name), dtype=np.float64)
+        return arrays[name]
 
     def embedding(self, token: int) -> Vector:
         if not 0 <= token < V:
@@ -142,15 +152,21 @@ def dot(a: Sequence[float], b: Sequence[float]) -> float:
     return acc
 
 
-def vecmat(x: Sequence[float], W: Matrix) -> Vector:
-    """Row vector times matrix; each output accumulated over the rows of W in order."""
-    out = []
-    for j in range(len(W[0])):
-        acc = 0.0
-        for i, xi in enumerate(x):
-            acc += xi * W[i][j]
-        out.append(acc)
-    return out
+def vecmat(x: Sequence[float], W: Matrix | np.ndarray) -> Vector:
+    """Row vector times matrix; each output accumulated over the rows of W in order, from 0.0.
+
+    numpy computes every output at once, but each one is still the same left-to-right sum of the
+    same rounded products: the products ``x[i] * W[i][j]`` are formed first (as the scalar loop
+    forms each before adding it), then ``np.add.accumulate`` adds them row after row, which is
+    sequential by definition (never pairwise).  Starting from the first product instead of 0.0
+    can only change the sign of a zero sum, and the final ``+ 0.0`` gives it the scalar loop's
+    +0.0.  So the result is bit for bit the loop's, on any machine (no BLAS, no fused multiply-add).
+    """
+    W = np.asarray(W, dtype=np.float64)
+    if len(x) == 0:
+        return [0.0] * W.shape[1]
+    products = np.asarray(x, dtype=np.float64)[:, None] * W[:len(x)]
+    return (np.add.accumulate(products, axis=0)[-1] + 0.0).tolist()
 
 
 def argmax(xs: Sequence[float]) -> int:
@@ -161,9 +177,9 @@ def argmax(xs: Sequence[float]) -> int:
 
 def feed_forward_and_logits(model: TinyLM, x: Sequence[float], attn: Sequence[float]) -> Vector:
     """Everything after attention: h = x + a Wo;  y = h + relu(h W1) W2;  logits = y Wout."""
-    h = [xi + oi for xi, oi in zip(x, vecmat(attn, model.Wo))]
-    f = vecmat([max(0.0, t) for t in vecmat(h, model.W1)], model.W2)
-    return vecmat([hi + fi for hi, fi in zip(h, f)], model.Wout)
+    h = [xi + oi for xi, oi in zip(x, vecmat(attn, model.array("Wo")))]
+    f = vecmat([max(0.0, t) for t in vecmat(h, model.array("W1"))], model.array("W2"))
+    return vecmat([hi + fi for hi, fi in zip(h, f)], model.array("Wout"))
 
 
 @dataclass
@@ -178,7 +194,7 @@ def float_step(model: TinyLM, token: int, keys: Sequence[Vector], values: Sequen
     """One decode step: ``token`` attends to the cached keys/values and to itself.
     The cache is not modified; the caller appends ``key`` and ``value``."""
     x = model.embedding(token)
-    q, k, v = vecmat(x, model.Wq), vecmat(x, model.Wk), vecmat(x, model.Wv)
+    q, k, v = vecmat(x, model.array("Wq")), vecmat(x, model.array("Wk")), vecmat(x, model.array("Wv"))
     all_keys = list(keys) + [k]
     all_values = list(values) + [v]
     scores = [dot(q, key) / math.sqrt(D) for key in all_keys]

@@ -45,9 +45,9 @@ def float_block(model: TinyLM, tokens: Sequence[int], keys: Sequence[Sequence[fl
         raise ValueError(f"float_block: {len(keys)} cached keys but {len(values)} cached values")
     c, m = len(keys), len(tokens)
     X = [model.embedding(t) for t in tokens]
-    Q = [vecmat(x, model.Wq) for x in X]
-    K_new = [vecmat(x, model.Wk) for x in X]
-    V_new = [vecmat(x, model.Wv) for x in X]
+    Q = [vecmat(x, model.array("Wq")) for x in X]
+    K_new = [vecmat(x, model.array("Wk")) for x in X]
+    V_new = [vecmat(x, model.array("Wv")) for x in X]
     K = [list(r) for r in keys] + K_new
     Vals = [list(r) for r in values] + V_new
     visible = causal_mask(c, m)
