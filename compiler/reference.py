@@ -1,21 +1,36 @@
 """The graph's meaning in floating point: the reference for calibration and error.
 
-Sums run left to right from zero in index order, as plain Python floats:
+Sums run left to right from zero in index order, in IEEE double precision:
 calibrated ranges (hence scales, hence every integer the chip computes)
 depend on the last bits of these numbers, so the order is part of the
-compiler's definition, not a detail to vectorize.
+compiler's definition.  Products are vectorized across independent outputs
+only, never reassociated (see :func:`_product`).
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Mapping
 
+import numpy as np
+
 from .graph import Graph, Matrix, check_inputs
 
 
 def _product(a: Matrix, b: Matrix, transpose_b: bool, factor: float) -> Matrix:
-    cols = b if transpose_b else [list(c) for c in zip(*b)]     # the columns of the right operand
-    return [[factor * sum(x * y for x, y in zip(row, col)) for col in cols] for row in a]
+    """``factor`` times each (row of a) . (column of b): a left-to-right sum from 0.0 of the rounded
+    products.  numpy forms every product first and adds them along K with ``np.add.accumulate``
+    (sequential by definition, never pairwise); starting from the first product instead of 0.0
+    can only change the sign of a zero sum, which ``+ 0.0`` sets as the scalar sum has it.  So
+    every value is bit for bit the scalar loop's on any machine (no BLAS, no fused multiply-add),
+    and also on Pythons whose ``sum()`` compensates (3.12 and later)."""
+    A = np.asarray(a, dtype=np.float64)
+    B = np.asarray(b, dtype=np.float64)
+    if transpose_b:
+        B = B.T
+    if A.shape[1] == 0:
+        return [[factor * 0.0] * B.shape[1] for _ in range(A.shape[0])]
+    products = A[:, :, None] * B[None, :, :]                     # M x K x N
+    return (factor * (np.add.accumulate(products, axis=1)[:, -1, :] + 0.0)).tolist()
 
 
 def _softmax_rows(a: Matrix) -> Matrix:

@@ -32,6 +32,7 @@ integer interpreter (which applies them), and by nothing else.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -100,7 +101,7 @@ def calibrate(graph: Graph, samples: Sequence[Mapping[str, Any]]) -> dict[int, f
         except CompileError as e:
             raise CompileError(f"calibration sample {k}: {e}") from None
         for nid, matrix in values.items():
-            ranges[nid] = max(ranges.get(nid, 0.0), max(abs(x) for row in matrix for x in row))
+            ranges[nid] = max(ranges.get(nid, 0.0), max(map(abs, itertools.chain.from_iterable(matrix))))
     return ranges
 
 

@@ -299,3 +299,39 @@ def test_public_api_shapes():
     assert len(image) == isa.EXT_WORDS_DEFAULT and len(C.ext_image(prog, inputs, 4096)) == 4096
     ref = C.evaluate(g, inputs)                      # calibrated on this input: within a level or two
     assert all(abs(a - b) <= 2 * prog.scale[lg] for r, s in zip(out["logits"][1], ref[lg]) for a, b in zip(r, s))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")     # inf - inf, as in the loop
+def test_the_float_reference_matmul_is_the_left_to_right_sum_bit_for_bit():
+    """evaluate's matmul: each output factor * (a left-to-right sum from 0.0 of the rounded products),
+    compared with that definition written as a loop, with zeros of both signs and overflow."""
+    import math
+
+    from compiler.reference import _product
+
+    def scalar(a, b, transpose_b, factor):
+        cols = b if transpose_b else [list(c) for c in zip(*b)]
+        out = []
+        for row in a:
+            out_row = []
+            for col in cols:
+                acc = 0.0
+                for x, y in zip(row, col):
+                    acc += x * y
+                out_row.append(factor * acc)
+            out.append(out_row)
+        return out
+
+    rng = random.Random(7)
+    special = [0.0, -0.0, 1e-300, -1e-300, 1e16, -1e16, 1.0, 3.0e307, -3.0e307]
+    for trial in range(300):
+        m, k, n = rng.choice([(1, 16, 16), (4, 16, 16), (3, 5, 2), (2, 1, 3), (1, 16, 1)])
+        tb = rng.random() < 0.5
+        a = [[rng.choice(special + [rng.gauss(0, 1)]) for _ in range(k)] for _ in range(m)]
+        b = [[rng.choice(special + [rng.gauss(0, 1)]) for _ in range(k if tb else n)] for _ in range(n if tb else k)]
+        factor = rng.choice([1.0, 0.25, -0.5])
+        for got_row, want_row in zip(_product(a, b, tb, factor), scalar(a, b, tb, factor)):
+            for got, want in zip(got_row, want_row):
+                assert ((got == want and math.copysign(1, got) == math.copysign(1, want))
+                        or (got != got and want != want)), (m, k, n, tb)
