@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import time
@@ -76,14 +77,16 @@ def _numbers(kind, minimum, rule: str):
 
 
 def _ch16(args) -> int:
-    from spec import ch16, figures
+    from spec import ch16
 
     t0 = time.perf_counter()
     sims = args.sims
     progress = Progress()
     try:
+        # matplotlib is imported while the workers decode and replay, not after them
         result = ch16.run_ch16(args.tokens, sims, workers=args.workers, checks=not args.no_checks,
-                               say=lambda s: print(s, flush=True), progress=progress, config=args.config)
+                               say=lambda s: print(s, flush=True), progress=progress, config=args.config,
+                               meanwhile=lambda: importlib.import_module("spec.figures"))
     finally:
         progress.close()
     print()
@@ -107,6 +110,7 @@ def _ch16(args) -> int:
     data = result.as_json()
     data["seconds"]["command"] = round(wall, 3)
     data["software_checks_run"] = not args.no_checks      # "problems": [] means nothing when they were not run
+    from spec import figures
     png = figures.table_figure(result, os.path.join(args.out, "ch16_table.png"))
     data["figures"] = [png]
     for path in filter(None, (args.json, os.path.join(args.out, "ch16.json"))):

@@ -375,8 +375,13 @@ class ReplayPool:
         return sum(len(b.programs) for b in self.bundles)
 
     # ------------------------------------------------------------------ working
-    def run(self) -> None:
-        """Work until nothing is queued or running (what ``on_done`` adds included)."""
+    def run(self, *, meanwhile: Callable[[], object] | None = None) -> None:
+        """Work until nothing is queued or running (what ``on_done`` adds included).
+
+        ``meanwhile()`` is called once in this process as soon as the first tasks are with the
+        workers (forked by then, so nothing it imports or starts reaches them): work the caller
+        needs afterwards, such as importing what draws the results, done while this process
+        would only wait."""
         global _PROGRESS, _OPTIONS
         ctx = multiprocessing.get_context("fork")
         progress_queue = ctx.Queue()
@@ -400,6 +405,9 @@ class ReplayPool:
                         while self._queue and len(running) < self.workers:
                             _, _, fn, args, on_done = heapq.heappop(self._queue)
                             running[pool.submit(fn, *args)] = on_done
+                        if meanwhile is not None:
+                            meanwhile, later = None, meanwhile
+                            later()
                         finished, _ = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
                         drain()
                         for f in finished:

@@ -128,3 +128,11 @@ def test_concatenate_renumbers_mismatches():
     assert whole.span(0, good.programs).passed
     with pytest.raises(ValueError):
         concatenate([])
+
+
+def test_meanwhile_runs_once_in_this_process_while_the_workers_work():
+    pool = ReplayPool(["golden"], workers=2)
+    calls, done = [], []
+    pool.submit(_value, 1, on_done=done.append)
+    pool.run(meanwhile=lambda: calls.append(len(done)))
+    assert calls == [0] and done == [1]        # once, before the first task came back

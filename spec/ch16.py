@@ -213,9 +213,10 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
              workers: int | None = None, checks: bool = True,
              say: Callable[[str], None] = print,
              progress: Callable[[str, int, int], None] | None = None,
-             config: Config = isa.BOOK) -> Ch16Result:
+             config: Config = isa.BOOK, meanwhile: Callable[[], object] | None = None) -> Ch16Result:
     """The whole job, every program compiled for the chip ``config``.  ``say`` gets each part's text as
-    soon as it is known; ``progress`` the replay's progress (simulator, programs done, programs)."""
+    soon as it is known; ``progress`` the replay's progress (simulator, programs done, programs);
+    ``meanwhile()`` runs in this process while the workers work (:meth:`gen.replay.ReplayPool.run`)."""
     from gen.replay import ReplayPool, concatenate
 
     if n < 1:
@@ -258,7 +259,7 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
         pool.submit(_run_job, index, n, config, priority=1, on_done=lambda r, i=index: run_done(i, r))
     if checks:
         pool.submit(software_problems, priority=3, on_done=checks_done)
-    pool.run()
+    pool.run(meanwhile=meanwhile)
     t_software = max(done.values())
 
     ordered = [runs[i][0] for i in range(len(CHAPTER_RUNS))]
