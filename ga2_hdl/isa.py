@@ -620,6 +620,11 @@ class InstructionSet:
         reserved = sorted(set(self.by_code) & set(RESERVED_OP_CODES))
         if reserved:
             raise IsaError(f"op code {reserved[0]} is reserved: no configuration may define it")
+        # The verdict is a function of the instruction and the memory size alone, and the same
+        # instruction is checked again and again (compiling, decoding, making a bundle's expectations):
+        # remembered, a bounded number of them per instruction set.
+        self._check = functools.lru_cache(maxsize=CHECK_CACHE_SIZE)(
+            lambda ins, ext_words: _check(self, ins, ext_words))
 
     def __repr__(self):
         return f"InstructionSet({self.config.describe()})"
@@ -662,7 +667,7 @@ class InstructionSet:
 
     def check(self, ins: "Instruction", ext_words: int | None = None) -> tuple["ErrorCode", str]:
         """:func:`check` on this chip (``ext_words`` defaults to the configuration's)."""
-        return _check(self, ins, self.config.ext_words if ext_words is None else ext_words)
+        return self._check(ins, self.config.ext_words if ext_words is None else ext_words)
 
     def counters(self, program: Sequence["Instruction"]) -> "Counters":
         """:func:`program_counters` on this chip (under the overlapped rule if ``config.overlap``)."""
@@ -671,6 +676,10 @@ class InstructionSet:
     def timer(self) -> "IssueTimer":
         """A fresh :class:`IssueTimer`: this chip's timing rule, one instruction at a time."""
         return IssueTimer(self)
+
+
+#: how many (instruction, memory size) verdicts an instruction set remembers
+CHECK_CACHE_SIZE = 1 << 16
 
 
 @functools.lru_cache(maxsize=None)
@@ -824,7 +833,7 @@ def check(ins: Instruction, ext_words: int = EXT_WORDS_DEFAULT) -> tuple[ErrorCo
     the operation's regions); overlap.  Another configuration's:
     ``instruction_set(config).check(ins)``.
     """
-    return _check(_BOOK_SET, ins, ext_words)
+    return _BOOK_SET.check(ins, ext_words)
 
 
 def _check(iset: InstructionSet, ins: Instruction, ext_words: int) -> tuple[ErrorCode, str]:
