@@ -14,6 +14,7 @@ model and reads the outputs back.
 """
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -165,10 +166,24 @@ def ext_image(prog: Program, inputs: Mapping[str, Any], ext_words: int | None = 
         if entry["kind"] == "output":
             continue
         node = prog.graph.nodes[entry["node"]]
-        values = node.attrs["array"] if entry["kind"] == "weight" else given[name]
-        flat = [q for row in quantize_matrix(values, prog.scale[node.id]) for q in row]
-        image[entry["addr"]:entry["addr"] + len(flat)] = [isa.word_of(q) for q in flat]
+        scale = prog.scale[node.id]
+        if entry["kind"] == "weight":      # the same weights at the same scale in program after program
+            words = _weight_words(tuple(map(tuple, node.attrs["array"])), scale)
+        else:
+            words = _words(given[name], scale)
+        image[entry["addr"]:entry["addr"] + len(words)] = words
     return image
+
+
+def _words(values, scale: float) -> list[int]:
+    """A matrix quantized at ``scale`` as memory words, row after row."""
+    return [isa.word_of(q) for row in quantize_matrix(values, scale) for q in row]
+
+
+@functools.lru_cache(maxsize=256)
+def _weight_words(values: tuple[tuple[float, ...], ...], scale: float) -> tuple[int, ...]:
+    """:func:`_words` of a weight, remembered by its values and scale."""
+    return tuple(_words(values, scale))
 
 
 def _ints_of(prog: Program, nid: int, words: Sequence[int]) -> list[list[int]]:
