@@ -483,8 +483,11 @@ class VerilatorSimulator(_VerilogSimulator):
     def _make_command(self, obj: Path) -> list[str]:
         cmd = [toolchain.require("make"), "-C", str(obj), "-f", "Vga2_tb.mk", "-j", str(self.jobs),
                *self.MAKE_VARIABLES]
-        if shutil.which("ccache"):           # a compiler cache when the machine has one
-            cmd.append("OBJCACHE=ccache")
+        if shutil.which("ccache"):
+            # a compiler cache when the machine has one, its store inside ours (make passes the
+            # variable to the compiler's environment): an empty build cache is a cold build, as
+            # `ga2 bench ch16` measures it, and deleting the cache deletes everything
+            cmd += ["OBJCACHE=ccache", f"CCACHE_DIR={toolchain.cache_root() / 'ccache'}"]
         return cmd
 
     def _unity_sources(self, obj: Path, make: list[str]) -> list[str]:

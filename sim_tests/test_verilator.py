@@ -85,3 +85,16 @@ def test_the_chip_keeps_only_its_non_zero_initialisers():
     blocks = re.findall(r"^  initial begin\n(.*?)^  end\n", text, re.M | re.S)
     assert blocks and all(re.search(r"= \d+'[dh]0*[1-9a-f]", b) for b in blocks)
     assert len(text) < len(exported.text) / 2
+
+
+def test_ccache_keeps_its_store_inside_the_build_cache(monkeypatch, tmp_path):
+    # with ccache on PATH the compiler runs through it, its objects under the GA2 cache: an empty
+    # GA2 cache is then a cold build (no compiler cache shared with other cache directories)
+    from gen import sim_verilog
+    monkeypatch.setenv("GA2_CACHE_DIR", str(tmp_path / "cache"))
+    found = {"ccache": str(tmp_path / "ccache"), "make": "/usr/bin/make"}
+    monkeypatch.setattr(sim_verilog.shutil, "which", lambda name: found.get(name))
+    cmd = get_simulator("verilator")._make_command(tmp_path / "obj")
+    assert "OBJCACHE=ccache" in cmd and f"CCACHE_DIR={tmp_path / 'cache' / 'ccache'}" in cmd
+    found.pop("ccache")
+    assert not any(c.startswith(("OBJCACHE", "CCACHE")) for c in get_simulator("verilator")._make_command(tmp_path))
