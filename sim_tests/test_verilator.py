@@ -1,8 +1,8 @@
 """The exported chip in Verilator: the shared cases of sim_tests/verilog_cases.py, plus its own.
 
-A Verilator build takes 15-25 s and is cached (one per test session at most);
-the waveform test needs a second, traced build (20-36 s), so it is marked
-slow.
+A Verilator build takes about 11 CPU-s (7-10 s on two cores) and is cached
+(one per test session at most); the waveform test needs a second, traced
+build, so it is marked slow.
 """
 from __future__ import annotations
 
