@@ -398,8 +398,58 @@ class IcarusSimulator(_VerilogSimulator):
         return [toolchain.require("vvp"), "-n", str(out)]
 
 
+_ZERO_INIT = re.compile(r"^  initial begin\n((?:    (\\\S+ |[A-Za-z_][\w$]*)\[(\d+)\] = \d+'[dh]0+;\n)+)  end\n", re.M)
+_ZERO_WORD = re.compile(r"    (\\\S+ |[A-Za-z_][\w$]*)\[(\d+)\] = \d+'[dh]0+;\n")
+ZERO_INDEX = "\\verilator$zero{} "
+
+
+def zero_init_loops(text: str) -> str:
+    """Verilator's form of the exported memories' all-zero initialisers: one loop per array.
+
+    Yosys writes the initial contents of every memory word by word (``imem[0] = 128'h0...;``,
+    one statement per word: about 5,500 on the book chip, the instruction memory and the
+    scratchpad included), and Verilator compiles each into a C++ statement of the
+    constructor-time code, about 1.3 of the build's CPU-seconds.  An ``initial`` block that sets
+    words 0 .. N-1 of one array to zero, in that order and nothing else, becomes::
+
+        integer \\verilator$zero1 ;
+        initial for (\\verilator$zero1 = 0; \\verilator$zero1 < N; \\verilator$zero1 = \\verilator$zero1 + 1)
+          imem[\\verilator$zero1 ] = 0;
+
+    The same meaning (the same words set to zero at time 0); any other initialiser (a ROM's
+    table, a partial or non-zero one) is left as it is.
+    """
+    count = 0
+
+    def loop(block: re.Match) -> str:
+        nonlocal count
+        words = _ZERO_WORD.findall(block.group(1))
+        names = {name for name, _ in words}
+        if len(names) != 1 or [int(i) for _, i in words] != list(range(len(words))):
+            return block.group(0)
+        count += 1
+        i = ZERO_INDEX.format(count)
+        return (f"  integer {i};\n"
+                f"  initial for ({i}= 0; {i}< {len(words)}; {i}= {i}+ 1)\n"
+                f"    {names.pop()}[{i}] = 0;\n")
+
+    return _ZERO_INIT.sub(loop, text)
+
+
 class VerilatorSimulator(_VerilogSimulator):
-    """The exported chip in Verilator (C++ harness gen/tb/harness.cpp drives the clock)."""
+    """The exported chip in Verilator (C++ harness gen/tb/harness.cpp drives the clock).
+
+    The C++ build (measured in docs/results.md, "The Verilator build from an empty cache"):
+    Verilator's own makefile compiles each of its ten or so generated files, the harness and
+    the two run-time library files as separate translation units, and each of them spends
+    about 1.5 CPU-seconds on the same headers (``verilated.h`` and the C++ library).  Here the
+    makefile's object lists are given on make's command line so that it compiles three
+    translation units of our own (:meth:`_unity_sources`), each ``#include``-ing its files:
+    ``ga2_fast.cpp`` (the per-cycle code and the harness, ``OPT_FAST``), ``ga2_slow.cpp``
+    (construction, initial blocks, settling: run once, ``OPT_SLOW``) and ``ga2_runtime.cpp``
+    (Verilator's run-time library, ``OPT_GLOBAL``; the same for every design, so it is cached,
+    see :meth:`_runtime_cache`), built side by side by ``make -j``.
+    """
 
     name = "verilator"
     min_bundle_cap = 1 << 20     # 4 MB in the model; one build serves bundles up to a million words
@@ -411,31 +461,79 @@ class VerilatorSimulator(_VerilogSimulator):
     def tools(self) -> list[str]:
         return ["verilator", "g++", "make"]
 
-    #: the make variables of the C++ build (see compile())
-    MAKE_VARIABLES = ("OPT_FAST=-O2",)
-    #: Verilator's run-time library: the same objects for every design (about 10 of the
-    #: build's 25-40 CPU-seconds), compiled once per tool version and flags and cached
-    RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
+    #: the make variables of the C++ build (see compile()): the per-cycle code at -O2, the
+    #: code that runs once unoptimised, the run-time library at -O1 (as fast as at Verilator's
+    #: default -Os on our bundles, and cheaper to compile)
+    MAKE_VARIABLES = ("OPT_FAST=-O2", "OPT_SLOW=-O0", "OPT_GLOBAL=-O1")
+    #: the three translation units (see the class docstring) and the make variables naming them
+    FAST_UNIT, SLOW_UNIT, RUNTIME_UNIT = "ga2_fast", "ga2_slow", "ga2_runtime"
+    #: Verilator's run-time library as one object: the same for every design, compiled once per
+    #: tool version and flags and cached
+    RUNTIME_OBJECTS = (RUNTIME_UNIT + ".o",)
+
+    #: the chip's per-cycle code is one C++ function of about 4,000 lines; g++ -O2 compiles it in
+    #: pieces of at most this many statements about a third faster (the pieces cost about 8% more
+    #: instructions per cycle: docs/results.md)
+    SPLIT_CFUNCS = 1000
 
     def flags(self, trace: bool) -> list[str]:
-        flags = ["--cc", "--exe", "-O3", "--timescale", "1ns/1ns", "-Wno-fatal", *self.MAKE_VARIABLES]
+        flags = ["--cc", "--exe", "-O3", "--timescale", "1ns/1ns", "-Wno-fatal",
+                 "--output-split-cfuncs", str(self.SPLIT_CFUNCS), *self.MAKE_VARIABLES]
         if trace:
             flags.append("--trace")
         return flags
 
+    def chip_text(self, exported: verilog.Export) -> str:
+        return zero_init_loops(exported.text)
+
     def _make_command(self, obj: Path) -> list[str]:
         cmd = [toolchain.require("make"), "-C", str(obj), "-f", "Vga2_tb.mk", "-j", str(self.jobs),
                *self.MAKE_VARIABLES]
-        if shutil.which("ccache"):           # a compiler cache when the machine has one
-            cmd.append("OBJCACHE=ccache")
+        if shutil.which("ccache"):
+            # a compiler cache when the machine has one, its store inside ours (make passes the
+            # variable to the compiler's environment): an empty build cache is a cold build, as
+            # `ga2 bench ch16` measures it, and deleting the cache deletes everything
+            cmd += ["OBJCACHE=ccache", f"CCACHE_DIR={toolchain.cache_root() / 'ccache'}"]
         return cmd
+
+    def _unity_sources(self, obj: Path, make: list[str]) -> list[str]:
+        """Write the three translation units into ``obj``; the make variables that build them.
+
+        The file lists are the ones Verilator's makefile would compile (``make debug-make``
+        prints them): fast classes and support files with the harness, slow ones, and the global
+        (run-time) files of this build (with ``--trace`` the VCD writer too).  The variables
+        replace those lists (``VM_FAST``, ``VM_SLOW``, ``VM_GLOBAL_*``, ``VM_USER_CLASSES``:
+        verilated.mk's names), so the makefile's own rules compile and link our three files.
+        """
+        out = toolchain.run(make + ["-s", "debug-make"], cwd=obj, what="make debug-make (Verilator)").stdout
+        lists = {}
+        for line in out.splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.startswith("VM_"):
+                lists[name.strip()] = value.split()
+        try:
+            units = {self.FAST_UNIT: lists["VM_CLASSES_FAST"] + lists["VM_SUPPORT_FAST"],
+                     self.SLOW_UNIT: lists["VM_CLASSES_SLOW"] + lists["VM_SUPPORT_SLOW"],
+                     self.RUNTIME_UNIT: lists["VM_GLOBAL_FAST"] + lists["VM_GLOBAL_SLOW"]}
+        except KeyError as e:
+            raise SimulatorError(f"Verilator's makefile did not list {e.args[0]} (make debug-make):\n{_tail(out)}") \
+                from None
+        for unit, names in units.items():
+            lines = [f'#include "{name}.cpp"' for name in names]
+            if unit == self.FAST_UNIT:
+                lines.append(f'#include "{HARNESS}"')
+            (obj / f"{unit}.cpp").write_text("// Generated by gen/sim_verilog.py: one translation unit\n"
+                                             + "\n".join(lines) + "\n")
+        return ["VM_PARALLEL_BUILDS=1", f"VM_USER_CLASSES={self.FAST_UNIT}", "VM_FAST=", f"VM_SLOW={self.SLOW_UNIT}",
+                "VM_GLOBAL_FAST=", f"VM_GLOBAL_SLOW={self.RUNTIME_UNIT}"]
 
     def _runtime_cache(self, obj: Path, make: list[str]) -> tuple[Path, Path]:
         """The cache entry of the run-time objects for this build's exact compile commands."""
         dry = toolchain.run(make + ["-n", *self.RUNTIME_OBJECTS], cwd=obj, what="make -n (Verilator run-time)")
         lines = sorted(line for line in dry.stdout.splitlines() if " -c " in line)
+        sources = [(obj / o).with_suffix(".cpp").read_text() for o in self.RUNTIME_OBJECTS]
         return toolchain.cached_dir("verilator-runtime", toolchain.digest(
-            toolchain.CACHE_FORMAT, toolchain.version("verilator"), toolchain.version("g++"), *lines))
+            toolchain.CACHE_FORMAT, toolchain.version("verilator"), toolchain.version("g++"), *lines, *sources))
 
     def sources(self) -> list[Path]:
         return [TESTBENCH, HARNESS, verilog.LINT_WAIVERS]
@@ -448,8 +546,9 @@ class VerilatorSimulator(_VerilogSimulator):
                "--top-module", "ga2_tb", "-Mdir", str(obj), "-o", "ga2_tb_sim", "-I" + str(directory),
                str(verilog.LINT_WAIVERS), str(TESTBENCH), str(chip), str(HARNESS)]
         toolchain.require("g++")
-        make = self._make_command(obj)
         p = toolchain.run(cmd, cwd=directory, what="verilator")
+        make = self._make_command(obj)
+        make += self._unity_sources(obj, make)
         # the run-time library's objects from the cache, newer than the makefiles just written,
         # so that make takes them as they are
         runtime, lock = self._runtime_cache(obj, make)

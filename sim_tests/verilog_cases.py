@@ -2,7 +2,7 @@
 
 Every case runs the real exported chip under gen/tb/ga2_tb.v.  The builds are
 cached (gen/toolchain.py), so one test session compiles each simulator at most
-once; a Verilator build takes 15-25 s, an Icarus build well under a second.
+once; a Verilator build takes about 11 CPU-s, an Icarus build well under a second.
 A missing simulator binary fails these tests loudly (SimulatorError naming the
 Debian package): `make simulators` installs them.
 """
