@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ga2_cli.main import main
-from gen import verilog
+from gen import icarus_form, verilog
 from gen.simulator import SimulatorError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,7 +113,17 @@ def test_every_unit_exports_and_lints(tmp_path):
         verilog.lint(exported.write(tmp_path), exported.unit)
 
 
-def test_icarus_form_gates_register_blocks_and_leaves_memory_ports():
+_TRIGGER = "\\$auto$verilog_backend.cc:2355:dump_module$1 "
+
+
+def _process(target: str, *statements: str) -> str:
+    """An ``always @*`` process as Yosys writes it."""
+    return ("  always @* begin\n"
+            f"    if ({_TRIGGER}) begin end\n"
+            f"    {target} = 8'h00;\n" + "".join(f"    {s}\n" for s in statements) + "  end\n")
+
+
+def test_icarus_form_waits_per_register_for_a_changed_next_state():
     text = ("module m(clk, d, e);\n"
             "  always @(posedge clk) begin\n"
             "    q <= \\$1 ;\n"
@@ -124,26 +134,77 @@ def test_icarus_form_gates_register_blocks_and_leaves_memory_ports():
             "      mem[a] <= d;\n"
             "  end\n"
             "endmodule\n")
-    got = verilog.changed_gated(text)
-    flag = verilog.CHANGED_FLAG.format(1)
-    assert (f"  reg {flag}= 1'h1;\n"
-            f"  always @(\\$1  or \\$2 ) {flag}<= 1'h1;\n"
-            f"  always @(posedge clk) if ({flag}) begin\n"
-            f"    {flag}<= 1'h0;\n"
-            "    q <= \\$1 ;\n"
-            "    r <= \\$2 ;\n"
-            "  end\n") in got
-    assert "    if (we)\n      mem[a] <= d;\n" in got and got.count("icarus$changed") == 4
+    got = icarus_form.event_gated(text)
+    assert "  always begin @(posedge clk); q <= \\$1 ; @(\\$1 ); end\n" in got
+    assert "  always begin @(posedge clk); r <= \\$2 ; @(\\$2 ); end\n" in got
+    assert "  always @(posedge clk) begin\n    if (we)\n      mem[a] <= d;\n  end\n" in got    # a memory port
 
 
-def test_icarus_form_of_the_chip_keeps_every_register_assignment(chip):
-    gated = verilog.changed_gated(chip.text)
-    blocks = verilog._REGISTER_BLOCK.findall(chip.text)
-    registers = [s for _, body in blocks for s in verilog._REGISTER_STATEMENT.findall(body)]
+def test_icarus_form_computes_an_adder_where_a_process_reads_it_at_its_width():
+    text = ("module m(a, b, y);\n"
+            "  input [7:0] a;\n  input [7:0] b;\n  wire [8:0] \\$1 ;\n  wire signed [7:0] s;\n"
+            "  wire signed [8:0] \\$2 ;\n  reg [7:0] x;\n  reg [8:0] w;\n  reg [3:0] n;\n"
+            "  assign \\$1  = a + b;\n"
+            "  assign \\$2  = s - 1'h1;\n"
+            + _process("x", "x = \\$1 [7:0];", "w = \\$1 ;", "n = \\$1 [7:0];", "x = \\$2 [7:0];")
+            + "endmodule\n")
+    got = icarus_form.inline_arithmetic(text)
+    assert "    x = a + b;\n" in got and "    w = a + b;\n" in got
+    assert "    n = \\$1 [7:0];\n" in got                 # 4 bits of an 8-bit read: left alone
+    assert "    x = \\$2 [7:0];\n" in got                 # a signed operand: left alone
+    assert "  assign \\$1  = a + b;\n" in got             # the net itself stays (purge_dead's job)
+
+
+def test_icarus_form_purges_only_what_nothing_reads():
+    text = ("module m(a, y, z);\n"
+            "  input [7:0] a;\n  output [7:0] y;\n  output [7:0] z;\n"
+            "  wire [7:0] \\$1 ;\n  wire [7:0] \\$2 ;\n  wire [7:0] used;\n  wire [3:0] \\s.f ;\n  reg [7:0] p;\n"
+            "  assign \\$1  = a + 1'h1;\n"        # read only by \$2, which nothing reads: both go
+            "  assign \\$2  = \\$1  + 1'h1;\n"
+            "  assign \\s.f  = a[3:0];\n"          # a struct field view: goes
+            "  assign used = a ^ 8'h55;\n"
+            "  assign y = used;\n"                 # a port: stays, and keeps `used`
+            + _process("p", "p = a;")              # nothing reads p: goes
+            + "  sub u (.i(a), .o(z));\n"
+            "endmodule\n")
+    got = icarus_form.purge_dead(text)
+    for gone in ("\\$1 ", "\\$2 ", "\\s.f ", " p;", "p = a;"):
+        assert gone not in got, gone
+    for kept in ("  assign used = a ^ 8'h55;\n", "  assign y = used;\n", "  wire [7:0] used;\n",
+                 "  sub u (.i(a), .o(z));\n"):
+        assert kept in got, kept
+
+
+def test_icarus_form_lists_what_a_process_reads_and_merges_clocked_blocks():
+    text = ("module m(clk);\n"
+            "  reg [7:0] x;\n  reg [7:0] mem [3:0];\n"
+            + _process("x", "casez (s)", "  2'h1:", "      x [3:0] = \\$7 [3:0];", "endcase", "if (rst) begin",
+                       "  x = 8'h00;", "end")
+            + _process("y", "y = mem[a];")
+            + "  always @(posedge clk) begin\n    if (we)\n      mem[a] <= d;\n  end\n"
+            "  always @(posedge clk) begin\n    o <= mem[b];\n  end\n"
+            "  always @(posedge clk) begin\n    t = d;\n    u <= t;\n  end\n"
+            "endmodule\n")
+    got = icarus_form.merge_module_clocked(icarus_form.explicit_sensitivity(text))
+    assert f"  always @({_TRIGGER} or s or \\$7  or rst) begin\n    x = 8'h00;\n" in got
+    assert "  always @* begin\n" in got and "    y = mem[a];\n" in got   # reads a memory: stays @*
+    assert ("  always @(posedge clk) begin\n    if (we)\n      mem[a] <= d;\n    o <= mem[b];\n  end\n"
+            "endmodule\n") in got
+    assert "  always @(posedge clk) begin\n    t = d;\n    u <= t;\n  end\n" in got   # blocking: left alone
+
+
+def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(chip):
+    import re
+    form = icarus_form.icarus_form(chip.text)
+    registers = re.findall(r"^    ([^\n]+?) <= (\\\$\d+ );\n", chip.text, re.M)
     assert len(registers) > 50
-    for q, n in registers:                  # each register still assigned its next state
-        assert gated.count(f"    {q} <= {n};\n") == chip.text.count(f"    {q} <= {n};\n") >= 1
-    register_blocks = [body for _, body in blocks
-                       if "".join(f"    {q} <= {n};\n" for q, n in verilog._REGISTER_STATEMENT.findall(body)) == body]
-    assert gated.count("always @(posedge clk) if (\\icarus$changed") == len(register_blocks)
-    assert "    _0_ <= rom[port__addr];\n" in gated     # a memory read port: never gated
+    for q, n in registers:                  # each register still assigned its next state, at an edge
+        assert f"  always begin @(posedge clk); {q} <= {n}; @({n}); end\n" in form, q
+    assert "always @*" not in form and "dump_module" in form
+    assert "  reg [31:0] memory [4095:0];\n" in form          # the array the testbench zeroes
+    assert "    _0_ <= rom[port__addr];\n" in form              # a memory read port: never gated
+    assert "\\ins$81.op " in chip.text and "\\ins$81.op " not in form
+    # a waveform build keeps every named signal of the export
+    waveform = icarus_form.icarus_form(chip.text, waveform=True)
+    declared = set(re.findall(r"^  (?:wire|reg) (?:\[\d+:\d+\] )?(\S+)", chip.text, re.M))
+    assert declared == set(re.findall(r"^  (?:wire|reg) (?:\[\d+:\d+\] )?(\S+)", waveform, re.M))

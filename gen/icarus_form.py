@@ -1,0 +1,244 @@
+"""Icarus' form of the exported Verilog: the same design, fewer events per simulated cycle.
+
+Icarus Verilog (``vvp``) pays for every behavioural statement it executes (each variable
+read is a C++ ``dynamic_cast``, about 600 machine instructions; a store about 1,500 with
+its propagation) and for every continuous assignment it re-evaluates (an adder or a
+zero-extension is computed bit by bit, about 2,500 instructions for 33 bits), whatever
+the value.  Yosys' Verilog, as Amaranth writes it, has one ``always @*`` process per
+signal, its next-state logic as continuous assignments, and one ``q <= \\$n ;`` per
+register at every edge.  :func:`icarus_form` rewrites the export into a text Icarus runs
+with less work and the same behaviour, cycle for cycle and bit for bit.  The Icarus
+runner (``gen/sim_verilog.py``) compiles this form; Verilator, CXXRTL, ``ga2 verilog``
+and the lint see the export as it is.
+
+Five rewrites, each measured with valgrind's instruction count of ``vvp`` (whole runs of
+three and of 27 of the chapter's programs; ``docs/verilog.md``, "Written for
+event-driven simulators"):
+
+* :func:`event_gated` -- each register waits for the next clock edge only after its
+  next state changed: ``always begin @(posedge clk); q <= \\$n ; @(\\$n ); end``.  An idle
+  register costs nothing per cycle (no flag to test, no process woken at the edge).
+* :func:`inline_arithmetic` -- an adder or subtracter ``assign \\$n = a + b;`` read by a
+  process as ``x = \\$n [k:0];`` (``x`` of width k+1) is computed in that statement instead:
+  ``x = a + b;``, word-wise and only when the process runs and takes that branch.
+* :func:`purge_dead` -- continuous assignments and processes whose results nothing reads
+  (struct field views, copies of ports, the adders the previous rewrite left unused).
+  Not in a build that writes waveforms: there every named signal stays visible.
+* :func:`explicit_sensitivity` -- ``always @*`` with the signals it reads written out, so
+  the dummy read Yosys puts first in every process (``if (\\$auto$...dump_module$1 )
+  begin end``, which makes Icarus run the process at time 0) becomes a sensitivity
+  instead of a variable read at every wake-up.
+* :func:`merge_module_clocked` -- the remaining clocked blocks of a module (memory ports)
+  as one process: one wake-up per edge instead of one per block.
+
+What they rely on (true of Yosys' output driven by our testbench): all clocked blocks use
+non-blocking assignments; the chip's inputs change by non-blocking assignments, so no
+next-state signal changes in a time step with a rising edge before the clocked processes
+have run; nothing reads a net through a hierarchical reference except the testbench's
+scratchpad array (a memory: never removed).
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "explicit_sensitivity",
+           "merge_module_clocked"]
+
+#: one module: header line, body, ``endmodule``
+_MODULE = re.compile(r"(^module [^\n]*\n)(.*?)(^endmodule\n)", re.S | re.M)
+#: an identifier as Yosys writes it: escaped (``\$12 ``, ending with a space) or plain
+_IDENT = r"(?:\\\S+ |[A-Za-z_][\w$]*)"
+_TOKEN = re.compile(r"\\\S+ |\$?[A-Za-z_][\w$]*")
+_LITERAL = re.compile(r"\d*'[sS]?[bdhoBDHO][0-9a-fA-FxzXZ_?]+")
+_COMMENT = re.compile(r"/\*.*?\*/|\(\*.*?\*\)")
+_KEYWORDS = {"if", "else", "begin", "end", "case", "casez", "casex", "endcase", "default", "signed"}
+
+#: a merged register block of the export (``merge_clocked_blocks``): only ``q <= \$n ;`` statements
+_REGISTER_BLOCK = re.compile(r"  always @\(posedge (\S+)\) begin\n((?:    [^\n]*\n)+?)  end\n")
+_REGISTER_STATEMENT = re.compile(rf"    ([^\n]+?) <= ({_IDENT});\n")
+#: any clocked block with a ``begin ... end`` body
+_CLOCKED = re.compile(r"  always @\(posedge (\S+)\) begin\n((?:    [^\n]*\n)*?)  end\n")
+#: a combinational process, as Yosys writes it (the first statement reads the time-0 trigger)
+_PROCESS = re.compile(r"  always @\* begin\n    if \((\\\$auto\$verilog_backend\S* )\) begin end\n"
+                      r"((?:    [^\n]*\n)*?)  end\n")
+_ANY_PROCESS = re.compile(r"  always @(?:\*|\([^\n]*\)) begin\n(?:    [^\n]*\n)*?  end\n")
+_DECL = re.compile(r"^  (wire|reg|input|output|inout)\b([^;]*);\n", re.M)
+_WIDTH_DECL = re.compile(rf"^  (?:wire|reg|input|output|inout)( signed)? (?:\[(\d+):(\d+)\] )?({_IDENT})"
+                         r"(?: ?=[^;]*)?;\n", re.M)
+_ASSIGN = re.compile(rf"^  assign ({_IDENT}) ?= ([^\n]*);\n", re.M)
+_TERM = rf"{_IDENT}(?: ?\[\d+(?::\d+)?\])?|\d+'[hdb][0-9a-fA-F]+"
+_ARITHMETIC = re.compile(rf"^  assign (\\\$\d+ ) = ({_TERM}) ([-+]) ({_TERM});\n", re.M)
+_USE = re.compile(rf"^(\s+)({_IDENT})( ?\[(\d+)(?::(\d+))?\])? = (\\\$\d+ )(\[(\d+):0\])?;$", re.M)
+_TARGET = re.compile(rf"\s*({_IDENT}) ?(\[[0-9:]+\] )?= ")
+
+
+def _per_module(text: str, rewrite) -> str:
+    return _MODULE.sub(lambda m: m.group(1) + rewrite(m.group(2)) + m.group(3), text)
+
+
+def _reads(text: str) -> dict[str, int]:
+    """How often each identifier occurs in ``text`` (comments, attributes and literals left out)."""
+    counts: dict[str, int] = {}
+    for token in _TOKEN.findall(_LITERAL.sub(" ", _COMMENT.sub(" ", text))):
+        token = token.strip()
+        if not token.startswith("$") and token not in _KEYWORDS:
+            counts[token] = counts.get(token, 0) + 1
+    return counts
+
+
+def event_gated(text: str) -> str:
+    """Each register of a register block assigned at an edge only after its next state changed.
+
+    ``q <= \\$n ;`` at every edge becomes ``always begin @(posedge clk); q <= \\$n ; @(\\$n ); end``:
+    after an edge ``q`` equals the ``\\$n`` it was given and nothing else assigns it, so an edge
+    before ``\\$n`` changes again would assign the value ``q`` holds.  The process waits for that
+    change only after its assignment, so a change caused by the edge's own updates (a counter's
+    next value) is seen.  The first edge always assigns.  Blocks with other statements (memory
+    ports) are left as they are.
+    """
+    def gated(block: re.Match) -> str:
+        body = block.group(2)
+        statements = _REGISTER_STATEMENT.findall(body)
+        if not statements or "".join(f"    {q} <= {n};\n" for q, n in statements) != body:
+            return block.group(0)
+        clock = block.group(1)
+        return "".join(f"  always begin @(posedge {clock}); {q} <= {n}; @({n}); end\n" for q, n in statements)
+    return _REGISTER_BLOCK.sub(gated, text)
+
+
+def inline_arithmetic(text: str) -> str:
+    """Adders read by a process as ``x = \\$n [k:0];`` computed in that statement.
+
+    ``assign \\$n = a + b;`` (or ``-``; ``a`` and ``b`` unsigned names, part-selects or sized
+    constants) read as ``x = \\$n [k:0];`` or ``x = \\$n ;`` where the target ``x`` is exactly as
+    wide as what is read becomes ``x = a + b;``: the statement evaluates the sum in at least the
+    target's width and keeps its low bits, which are the low bits of ``\\$n``.  Uses of any other
+    form keep reading ``\\$n``.
+    """
+    def rewrite(body: str) -> str:
+        width: dict[str, int] = {}
+        signed: set[str] = set()
+        for d in _WIDTH_DECL.finditer(body):
+            name = d.group(4).strip()
+            width[name] = int(d.group(2)) - int(d.group(3)) + 1 if d.group(2) else 1
+            if d.group(1):
+                signed.add(name)
+        sums: dict[str, str] = {}
+        for a in _ARITHMETIC.finditer(body):
+            names = [re.match(_IDENT, t).group(0).strip() for t in (a.group(2), a.group(4)) if not t[0].isdigit()]
+            if not any(n in signed or n not in width for n in names):
+                sums[a.group(1).strip()] = f"{a.group(2)} {a.group(3)} {a.group(4)}"
+
+        def use(u: re.Match) -> str:
+            target, part, source = u.group(2).strip(), u.group(3), u.group(6).strip()
+            if source not in sums or target not in width or target in signed:
+                return u.group(0)
+            if part:
+                target_width = int(u.group(4)) - int(u.group(5)) + 1 if u.group(5) is not None else 1
+            else:
+                target_width = width[target]
+            read_width = int(u.group(8)) + 1 if u.group(7) else width.get(source, 0)
+            if target_width != read_width or read_width > width.get(source, 0):
+                return u.group(0)
+            return f"{u.group(1)}{u.group(2)}{part or ''} = {sums[source]};"
+        return _PROCESS.sub(lambda p: _USE.sub(use, p.group(0)), body)
+    return _per_module(text, rewrite)
+
+
+def purge_dead(text: str) -> str:
+    """Continuous assignments and processes whose results nothing in their module reads, removed.
+
+    A net driven by ``assign`` (or every target of an ``always @*`` process) that is no port
+    of its module and occurs nowhere else in it (not in an expression, a process, a clocked
+    block or an instance's connections) is removed with its declaration, until none is left.
+    """
+    def rewrite(body: str) -> str:
+        ports: set[str] = set()
+        for d in _DECL.finditer(body):
+            if d.group(1) in ("input", "output", "inout"):
+                ports.update(_reads(d.group(2)))
+        while True:
+            counts = _reads(_DECL.sub("", body))
+            dead = {a.group(1).strip() for a in _ASSIGN.finditer(body)
+                    if a.group(1).strip() not in ports and counts.get(a.group(1).strip(), 0) == 1}
+
+            def drop_process(p: re.Match) -> str:
+                block = p.group(0)
+                targets = {t.group(1).strip() for line in block.splitlines()[1:-1]
+                           if (t := _TARGET.match(_COMMENT.sub(" ", line)))}
+                inside = _reads(block)
+                if targets and all(t not in ports and counts.get(t, 0) == inside.get(t, 0) for t in targets):
+                    dead.update(targets)
+                    return ""
+                return block
+            new = _ANY_PROCESS.sub(drop_process, body)
+            new = _ASSIGN.sub(lambda a: "" if a.group(1).strip() in dead else a.group(0), new)
+
+            def drop_declaration(d: re.Match) -> str:
+                names = list(_reads(d.group(2)))
+                return "" if d.group(1) in ("wire", "reg") and names and names[-1] in dead else d.group(0)
+            new = _DECL.sub(drop_declaration, new)
+            if new == body:
+                return body
+            body = new
+    return _per_module(text, rewrite)
+
+
+def explicit_sensitivity(text: str) -> str:
+    """``always @*`` processes with their sensitivity written out, the time-0 trigger in it.
+
+    Yosys makes each process read a register that changes once at time 0 (so that Icarus runs
+    every process then); listed as a sensitivity it still does, without a variable read at
+    every later wake-up.  The list is every name the process reads (assignment targets that
+    are not read are left out, as ``@*`` does).  Processes that read a memory keep ``@*``.
+    """
+    def rewrite(body: str) -> str:
+        memories = {m.group(1).strip() for m in re.finditer(rf"^  reg (?:\[[^\]]*\] )?({_IDENT}) ?\[", body, re.M)}
+
+        def explicit(p: re.Match) -> str:
+            trigger, statements = p.group(1), p.group(2)
+            reads: list[str] = []
+            for line in statements.splitlines():
+                line = _LITERAL.sub(" ", _COMMENT.sub(" ", line))
+                target = _TARGET.match(line)
+                for name in _reads(line[target.end():] if target else line):
+                    if name not in reads:
+                        reads.append(name)
+            if any(r in memories for r in reads):
+                return p.group(0)
+            names = [trigger.strip()] + reads
+            sensitivity = " or ".join(n + " " if n.startswith("\\") else n for n in names)
+            return f"  always @({sensitivity}) begin\n{statements}  end\n"
+        return _PROCESS.sub(explicit, body)
+    return _per_module(text, rewrite)
+
+
+def merge_module_clocked(text: str) -> str:
+    """All ``always @(posedge CLK) begin ... end`` blocks of a module as one block per clock.
+
+    Their statements are non-blocking assignments (memory ports, Yosys' registers), so their
+    order within one edge does not matter; the merged block goes at the end of the module,
+    after every declaration.  A block with a blocking assignment is left as it is.
+    """
+    def rewrite(body: str) -> str:
+        blocks: dict[str, list[str]] = {}
+
+        def take(b: re.Match) -> str:
+            if re.search(r"[^<=!>]=[^=]", b.group(2).replace("<=", "")):
+                return b.group(0)           # a blocking assignment: order matters, left alone
+            blocks.setdefault(b.group(1), []).append(b.group(2))
+            return ""
+        body = _CLOCKED.sub(take, body)
+        for clock, statements in blocks.items():
+            body += f"  always @(posedge {clock}) begin\n" + "".join(statements) + "  end\n"
+        return body
+    return _per_module(text, rewrite)
+
+
+def icarus_form(text: str, *, waveform: bool = False) -> str:
+    """The export as Icarus compiles it (see the module's docstring); ``waveform``: keep every
+    named signal (no :func:`purge_dead`), for a build that writes waveforms."""
+    text = inline_arithmetic(event_gated(text))
+    if not waveform:
+        text = purge_dead(text)
+    return merge_module_clocked(explicit_sensitivity(text))
