@@ -18,9 +18,10 @@ event-driven simulators"):
 * :func:`event_gated` -- each register waits for the next clock edge only after its
   next state changed: ``always begin @(posedge clk); q <= \\$n ; @(\\$n ); end``.  An idle
   register costs nothing per cycle (no flag to test, no process woken at the edge).
-* :func:`inline_arithmetic` -- an adder or subtracter ``assign \\$n = a + b;`` read by a
-  process as ``x = \\$n [k:0];`` (``x`` of width k+1) is computed in that statement instead:
-  ``x = a + b;``, word-wise and only when the process runs and takes that branch.
+* :func:`inline_arithmetic` -- an adder, subtracter or multiplier ``assign \\$n = a + b;`` read
+  by a process as ``x = \\$n [k:0];`` (``x`` at most k+1 bits wide) is computed in that
+  statement instead: ``x = a + b;``, word-wise and only when the process runs and takes that
+  branch.
 * :func:`purge_dead` -- continuous assignments and processes whose results nothing reads
   (struct field views, copies of ports, the adders the previous rewrite left unused).
   Not in a build that writes waveforms: there every named signal stays visible.
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "explicit_sensitivity",
+__all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity",
            "merge_module_clocked"]
 
 #: one module: header line, body, ``endmodule``
@@ -66,8 +67,9 @@ _DECL = re.compile(r"^  (wire|reg|input|output|inout)\b([^;]*);\n", re.M)
 _WIDTH_DECL = re.compile(rf"^  (?:wire|reg|input|output|inout)( signed)? (?:\[(\d+):(\d+)\] )?({_IDENT})"
                          r"(?: ?=[^;]*)?;\n", re.M)
 _ASSIGN = re.compile(rf"^  assign ({_IDENT}) ?= ([^\n]*);\n", re.M)
-_TERM = rf"{_IDENT}(?: ?\[\d+(?::\d+)?\])?|\d+'[hdb][0-9a-fA-F]+"
-_ARITHMETIC = re.compile(rf"^  assign (\\\$\d+ ) = ({_TERM}) ([-+]) ({_TERM});\n", re.M)
+_PLAIN = rf"(?:{_IDENT}(?: ?\[\d+(?::\d+)?\])?|\d+'[hdb][0-9a-fA-F]+)"
+_TERM = rf"{_PLAIN}|\$signed\({_PLAIN} ?\)"
+_ARITHMETIC = re.compile(rf"^  assign (\\\$\d+ ) = ({_TERM}) ([-+*]) ({_TERM});\n", re.M)
 _USE = re.compile(rf"^(\s+)({_IDENT})( ?\[(\d+)(?::(\d+))?\])? = (\\\$\d+ )(\[(\d+):0\])?;$", re.M)
 _TARGET = re.compile(rf"\s*({_IDENT}) ?(\[[0-9:]+\] )?= ")
 
@@ -107,38 +109,61 @@ def event_gated(text: str) -> str:
 
 
 def inline_arithmetic(text: str) -> str:
-    """Adders read by a process as ``x = \\$n [k:0];`` computed in that statement.
+    """Sums, differences and products read by a process as ``x = \\$n [k:0];`` computed there.
 
-    ``assign \\$n = a + b;`` (or ``-``; ``a`` and ``b`` unsigned names, part-selects or sized
-    constants) read as ``x = \\$n [k:0];`` or ``x = \\$n ;`` where the target ``x`` is exactly as
-    wide as what is read becomes ``x = a + b;``: the statement evaluates the sum in at least the
-    target's width and keeps its low bits, which are the low bits of ``\\$n``.  Uses of any other
-    form keep reading ``\\$n``.
+    ``assign \\$n = a + b;`` (``-`` or ``*``; each operand a name, a part-select or a sized
+    constant, or one of those in ``$signed(...)``) read as ``x = \\$n [k:0];`` or ``x = \\$n ;``
+    with the target ``x`` at most as wide as what is read becomes ``x = a + b;``.  The low bits
+    of a sum, a difference or a product depend only on the low bits of its operands, and
+    extending an operand (with zeros or its sign) to any width at least the target's keeps
+    them: the statement evaluates the expression in at least the target's width and keeps
+    those bits, which are the ones ``\\$n`` holds.  An operand ``$signed(\\$p )`` where
+    ``\\$p`` is itself a product ``$signed(c) * $signed(d)`` wide enough to hold it exactly
+    (``c`` and ``d`` together no wider than ``\\$p``) is written as that product, whose signed
+    value is the same in any width.  Uses of any other form keep reading ``\\$n``.
     """
     def rewrite(body: str) -> str:
         width: dict[str, int] = {}
-        signed: set[str] = set()
         for d in _WIDTH_DECL.finditer(body):
-            name = d.group(4).strip()
-            width[name] = int(d.group(2)) - int(d.group(3)) + 1 if d.group(2) else 1
-            if d.group(1):
-                signed.add(name)
-        sums: dict[str, str] = {}
+            width[d.group(4).strip()] = int(d.group(2)) - int(d.group(3)) + 1 if d.group(2) else 1
+
+        def operand_width(term: str) -> int | None:
+            inner = term[len("$signed("):-1] if term.startswith("$signed(") else term
+            if inner[0].isdigit():
+                return int(inner.split("'")[0])
+            part = re.search(r"\[(\d+)(?::(\d+))?\]$", inner)
+            if part:
+                return int(part.group(1)) - int(part.group(2) or part.group(1)) + 1
+            return width.get(re.match(_IDENT, inner).group(0).strip())
+
+        found: dict[str, tuple[str, str, str]] = {}
         for a in _ARITHMETIC.finditer(body):
-            names = [re.match(_IDENT, t).group(0).strip() for t in (a.group(2), a.group(4)) if not t[0].isdigit()]
-            if not any(n in signed or n not in width for n in names):
-                sums[a.group(1).strip()] = f"{a.group(2)} {a.group(3)} {a.group(4)}"
+            terms = (a.group(2), a.group(4))
+            if all(operand_width(x) is not None for x in terms):
+                found[a.group(1).strip()] = (terms[0], a.group(3), terms[1])
+        sums: dict[str, str] = {}
+        for name, (x, op, y) in found.items():
+            operands = []
+            for term in (x, y):
+                inner = term[len("$signed("):-1].strip() if term.startswith("$signed(") else None
+                product = found.get(inner) if inner else None
+                if (product and product[1] == "*" and all(p.startswith("$signed(") for p in (product[0], product[2]))
+                        and operand_width(product[0]) + operand_width(product[2]) <= width.get(inner, 0)):
+                    operands.append(f"({product[0]} * {product[2]})")
+                else:
+                    operands.append(term)
+            sums[name] = f"{operands[0]} {op} {operands[1]}"
 
         def use(u: re.Match) -> str:
             target, part, source = u.group(2).strip(), u.group(3), u.group(6).strip()
-            if source not in sums or target not in width or target in signed:
+            if source not in sums or target not in width:
                 return u.group(0)
             if part:
                 target_width = int(u.group(4)) - int(u.group(5)) + 1 if u.group(5) is not None else 1
             else:
                 target_width = width[target]
             read_width = int(u.group(8)) + 1 if u.group(7) else width.get(source, 0)
-            if target_width != read_width or read_width > width.get(source, 0):
+            if target_width > read_width or read_width > width.get(source, 0):
                 return u.group(0)
             return f"{u.group(1)}{u.group(2)}{part or ''} = {sums[source]};"
         return _PROCESS.sub(lambda p: _USE.sub(use, p.group(0)), body)
@@ -184,6 +209,49 @@ def purge_dead(text: str) -> str:
     return _per_module(text, rewrite)
 
 
+#: the local copy of a process's target (:func:`process_locals`)
+LOCAL = "\\icarus$local{} "
+
+
+def process_locals(text: str, at_least: int = 10) -> str:
+    """A process that assigns a target ``at_least`` times builds it in a local copy, stored once.
+
+    Yosys' processes assign a default (``\\$54 = walk;``) and then parts of it in branches;
+    Icarus propagates every store to whatever listens to the target (other processes, the
+    register waiting for a new next state).  Built in ``\\icarus$localN`` (which nothing
+    listens to) and stored at the end of the process, the target changes at most once per
+    run, to the same final value.
+    """
+    count = 0
+
+    def rewrite(body: str) -> str:
+        nonlocal count
+        width = {d.group(4).strip(): (d.group(1) or "", d.group(2), d.group(3)) for d in _WIDTH_DECL.finditer(body)}
+        declarations: list[str] = []
+
+        def localise(p: re.Match) -> str:
+            nonlocal count
+            block = p.group(0)
+            assigned: dict[str, int] = {}
+            for line in block.splitlines()[2:-1]:
+                if (t := _TARGET.match(_COMMENT.sub(" ", line))):
+                    assigned[t.group(1).strip()] = assigned.get(t.group(1).strip(), 0) + 1
+            for target, n in assigned.items():
+                if n < at_least or target not in width or not target.startswith("\\"):
+                    continue
+                count += 1
+                local = LOCAL.format(count)
+                signed, high, low = width[target]
+                declarations.append(f"  reg{signed} {f'[{high}:{low}] ' if high else ''}{local};\n")
+                block = block.replace(target + " ", local)
+                block = block[:-len("  end\n")] + f"    {target} = {local};\n  end\n"
+            return block
+        body = _PROCESS.sub(localise, body)
+        first = body.find("\n  always ") + 1          # declared before the first process
+        return body[:first] + "".join(declarations) + body[first:] if declarations else body
+    return _per_module(text, rewrite)
+
+
 def explicit_sensitivity(text: str) -> str:
     """``always @*`` processes with their sensitivity written out, the time-0 trigger in it.
 
@@ -206,6 +274,7 @@ def explicit_sensitivity(text: str) -> str:
                         reads.append(name)
             if any(r in memories for r in reads):
                 return p.group(0)
+            reads = [r for r in reads if not r.startswith("\\icarus$")]      # locals change only here
             names = [trigger.strip()] + reads
             sensitivity = " or ".join(n + " " if n.startswith("\\") else n for n in names)
             return f"  always @({sensitivity}) begin\n{statements}  end\n"
@@ -241,4 +310,4 @@ def icarus_form(text: str, *, waveform: bool = False) -> str:
     text = inline_arithmetic(event_gated(text))
     if not waveform:
         text = purge_dead(text)
-    return merge_module_clocked(explicit_sensitivity(text))
+    return merge_module_clocked(explicit_sensitivity(process_locals(text)))
