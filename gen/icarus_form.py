@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity",
+__all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity", "guard_lanes",
            "merge_module_clocked"]
 
 #: one module: header line, body, ``endmodule``
@@ -282,6 +282,23 @@ def explicit_sensitivity(text: str) -> str:
     return _per_module(text, rewrite)
 
 
+#: two or more consecutive lane writes of a clocked block, each under one bit of the same enable
+_LANES = re.compile(rf"(?:    if \(({_IDENT})\[\d+\]\)\n      [^\n]*<=[^\n]*;\n)(?:    if \(\1\[\d+\]\)\n      [^\n]*<=[^\n]*;\n)+")
+
+
+def guard_lanes(text: str) -> str:
+    """A memory's per-lane writes (``if (en[0]) ...; if (en[1]) ...;``) under one ``if (|en)``.
+
+    An edge without a write then reads the enable once instead of once per lane; with any
+    bit set the lanes are tested as before (a lane whose bit is 0 or x is not written, and
+    with no bit 1 none is).
+    """
+    def guarded(run: re.Match) -> str:
+        inner = "".join("  " + line + "\n" for line in run.group(0).splitlines())
+        return f"    if (|{run.group(1)}) begin\n{inner}    end\n"
+    return _LANES.sub(guarded, text)
+
+
 def merge_module_clocked(text: str) -> str:
     """All ``always @(posedge CLK) begin ... end`` blocks of a module as one block per clock.
 
@@ -310,4 +327,4 @@ def icarus_form(text: str, *, waveform: bool = False) -> str:
     text = inline_arithmetic(event_gated(text))
     if not waveform:
         text = purge_dead(text)
-    return merge_module_clocked(explicit_sensitivity(process_locals(text)))
+    return merge_module_clocked(guard_lanes(explicit_sensitivity(process_locals(text))))

@@ -218,6 +218,19 @@ def test_icarus_form_lists_what_a_process_reads_and_merges_clocked_blocks():
     assert "  always @(posedge clk) begin\n    t = d;\n    u <= t;\n  end\n" in got   # blocking: left alone
 
 
+def test_icarus_form_guards_lane_writes_with_their_enable():
+    text = ("module m(clk);\n"
+            "  always @(posedge clk) begin\n"
+            "    if (en[0])\n      mem[a][7:0] <= d;\n"
+            "    if (en[1])\n      mem[a][15:8] <= d;\n"
+            "    if (rd)\n      q <= mem[b];\n"
+            "  end\n"
+            "endmodule\n")
+    got = icarus_form.guard_lanes(text)
+    assert ("    if (|en) begin\n      if (en[0])\n        mem[a][7:0] <= d;\n"
+            "      if (en[1])\n        mem[a][15:8] <= d;\n    end\n    if (rd)\n      q <= mem[b];\n") in got
+
+
 def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(chip):
     import re
     form = icarus_form.icarus_form(chip.text)
@@ -228,6 +241,7 @@ def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(ch
     assert "always @*" not in form and "dump_module" in form
     assert "  reg [31:0] memory [4095:0];\n" in form          # the array the testbench zeroes
     assert "    _0_ <= rom[port__addr];\n" in form              # a memory read port: never gated
+    assert "    if (|wr__en) begin\n" in form
     assert "\\ins$81.op " in chip.text and "\\ins$81.op " not in form
     # a waveform build keeps every named signal of the export
     waveform = icarus_form.icarus_form(chip.text, waveform=True)
