@@ -11,9 +11,9 @@ with less work and the same behaviour, cycle for cycle and bit for bit.  The Ica
 runner (``gen/sim_verilog.py``) compiles this form; Verilator, CXXRTL, ``ga2 verilog``
 and the lint see the export as it is.
 
-Five rewrites, each measured with valgrind's instruction count of ``vvp`` (whole runs of
-three and of 27 of the chapter's programs; ``docs/verilog.md``, "Written for
-event-driven simulators"):
+Eight rewrites, in this order, each measured with valgrind's instruction count of ``vvp``
+(whole runs of three and of 27 of the chapter's programs; ``docs/verilog.md``, "Written
+for event-driven simulators"):
 
 * :func:`event_gated` -- each register waits for the next clock edge only after its
   next state changed: ``always begin @(posedge clk); q <= \\$n ; @(\\$n ); end``.  An idle
@@ -25,10 +25,16 @@ event-driven simulators"):
 * :func:`purge_dead` -- continuous assignments and processes whose results nothing reads
   (struct field views, copies of ports, the adders the previous rewrite left unused).
   Not in a build that writes waveforms: there every named signal stays visible.
+* :func:`process_locals` -- a process that assigns its target ten or more times builds it
+  in a local copy and stores it once, so its listeners see one change, not one per part.
 * :func:`explicit_sensitivity` -- ``always @*`` with the signals it reads written out, so
   the dummy read Yosys puts first in every process (``if (\\$auto$...dump_module$1 )
   begin end``, which makes Icarus run the process at time 0) becomes a sensitivity
   instead of a variable read at every wake-up.
+* :func:`fuse_next_state` -- a register's next-state process evaluated by the register's
+  own process at the edge, which then waits for the inputs of that logic to change: one
+  process instead of two.  Not in a waveform build (the next-state nets keep their values there).
+* :func:`guard_lanes` -- a memory's per-lane writes under one test of their enable.
 * :func:`merge_module_clocked` -- the remaining clocked blocks of a module (memory ports)
   as one process: one wake-up per edge instead of one per block.
 
@@ -42,8 +48,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity", "guard_lanes",
-           "merge_module_clocked"]
+__all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity",
+           "fuse_next_state", "guard_lanes", "merge_module_clocked"]
 
 #: one module: header line, body, ``endmodule``
 _MODULE = re.compile(r"(^module [^\n]*\n)(.*?)(^endmodule\n)", re.S | re.M)
@@ -282,6 +288,66 @@ def explicit_sensitivity(text: str) -> str:
     return _per_module(text, rewrite)
 
 
+#: a register's process from :func:`event_gated`
+_REGISTER_PROCESS = re.compile(r"^  always begin @\(posedge (\S+)\); ([^\n]+?) <= (\\\$\d+ ); @\(\3\); end\n", re.M)
+#: a process with its sensitivity written out (:func:`explicit_sensitivity`)
+_LISTED_PROCESS = re.compile(r"  always @\(([^\n]*)\) begin\n((?:    [^\n]*\n)*?)  end\n")
+#: the next state of a fused register (:func:`fuse_next_state`)
+NEXT = "\\icarus$next{} "
+
+
+def fuse_next_state(text: str) -> str:
+    """A register's next-state process computed by the register's own process, at the edge.
+
+    Where a register's next state ``\\$n`` is the one target of one process and nothing else
+    reads it, the register's process evaluates that process's statements itself at the
+    edge (into ``\\icarus$nextN``), assigns the register, and then waits for any signal the
+    statements read to change: ``always begin @(posedge clk); <statements>; q <= next;
+    @(a or b ...); end``.  The statements read at the edge the values the process would have
+    settled on, and a register whose inputs did not change since it was assigned would be
+    given the value it holds.  One process instead of two, and no store that other
+    processes listen to.  Run after :func:`explicit_sensitivity` (it takes that list).
+    """
+    count = 0
+
+    def rewrite(body: str) -> str:
+        nonlocal count
+        processes: dict[str, re.Match] = {}
+        for p in _LISTED_PROCESS.finditer(body):
+            if "posedge" in p.group(1):
+                continue
+            targets = {t.group(1).strip() for line in p.group(2).splitlines()
+                       if (t := _TARGET.match(_COMMENT.sub(" ", line)))}
+            if len(targets) == 1:
+                processes[targets.pop()] = p
+        counts = _reads(_DECL.sub("", body))
+        fused: list[tuple[str, str]] = []
+
+        def fuse(r: re.Match) -> str:
+            nonlocal count
+            clock, register, state = r.group(1), r.group(2), r.group(3).strip()
+            p = processes.get(state)
+            if p is None or counts.get(state, 0) != _reads(p.group(0)).get(state, 0) + 2:
+                return r.group(0)
+            sensitivity = [s.strip() for s in p.group(1).split(" or ") if "dump_module" not in s]
+            declaration = re.search(rf"^  reg( signed)? (\[\d+:\d+\] )?{re.escape(state)} ;\n", body, re.M)
+            if not sensitivity or declaration is None:
+                return r.group(0)
+            count += 1
+            local = NEXT.format(count)
+            fused.append((p.group(0), declaration.group(0)))
+            statements = "".join("  " + line + "\n" for line in p.group(2).replace(state + " ", local).splitlines())
+            wait = " or ".join(s + " " if s.startswith("\\") else s for s in sensitivity)
+            return (f"  reg{declaration.group(1) or ''} {declaration.group(2) or ''}{local};\n"
+                    f"  always begin @(posedge {clock});\n{statements}    {register} <= {local};\n"
+                    f"    @({wait});\n  end\n")
+        body = _REGISTER_PROCESS.sub(fuse, body)
+        for process, declaration in fused:
+            body = body.replace(process, "", 1).replace(declaration, "", 1)
+        return body
+    return _per_module(text, rewrite)
+
+
 #: two or more consecutive lane writes of a clocked block, each under one bit of the same enable
 _LANES = re.compile(rf"(?:    if \(({_IDENT})\[\d+\]\)\n      [^\n]*<=[^\n]*;\n)(?:    if \(\1\[\d+\]\)\n      [^\n]*<=[^\n]*;\n)+")
 
@@ -323,8 +389,12 @@ def merge_module_clocked(text: str) -> str:
 
 def icarus_form(text: str, *, waveform: bool = False) -> str:
     """The export as Icarus compiles it (see the module's docstring); ``waveform``: keep every
-    named signal (no :func:`purge_dead`), for a build that writes waveforms."""
+    named signal and its value (no :func:`purge_dead`, no :func:`fuse_next_state`), for a build
+    that writes waveforms."""
     text = inline_arithmetic(event_gated(text))
     if not waveform:
         text = purge_dead(text)
-    return merge_module_clocked(guard_lanes(explicit_sensitivity(process_locals(text))))
+    text = explicit_sensitivity(process_locals(text))
+    if not waveform:
+        text = fuse_next_state(text)
+    return merge_module_clocked(guard_lanes(text))

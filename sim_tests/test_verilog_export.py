@@ -231,13 +231,36 @@ def test_icarus_form_guards_lane_writes_with_their_enable():
             "      if (en[1])\n        mem[a][15:8] <= d;\n    end\n    if (rd)\n      q <= mem[b];\n") in got
 
 
+def test_icarus_form_fuses_a_next_state_process_into_its_register():
+    text = ("module m(clk, a, o);\n"
+            "  input [7:0] a;\n  output [7:0] o;\n  reg [7:0] q;\n  reg [7:0] \\$1 ;\n  reg [7:0] \\$2 ;\n"
+            "  reg [7:0] r;\n"
+            "  always begin @(posedge clk); q <= \\$1 ; @(\\$1 ); end\n"
+            "  always begin @(posedge clk); r <= \\$2 ; @(\\$2 ); end\n"
+            + _process("\\$1 ", "if (a[0]) begin", "  \\$1  = q + 1'h1;", "end")
+            + _process("\\$2 ", "\\$2  = a;")
+            + "  assign o = \\$2 ;\n"                  # \$2 is read elsewhere: not fused
+            "endmodule\n")
+    got = icarus_form.fuse_next_state(icarus_form.explicit_sensitivity(text))
+    local = icarus_form.NEXT.format(1)
+    assert (f"  reg [7:0] {local};\n  always begin @(posedge clk);\n      {local} = 8'h00;\n"
+            f"      if (a[0]) begin\n        {local} = q + 1'h1;\n      end\n    q <= {local};\n"
+            "    @(a or q);\n  end\n") in got
+    assert "\\$1 " not in got                        # its process and declaration are gone
+    assert "  always begin @(posedge clk); r <= \\$2 ; @(\\$2 ); end\n" in got and "    \\$2  = a;\n" in got
+
+
 def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(chip):
     import re
     form = icarus_form.icarus_form(chip.text)
     registers = re.findall(r"^    ([^\n]+?) <= (\\\$\d+ );\n", chip.text, re.M)
     assert len(registers) > 50
+    fused = 0
     for q, n in registers:                  # each register still assigned its next state, at an edge
-        assert f"  always begin @(posedge clk); {q} <= {n}; @({n}); end\n" in form, q
+        if f"  always begin @(posedge clk); {q} <= {n}; @({n}); end\n" not in form:
+            assert re.search(rf"\n    {re.escape(q)} <= \\icarus\$next\d+ ;\n    @\(", form), q
+            fused += 1
+    assert fused > 50
     assert "always @*" not in form and "dump_module" in form
     assert "  reg [31:0] memory [4095:0];\n" in form          # the array the testbench zeroes
     assert "    _0_ <= rom[port__addr];\n" in form              # a memory read port: never gated
