@@ -11,13 +11,15 @@ with less work and the same behaviour, cycle for cycle and bit for bit.  The Ica
 runner (``gen/sim_verilog.py``) compiles this form; Verilator, CXXRTL, ``ga2 verilog``
 and the lint see the export as it is.
 
-Eight rewrites, in this order, each measured with valgrind's instruction count of ``vvp``
+Nine rewrites, in this order, each measured with valgrind's instruction count of ``vvp``
 (whole runs of three and of 27 of the chapter's programs; ``docs/verilog.md``, "Written
 for event-driven simulators"):
 
 * :func:`event_gated` -- each register waits for the next clock edge only after its
   next state changed: ``always begin @(posedge clk); q <= \\$n ; @(\\$n ); end``.  An idle
   register costs nothing per cycle (no flag to test, no process woken at the edge).
+* :func:`gate_rom_reads` -- a read-only memory's read port (the exp table) in the same form,
+  waiting for its address to change.
 * :func:`inline_arithmetic` -- an adder, subtracter or multiplier ``assign \\$n = a + b;`` read
   by a process as ``x = \\$n [k:0];`` (``x`` at most k+1 bits wide) is computed in that
   statement instead: ``x = a + b;``, word-wise and only when the process runs and takes that
@@ -49,7 +51,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity",
-           "fuse_next_state", "guard_lanes", "merge_module_clocked"]
+           "fuse_next_state", "guard_lanes", "merge_module_clocked", "gate_rom_reads"]
 
 #: one module: header line, body, ``endmodule``
 _MODULE = re.compile(r"(^module [^\n]*\n)(.*?)(^endmodule\n)", re.S | re.M)
@@ -112,6 +114,29 @@ def event_gated(text: str) -> str:
         clock = block.group(1)
         return "".join(f"  always begin @(posedge {clock}); {q} <= {n}; @({n}); end\n" for q, n in statements)
     return _REGISTER_BLOCK.sub(gated, text)
+
+
+#: a read port with neither enable nor write: ``always @(posedge clk) begin q <= mem[addr]; end``
+_ROM_READ = re.compile(rf"  always @\(posedge (\S+)\) begin\n    ({_IDENT}) <= ({_IDENT}) ?\[({_IDENT})\];\n  end\n")
+
+
+def gate_rom_reads(text: str) -> str:
+    """A read-only memory's read port reads again only after its address changed.
+
+    A memory that only its ``initial`` block writes keeps its words, so the word at an
+    unchanged address is the one the port already holds: the port becomes
+    ``always begin @(posedge clk); q <= rom[addr]; @(addr); end`` (:func:`event_gated`'s form).
+    """
+    def rewrite(body: str) -> str:
+        def gated(r: re.Match) -> str:
+            clock, out, memory, address = r.group(1), r.group(2), r.group(3).strip(), r.group(4).strip()
+            outside_initial = re.sub(r"^  initial begin\n.*?^  end\n", "", body, flags=re.S | re.M)
+            writes = re.findall(rf"(?<![\w$\\]){re.escape(memory)} ?\[[^\n]*?\]\s*(?:<=|=)(?!=)", outside_initial)
+            if writes:
+                return r.group(0)
+            return f"  always begin @(posedge {clock}); {out} <= {r.group(3)}[{r.group(4)}]; @({r.group(4)}); end\n"
+        return _ROM_READ.sub(gated, body)
+    return _per_module(text, rewrite)
 
 
 def inline_arithmetic(text: str) -> str:
@@ -391,7 +416,7 @@ def icarus_form(text: str, *, waveform: bool = False) -> str:
     """The export as Icarus compiles it (see the module's docstring); ``waveform``: keep every
     named signal and its value (no :func:`purge_dead`, no :func:`fuse_next_state`), for a build
     that writes waveforms."""
-    text = inline_arithmetic(event_gated(text))
+    text = inline_arithmetic(gate_rom_reads(event_gated(text)))
     if not waveform:
         text = purge_dead(text)
     text = explicit_sensitivity(process_locals(text))

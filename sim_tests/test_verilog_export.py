@@ -250,6 +250,18 @@ def test_icarus_form_fuses_a_next_state_process_into_its_register():
     assert "  always begin @(posedge clk); r <= \\$2 ; @(\\$2 ); end\n" in got and "    \\$2  = a;\n" in got
 
 
+def test_icarus_form_gates_only_read_only_memories_read_ports():
+    port = "  always @(posedge clk) begin\n    q <= {m}[a];\n  end\n"
+    text = ("module m(clk);\n  reg [7:0] rom [3:0];\n  reg [7:0] ram [3:0];\n"
+            "  initial begin\n    rom[0] = 8'h01;\n    ram[0] = 8'h00;\n  end\n"
+            + port.format(m="rom") + port.format(m="ram")
+            + "  always @(posedge clk) begin\n    if (we)\n      ram[w] <= d;\n  end\n"
+            "endmodule\n")
+    got = icarus_form.gate_rom_reads(text)
+    assert "  always begin @(posedge clk); q <= rom[a]; @(a); end\n" in got
+    assert port.format(m="ram") in got                                 # written at edges: read every edge
+
+
 def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(chip):
     import re
     form = icarus_form.icarus_form(chip.text)
@@ -263,7 +275,7 @@ def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(ch
     assert fused > 50
     assert "always @*" not in form and "dump_module" in form
     assert "  reg [31:0] memory [4095:0];\n" in form          # the array the testbench zeroes
-    assert "    _0_ <= rom[port__addr];\n" in form              # a memory read port: never gated
+    assert "  always begin @(posedge clk); _0_ <= rom[port__addr]; @(port__addr); end\n" in form   # the exp table
     assert "    if (|wr__en) begin\n" in form
     assert "\\ins$81.op " in chip.text and "\\ins$81.op " not in form
     # a waveform build keeps every named signal of the export
