@@ -11,7 +11,7 @@ with less work and the same behaviour, cycle for cycle and bit for bit.  The Ica
 runner (``gen/sim_verilog.py``) compiles this form; Verilator, CXXRTL, ``ga2 verilog``
 and the lint see the export as it is.
 
-Nine rewrites, in this order, each measured with valgrind's instruction count of ``vvp``
+Ten rewrites, in this order, each measured with valgrind's instruction count of ``vvp``
 (whole runs of three and of 27 of the chapter's programs; ``docs/verilog.md``, "Written
 for event-driven simulators"):
 
@@ -37,6 +37,8 @@ for event-driven simulators"):
   own process at the edge, which then waits for the inputs of that logic to change: one
   process instead of two.  Not in a waveform build (the next-state nets keep their values there).
 * :func:`guard_lanes` -- a memory's per-lane writes under one test of their enable.
+* :func:`wait_for_enable` -- a memory port that is one ``if (en) ...`` sleeps in
+  ``wait (en)`` until it is used.
 * :func:`merge_module_clocked` -- the remaining clocked blocks of a module (memory ports)
   as one process: one wake-up per edge instead of one per block.
 
@@ -51,7 +53,8 @@ from __future__ import annotations
 import re
 
 __all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity",
-           "fuse_next_state", "guard_lanes", "merge_module_clocked", "gate_rom_reads"]
+           "fuse_next_state", "guard_lanes", "merge_module_clocked", "gate_rom_reads",
+           "wait_for_enable"]
 
 #: one module: header line, body, ``endmodule``
 _MODULE = re.compile(r"(^module [^\n]*\n)(.*?)(^endmodule\n)", re.S | re.M)
@@ -390,6 +393,31 @@ def guard_lanes(text: str) -> str:
     return _LANES.sub(guarded, text)
 
 
+def wait_for_enable(text: str) -> str:
+    """A clocked block that is one ``if (en) ...`` sleeps until ``en`` is set.
+
+    ``always @(posedge clk) begin if (en) ...; end`` becomes
+    ``always begin wait (en); @(posedge clk); if (en) ...; end``: while ``en`` is 0 (a memory
+    port not used) nothing runs at the edges; once it is 1 the block waits for the next edge
+    and tests ``en`` there as before.  ``wait`` passes at once while ``en`` stays 1.
+    """
+    def waiting(b: re.Match) -> str:
+        lines = b.group(2).splitlines()
+        head = re.fullmatch(r"    if \((.+)\)( begin)?", lines[0]) if lines else None
+        if head is None:
+            return b.group(0)
+        rest = lines[1:]
+        if head.group(2):
+            single = (rest and rest[-1] == "    end"
+                      and all(line.startswith("      ") for line in rest[:-1]))
+        else:
+            single = len(rest) == 1 and rest[0].startswith("      ")
+        if not single:
+            return b.group(0)
+        return f"  always begin wait ({head.group(1)}); @(posedge {b.group(1)});\n{b.group(2)}  end\n"
+    return _CLOCKED.sub(waiting, text)
+
+
 def merge_module_clocked(text: str) -> str:
     """All ``always @(posedge CLK) begin ... end`` blocks of a module as one block per clock.
 
@@ -422,4 +450,4 @@ def icarus_form(text: str, *, waveform: bool = False) -> str:
     text = explicit_sensitivity(process_locals(text))
     if not waveform:
         text = fuse_next_state(text)
-    return merge_module_clocked(guard_lanes(text))
+    return merge_module_clocked(wait_for_enable(guard_lanes(text)))

@@ -262,6 +262,18 @@ def test_icarus_form_gates_only_read_only_memories_read_ports():
     assert port.format(m="ram") in got                                 # written at edges: read every edge
 
 
+def test_icarus_form_lets_an_unused_memory_port_sleep():
+    text = ("module m(clk);\n"
+            "  always @(posedge clk) begin\n    if (we)\n      mem[a] <= d;\n  end\n"
+            "  always @(posedge clk) begin\n    if (re) begin\n      q <= mem[b];\n    end\n  end\n"
+            "  always @(posedge clk) begin\n    if (we)\n      mem[a] <= d;\n    if (re)\n      q <= mem[b];\n  end\n"
+            "endmodule\n")
+    got = icarus_form.wait_for_enable(text)
+    assert "  always begin wait (we); @(posedge clk);\n    if (we)\n      mem[a] <= d;\n  end\n" in got
+    assert "  always begin wait (re); @(posedge clk);\n    if (re) begin\n      q <= mem[b];\n    end\n  end\n" in got
+    assert "  always @(posedge clk) begin\n    if (we)\n      mem[a] <= d;\n    if (re)\n" in got   # two ports: left
+
+
 def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(chip):
     import re
     form = icarus_form.icarus_form(chip.text)
