@@ -53,6 +53,7 @@ from ga2_hdl.sram import Scratchpad
 from ga2_hdl.results import Mismatch, RunResult, first_mismatch
 
 from . import toolchain, verilog
+from .icarus_form import icarus_form
 from .simulator import (WATCHDOG_FACTOR, WATCHDOG_SLACK, BundleReport, SimulatorError, check_bundle_chip,
                         check_vcd, cycle_bound, external_memory_words, vcd_output)
 
@@ -187,8 +188,9 @@ class _VerilogSimulator:
         """Compile in ``directory``; return the command that runs the result."""
         raise NotImplementedError
 
-    def chip_text(self, exported: verilog.Export) -> str:
-        """The chip's text as this simulator compiles it (the export; Icarus rewrites its clocked blocks)."""
+    def chip_text(self, exported: verilog.Export, trace: bool = False) -> str:
+        """The chip's text as this simulator compiles it (the export; Icarus compiles its own form of
+        it, gen/icarus_form.py), for a build that writes waveforms when ``trace``."""
         return exported.text
 
     def header_text(self, ext_words: int, cap: int, exported: verilog.Export) -> str:
@@ -212,7 +214,7 @@ class _VerilogSimulator:
         cap = self.bundle_cap(words)
         header = self.header_text(ext_words, cap, exported)
         flags = self.flags(trace)
-        text = self.chip_text(exported)
+        text = self.chip_text(exported, trace)
         key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, text, header,
                                *(p.read_bytes() for p in self.sources()),
                                *(toolchain.version(t) for t in self.tools()), *flags)
@@ -380,14 +382,15 @@ class IcarusSimulator(_VerilogSimulator):
     def flags(self, trace: bool) -> list[str]:
         # -g2005, not -g2012: in SystemVerilog mode Icarus does not run the `always @*`
         # blocks of Yosys' output at time 0, leaving some outputs x (see gen/tb/ga2_tb.v)
-        return ["-g2005"]        # VCD is a run-time choice in Icarus: one build serves both
+        return ["-g2005"]        # (VCD is a run-time choice in vvp; a waveform build differs in its chip text)
 
     def sources(self) -> list[Path]:
         return [TESTBENCH, ICARUS_TOP]
 
-    def chip_text(self, exported: verilog.Export) -> str:
-        # registers updated only after their next state changed (gen/verilog.py changed_gated)
-        return verilog.changed_gated(exported.text)
+    def chip_text(self, exported: verilog.Export, trace: bool = False) -> str:
+        # the same design with fewer events per cycle (gen/icarus_form.py); a waveform build keeps
+        # every named signal
+        return icarus_form(exported.text, waveform=trace)
 
     def compile(self, directory: Path, chip: Path, trace: bool) -> list[str]:
         out = directory / "ga2_tb.vvp"

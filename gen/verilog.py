@@ -218,60 +218,6 @@ def merge_clocked_blocks(text: str) -> str:
     return _CLOCKED_RUN.sub(merged, text)
 
 
-#: a merged clocked block whose statements are all ``q <= \\$next ;`` (one register each)
-_REGISTER_BLOCK = re.compile(r"  always @\(posedge (\S+)\) begin\n((?:    [^\n]*\n)+?)  end\n")
-_REGISTER_STATEMENT = re.compile(r"    ([^\n]+?) <= (\\\S+ |[A-Za-z_][\w$]*);\n")
-#: the flag register of the n-th gated block (an escaped identifier, like Yosys' own names)
-CHANGED_FLAG = "\\icarus$changed{} "
-
-
-def changed_gated(text: str) -> str:
-    """Icarus' form of the clocked blocks: each register block runs only after its inputs changed.
-
-    Yosys writes every register as ``q <= \\$n ;`` at each edge, where ``\\$n`` (the next
-    state) is computed by an ``always @*`` block and usually equals ``q``.  Icarus executes
-    every such statement at every edge (a variable load and a non-blocking assignment each,
-    about half of the chip's cost per cycle), although an idle unit's registers do not change
-    for thousands of cycles.  This form gives each register block (after
-    :func:`merge_clocked_blocks`) a flag, set when any of its next-state signals changes and
-    cleared when the block runs::
-
-        reg \\icarus$changed1 = 1'h1;
-        always @(\\$19 or \\$20 ) \\icarus$changed1 <= 1'h1;
-        always @(posedge clk) if (\\icarus$changed1 ) begin
-          \\icarus$changed1 <= 1'h0;
-          done <= \\$19 ;
-          busy <= \\$20 ;
-        end
-
-    The same meaning: a block that does not run would assign each register the value it
-    already holds (after an edge ``q`` equals the ``\\$n`` it was given, and nothing else
-    assigns ``q``; a change of ``\\$n`` made by that edge's own updates sets the flag for the
-    next edge).  It relies on no next-state signal changing in the same time step as the edge
-    before the block runs, which holds for Yosys' output driven by our testbench (inputs change
-    by non-blocking assignments, no combinational logic reads the clock or a memory array).
-    For Icarus only: Verilator and CXXRTL compile the export as it is (they evaluate the
-    registers without events anyway, and Verilator's lint rightly rejects a flag assigned
-    from two blocks).  Blocks with other statements (memory ports) are left as they are.
-    """
-    count = 0
-
-    def gated(block: re.Match) -> str:
-        nonlocal count
-        body = block.group(2)
-        statements = _REGISTER_STATEMENT.findall(body)
-        if not statements or "".join(f"    {q} <= {n};\n" for q, n in statements) != body:
-            return block.group(0)
-        count += 1
-        flag = CHANGED_FLAG.format(count)
-        inputs = " or ".join(sorted({n for _, n in statements}))
-        return (f"  reg {flag}= 1'h1;\n"
-                f"  always @({inputs}) {flag}<= 1'h1;\n"
-                f"  always @(posedge {block.group(1)}) if ({flag}) begin\n"
-                f"    {flag}<= 1'h0;\n{body}  end\n")
-    return _REGISTER_BLOCK.sub(gated, text)
-
-
 def convert(info: UnitInfo, params: dict, *, emit_src: bool = False) -> str:
     """Build the unit and convert it to Verilog (no cache)."""
     from amaranth.back import verilog
