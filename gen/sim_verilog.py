@@ -37,6 +37,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -193,6 +194,13 @@ class _VerilogSimulator:
         it, gen/icarus_form.py), for a build that writes waveforms when ``trace``."""
         return exported.text
 
+    def form_key(self, trace: bool) -> list[bytes | str]:
+        """What :meth:`chip_text` depends on besides the export: the code that makes it and its
+        options.  A build's cache key holds the export and this instead of the text itself, so a
+        cached build is found without making the text again (Icarus's form takes about 0.4 CPU-s,
+        and every piece of a replay asks for the build)."""
+        return []
+
     def header_text(self, ext_words: int, cap: int, exported: verilog.Export) -> str:
         """The generated constants of a build (part of its cache key)."""
         return params_header(ext_words, cap, scratchpad_arrays(exported.text, config=self.config), config=self.config)
@@ -214,8 +222,8 @@ class _VerilogSimulator:
         cap = self.bundle_cap(words)
         header = self.header_text(ext_words, cap, exported)
         flags = self.flags(trace)
-        text = self.chip_text(exported, trace)
-        key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, text, header,
+        key = toolchain.digest(toolchain.CACHE_FORMAT, self.name, exported.text, header,
+                               *self.form_key(trace),
                                *(p.read_bytes() for p in self.sources()),
                                *(toolchain.version(t) for t in self.tools()), *flags)
         final, lock = toolchain.cached_dir("build", key)
@@ -227,7 +235,7 @@ class _VerilogSimulator:
                              float(meta["compile_seconds"]), True)
             with toolchain.build_dir(final) as (tmp, tmp_meta):
                 chip = tmp / f"{verilog.CHIP_UNIT}{self.chip_suffix}"
-                chip.write_text(text)
+                chip.write_text(self.chip_text(exported, trace))
                 (tmp / self.header_file).write_text(header)
                 c0 = time.perf_counter()
                 command = self.compile(tmp, chip, trace)
@@ -392,6 +400,9 @@ class IcarusSimulator(_VerilogSimulator):
         # every named signal
         return icarus_form(exported.text, waveform=trace)
 
+    def form_key(self, trace: bool) -> list[bytes | str]:
+        return [Path(sys.modules[icarus_form.__module__].__file__).read_bytes(), f"waveform={trace}"]
+
     def compile(self, directory: Path, chip: Path, trace: bool) -> list[str]:
         out = directory / "ga2_tb.vvp"
         # icarus_top.v first: its `timescale carries over to the chip, which has none
@@ -486,8 +497,11 @@ class VerilatorSimulator(_VerilogSimulator):
             flags.append("--trace")
         return flags
 
-    def chip_text(self, exported: verilog.Export) -> str:
+    def chip_text(self, exported: verilog.Export, trace: bool = False) -> str:
         return zero_init_loops(exported.text)
+
+    def form_key(self, trace: bool) -> list[bytes | str]:
+        return [Path(__file__).read_bytes()]          # zero_init_loops is in this file
 
     def _make_command(self, obj: Path) -> list[str]:
         cmd = [toolchain.require("make"), "-C", str(obj), "-f", "Vga2_tb.mk", "-j", str(self.jobs),

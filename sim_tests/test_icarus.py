@@ -24,3 +24,24 @@ def test_undefined_memory_words_are_reported_as_the_testbench_prints_them(tmp_pa
         "program 0: ext[5]: expected 0x00000007, got 0xxxxxxxxx"
     got.counters = got.counters._replace(total=11)   # a counter comes before memory
     assert str(_first_mismatch(expected, got, 0, undefined)) == "program 0: counter total: expected 10, got 11"
+
+
+def test_a_cached_build_is_found_without_making_the_icarus_form_again(tmp_path, monkeypatch):
+    """The build's key holds the export and the form's code and options, not the form's text: a
+    cached build is found without running gen/icarus_form.py (0.4 CPU-s, asked by every piece of
+    a replay); a waveform build, whose form keeps every signal, is another build."""
+    from gen.sim_verilog import IcarusSimulator
+
+    monkeypatch.setenv("GA2_CACHE_DIR", str(tmp_path))
+    sim = IcarusSimulator()
+    exported = sim.export(8192)
+    first = sim.build(8192, exported=exported)
+    assert not first.cached
+
+    def no_form(*args, **kwargs):
+        raise AssertionError("the Icarus form was made again for a cached build")
+
+    monkeypatch.setattr(IcarusSimulator, "chip_text", no_form)
+    again = sim.build(8192, exported=exported)
+    assert again.cached and again.key == first.key
+    assert sim.form_key(True) != sim.form_key(False)
