@@ -25,6 +25,7 @@ from typing import Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.config import Config
+from gen.workers import fork_pool
 
 from .runs import DRAFT_SEED, Anatomy, BlockTrace, anatomy, causality_logits, example_a_chip, trace_blocks
 
@@ -381,7 +382,11 @@ def best_k(a: float, c: float, largest: int = 64) -> int:
 
 
 def _pool(workers: int):
-    return multiprocessing.get_context("fork").Pool(workers)
+    # gen.workers' pool, not multiprocessing.Pool: its workers end quietly on SIGTERM (a Pool's
+    # workers inherit ga2's SIGTERM handler, and the Pool's own terminate() could then leave one
+    # blocked on a lock its dead sibling held: a hang), and a worker that dies fails the sweep
+    # (BrokenProcessPool) instead of leaving map() waiting for ever
+    return fork_pool(workers)
 
 
 def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1, 2, 3, 4, 5), n: int = 32,
@@ -398,9 +403,9 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
     # the slowest cells first (more blocks: larger noise and larger k), so the pool ends evenly
     cells_args.sort(key=lambda a: -(a[0] + 1) * (a[1] + 1))
     with _pool(workers) as pool:
-        plain_async = pool.apply_async(_plain_job, (n,), {"config": config})
-        raw = pool.map(_cell_job, cells_args, chunksize=1)
-        plain_tokens, plain_cycles, plain_step = plain_async.get()
+        plain_future = pool.submit(_plain_job, n, config=config)
+        raw = list(pool.map(_cell_job, cells_args))
+        plain_tokens, plain_cycles, plain_step = plain_future.result()
         cells: dict[tuple[float, int], SweepCell] = {}
         shapes: dict[tuple[int, int], set[int]] = {}
         draft_cycles = set()
@@ -417,7 +422,7 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
         if plain_step is not None:
             wanted |= {(MODEL_CACHE, k + 1) for k in MODEL_KS if k in ks}
         missing = sorted(s for s in wanted if s not in shapes)
-        for shape, cyc in pool.map(_fixed_verifier_job, [(c, m, config) for c, m in missing]):
+        for shape, cyc in list(pool.map(_fixed_verifier_job, [(c, m, config) for c, m in missing])):
             shapes.setdefault(shape, set()).add(cyc)
     shape_problems = [f"verifier {c}x{m}: programs of one shape took different cycles {sorted(v)}"
                       for (c, m), v in sorted(shapes.items()) if len(v) > 1]
