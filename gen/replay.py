@@ -28,6 +28,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import signal
 import queue
 import resource
 import time
@@ -256,6 +257,46 @@ def _run_piece(piece: Piece, sub: Bundle) -> PieceResult:
                        report.build_seconds, started, time.time(), cpu_seconds=_cpu_seconds() - cpu0)
 
 
+# ------------------------------------------------------------------ stopping a worker
+# A worker is stopped by SIGTERM (the parent ending the pool: an interrupt, an error) or SIGINT
+# (Ctrl-C reaches the whole terminal group).  In a task, the signal becomes an exception, so that
+# the task's ``finally`` blocks run on the way out (toolchain.child ends the simulator's process
+# group); then the worker leaves at once, without a traceback, and a second signal does not
+# interrupt that way out.  Between tasks there is nothing to end: it leaves at once.
+_IN_TASK = False
+
+
+class _Stopped(KeyboardInterrupt):
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _IN_TASK:
+        os._exit(128 + signum)
+    raise _Stopped(signum)
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+
+
+def _task(fn: Callable, *args):
+    """``fn(*args)`` in a worker (see above)."""
+    global _IN_TASK
+    _IN_TASK = True
+    try:
+        return fn(*args)
+    except KeyboardInterrupt as e:
+        os._exit(128 + getattr(e, "signum", signal.SIGINT))
+    finally:
+        _IN_TASK = False
+
+
 @dataclass
 class Preparation:
     """A simulator's export and build, made once before its pieces run (see :meth:`ReplayPool.prepare`)."""
@@ -398,13 +439,13 @@ class ReplayPool:
                     self.progress(name, self._done[name], self.programs)
 
         try:
-            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_worker_init) as pool:
                 running: dict = {}
                 try:
                     while self._queue or running:
                         while self._queue and len(running) < self.workers:
                             _, _, fn, args, on_done = heapq.heappop(self._queue)
-                            running[pool.submit(fn, *args)] = on_done
+                            running[pool.submit(_task, fn, *args)] = on_done
                         if meanwhile is not None:
                             meanwhile, later = None, meanwhile
                             later()
@@ -417,7 +458,7 @@ class ReplayPool:
                                 on_done(result)
                 except BaseException:
                     # an interrupt (or an error): the workers stop now instead of finishing their work;
-                    # each worker inherited ga2's signal handlers, so SIGTERM ends its simulator's group too
+                    # SIGTERM makes each end its simulator's group and leave quietly (_stop above)
                     pool.shutdown(wait=False, cancel_futures=True)
                     for worker in multiprocessing.active_children():
                         worker.terminate()

@@ -629,3 +629,18 @@ def test_sigterm_during_an_icarus_run_ends_vvp(tmp_path):
     time.sleep(0.2)
     assert "vvp" in seen.values()
     assert [f"{pid} {name}" for pid, name in seen.items() if _alive(pid)] == []
+
+
+@pytest.mark.skipif(not shutil.which("vvp"), reason="Icarus Verilog is not installed (make simulators)")
+def test_sigterm_during_a_parallel_replay_ends_every_worker_and_simulator_quietly(tmp_path):
+    """ga2 ch16's pool: the parent ends its workers, each worker ends its simulator's group on the
+    way out and leaves without a traceback; one error line, exit status 143."""
+    get_simulator("icarus").build(isa.EXT_WORDS_DEFAULT)       # the shared cache: the runs start at once
+    rc, err, seen = _interrupt_when(["ch16", "--tokens", "3", "--sims", "icarus", "--no-checks",
+                                     "--workers", "2", "--out", str(tmp_path)], {"vvp"}, signal.SIGTERM,
+                                    dict(os.environ))
+    assert rc == 128 + signal.SIGTERM, err
+    _one_error_line(err, "interrupted by SIGTERM")
+    time.sleep(0.2)
+    assert "vvp" in seen.values()
+    assert [f"{pid} {name}" for pid, name in seen.items() if _alive(pid)] == []
