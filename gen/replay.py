@@ -28,12 +28,11 @@ import itertools
 import math
 import multiprocessing
 import os
-import signal
 import queue
 import resource
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
@@ -42,10 +41,14 @@ from ga2_hdl.isa import Counters, ErrorCode
 from ga2_hdl.results import Mismatch
 
 from .simulator import SimulatorError, get_simulator
+from .workers import fork_pool
 
 #: rough cycles per second, used only to plan the pieces and their order (never reported)
 SPEED_HINT = {"golden": 400_000, "amaranth": 8_000, "icarus": 28_000, "verilator": 2_500_000,
               "cxxrtl": 100_000}
+#: rough CPU seconds of a simulator's build from an empty cache, used only to plan which build to
+#: start first (never reported); a simulator missing here builds nothing worth planning for
+BUILD_HINT = {"icarus": 3.0, "verilator": 15.0, "cxxrtl": 35.0}
 #: a simulator expected to take longer than this (seconds) is split into at least 2 pieces per worker
 SPLIT_ABOVE_SECONDS = 8.0
 #: and into pieces of about this many seconds, so that the last piece to finish is a short one,
@@ -233,6 +236,12 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _error_text(e: Exception) -> str:
+    """A simulator's error in one line; anything else with its traceback (a bug of ours)."""
+    detail = str(e) if isinstance(e, SimulatorError) else traceback.format_exc()
+    return f"{type(e).__name__}: {detail}"
+
+
 def _run_piece(piece: Piece, sub: Bundle) -> PieceResult:
     started = time.time()
     cpu0 = _cpu_seconds()
@@ -247,54 +256,13 @@ def _run_piece(piece: Piece, sub: Bundle) -> PieceResult:
         sim = get_simulator(piece.simulator, **_OPTIONS.get(piece.simulator, {}))
         report = sim.run_bundle(sub, progress=progress)
     except Exception as e:          # reported as this piece's error; the other pieces go on
-        detail = str(e) if isinstance(e, SimulatorError) else traceback.format_exc()
-        return PieceResult(piece, [], None, 0.0, 0.0, started, time.time(), f"{type(e).__name__}: {detail}")
+        return PieceResult(piece, [], None, 0.0, 0.0, started, time.time(), _error_text(e))
     outcomes = [ProgramOutcome(r.counters, r.error, r.error_pc) for r in report.results]
     mismatch = report.mismatch
     if mismatch is not None:
         mismatch = replace(mismatch, program=(mismatch.program or 0) + piece.start)
     return PieceResult(piece, outcomes, mismatch, report.wall_seconds - report.build_seconds,
                        report.build_seconds, started, time.time(), cpu_seconds=_cpu_seconds() - cpu0)
-
-
-# ------------------------------------------------------------------ stopping a worker
-# A worker is stopped by SIGTERM (the parent ending the pool: an interrupt, an error) or SIGINT
-# (Ctrl-C reaches the whole terminal group).  In a task, the signal becomes an exception, so that
-# the task's ``finally`` blocks run on the way out (toolchain.child ends the simulator's process
-# group); then the worker leaves at once, without a traceback, and a second signal does not
-# interrupt that way out.  Between tasks there is nothing to end: it leaves at once.
-_IN_TASK = False
-
-
-class _Stopped(KeyboardInterrupt):
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _stop(signum, frame) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if not _IN_TASK:
-        os._exit(128 + signum)
-    raise _Stopped(signum)
-
-
-def _worker_init() -> None:
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-
-
-def _task(fn: Callable, *args):
-    """``fn(*args)`` in a worker (see above)."""
-    global _IN_TASK
-    _IN_TASK = True
-    try:
-        return fn(*args)
-    except KeyboardInterrupt as e:
-        os._exit(128 + getattr(e, "signum", signal.SIGINT))
-    finally:
-        _IN_TASK = False
 
 
 @dataclass
@@ -311,8 +279,7 @@ def _prepare(name: str, ext_words: int) -> Preparation:
     try:
         get_simulator(name, **_OPTIONS.get(name, {})).prepare(ext_words)
     except Exception as e:          # the simulator's pieces are then reported with this error
-        detail = str(e) if isinstance(e, SimulatorError) else traceback.format_exc()
-        return Preparation(name, time.perf_counter() - t0, _cpu_seconds() - cpu0, f"{type(e).__name__}: {detail}")
+        return Preparation(name, time.perf_counter() - t0, _cpu_seconds() - cpu0, _error_text(e))
     return Preparation(name, time.perf_counter() - t0, _cpu_seconds() - cpu0)
 
 
@@ -439,32 +406,23 @@ class ReplayPool:
                     self.progress(name, self._done[name], self.programs)
 
         try:
-            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_worker_init) as pool:
+            # an interrupt (or an error) ends the workers at once, each ending its simulator's group
+            with fork_pool(self.workers) as pool:
                 running: dict = {}
-                try:
-                    while self._queue or running:
-                        while self._queue and len(running) < self.workers:
-                            _, _, fn, args, on_done = heapq.heappop(self._queue)
-                            running[pool.submit(_task, fn, *args)] = on_done
-                        if meanwhile is not None:
-                            meanwhile, later = None, meanwhile
-                            later()
-                        finished, _ = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-                        drain()
-                        for f in finished:
-                            on_done = running.pop(f)
-                            result = f.result()
-                            if on_done is not None:
-                                on_done(result)
-                except BaseException:
-                    # an interrupt (or an error): the workers stop now instead of finishing their work;
-                    # SIGTERM makes each end its simulator's group and leave quietly (_stop above)
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    for worker in multiprocessing.active_children():
-                        worker.terminate()
-                    for worker in multiprocessing.active_children():
-                        worker.join(timeout=10)
-                    raise
+                while self._queue or running:
+                    while self._queue and len(running) < self.workers:
+                        _, _, fn, args, on_done = heapq.heappop(self._queue)
+                        running[pool.submit(fn, *args)] = on_done
+                    if meanwhile is not None:
+                        meanwhile, later = None, meanwhile
+                        later()
+                    finished, _ = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                    drain()
+                    for f in finished:
+                        on_done = running.pop(f)
+                        result = f.result()
+                        if on_done is not None:
+                            on_done(result)
             time.sleep(0.05)
             drain()
         finally:
@@ -532,4 +490,4 @@ def pieces_summary(replay_: SimulatorReplay) -> str:
 
 
 __all__ = ["Piece", "PieceResult", "Preparation", "ProgramOutcome", "ReplayPool", "SimulatorReplay", "SpanVerdict",
-           "concatenate", "plan_pieces", "program_words", "replay", "pieces_summary", "SPEED_HINT"]
+           "concatenate", "plan_pieces", "program_words", "replay", "pieces_summary", "BUILD_HINT", "SPEED_HINT"]

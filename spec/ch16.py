@@ -217,7 +217,7 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     """The whole job, every program compiled for the chip ``config``.  ``say`` gets each part's text as
     soon as it is known; ``progress`` the replay's progress (simulator, programs done, programs);
     ``meanwhile()`` runs in this process while the workers work (:meth:`gen.replay.ReplayPool.run`)."""
-    from gen.replay import ReplayPool, concatenate
+    from gen.replay import BUILD_HINT, ReplayPool, concatenate
 
     if n < 1:
         raise ValueError(f"--tokens must be at least 1, got {n}")
@@ -225,11 +225,11 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
     # One pool does everything, so that no core waits while there is work: the simulators' builds
-    # (the slow Verilator build first, beside the decoding), the seven runs, each run's replay as
+    # (the longest build first, beside the decoding), the seven runs, each run's replay as
     # soon as the run is decoded, and the software checks.
     pool = ReplayPool(simulators, workers=workers, progress=progress,
                       options={name: {"config": config} for name in simulators}, pieces_per_worker=0)
-    order = sorted(simulators, key=lambda name: name != "verilator")
+    order = sorted(simulators, key=lambda name: -BUILD_HINT.get(name, 0.0))     # the longest build first
     for name in order[:1]:
         pool.prepare(name, config.ext_words, priority=ReplayPool.PREPARE)
     for name in order[1:]:
@@ -265,11 +265,11 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     ordered = [runs[i][0] for i in range(len(CHAPTER_RUNS))]
     kinds = _reference(ordered, n)
     rows: list[Ch16Row] = []
-    config_bundles = [runs[i][1] for i in range(len(CHAPTER_RUNS))]
-    combined = Bundle(config_bundles[0].ext_words, config=config)
+    bundles = [runs[i][1] for i in range(len(CHAPTER_RUNS))]
+    combined = Bundle(bundles[0].ext_words, config=config)
     golden_problems = []
     plain_cycles = {}
-    for row, kind, bundle in zip(ordered, kinds, config_bundles):
+    for row, kind, bundle in zip(ordered, kinds, bundles):
         if bundle.ext_words != combined.ext_words:
             raise ValueError("the runs' bundles were made for different external-memory sizes")
         elif bundle.total_cycles != row.cycles:
