@@ -17,7 +17,7 @@ meaning every compiled program must match.  See docs/capra.md.
 from .errors import CompileError
 from .graph import Graph, Node
 from .interpret import interpret
-from .program import (Program, compile_graph, execute, ext_image, read_outputs, read_tensor, run)
+from .program import Program, compile_graph, execute, ext_image, read_outputs, read_tensor, run
 from .reference import evaluate
 
 __all__ = ["CompileError", "Graph", "Node", "Program", "compile_graph", "evaluate", "execute", "ext_image",

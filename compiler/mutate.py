@@ -14,7 +14,7 @@ as *equivalent* does not alter what the compiler produces; the battery must
 NOT flag it, and it is reported as "equivalent", never counted as caught.
 
 The mutants, the copies' sources and the run are the project's one mutation
-engine (:mod:`ga2_hdl.mutation`); this module supplies the compiler's
+engine (:mod:`ga2_hdl.support.mutation`); this module supplies the compiler's
 mutants and its judge (the slice battery).
 """
 from __future__ import annotations
@@ -24,9 +24,10 @@ import sys
 import types
 from pathlib import Path
 
-from ga2_hdl import isa, mutation
+from ga2_hdl import isa
+from ga2_hdl.support import mutation
 from ga2_hdl.config import Config
-from ga2_hdl.mutation import Finding, Result
+from ga2_hdl.support.mutation import Finding, Result
 
 from .battery import run_battery
 

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from ga2_hdl import golden, isa
 from ga2_hdl.config import Config
-from ga2_hdl.results import RunResult
+from ga2_hdl.formats.results import RunResult
 
 from .errors import CompileError
 from .graph import Graph, check_inputs

@@ -17,9 +17,9 @@ from amaranth.lib import wiring
 
 from ga2_hdl import isa
 from ga2_hdl.config import Config
-from ga2_hdl.decoder import operand
+from ga2_hdl.rtl.decoder import operand
 from ga2_hdl.isa import Extension, Operand, OpSpec, Region, Unit
-from ga2_hdl.layout import UnitSignature, spad_addr_bits
+from ga2_hdl.rtl.layout import UnitSignature, spad_addr_bits
 
 OP_CODE = 8          # the first op code the book leaves free
 

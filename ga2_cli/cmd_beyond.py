@@ -9,7 +9,7 @@ import os
 import time
 
 from ga2_hdl import isa
-from ga2_hdl.safe_io import atomic_write
+from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
 from .progress import Progress
@@ -32,7 +32,8 @@ def register(subparsers) -> None:
 
 
 def _beyond(args) -> int:
-    from spec import beyond, figures
+    from spec.beyond import table as beyond
+    from spec import figures
 
     t0 = time.perf_counter()
     sims = args.sims

@@ -18,7 +18,7 @@ import os
 import time
 
 from ga2_hdl import isa
-from ga2_hdl.safe_io import atomic_write
+from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
 from .progress import Progress

@@ -15,7 +15,7 @@ import sys
 import time
 
 from ga2_hdl.config import PRESETS
-from ga2_hdl.safe_io import atomic_write
+from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
 from .main import CommandError
@@ -56,7 +56,7 @@ def register(subparsers) -> None:
                    help="run the configurations on a Dask distributed scheduler (tcp://host:8786); needs "
                         "pip install -e '.[cluster]'")
     p.add_argument("--synth", action="store_true",
-                   help="also synthesise each configuration's chip (Yosys + nextpnr-ecp5, gen/synth.py, cached): "
+                   help="also synthesise each configuration's chip (Yosys + nextpnr-ecp5, gen/fpga/synth.py, cached): "
                         "LUT4, FF, EBR, MULT18X18D, Fmax and tokens per second at Fmax; a chip that does not fit "
                         "the part is a row saying why. Needs pip install -e '.[fpga]'; about 4 minutes per chip "
                         "not yet in the cache on an idle machine")
@@ -136,7 +136,7 @@ def _explore(args) -> int:
     synth_target = _synth_target(args)                    # before any work: the tools and the part
     client = runner = None
     if args.scheduler:
-        from gen.campaign import CampaignError, DaskRunner
+        from gen.fuzz.campaign import CampaignError, DaskRunner
         try:
             runner = DaskRunner(args.scheduler)
         except CampaignError as e:

@@ -9,9 +9,9 @@ import tempfile
 import time
 
 from ga2_hdl import isa
-from ga2_hdl.bundle import Bundle
-from ga2_hdl.safe_io import atomic_write, temporary_sibling
-from gen.simulator import SIMULATORS
+from ga2_hdl.formats.bundle import Bundle
+from ga2_hdl.support.safe_io import atomic_write, temporary_sibling
+from gen.sim.simulator import SIMULATORS
 
 from . import options
 from .main import CommandError
@@ -20,7 +20,7 @@ from .main import CommandError
 def _spec(args):
     """The campaign the options ask for; with --resume DIR holding a campaign, options not
     given come from it, and options given must agree with it."""
-    from gen.campaign import CampaignDir, CampaignSpec
+    from gen.fuzz.campaign import CampaignDir, CampaignSpec
     given = {}
     if args.sims is not None:
         given["sims"] = tuple(args.sims)
@@ -45,7 +45,7 @@ def _spec(args):
 
 
 def cmd_fuzz(args) -> int:
-    from gen.campaign import CampaignError, DaskRunner, LocalRunner, run_campaign
+    from gen.fuzz.campaign import CampaignError, DaskRunner, LocalRunner, run_campaign
 
     if args.status:
         return _status(args)
@@ -151,7 +151,7 @@ def cmd_fuzz(args) -> int:
 
 
 def generated(make, *args, **kwargs):
-    """A generator's refusal of its parameters (gen/fuzz.py raises ValueError for a memory too small
+    """A generator's refusal of its parameters (gen/fuzz/programs.py raises ValueError for a memory too small
     for its programs, or a configuration its suite cannot fill) is the user's --ext-words or --config,
     said as such; it comes before any file is written."""
     try:
@@ -162,7 +162,7 @@ def generated(make, *args, **kwargs):
 
 
 def _print_report(spec, report) -> None:
-    from gen.campaign import coverage_table, results_table
+    from gen.fuzz.campaign import coverage_table, results_table
     print("results per simulator")
     print(results_table(report))
     for name, entry in report["results"].items():
@@ -180,7 +180,7 @@ def _print_report(spec, report) -> None:
 
 def _status(args) -> int:
     """--status: the finished pieces' report, running nothing."""
-    from gen.campaign import CampaignError, campaign_status
+    from gen.fuzz.campaign import CampaignError, campaign_status
     if not args.resume:
         raise CommandError("--status needs --resume DIR (the campaign to look at)")
     try:
@@ -201,7 +201,7 @@ def _outputs(args, report) -> None:
         atomic_write(args.json, json.dumps(report, indent=2) + "\n")
         print(f"report written to {args.json}")
     if args.plot:
-        from gen.coverage import plot
+        from gen.fuzz.coverage import plot
         tmp = temporary_sibling(args.plot, ".png")
         try:
             plot(report["coverage"], report["results"], tmp,
@@ -226,7 +226,7 @@ def _keep_bundle(spec, path: str) -> None:
 
 
 def cmd_bundle_directed(args) -> int:
-    from gen.fuzz import directed_suite
+    from gen.fuzz.programs import directed_suite
     ext_words = args.config.ext_words if args.ext_words is None else args.ext_words
     bundle = Bundle.from_programs(generated(directed_suite, ext_words, config=args.config), ext_words,
                                   config=args.config)
@@ -236,8 +236,8 @@ def cmd_bundle_directed(args) -> int:
 
 
 def cmd_bundle_fuzz(args) -> int:
-    from gen.campaign import CampaignError, CampaignSpec
-    from gen.fuzz import random_bundle
+    from gen.fuzz.campaign import CampaignError, CampaignSpec
+    from gen.fuzz.programs import random_bundle
     try:   # the same rules as ga2 fuzz (beyond the option types), checked before any work
         spec = CampaignSpec(args.programs, args.seed, ("golden",), args.ext_words, args.max_cycles,
                             illegal=args.illegal, config=args.config)
@@ -285,7 +285,7 @@ def cmd_bundle_info(args) -> int:
 
 
 def register(subparsers) -> None:
-    from gen.campaign import DEFAULT_ILLEGAL, DEFAULT_PIECE_SIZE, DEFAULT_SHRINK_SECONDS
+    from gen.fuzz.campaign import DEFAULT_ILLEGAL, DEFAULT_PIECE_SIZE, DEFAULT_SHRINK_SECONDS
     p = subparsers.add_parser("fuzz", help="random programs replayed in simulators, compared with the golden "
                                            "model, in resumable pieces, with functional coverage")
     # no defaults here: with --resume DIR the options not given come from the campaign (see _spec)

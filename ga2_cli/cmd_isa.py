@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 import sys
 
-from ga2_hdl import asm, golden, isa
-from ga2_hdl.bundle import Bundle, ChipMismatch, check_same_chip, is_bundle_file
+from ga2_hdl.formats import asm
+from ga2_hdl import golden, isa
+from ga2_hdl.formats.bundle import Bundle, ChipMismatch, check_same_chip, is_bundle_file
 from ga2_hdl.config import Config
-from ga2_hdl.files import read_memory, read_program, write_memory, write_program
+from ga2_hdl.formats.files import read_memory, read_program, write_memory, write_program
 from ga2_hdl.isa import ErrorCode
-from ga2_hdl.results import first_mismatch
-from ga2_hdl.safe_io import atomic_write, read_text
+from ga2_hdl.formats.results import first_mismatch
+from ga2_hdl.support.safe_io import atomic_write, read_text
 
 from . import options
 from .main import CommandError, user_input
@@ -116,7 +117,7 @@ def cmd_disasm(args) -> int:
 
 
 def cmd_isadoc(args) -> int:
-    from ga2_hdl.isadoc import render_isa_markdown
+    from ga2_hdl.isa.doc import render_isa_markdown
     text = render_isa_markdown(args.config)
     if args.output:
         atomic_write(args.output, text)

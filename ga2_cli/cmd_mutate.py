@@ -1,4 +1,4 @@
-"""`ga2 mutate rtl`: mutation testing of the hardware (gen/mutate_rtl.py, the engine ga2_hdl/mutation.py).
+"""`ga2 mutate rtl`: mutation testing of the hardware (gen/mutation/rtl.py, the engine ga2_hdl/support/mutation.py).
 
     ga2 mutate rtl [--unit NAME] [--json FILE] [--jobs N] [--sample N | --all] [--timeout S] [--list]
 """
@@ -40,8 +40,8 @@ def register(subparsers) -> None:
 
 
 def _mutate_rtl(args) -> int:
-    from ga2_hdl import mutation
-    from gen import mutate_rtl
+    from ga2_hdl.support import mutation
+    from gen.mutation import rtl as mutate_rtl
 
     known = mutate_rtl.rtl_files()
     for unit in args.unit or ():
@@ -124,7 +124,7 @@ def _mutate_rtl(args) -> int:
     pct = totals["caught_percent"]
     print(f"\nRTL: {totals['caught']} of {totals['non_equivalent_judged']} non-equivalent mutants caught"
           f" ({pct if pct is not None else '-'}%), {totals['equivalent']} equivalent (argued in "
-          f"gen/rtl_equivalents.py), {totals['timeout']} timed out, {totals['error']} did not build")
+          f"gen/mutation/equivalents.py), {totals['timeout']} timed out, {totals['error']} did not build")
     print(f"time: {seconds:.0f} s ({seconds / 60:.1f} min) for {len(results)} mutants: {per_minute:.1f} mutants per "
           f"minute with --jobs {args.jobs}; load average {load_start[0]:.1f} at the start, {load_end[0]:.1f} at "
           f"the end, on {os.cpu_count()} cores")

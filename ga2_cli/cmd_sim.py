@@ -1,6 +1,6 @@
 """`ga2 run`, `ga2 replay`, `ga2 bench sim`, `ga2 diff-sims`: programs and bundles on any simulator.
 
-Every simulator is reached through gen.simulator.get_simulator(name); this
+Every simulator is reached through gen.sim.simulator.get_simulator(name); this
 module only parses arguments and prints.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from ga2_hdl import isa
-from ga2_hdl.safe_io import atomic_write
-from gen.simulator import SIMULATORS
+from ga2_hdl.support.safe_io import atomic_write
+from gen.sim.simulator import SIMULATORS
 
 from . import options
 from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, load_memory, load_program, report_run
@@ -25,7 +25,7 @@ from .progress import Progress
 
 
 def _simulator(name: str, *, config):
-    from gen.simulator import SimulatorError, get_simulator
+    from gen.sim.simulator import SimulatorError, get_simulator
     try:
         return get_simulator(name, config=config)
     except (SimulatorError, ImportError) as e:
@@ -35,7 +35,7 @@ def _simulator(name: str, *, config):
 # ------------------------------------------------------------------------------------------ run
 
 def cmd_run(args) -> int:
-    from gen.simulator import SimulatorError
+    from gen.sim.simulator import SimulatorError
     sim = _simulator(args.sim, config=args.config)
     if args.vcd and args.sim == "golden":      # refused before anything runs
         raise CommandError("--vcd: the golden model runs at instruction level and has no waveform; "
@@ -71,7 +71,7 @@ def report_line(name: str, report) -> str:
 
 
 def cmd_replay(args) -> int:
-    from gen.simulator import SimulatorError
+    from gen.sim.simulator import SimulatorError
 
     names = args.sims
     if args.vcd and "golden" in names:
@@ -112,10 +112,10 @@ def cmd_replay(args) -> int:
 # ---------------------------------------------------------------------------------------- bench
 
 def bench_bundle(random_programs: int, seed: int, ext_words: int | None, config=isa.BOOK):
-    """The fixed benchmark bundle for the chip ``config``: the directed suite of gen/fuzz.py, or
+    """The fixed benchmark bundle for the chip ``config``: the directed suite of gen/fuzz/programs.py, or
     seeded random programs."""
-    from ga2_hdl.bundle import Bundle
-    from gen.fuzz import directed_suite, random_bundle
+    from ga2_hdl.formats.bundle import Bundle
+    from gen.fuzz.programs import directed_suite, random_bundle
     from .cmd_fuzz import generated
     ext_words = config.ext_words if ext_words is None else ext_words
     if random_programs:
@@ -133,8 +133,8 @@ def _cpu_seconds() -> float:
 
 
 def cmd_bench_sim(args) -> int:
-    from gen import book_rtl
-    from gen.simulator import SimulatorError
+    from gen.bench import book_rtl
+    from gen.sim.simulator import SimulatorError
 
     names = args.sims
     try:
@@ -220,7 +220,7 @@ def cmd_bench_sim(args) -> int:
 # ------------------------------------------------------------------------------------ bench ch16
 
 def cmd_bench_ch16(args) -> int:
-    from gen import bench_ch16
+    from gen.bench import ch16 as bench_ch16
 
     script = Path(args.book_script)
     if not script.is_file():
@@ -255,8 +255,8 @@ def cmd_bench_ch16(args) -> int:
 # ------------------------------------------------------------------------------------ diff-sims
 
 def cmd_diff_sims(args) -> int:
-    from gen.diffsims import diff_sims
-    from gen.simulator import SimulatorError
+    from gen.sim.diffsims import diff_sims
+    from gen.sim.simulator import SimulatorError
 
     names = args.sims
     if len(names) != 2 or names[0] == names[1]:

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from ga2_hdl.safe_io import atomic_write
+from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
 
@@ -34,9 +34,9 @@ def mutate_targets(subparsers) -> argparse._SubParsersAction:
 
 
 def write_mutation_json(path: str, unbroken: bool, problem, results, **extra) -> None:
-    """The JSON every `ga2 mutate` target writes (the engine's report, ga2_hdl.mutation.report),
+    """The JSON every `ga2 mutate` target writes (the engine's report, ga2_hdl.support.mutation.report),
     atomically: the unbroken verdict, the target's own fields, the totals and one entry per mutant."""
-    from ga2_hdl import mutation
+    from ga2_hdl.support import mutation
     report = mutation.report(results, unbroken_passes=unbroken, unbroken_problem=problem, **extra)
     atomic_write(path, json.dumps(report, indent=2) + "\n")
 
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
                     "chapter: sampling, trees, n-gram and trigram drafts, adaptive k) to a copy of spec/ and run "
                     "the five checks (block == step, exactness, causality on the chip, compiled == interpreter "
                     "and close to float, the rule through the chip's loop) and the checks of "
-                    "spec/beyond_checks.py against it. --config: the chip the checks' programs are compiled for "
+                    "spec/beyond/checks.py against it. --config: the chip the checks' programs are compiled for "
                     "and run on (its golden model); the float checks do not depend on it.")
     options.add_json(p, "the verdicts")
     options.add_jobs(p, "mutants checked")

@@ -1,14 +1,14 @@
 """`ga2 synth`, `ga2 build`, `ga2 board run`: the chip on a real FPGA.
 
 * ``ga2 synth``: Yosys + nextpnr-ecp5 (YoWASP) per unit and for the chip: LUT4, FF,
-  EBR, MULT18X18D, Fmax and the critical path (gen/synth.py); ``--report`` joins the
+  EBR, MULT18X18D, Fmax and the critical path (gen/fpga/synth.py); ``--report`` joins the
   chip's Fmax with the cycles per token of plain and k=3 speculative decoding
   (spec/runs.py) into microseconds and tokens per second, with a figure.
-* ``ga2 build --board ulx3s-85f``: the board top (gen/bridge.py) through Amaranth's
+* ``ga2 build --board ulx3s-85f``: the board top (gen/fpga/board/bridge.py) through Amaranth's
   platform build with the YoWASP tools, to a bitstream; says whether the board's
   clock is met.
 * ``ga2 board run PROG.hex --port /dev/ttyUSB0``: load, run and read back a program
-  on a board over the bridge's UART protocol (gen/board_protocol.py).
+  on a board over the bridge's UART protocol (gen/fpga/board/protocol.py).
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _output_path(value: str | None, flag: str) -> Path | None:
 
 
 def _require_tools():
-    from gen import synth
+    from gen.fpga import synth
     try:
         return synth.tool_versions()
     except synth.ToolsMissing as e:
@@ -67,7 +67,7 @@ def _require_tools():
 # ---------------------------------------------------------------- ga2 synth
 
 def _units(unit: str) -> list[str]:
-    from gen import verilog
+    from gen.verilog import export as verilog
     if unit == "all":
         found, broken = verilog.units()
         if broken:
@@ -174,13 +174,13 @@ def _plot(rows: list[dict], png: Path) -> None:
 def _export_config(unit: str, config):
     """The configuration to export ``unit`` for: ``config``, or None for a unit that is the same on
     every chip (it has no ``config`` parameter: the divider, the exp table ...)."""
-    from gen import verilog
+    from gen.verilog import export as verilog
     return config if "config" in verilog.resolve(unit).params else None
 
 
 def cmd_synth(args) -> int:
     from ga2_hdl import isa
-    from gen import synth
+    from gen.fpga import synth
     config = args.config
     targets = args.target or [synth.DEFAULT_TARGET]
     for t in targets:
@@ -201,7 +201,7 @@ def cmd_synth(args) -> int:
     tools = _require_tools()
     _say("tools: " + ", ".join(f"{name} ({dist})" for name, dist in tools.items()))
     # every unit is exported now, so the figures are of the sources as they are at this moment
-    from gen import verilog
+    from gen.verilog import export as verilog
     _say(f"exporting {len(units)} unit(s) to Verilog for the configuration {config.describe()} ...")
     try:
         exports = {unit: verilog.export(unit, config=_export_config(unit, config)) for unit in units}
@@ -282,7 +282,7 @@ def _platform(board: str):
 
 def tool_environment() -> dict[str, str]:
     """Environment variables that make Amaranth's platform build use the YoWASP tools."""
-    from gen import synth
+    from gen.fpga import synth
     env = {}
     try:
         for name in ("yosys", "nextpnr-ecp5", "ecppack"):
@@ -311,7 +311,7 @@ def timing_verdicts(log_text: str) -> list[tuple[str, float, bool, float]]:
 def board_top(config, ext_words: int | None, baud: int = 115_200, divisor: int | None = None):
     """The board top for ``config``, or CommandError in one line when the bridge cannot carry the
     configuration or the chip cannot be built for it (before any work)."""
-    from gen.bridge import BoardTop
+    from gen.fpga.board.bridge import BoardTop
     try:
         return BoardTop(baud=baud, divisor=divisor, ext_words=ext_words, config=config)
     except ValueError as e:
@@ -332,7 +332,7 @@ def cmd_build(args) -> int:
     env = tool_environment()
     platform = platform_cls()
     try:
-        from gen.uart import divisor_for
+        from gen.fpga.board.uart import divisor_for
         divisor_for(platform.default_clk_frequency, args.baud)
     except ValueError as e:
         raise CommandError(f"--baud: {e}") from None
@@ -343,10 +343,10 @@ def cmd_build(args) -> int:
          + ", ".join(f"{k}={v}" for k, v in env.items()))
     _say(f"  yosys, nextpnr-ecp5 and ecppack run in {out_dir} (several minutes; logs top.rpt, top.tim)")
     t0 = time.perf_counter()
-    # Yosys 0.70's synth_ecp5 needs hierarchy/proc/splitnets first (see gen/synth.py);
+    # Yosys 0.70's synth_ecp5 needs hierarchy/proc/splitnets first (see gen/fpga/synth.py);
     # timing is judged below from nextpnr's own report, so a miss does not stop the build.
     import threading
-    from gen.synth import _last_line
+    from gen.fpga.synth import _last_line
     finished = threading.Event()
 
     def heartbeat():                # the platform's build is silent: say where it is
@@ -389,12 +389,12 @@ def cmd_build(args) -> int:
 
 def cmd_board_run(args) -> int:
     from ga2_hdl import golden
-    from ga2_hdl.files import FileFormatError
-    from gen.board_protocol import Host, ProtocolError, SerialLink, run_sync
+    from ga2_hdl.formats.files import FileFormatError
+    from gen.fpga.board.protocol import Host, ProtocolError, SerialLink, run_sync
     from ga2_hdl.isa import IsaError
     config = args.config
     ext_words = config.ext_words if args.ext_words is None else args.ext_words
-    from gen.bridge import bridge_problems
+    from gen.fpga.board.bridge import bridge_problems
     problems = bridge_problems(config, ext_words)
     if problems:
         raise CommandError(f"--config {config.name}: the UART bridge cannot carry it: {'; '.join(problems)}")
@@ -430,7 +430,7 @@ def cmd_board_run(args) -> int:
         path = _output_path(args.json, "--json")
         _write_atomic(path, json.dumps(result.to_json()) + "\n")
     if args.check:
-        from ga2_hdl.results import first_mismatch
+        from ga2_hdl.formats.results import first_mismatch
         want = golden.run(code, ext, ext_words=ext_words, config=config)
         mismatch = first_mismatch(want, result)
         print("golden model: " + ("equal (memory and all five counters)" if mismatch is None else f"MISMATCH: {mismatch}"))
@@ -439,12 +439,12 @@ def cmd_board_run(args) -> int:
 
 
 def _read_program(path: str):
-    from ga2_hdl import files
+    from ga2_hdl.formats import files
     return files.read_program(path)
 
 
 def _read_ext(path: str, ext_words: int):
-    from ga2_hdl import files
+    from ga2_hdl.formats import files
     return files.read_memory(path, ext_words)
 
 

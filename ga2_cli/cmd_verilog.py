@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from ga2_hdl import isa
-from ga2_hdl.safe_io import atomic_write
+from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
 from .main import CommandError
@@ -25,8 +25,8 @@ def _params(items: list[str]) -> dict[str, int]:
 
 
 def cmd_verilog(args) -> int:
-    from gen import verilog
-    from gen.simulator import SimulatorError
+    from gen.verilog import export as verilog
+    from gen.sim.simulator import SimulatorError
 
     if args.list:
         found, broken = verilog.units()

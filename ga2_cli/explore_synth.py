@@ -3,7 +3,7 @@
 For every configuration of the design-space report the chip is exported to
 Verilog for that configuration (all exports first, so every figure is of the
 sources as they were when the command started), then synthesised, placed and
-routed out of context on one ECP5 part by :func:`gen.synth.synthesize` (its
+routed out of context on one ECP5 part by :func:`gen.fpga.synth.synthesize` (its
 cache, keyed by the Verilog text and therefore by the configuration, makes a
 second run cost nothing).  Each entry of ``report["configs"]`` gets a
 ``"synth"`` record: LUT4, FF, EBR, MULT18X18D, Fmax and the critical path, and
@@ -19,14 +19,14 @@ from typing import Callable
 
 from .main import CommandError
 
-#: the part ``ga2 explore --synth`` uses by default: the largest of gen.synth.TARGETS, so that the
+#: the part ``ga2 explore --synth`` uses by default: the largest of gen.fpga.synth.TARGETS, so that the
 #: chips with an 8 x 8 array (64 multipliers in the array alone) can fit where the 25k's 28 cannot
 DEFAULT_TARGET = "ecp5-85k"
 
 
 def check_tools(target: str) -> dict:
     """The tool versions (before any work), or CommandError naming what to install / the bad target."""
-    from gen import synth
+    from gen.fpga import synth
     if target not in synth.TARGETS:
         raise CommandError(f"--synth-target {target}: choose from {', '.join(synth.TARGETS)}")
     try:
@@ -47,7 +47,8 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
 
     ``cached_only``: take only cached results and verdicts; a chip without one gets
     ``{"fits": None, "not_synthesised": why}`` (a row that says so) and no tool runs."""
-    from gen import synth, verilog
+    from gen.fpga import synth
+    from gen.verilog import export as verilog
     from ga2_hdl.config import Config
 
     entries = report["configs"]
@@ -95,6 +96,6 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
         e["synth"] = rec
         how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
         say(f"  {e['name']}: {r.summary()} ({how}; {time.perf_counter() - t0:.0f} s)")
-    report["synth"] = {"target": target, "part": part, "flow": "gen/synth.py: Yosys synth_ecp5, nextpnr-ecp5 "
+    report["synth"] = {"target": target, "part": part, "flow": "gen/fpga/synth.py: Yosys synth_ecp5, nextpnr-ecp5 "
                        "out of context, --freq 100 --seed 1; Fmax is nextpnr's achieved clk frequency"}
     return problems

@@ -65,7 +65,7 @@ def _on_signal(signum, _frame):
 
 def _end_children() -> int:
     """End every process group ga2 started (builds, simulations); how many were still running."""
-    toolchain = sys.modules.get("gen.toolchain")        # never imported just for this
+    toolchain = sys.modules.get("gen.support.toolchain")        # never imported just for this
     return toolchain.end_all_children() if toolchain is not None else 0
 
 
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.command_name}: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 1
     except Exception as e:
-        simulator = sys.modules.get("gen.simulator")
+        simulator = sys.modules.get("gen.sim.simulator")
         if simulator is None or not isinstance(e, simulator.SimulatorError):
             raise                          # a bug in ga2: the traceback is wanted
         # a simulator that could not run (a tool missing, a build that failed): its own message

@@ -30,7 +30,7 @@ import os
 
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS, Config, ConfigError, load as load_config
-from ga2_hdl.safe_io import check_output, check_output_dir
+from ga2_hdl.support.safe_io import check_output, check_output_dir
 
 
 def count(minimum: int, what: str = "number"):
@@ -77,7 +77,7 @@ def _ext_words(minimum: int, why: str = ""):
 
 #: an external-memory size
 ext_words = _ext_words(1)
-#: an external-memory size for generated programs (gen/fuzz.py's random programs need 16 words)
+#: an external-memory size for generated programs (gen/fuzz/programs.py's random programs need 16 words)
 fuzz_ext_words = _ext_words(16, " for random programs")
 #: a cycle budget of a generated program: at least a HALT's fetch and issue
 max_cycles = count(isa.FETCH_ISSUE_CYCLES, "cycle budget (a HALT alone takes that many)")
@@ -132,7 +132,7 @@ def simulators(allow_none: bool = False):
     ``allow_none``: an empty list is accepted (a command that can run without replaying).
     """
     def parse(text: str) -> list[str]:
-        from gen.simulator import SimulatorError, parse_sims
+        from gen.sim.simulator import SimulatorError, parse_sims
         try:
             names = parse_sims(text)
         except SimulatorError as e:
@@ -154,7 +154,7 @@ CHAPTER_TOKENS = 32
 
 def add_replay_sims(parser: argparse.ArgumentParser) -> None:
     """``--sims``: the simulators that replay every program of a run (none: an empty string)."""
-    from gen.simulator import SIMULATORS
+    from gen.sim.simulator import SIMULATORS
     parser.add_argument("--sims", type=simulators(allow_none=True), default="icarus,verilator",
                         help=f"comma-separated simulators: {', '.join(SIMULATORS)} "
                              "(default icarus,verilator; an empty string replays nothing)")

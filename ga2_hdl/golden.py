@@ -26,10 +26,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import isa
-from .memimage import MemoryImage
+from .formats.memimage import MemoryImage
 from .config import Config
 from .isa import Counter, ErrorCode, Instruction, IsaError
-from .results import RunResult
+from .formats.results import RunResult
 
 _OP = {spec.mnemonic: spec.code for spec in isa.OPS}
 
@@ -211,7 +211,7 @@ def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, 
     :class:`IsaError` for what a loader refuses (no final HALT, too long, an
     image longer than the memory); an illegal instruction is not an exception
     but a result, as on the chip.  ``sparse``: the final memory as a
-    :class:`~ga2_hdl.memimage.MemoryImage` (what a bundle keeps) instead of a list.
+    :class:`~ga2_hdl.formats.memimage.MemoryImage` (what a bundle keeps) instead of a list.
     """
     code = as_instructions(program)
     check_program(code, config)

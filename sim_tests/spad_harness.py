@@ -1,7 +1,7 @@
 """The one test harness for every execution unit (DMA, matrix unit, vector engines): one contract.
 
 :class:`SpadHarness` puts a unit next to the real scratchpad
-(:class:`ga2_hdl.sram.Scratchpad`, with the unit's ``spad`` master port as its
+(:class:`ga2_hdl.rtl.sram.Scratchpad`, with the unit's ``spad`` master port as its
 only master) and, for the DMA, the external-memory model of docs/chip.md; it
 forwards the unit's ``start``, ``ins`` and ``done``.
 
@@ -17,7 +17,7 @@ control contract on every cycle:
   drives rd_en = wr_en = 0 in the start cycle and while idle;
 * it never reads and writes the same address in the same cycle;
 * the scratchpad never sees two masters at once (its ``conflict`` flag);
-* ``busy`` (every unit has it, ga2_hdl/layout.py ``UnitSignature``) is high
+* ``busy`` (every unit has it, ga2_hdl/rtl/layout.py ``UnitSignature``) is high
   exactly in cycles t+1 .. t+W (the cycle of ``done`` included) and low in the
   start cycle and while idle.
 
@@ -41,8 +41,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from ga2_hdl import isa
-from ga2_hdl.layout import INSTRUCTION
-from ga2_hdl.sram import Scratchpad
+from ga2_hdl.rtl.layout import INSTRUCTION
+from ga2_hdl.rtl.sram import Scratchpad
 
 IDLE_CYCLES_AFTER = 3          # cycles watched after done (the unit must stay quiet)
 
@@ -63,7 +63,7 @@ class SpadHarness(wiring.Component):
         self.mem = self.spad.memory
         self.ext = None
         if ext_words:
-            from gen.extmem import ExternalMemoryModel
+            from gen.sim.extmem import ExternalMemoryModel
             self.ext = ExternalMemoryModel(unit, ext_words, config=self.config)
 
     def elaborate(self, platform):

@@ -1,7 +1,7 @@
 """Tests shared by the simulators of gen/tb (test_icarus.py, test_verilator.py, test_cxxrtl.py run them).
 
-Every case runs the real exported chip under gen/tb/ga2_tb.v.  The builds are
-cached (gen/toolchain.py), so one test session compiles each simulator at most
+Every case runs the real exported chip under gen/sim/tb/ga2_tb.v.  The builds are
+cached (gen/support/toolchain.py), so one test session compiles each simulator at most
 once; a Verilator build takes about 11 CPU-s, an Icarus build well under a second.
 A missing simulator binary fails these tests loudly (SimulatorError naming the
 Debian package): `make simulators` installs them.
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from ga2_hdl import golden, isa
-from ga2_hdl.bundle import Bundle
+from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.isa import ErrorCode, make
-from gen import fuzz
-from gen.simulator import SimulatorError, get_simulator
+from gen.fuzz import programs as fuzz
+from gen.sim.simulator import SimulatorError, get_simulator
 
 RANDOM_SEED = 20240611
 RANDOM_PROGRAMS = 4
@@ -102,7 +102,7 @@ class VerilogSimulatorCases:
     def test_memory_not_read_back_is_reported_unobserved(self, suite, suite_report):
         # a passing program's final memory was compared by the testbench, not read back: it is None,
         # never the golden model's copy, and comparing it is refused
-        from ga2_hdl.results import first_mismatch
+        from ga2_hdl.formats.results import first_mismatch
         assert all(r.ext is None for r in suite_report.results)
         with pytest.raises(ValueError, match="not observed"):
             first_mismatch(suite.programs[0].expected, suite_report.results[0])

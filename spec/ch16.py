@@ -6,7 +6,7 @@
    and k = 3), decoded by the host loop with every program's cycles predicted by
    the ISA.
 3. Every program of every run replayed on the RTL in each named simulator.  One
-   pool of worker processes (:class:`gen.replay.ReplayPool`) builds the simulators,
+   pool of worker processes (:class:`gen.sim.replay.ReplayPool`) builds the simulators,
    decodes the seven runs side by side, replays each run as soon as it is decoded
    (in pieces that share one cached build per simulator) and runs the checks; the
    results are put together as one bundle of all the runs and attributed back to them.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ga2_hdl import isa
-from ga2_hdl.bundle import Bundle
+from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 
 from .runs import CHAPTER_RUNS, TABLE_TOKENS, TableRow, bundle_of
@@ -158,7 +158,7 @@ class Ch16Result:
     problems: list[str]
     rows: list[Ch16Row]
     bundle: Bundle
-    replays: dict                 #: simulator name -> gen.replay.SimulatorReplay
+    replays: dict                 #: simulator name -> gen.sim.replay.SimulatorReplay
     seconds: dict[str, float]     #: "software", "replay", "total"
     golden_problems: list[str] = field(default_factory=list)
     config: Config = isa.BOOK     #: the chip every program was compiled for
@@ -216,8 +216,8 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
              config: Config = isa.BOOK, meanwhile: Callable[[], object] | None = None) -> Ch16Result:
     """The whole job, every program compiled for the chip ``config``.  ``say`` gets each part's text as
     soon as it is known; ``progress`` the replay's progress (simulator, programs done, programs);
-    ``meanwhile()`` runs in this process while the workers work (:meth:`gen.replay.ReplayPool.run`)."""
-    from gen.replay import BUILD_HINT, ReplayPool, concatenate
+    ``meanwhile()`` runs in this process while the workers work (:meth:`gen.sim.replay.ReplayPool.run`)."""
+    from gen.sim.replay import BUILD_HINT, ReplayPool, concatenate
 
     if n < 1:
         raise ValueError(f"--tokens must be at least 1, got {n}")

@@ -49,7 +49,7 @@ def installed_modules(with_chip: bool = True, config: Config = isa.BOOK) -> Spec
     """The modules of the installed ``spec`` package (the chip checks on the chip ``config``)."""
     load = importlib.import_module
     return SpecModules(load("spec.tiny_lm"), load("spec.draft"), load("spec.verifier"),
-                       load("spec.speculative"), load("spec.chip") if with_chip else None, config)
+                       load("spec.speculative"), load("spec.on_chip") if with_chip else None, config)
 
 
 def relative_error(got, want) -> float:

@@ -25,7 +25,7 @@ from typing import Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.config import Config
-from gen.workers import fork_pool
+from gen.support.workers import fork_pool
 
 from .runs import DRAFT_SEED, Anatomy, BlockTrace, anatomy, causality_logits, example_a_chip, trace_blocks
 
@@ -109,7 +109,7 @@ class ExampleA:
 
 def example_a(config: Config = isa.BOOK) -> ExampleA:
     """Example A on the chip ``config`` (the book's figures are the book chip's)."""
-    from .chip import PlainChip
+    from .on_chip import PlainChip
     from .tiny_lm import float_generate
 
     chip, Wd = example_a_chip(config=config)
@@ -334,7 +334,7 @@ class ExampleB:
 
 
 def _plain_job(n: int, *, config: Config):
-    from .chip import PlainChip
+    from .on_chip import PlainChip
     from .tiny_lm import make_model
 
     chip = PlainChip(make_model("structured"), n, config=config)
@@ -344,7 +344,7 @@ def _plain_job(n: int, *, config: Config):
 
 
 def _cell_job(args):
-    from .chip import SpeculativeChip
+    from .on_chip import SpeculativeChip
     from .draft import make_draft
     from .tiny_lm import make_model
 
@@ -358,7 +358,7 @@ def _cell_job(args):
 
 
 def _fixed_verifier_job(args):
-    from .chip import compile_fixed_verifier
+    from .on_chip import compile_fixed_verifier
     from .tiny_lm import make_model
 
     cache, block, config = args
@@ -382,7 +382,7 @@ def best_k(a: float, c: float, largest: int = 64) -> int:
 
 
 def _pool(workers: int):
-    # gen.workers' pool, not multiprocessing.Pool: its workers end quietly on SIGTERM (a Pool's
+    # gen.support.workers' pool, not multiprocessing.Pool: its workers end quietly on SIGTERM (a Pool's
     # workers inherit ga2's SIGTERM handler, and the Pool's own terminate() could then leave one
     # blocked on a lock its dead sibling held: a hang), and a worker that dies fails the sweep
     # (BrokenProcessPool) instead of leaving map() waiting for ever

@@ -6,7 +6,7 @@ k = 3 with a perfect, a noisy and a poor draft; the random model's plain
 decoding, k = 1 and k = 3) are decoded with every program compiled for that
 chip by Capra and executed on that chip's golden model.  Every figure here is
 the sum of the **golden model's counters** of the programs the run executed
-(recorded as each program ran, :attr:`spec.chip.ProgramRun.measured`), divided
+(recorded as each program ran, :attr:`spec.on_chip.ProgramRun.measured`), divided
 by the tokens decoded; the instruction set's prediction is checked against them
 program by program, and a difference is a problem of the entry, not a figure.
 
@@ -25,7 +25,7 @@ chip's tokens.
 
 Work is spread one configuration per task: over local worker processes, or over
 a Dask distributed scheduler (the same client ``ga2 fuzz --scheduler`` uses,
-:class:`gen.campaign.DaskRunner`).
+:class:`gen.fuzz.campaign.DaskRunner`).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS, Config
-from gen.workers import fork_pool
+from gen.support.workers import fork_pool
 
 from .ch16 import DISPLAY
 from .runs import TABLE_TOKENS, TableRow, chapter_table
@@ -199,7 +199,7 @@ def run_explore(configs: Sequence[Config], n: int = TABLE_TOKENS, *, workers: in
                 dask_client=None, progress: Progress | None = None, skipped: Sequence[tuple[str, str]] = ()) -> dict:
     """Every configuration's entry, the book's chip first: ``{"configs": [...], "skipped": [...], ...}``.
 
-    ``dask_client``: a ``dask.distributed.Client`` (e.g. :attr:`gen.campaign.DaskRunner.client`); else
+    ``dask_client``: a ``dask.distributed.Client`` (e.g. :attr:`gen.fuzz.campaign.DaskRunner.client`); else
     ``workers`` local processes (default one per core)."""
     if n < 1:
         raise ValueError(f"tokens must be at least 1, got {n}")

@@ -26,7 +26,7 @@ import matplotlib.ticker  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from ga2_hdl import isa  # noqa: E402
-from ga2_hdl.safe_io import atomic_write  # noqa: E402
+from ga2_hdl.support.safe_io import atomic_write  # noqa: E402
 
 from .verifier import causal_mask  # noqa: E402
 

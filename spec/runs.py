@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ga2_hdl import isa
 from ga2_hdl.config import Config
 
-from .chip import PlainChip, ProgramRun, SpeculativeChip, compile_fixed_verifier, cycles_of, float_prefix_cache
+from .on_chip import PlainChip, ProgramRun, SpeculativeChip, compile_fixed_verifier, cycles_of, float_prefix_cache
 from .draft import draft_next, make_draft
 from .tiny_lm import make_model, rule_tokens
 
@@ -178,8 +178,8 @@ def causality_logits(blocks, prefix=(3, 8, 1, 12), *, config: Config = isa.BOOK)
 
 def bundle_of(log, label: str = "run"):
     """The programs of a run as a GA-2 bundle for the chip they were compiled for (expected results
-    from its golden model), ready to replay on any simulator of ``gen.simulator`` built for that chip."""
-    from ga2_hdl.bundle import Bundle
+    from its golden model), ready to replay on any simulator of ``gen.sim.simulator`` built for that chip."""
+    from ga2_hdl.formats.bundle import Bundle
     log = list(log)
     chips = {r.config for r in log}
     if len(chips) > 1:

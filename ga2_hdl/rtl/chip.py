@@ -1,0 +1,398 @@
+"""GA2Chip: the whole accelerator (sequencer, instruction memory, units, scratchpad, counters).
+
+Block diagram::
+
+      imem_we/addr/wdata                                 ext_addr/re/we/wdata  ext_rdata/rvalid
+            |                                                     ^                  |
+            v                                                     |                  v
+    +----------------+ 128-bit   +--------------+  start/ins  +--------+   spad   +------------+
+    | instruction    |---------->| sequencer    |------------>|  DMA   |<-------->|            |
+    | memory         |  word     | FETCH/ISSUE/ |------------>| matrix |<-------->| scratchpad |
+    | (imem_words)   |           | WAIT         |------------>| vector |<-------->| spad_words |
+    +----------------+           | issue check  |<--- done ---|        |          | x 32       |
+            ^ pc                 | counters     |             +--------+          | (AND-OR    |
+            +--------------------|              |                                 |  port mux) |
+                                 +--------------+                                 +------------+
+                                   status, status_pc, cnt_*, running, halted
+
+Sequencer.  ``start`` (while not running) clears the counters and status,
+sets pc = 0, and the next cycle is the first FETCH.
+
+* FETCH (1 cycle): the word ``pc`` is on the instruction memory's output: it
+  was read one cycle earlier, when the next pc became known (the start cycle
+  reads word 0, the cycle a unit raises ``done`` reads word pc + 1: there are
+  no branches).  Decode and check it (:class:`ga2_hdl.rtl.decoder.IssueCheck`,
+  exactly :func:`ga2_hdl.isa.check`) and register the verdict.  The read
+  port is enabled only in those two cycles, so its output holds the word,
+  unchanged, until the unit is done: that is how ``ins`` stays stable.
+* ISSUE (1 cycle): act on the registered verdict.  HALT: halt with status OK.
+  A failing check: halt with its :class:`~ga2_hdl.isa.ErrorCode`; the
+  instruction does nothing and is not counted.  Otherwise pulse ``start`` of
+  the op's unit.  (Deciding from registers keeps the instruction memory's
+  read, the decode and the check's multipliers out of the path to the units'
+  start logic: the same cycles, a faster clock; see docs/fpga.md.)
+* WAIT (the unit's W busy cycles): count them in the unit's counter; on the
+  unit's ``done`` (cycle t+W), pc += 1, instructions += 1, next is FETCH.
+
+``cnt_total`` counts every running cycle: from the first FETCH up to and
+including the ISSUE of the HALT (or of the faulting instruction).  A pc
+beyond the last instruction-memory word (only reachable with stale memory,
+never with a loaded program, which ends with HALT) costs a FETCH and an
+ISSUE and halts with NO_HALT at status_pc = that pc.
+
+Which unit runs which op, which counter it feeds, the operand bit positions
+and the legality rules all come from :mod:`ga2_hdl.isa`; every size (the
+instruction memory, the scratchpad, the array, the external memory's default
+size) from the chip's configuration (:class:`ga2_hdl.config.Config`, the
+book's 1024-word instruction memory and 4096 x 32 scratchpad by default).
+
+Wide ports (docs/chip.md, "Wide ports").  With ``config.spad_ports`` = P or
+``config.ext_port_words`` = W above 1, the scratchpad is banked
+(:class:`~ga2_hdl.rtl.sram.Scratchpad` with ``max(P, W)``-word ports), the DMA's port
+is W words wide on both sides, the matrix and vector units' P words; a unit
+whose port is narrower than the scratchpad's uses its low lanes.  The chip's
+external-memory port is W words wide (``ext_mask`` selects the lanes).
+"""
+import functools
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from .. import isa
+from ..config import Config
+from .decoder import STATUS_BITS, IssueCheck, spad_accesses
+from .dma import DMA
+from .layout import INSTRUCTION, ExtPort
+from .matrix_unit import MatrixUnit
+from .sram import Scratchpad
+from .vector_unit import VectorUnit
+
+__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH"]
+
+#: the counter output ports, in the ISA's counter order
+COUNTER_PORTS = tuple(f"cnt_{name}" for name in isa.COUNTER_NAMES)
+COUNTER_BITS = 32
+STATUS_PC_BITS = 16
+
+#: the execution units, by the ISA's unit kind: their submodule names (and, in this order,
+#: their scratchpad master ports)
+UNIT_NAMES = {isa.Unit.DMA: "dma", isa.Unit.MATRIX: "matrix", isa.Unit.VECTOR: "vector"}
+#: the scratchpad's submodule name
+SPAD_NAME = "spad"
+#: the hierarchical name of the scratchpad's word array below the chip (submodule names as set here)
+SPAD_MEMORY_PATH = (SPAD_NAME, Scratchpad.MEMORY_NAME)
+
+
+class GA2Chip(wiring.Component):
+    """The GA-2 chip (exported Verilog module ``ga2_chip``).
+
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the instruction memory's ``imem_words``, the
+        scratchpad's ``spad_words``, the array's size, the legality rules of its instruction set.
+        With ``config.overlap`` the sequencer issues under the overlapped timing rule
+        (:meth:`GA2Chip._overlapped`, :class:`ga2_hdl.isa.IssueTimer`, docs/chip.md "Overlap").
+    ext_words : int, optional
+        External memory size in words (1 .. ``isa.EXT_WORDS_MAX``): the EXT_RANGE legality
+        bound; by default the configuration's ``ext_words``.
+
+    Ports
+    -----
+    start : In(1)
+    running, halted : Out(1)
+    status : Out(STATUS_BITS)
+        The :class:`~ga2_hdl.isa.ErrorCode` of the halt.
+    status_pc : Out(16)
+    cnt_total, cnt_matrix, cnt_dma, cnt_vector, cnt_instructions : Out(32)
+        The counters, in the ISA's counter order.
+    imem_we : In(1)
+    imem_addr : In(ceil_log2(config.imem_words))
+    imem_wdata : In(128)
+        The instruction memory's write port (writes are ignored while running).
+    ext_addr ... ext_rvalid
+        The members of :class:`~ga2_hdl.rtl.layout.ExtPort` (the DMA's port).
+
+    Attributes
+    ----------
+    imem, spad.memory : amaranth.lib.memory.Memory
+        The memories (for testbenches).
+    units : dict
+        Unit kind -> component, every one on :class:`~ga2_hdl.rtl.layout.UnitSignature`.
+    pc : Signal
+    """
+
+    def __init__(self, *, config: Config = isa.BOOK, ext_words: int | None = None):
+        isa.instruction_set(config)          # refuses a configuration the instruction word cannot describe
+        ext_words = config.ext_words if ext_words is None else ext_words
+        isa.check_ext_words(ext_words)
+        imem_words = config.imem_words
+        if not 1 <= imem_words < 1 << STATUS_PC_BITS:
+            raise ValueError(f"configuration {config.name!r}: imem_words={imem_words}: "
+                             f"1 .. {(1 << STATUS_PC_BITS) - 1} words")
+        self.config = config
+        try:                                    # first: an operation without an engine fails before anything is built
+            vector = VectorUnit(config=config)
+        except Exception:
+            self._MustUse__silence = True       # (no unused-elaboratable warning on top of the error)
+            raise
+        self.ext_words = ext_words
+        self.imem_words = imem_words
+        self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
+        self.issue_check = IssueCheck(ext_words, config=config)
+        self.units = {isa.Unit.DMA: DMA(config=config), isa.Unit.MATRIX: MatrixUnit(config=config),
+                      isa.Unit.VECTOR: vector}
+        assert list(self.units) == list(UNIT_NAMES)
+        self.spad_words_per_access = max(config.spad_ports, config.ext_port_words)
+        self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access)
+        self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
+        super().__init__({
+            "start": In(1),
+            "running": Out(1),
+            "halted": Out(1),
+            "status": Out(STATUS_BITS),
+            "status_pc": Out(STATUS_PC_BITS),
+            **{name: Out(COUNTER_BITS) for name in COUNTER_PORTS},
+            "imem_we": In(1),
+            "imem_addr": In(max(1, ceil_log2(imem_words))),
+            "imem_wdata": In(isa.INSTR_BITS),
+            **ExtPort(words=config.ext_port_words).members,
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.imem = self.imem
+        m.submodules[SPAD_NAME] = self.spad
+        m.submodules.issue_check = check = self.issue_check
+        for kind, unit in self.units.items():
+            m.submodules[UNIT_NAMES[kind]] = unit
+
+        # Pure wiring lives in small submodules of its own.  The hardware is the same; in
+        # Amaranth's simulator each module's combinational logic is one process that re-runs
+        # whenever any of its inputs changes, so wiring that changes every cycle (the external
+        # port during LD/ST) is kept apart from wiring that changes once per instruction (the
+        # instruction word's fan-out) and from the sequencer's own logic.
+        for master, (kind, unit) in zip(self.spad.masters, self.units.items()):
+            m.submodules[f"spad_{UNIT_NAMES[kind]}"] = link = Module()
+            if unit.signature.members["spad"].signature.words == self.spad_words_per_access:
+                wiring.connect(link, unit=unit.spad, scratchpad=master)
+            else:
+                _connect_narrow(link, unit.spad, master)
+
+        m.submodules.ext_port = ext_port = Module()
+        dma = self.units[isa.Unit.DMA]
+        for name, member in ExtPort(words=self.config.ext_port_words).members.items():  # the DMA's port is the chip's
+            outward, inward = getattr(self, name), getattr(dma, name)
+            if member.flow == wiring.In:
+                outward, inward = inward, outward
+            ext_port.d.comb += outward.eq(inward)
+
+        # ---- instruction memory: loaded through the port while idle, read one cycle before
+        # FETCH (see the sequencer); transparent, so a word written in the start cycle is read
+        imem_wr = self.imem.write_port()
+        imem_rd = self.imem.read_port(transparent_for=(imem_wr,))
+        m.d.comb += [
+            imem_wr.en.eq(self.imem_we & ~self.running),
+            imem_wr.addr.eq(self.imem_addr),
+            imem_wr.data.eq(self.imem_wdata),
+            imem_rd.en.eq(0),          # (a read port's enable is 1 unless driven): only when told
+        ]
+        ins = data.View(INSTRUCTION, imem_rd.data)
+        m.submodules.ins_fanout = fanout = Module()
+        fanout.d.comb += check.ins.eq(ins)
+        if self.config.overlap:
+            return self._overlapped(m, ins, imem_rd, fanout)
+        for unit in self.units.values():
+            fanout.d.comb += unit.ins.eq(ins)
+
+        counters, unit_counter, instructions, total = self._counters()
+
+        # sequencer flags, one register: which unit the WAIT state waits for (one-hot), and
+        # whether the last FETCH was beyond the instruction memory
+        flags = Signal(data.StructLayout({**{UNIT_NAMES[kind]: 1 for kind in self.units},
+                                          "fetched_past_end": 1}), name="flags")
+        current = {kind: flags[UNIT_NAMES[kind]] for kind in self.units}
+        fetched_past_end = flags.fetched_past_end
+
+        verdict = self._verdict()
+        halt = functools.partial(self._halt, m)
+
+        with m.FSM(name="sequencer"):
+            # The word a FETCH works on is read one cycle earlier, when the next pc is known:
+            # in the start cycle (word 0) and in the cycle a unit raises done (word pc + 1).
+            # There are no branches, so FETCH decodes and checks it and registers the verdict,
+            # and ISSUE acts on registers only: the same cycles, a shorter path.
+            with m.State("IDLE"):
+                self._idle(m, imem_rd, counters)
+
+            with m.State("FETCH"):
+                self._fetch(m, ins, verdict, fetched_past_end, total)
+                m.next = "ISSUE"
+
+            with m.State("ISSUE"):
+                m.d.comb += self.running.eq(1)
+                m.d.sync += total.eq(total + 1)
+                with m.If(fetched_past_end):
+                    halt(isa.ErrorCode.NO_HALT)
+                with m.Elif(verdict.halt):
+                    halt(isa.ErrorCode.OK)
+                with m.Elif(verdict.error != isa.ErrorCode.OK):
+                    halt(verdict.error)
+                with m.Else():
+                    for kind, unit in self.units.items():
+                        selected = verdict[UNIT_NAMES[kind]]
+                        m.d.comb += unit.start.eq(selected)
+                        m.d.sync += current[kind].eq(selected)
+                    m.next = "WAIT"
+
+            with m.State("WAIT"):
+                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1)]
+                m.d.sync += total.eq(total + 1)
+                for kind, unit in self.units.items():
+                    with m.If(current[kind]):
+                        m.d.sync += unit_counter[kind].eq(unit_counter[kind] + 1)
+                        with m.If(unit.done):
+                            m.d.comb += imem_rd.en.eq(1)
+                            m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
+                            m.next = "FETCH"
+        return m
+
+    # ------------------------------------------------------------------ shared by both sequencers
+    def _counters(self):
+        """The counter ports: all by the ISA's name, each unit's, ``instructions`` and ``total``."""
+        counters = {name: getattr(self, port) for name, port in zip(isa.COUNTER_NAMES, COUNTER_PORTS)}
+        unit_counter = {kind: counters[isa.COUNTER_NAMES[isa.UNIT_COUNTER[kind]]] for kind in self.units}
+        return (counters, unit_counter, counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]],
+                counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]])
+
+    def _verdict(self, **extra):
+        """The verdict on the fetched word, made in FETCH and registered for ISSUE: HALT, the
+        check's error code, ``extra`` fields, and the unit to start (one-hot)."""
+        return Signal(data.StructLayout({"halt": 1, "error": STATUS_BITS, **extra,
+                                         **{UNIT_NAMES[kind]: 1 for kind in self.units}}), name="verdict")
+
+    def _halt(self, m, code):
+        """Halt with status ``code`` at the current pc (from ISSUE)."""
+        m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
+        m.next = "IDLE"
+
+    def _idle(self, m, imem_rd, counters):
+        """IDLE: wait for ``start``; then clear pc, status and the counters, and FETCH word 0."""
+        # word 0 is read in every idle cycle, not only in the start cycle: the read
+        # register then never holds a value no program wrote (Verilog's x before the first
+        # read, Amaranth's 0), so every simulator's decode sees the same word at start
+        m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
+        with m.If(self.start):
+            m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
+            m.d.sync += [c.eq(0) for c in counters.values()]
+            m.next = "FETCH"
+
+    def _fetch(self, m, ins, verdict, past_end, total):
+        """FETCH: decode and check the word ``ins`` and register the verdict (``past_end``: the
+        pc is beyond the instruction memory)."""
+        iset = isa.instruction_set(self.config)
+        m.d.comb += self.running.eq(1)
+        m.d.sync += [total.eq(total + 1), past_end.eq(self.pc >= self.imem_words),
+                     verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(self.issue_check.error)]
+        m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind))) for kind in self.units]
+
+    # ------------------------------------------------------------------ overlap
+
+    def _overlapped(self, m, ins, imem_rd, fanout):
+        """The sequencer of a chip with overlap: FETCH, then ISSUE as soon as the rule allows.
+
+        FETCH (1 cycle) decodes and checks the word, as without overlap, and also registers the
+        scratchpad regions it reads and writes (``incoming``).  ISSUE waits, cycle by cycle, while
+        the op's unit is busy or one of its regions conflicts with a region held for a busy unit
+        (``held``: the regions of the instruction each unit runs, loaded when it starts); then it
+        starts the unit, reads word pc + 1, and the next cycle is FETCH.  HALT, a failing check and
+        a fetch past the end wait until no unit is busy, then halt.  Each unit keeps its own copy of
+        the instruction it runs (``unit.ins`` is the instruction memory's word in the start cycle,
+        the copy while busy), since the word moves on to the next instruction.
+        """
+        config = self.config
+        iset = isa.instruction_set(config)
+        counters, unit_counter, instructions, total = self._counters()
+
+        # the scratchpad accesses of every op, as hardware on the fetched word; slot k of an op is
+        # its k-th scratchpad region
+        accesses = {spec.code: spad_accesses(ins, spec) for spec in iset.ops}
+        slots = max(len(a) for a in accesses.values())
+        width = max(len(v) for a in accesses.values() for s, e, _w in a for v in (s, e))
+        region = data.StructLayout({"valid": 1, "write": 1, "start": width, "end": width})
+        incoming = [Signal(region, name=f"incoming{k}") for k in range(slots)]
+        held = {kind: [Signal(region, name=f"held_{UNIT_NAMES[kind]}{k}") for k in range(slots)]
+                for kind in self.units}
+        copies = {kind: Signal(INSTRUCTION, name=f"ins_{UNIT_NAMES[kind]}") for kind in self.units}
+        for kind, unit in self.units.items():
+            fanout.d.comb += unit.ins.eq(Mux(unit.busy, copies[kind], ins))
+
+        verdict = self._verdict(past_end=1)
+
+        for kind, unit in self.units.items():
+            m.d.sync += unit_counter[kind].eq(unit_counter[kind] + unit.busy)
+
+        any_busy = 0
+        for unit in self.units.values():
+            any_busy = any_busy | unit.busy
+        blocked = 0
+        for kind, unit in self.units.items():
+            hazard = 0
+            for p in incoming:
+                for q in held[kind]:
+                    hazard = hazard | (p.valid & q.valid & (p.write | q.write)
+                                       & (p.start < q.end) & (q.start < p.end))
+            blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
+
+        halt = functools.partial(self._halt, m)
+
+        with m.FSM(name="sequencer"):
+            with m.State("IDLE"):
+                self._idle(m, imem_rd, counters)
+
+            with m.State("FETCH"):
+                self._fetch(m, ins, verdict, verdict.past_end, total)
+                m.d.sync += [r.valid.eq(0) for r in incoming]
+                with m.Switch(ins.op):
+                    for code, regions in accesses.items():
+                        with m.Case(code):
+                            for r, (start, end, write) in zip(incoming, regions):
+                                m.d.sync += [r.valid.eq(1), r.write.eq(write), r.start.eq(start), r.end.eq(end)]
+                m.next = "ISSUE"
+
+            with m.State("ISSUE"):
+                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1)]
+                m.d.sync += total.eq(total + 1)
+                with m.If(verdict.past_end | verdict.halt | (verdict.error != isa.ErrorCode.OK)):
+                    with m.If(~any_busy):
+                        with m.If(verdict.past_end):
+                            halt(isa.ErrorCode.NO_HALT)
+                        with m.Elif(verdict.halt):
+                            halt(isa.ErrorCode.OK)
+                        with m.Else():
+                            halt(verdict.error)
+                with m.Elif(~blocked):
+                    for kind, unit in self.units.items():
+                        selected = verdict[UNIT_NAMES[kind]]
+                        m.d.comb += unit.start.eq(selected)
+                        with m.If(selected):
+                            m.d.sync += [copies[kind].eq(ins)]
+                            m.d.sync += [h.eq(r) for h, r in zip(held[kind], incoming)]
+                    m.d.comb += imem_rd.en.eq(1)
+                    m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
+                    m.next = "FETCH"
+        return m
+
+def _connect_narrow(m, port, master):
+    """A unit's scratchpad port of w words on the low w lanes of a wider master port."""
+    lanes = lambda value: value.as_value() if hasattr(value, "as_value") else value   # a word or a View
+    rd_mask = port.rd_mask if hasattr(port, "rd_mask") else port.rd_en
+    wr_mask = port.wr_mask if hasattr(port, "wr_mask") else port.wr_en
+    m.d.comb += [
+        master.rd_en.eq(port.rd_en), master.rd_addr.eq(port.rd_addr), master.rd_mask.eq(rd_mask),
+        master.wr_en.eq(port.wr_en), master.wr_addr.eq(port.wr_addr), master.wr_mask.eq(wr_mask),
+        master.wr_data.as_value().eq(lanes(port.wr_data)),
+        lanes(port.rd_data).eq(master.rd_data.as_value()[:len(lanes(port.rd_data))]),
+    ]

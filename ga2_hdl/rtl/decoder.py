@@ -1,0 +1,169 @@
+"""The instruction decoder and the issue-time legality check, generated from the ISA.
+
+Nothing here restates an encoding.  Operand bit positions come from
+:class:`ga2_hdl.isa.Operand` (:func:`operand`), the unit of each op code from
+:data:`ga2_hdl.isa.OPS`, and the legality check is built by *evaluating the
+ISA's own rules on hardware values*: :func:`ga2_hdl.isa.check` is written in
+terms of operand attributes (``ins.len``, ``ins.M`` ...) and of each op's
+``regions`` function, so :class:`IssueCheck` hands those functions an object
+whose attributes are Amaranth values and gets back the hardware expressions
+for every region's start and end.  Changing a rule in ``isa.py`` changes the
+hardware; a unit test compares the two on thousands of instructions.
+"""
+from __future__ import annotations
+
+import itertools
+
+from amaranth.hdl import Const, Module, Mux, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+from ..config import Config
+from .layout import INSTRUCTION
+
+__all__ = ["operand", "unit_ops", "spad_accesses", "IssueCheck", "STATUS_BITS"]
+
+#: Width of the ``status`` output (holds any :class:`isa.ErrorCode`).
+STATUS_BITS = 4
+assert max(isa.ErrorCode) < 1 << STATUS_BITS
+
+
+def operand(ins, op: "str | isa.OpSpec", name: str) -> Value:
+    """Operand ``name`` of operation ``op`` (an OpSpec, or the mnemonic of a book operation or of a
+    loaded extension's), sliced out of the instruction view ``ins``."""
+    spec = op if isinstance(op, isa.OpSpec) else isa.known_spec(op)
+    if spec is None:
+        raise isa.IsaError(f"operand {name!r} of {op!r}: no such operation (the book's, or a loaded extension's)")
+    o = spec.operand(name)
+    return getattr(ins, o.field)[o.lsb:o.lsb + o.bits]
+
+
+def unit_ops(unit: isa.Unit, config: Config = isa.BOOK) -> tuple[int, ...]:
+    """The op codes executed by ``unit`` on the chip ``config``."""
+    return isa.instruction_set(config).unit_ops(unit)
+
+
+class _HardwareOperands:
+    """Stands in for :class:`isa.Instruction` inside the ISA's rule functions.
+
+    Every operand of ``spec`` is an attribute holding its Amaranth value,
+    except the operands in ``fixed``, which hold Python ints (used for
+    one-bit flags the rules branch on, such as MM's ``tb``).
+    """
+
+    def __init__(self, ins, spec: isa.OpSpec, fixed: dict[str, int]):
+        for o in spec.operands:
+            setattr(self, o.name, fixed[o.name] if o.name in fixed else operand(ins, spec, o.name))
+
+
+def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
+    """``spec.regions`` as hardware: [(memory, start, end)] in the ISA's order."""
+    return [(memory, start, end) for memory, _role, start, end in _hardware_roles(ins, spec)]
+
+
+def spad_accesses(ins, spec: isa.OpSpec) -> list[tuple[Value, Value, bool]]:
+    """``spec.accesses`` as hardware, scratchpad regions only: [(start, end, writes)] in the
+    ISA's order (what the overlapped sequencer's hazard check compares)."""
+    return [(start, end, role in spec.writes)
+            for memory, role, start, end in _hardware_roles(ins, spec) if memory == "spad"]
+
+
+def _hardware_roles(ins, spec: isa.OpSpec) -> list[tuple[str, str, Value, Value]]:
+    """``spec.regions`` as hardware: [(memory, role, start, end)] in the ISA's order.
+
+    A rule that branches on an operand (``if i.tb:``) cannot take a hardware
+    value; the rule is then evaluated once per value of the one-bit operands
+    and the results are multiplexed by those operands.
+    """
+    try:
+        return [(r.memory, r.role, r.start, r.end) for r in spec.regions(_HardwareOperands(ins, spec, {}))]
+    except TypeError as e:     # Amaranth refuses bool(Value): the rule branches on an operand
+        branching = e
+    flags = [o for o in spec.operands if o.bits == 1]
+    if not flags:
+        raise ValueError(f"{spec.mnemonic}: its region rule cannot be built as hardware") from branching
+    variants = {}
+    for values in itertools.product((0, 1), repeat=len(flags)):
+        fixed = {o.name: v for o, v in zip(flags, values)}
+        variants[values] = spec.regions(_HardwareOperands(ins, spec, fixed))
+    shapes = {tuple((r.memory, r.role) for r in rs) for rs in variants.values()}
+    if len(shapes) != 1:
+        raise ValueError(f"{spec.mnemonic}: the regions differ in number or kind between flag values")
+    flag_values = [operand(ins, spec, o.name) for o in flags]
+    out = []
+    for idx, (memory, role) in enumerate(next(iter(shapes))):
+        start = end = None
+        for values, rs in variants.items():
+            match = Const(1)
+            for f, v in zip(flag_values, values):
+                match = match & (f == v)
+            start = rs[idx].start if start is None else Mux(match, rs[idx].start, start)
+            end = rs[idx].end if end is None else Mux(match, rs[idx].end, end)
+        out.append((memory, role, start, end))
+    return out
+
+
+class IssueCheck(wiring.Component):
+    """Combinational legality check of one instruction, exactly the configuration's
+    :meth:`isa.InstructionSet.check` (:func:`isa.check` on the book chip).
+
+    Parameters
+    ----------
+    ext_words : int, optional
+        Size of the external memory (the EXT_RANGE bound); by default the configuration's.
+    config : Config
+        The chip (the book's by default): its instruction set gives the operations, their
+        legal operand ranges and regions, and its ``spad_words`` the SPAD_RANGE bound.
+
+    Ports
+    -----
+    ins : In(INSTRUCTION)
+        The instruction being issued.
+    error : Out(STATUS_BITS)
+        The :class:`isa.ErrorCode` of the first rule that fails, in :func:`isa.check`'s
+        order (op code, operand ranges, zero lengths, regions in order, overlap), or ``OK``.
+    """
+
+    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+        self.config = config
+        self.iset = isa.instruction_set(config)
+        self.ext_words = isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
+        super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
+
+    def _op_error(self, m: Module, spec: isa.OpSpec) -> Value:
+        """The error code of ``spec``'s rules, as a priority chain in isa.check's order."""
+        ins = self.ins
+        rules: list[tuple[Value, isa.ErrorCode]] = []
+        if spec.ranged:
+            outside = Const(0)
+            for o in spec.ranged:
+                value = operand(ins, spec, o.name)
+                outside = outside | (value < o.legal[0]) | (value > o.legal[1])
+            rules.append((outside, isa.ErrorCode.BAD_SHAPE))
+        for name in spec.lengths:
+            rules.append((operand(ins, spec, name) == 0, isa.ErrorCode.ZERO_LENGTH))
+        regions = _hardware_regions(ins, spec)
+        for memory, _start, end in regions:
+            size = self.config.spad_words if memory == "spad" else self.ext_words
+            code = isa.ErrorCode.SPAD_RANGE if memory == "spad" else isa.ErrorCode.EXT_RANGE
+            rules.append((end > size, code))
+        if spec.disjoint_or_same:
+            spad = [(s, e) for memory, s, e in regions if memory == "spad"]
+            for i, (ps, pe) in enumerate(spad):
+                for qs, qe in spad[i + 1:]:
+                    rules.append(((ps != qs) & (ps < qe) & (qs < pe), isa.ErrorCode.OVERLAP))
+        error = Const(isa.ErrorCode.OK, STATUS_BITS)
+        for cond, code in reversed(rules):     # the first rule in the list wins
+            error = Mux(cond, code, error)
+        return error
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.Switch(self.ins.op):
+            for spec in self.iset.ops:
+                with m.Case(spec.code):
+                    m.d.comb += self.error.eq(self._op_error(m, spec))
+            with m.Default():
+                m.d.comb += self.error.eq(isa.ErrorCode.BAD_OPCODE)
+        return m

@@ -1,0 +1,108 @@
+"""The softmax unit's divider: 40-bit unsigned restoring division, one
+quotient bit per cycle.
+
+Interface and timing (``CYCLES`` = ``width`` = 40 by default)
+  * ``start`` is high for one cycle u, with ``numerator`` and ``denominator``
+    on the inputs in that cycle only (they are not needed afterwards).
+  * ``done`` is high for exactly one cycle, u + CYCLES; from that cycle on
+    ``quotient`` and ``remainder`` hold the result until the next ``start``.
+  * ``busy`` is high in cycles u+1 .. u+CYCLES-1 (the start cycle and the done
+    cycle are not busy, so a new start may come with done).
+
+The algorithm is schoolbook long division in base 2.  One register holds the
+numerator bits not yet consumed (at its top) and the quotient bits already
+found (at its bottom); a second holds the partial remainder.  Each step
+shifts the next numerator bit into the remainder, and subtracts the divisor
+when it fits, recording a 1 in the quotient.  The first step happens in the
+start cycle itself, on the operands straight from the inputs, so the 40
+steps occupy cycles u .. u+39 and the registered result is there at u+40.
+
+Zero divisor: the subtraction always "fits", so every quotient bit is 1 and
+the remainder collects the numerator: quotient = 2**width - 1, remainder =
+numerator, exactly ``isa.divide_u40``'s definition.  Nothing special-cases it.
+"""
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+
+
+class Divider(wiring.Component):
+    """Multi-cycle unsigned divider (restoring, radix 2).
+
+    Parameters
+    ----------
+    width : int
+        Operand width (``isa.DIV_BITS`` = 40 unless given).
+
+    Ports
+    -----
+    start : In(1)
+    numerator, denominator : In(width)
+        Sampled in the start cycle only.
+    busy : Out(1)
+    done : Out(1)
+        One cycle, CYCLES after start.
+    quotient, remainder : Out(width)
+        Valid from done until the next start.
+    """
+
+    def __init__(self, width: int = isa.DIV_BITS):
+        if width < 2:
+            raise ValueError(f"divider width must be at least 2, got {width}")
+        self.width = width
+        #: cycles from start to done: one per quotient bit
+        self.CYCLES = width
+        super().__init__({
+            "start": In(1),
+            "numerator": In(width),
+            "denominator": In(width),
+            "busy": Out(1),
+            "done": Out(1),
+            "quotient": Out(width),
+            "remainder": Out(width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        w = self.width
+
+        # Registers: partial remainder; numerator bits (top) / quotient bits (bottom); divisor.
+        rem = Signal(w)
+        num_quot = Signal(w)
+        divisor = Signal(w)
+        steps_left = Signal(range(w))         # steps still to do after the current one
+
+        # The state one step works on: from the inputs in the start cycle, else the registers.
+        cur_rem = Signal(w)
+        cur_num_quot = Signal(w)
+        cur_divisor = Signal(w)
+        with m.If(self.start):
+            m.d.comb += [cur_rem.eq(0), cur_num_quot.eq(self.numerator), cur_divisor.eq(self.denominator)]
+        with m.Else():
+            m.d.comb += [cur_rem.eq(rem), cur_num_quot.eq(num_quot), cur_divisor.eq(divisor)]
+
+        # One step: bring down the next numerator bit, subtract if it fits.
+        brought_down = Signal(w + 1)
+        fits = Signal()
+        m.d.comb += [
+            brought_down.eq(Cat(cur_num_quot[w - 1], cur_rem)),
+            fits.eq(brought_down >= cur_divisor),
+        ]
+        next_rem = Mux(fits, brought_down - cur_divisor, brought_down)   # < 2**w, see module doc
+        next_num_quot = Cat(fits, cur_num_quot[:w - 1])
+
+        m.d.sync += self.done.eq(0)
+        with m.If(self.start):
+            m.d.sync += [
+                rem.eq(next_rem), num_quot.eq(next_num_quot), divisor.eq(self.denominator),
+                steps_left.eq(w - 1), self.busy.eq(1),
+            ]
+        with m.Elif(self.busy):
+            m.d.sync += [rem.eq(next_rem), num_quot.eq(next_num_quot), steps_left.eq(steps_left - 1)]
+            with m.If(steps_left == 1):
+                m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+
+        m.d.comb += [self.quotient.eq(num_quot), self.remainder.eq(rem)]
+        return m

@@ -1,0 +1,195 @@
+"""The softmax unit: ``SM dst src len``, bit-exact with ``isa.softmax_q16``.
+
+Scores are the int8 low bytes of ``src[0..len)`` (real value x/16); the unit
+writes Q0.16 probabilities to ``dst[0..len)``:
+
+    m = max x;  e_i = EXP_TABLE[m - x_i];  S = sum e_i;
+    r = floor(2**38 / S)  (the 40-bit divider);  p_i = (e_i * r + 2**21) >> 22
+
+Structure: four phases, one after the other, on the unit's single scratchpad
+port (one read and one write per cycle at most).
+
+============  ==========================================================  ============
+phase         what happens                                                cycles
+============  ==========================================================  ============
+MAX           read src[i]; the next cycle compare with the running max    len + 1
+EXP           read src[i]; next cycle look up T[m - x] in the ROM (sync    len + 2
+              read); the cycle after, write e to dst[i] and add it to S
+DIV           start the divider on (2**38, S); it answers 40 cycles later  1 + 40
+              (one quotient bit per cycle); r is latched in that cycle
+SCALE         read e from dst[i]; next cycle multiply e * r (registered);  len + 3
+              next cycle add 2**21 and shift by 22 (registered); then
+              write p to dst[i]
+============  ==========================================================  ============
+
+Each pass streams ``len`` reads in consecutive cycles through a pipeline of
+depth 1, 2 or 3 and ends in the cycle its last element leaves the pipeline,
+so a pass costs ``len`` + its depth.  The busy time is therefore
+
+    (len + 1) + (len + 2) + 41 + (len + 3) = 3*len + 41 + 6
+
+with 41 the division (its start cycle and the divider's 40) and 6 = 1 + 2 + 3
+the three passes' pipeline depths.  ``done`` is the cycle of the last write.
+
+The exponentials are parked in ``dst`` between EXP and SCALE, which is what
+lets ``dst == src`` work: every score is read (twice) before its slot is
+overwritten, and in no cycle are the same address read and written (in EXP
+the write trails the read by two elements, in SCALE by three).  Disjoint
+regions work the same way; partially overlapping ones are illegal (the
+sequencer refuses them).
+
+Widths: S >= T[0] = 65535 (the maximum's own term) and S <= spad_words * 65535
+(:func:`sum_bits`: 28 bits on the book's 4096-word scratchpad, at most 32), and
+r = 2**38 // S < 2**23; the multiplier is 16 x 23 bits.
+``len`` must be at least 1 (the sequencer refuses 0).
+"""
+from amaranth.hdl import Module, Signal, signed
+from amaranth.lib import wiring
+
+from .. import isa
+from ..config import Config
+from .divider import Divider
+from .exp_table import DATA_BITS as E_BITS, ExpTable
+from .layout import UnitSignature, spad_addr_bits
+from .decoder import operand
+
+
+def sum_bits(config: Config = isa.BOOK) -> int:
+    """Width of S: at most ``spad_words`` terms of at most T[0]."""
+    return (config.spad_words * isa.EXP_TABLE[0]).bit_length()
+
+
+assert sum_bits(Config(spad_words=1 << isa.FIELD["c"].width)) <= isa.DIV_BITS   # S always fits the divider
+#: r = 2**38 // S with S >= T[0]
+R_BITS = (isa.SOFTMAX_NUMERATOR // isa.EXP_TABLE[0]).bit_length()
+PRODUCT_BITS = E_BITS + R_BITS
+#: p <= (T[0] * r_max + 2**21) >> 22
+P_BITS = ((isa.EXP_TABLE[0] * (isa.SOFTMAX_NUMERATOR // isa.EXP_TABLE[0])
+           + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT).bit_length()
+#: the division phase: the cycle that starts the divider, then the divider's own time to done
+DIV_PHASE_CYCLES = 1 + isa.DIV_BITS
+#: pipeline depths of the three passes (read to write / to last use)
+MAX_DEPTH, EXP_DEPTH, SCALE_DEPTH = 1, 2, 3
+
+
+def busy_cycles(length: int) -> int:
+    """The unit's busy time, from its structure (equal to the ISA's 3*len + 41 + 6)."""
+    return (length + MAX_DEPTH) + (length + EXP_DEPTH) + DIV_PHASE_CYCLES + (length + SCALE_DEPTH)
+
+
+class SoftmaxUnit(wiring.Component):
+    """Executes SM (the vector unit's engine for it).
+
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the scratchpad's size sets the address,
+        counter and sum widths.
+
+    Ports
+    -----
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.rtl.layout.UnitSignature`); ``spad`` reads src, then
+        the exponentials in dst, and writes them, then the probabilities.
+    """
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = config
+        super().__init__(UnitSignature(config=config))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.exp_table = exp_table = ExpTable()
+        m.submodules.divider = divider = Divider()
+        assert divider.CYCLES == isa.DIV_BITS
+
+        dst = operand(self.ins, "SM", "dst")
+        src = operand(self.ins, "SM", "src")
+        length = operand(self.ins, "SM", "len")
+
+        # ---- the streaming machinery shared by the three passes
+        spad_words, addr_bits = self.config.spad_words, spad_addr_bits(self.config)
+        rd_index = Signal(range(spad_words + 1))       # next element to read in this pass
+        wr_index = Signal(range(spad_words + 1))       # next element to write in this pass
+        reading = Signal()                             # a read is issued this cycle
+        read_is_last = Signal()
+        # stage k valid / carrying the last element: stage 1 = read data on rd_data
+        v1, v2, v3 = Signal(), Signal(), Signal()
+        last1, last2, last3 = Signal(), Signal(), Signal()
+        m.d.comb += read_is_last.eq(rd_index == length - 1)
+        m.d.sync += [
+            v1.eq(reading), last1.eq(reading & read_is_last),
+            v2.eq(v1), last2.eq(last1),
+            v3.eq(v2), last3.eq(last2),
+        ]
+        with m.If(reading):
+            m.d.sync += rd_index.eq(rd_index + 1)
+
+        def next_pass():
+            # The pass's last element has left its pipeline: restart the counters,
+            # and drop what the deeper stages (unused by this pass) copied.
+            m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]
+
+        m.d.comb += [self.spad.rd_en.eq(reading), self.spad.wr_addr.eq((dst + wr_index)[:addr_bits])]
+
+        score = self.spad.rd_data[:8].as_signed()      # stage 1 in MAX and EXP
+        running_max = Signal(signed(8))
+        total = Signal(sum_bits(self.config))
+        r = Signal(R_BITS)
+        product = Signal(PRODUCT_BITS)                 # SCALE stage 2
+        prob = Signal(P_BITS)                          # SCALE stage 3
+
+        m.d.comb += exp_table.addr.eq((running_max - score)[:8])   # 0 .. 255 since max >= x
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [self.busy.eq(1),
+                                 running_max.eq(-(1 << 7)), total.eq(0),   # the smallest int8
+                                 rd_index.eq(0), wr_index.eq(0)]
+                    m.next = "MAX"
+
+            with m.State("MAX"):
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:addr_bits])]
+                with m.If(v1 & (score > running_max)):
+                    m.d.sync += running_max.eq(score)
+                with m.If(v1 & last1):
+                    next_pass()
+                    m.next = "EXP"
+
+            with m.State("EXP"):
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:addr_bits])]
+                # stage 1: the ROM address is driven above; stage 2: its data
+                with m.If(v2):
+                    m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(exp_table.data)]
+                    m.d.sync += [total.eq(total + exp_table.data), wr_index.eq(wr_index + 1)]
+                    with m.If(last2):
+                        next_pass()
+                        m.next = "DIV_START"
+
+            with m.State("DIV_START"):
+                m.d.comb += [divider.start.eq(1),
+                             divider.numerator.eq(isa.SOFTMAX_NUMERATOR),
+                             divider.denominator.eq(total)]
+                m.next = "DIV_WAIT"
+
+            with m.State("DIV_WAIT"):
+                with m.If(divider.done):
+                    m.d.sync += r.eq(divider.quotient[:R_BITS])
+                    m.next = "SCALE"
+
+            with m.State("SCALE"):
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])]
+                with m.If(v1):
+                    m.d.sync += product.eq(self.spad.rd_data[:E_BITS] * r)
+                with m.If(v2):
+                    m.d.sync += prob.eq((product + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT)
+                with m.If(v3):
+                    m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(prob)]
+                    m.d.sync += wr_index.eq(wr_index + 1)
+                    with m.If(last3):
+                        m.d.comb += self.done.eq(1)
+                        m.d.sync += self.busy.eq(0)
+                        next_pass()
+                        m.next = "IDLE"
+        return m

@@ -1,0 +1,346 @@
+"""The scratchpad: one ``spad_words`` x 32-bit memory (4096 on the book chip) shared by the execution units.
+
+The memory has one synchronous read port and one write port (the shape of a
+single dual-port block RAM).  Every execution unit owns a master port
+(:class:`ga2_hdl.rtl.layout.SpadPort`); the chip runs one instruction at a time,
+so at most one unit drives its enables in any cycle.  The arbitration is
+therefore not a priority scheme but a plain AND-OR multiplexer: each master's
+address and data are masked with its own enable and the results are ORed.
+An idle unit (enables low) contributes nothing, whatever its address lines
+hold, and no "which unit is busy" signal is needed.
+
+The scratchpad's masters are members of its signature,
+``masters: In(SpadPort()).array(n)``; the chip connects each unit's ``spad``
+port to one of them with ``wiring.connect``.  Two enables high in the same
+cycle would be a bug in the chip's control; :attr:`Scratchpad.conflict` flags
+it (a read-only debug signal that tests check; it changes nothing in the
+datapath).
+
+With overlap (``config.overlap``) several units run at once, so every master
+has a read port and a write port of its own on the one word array (a memory
+of ``n_masters`` read and ``n_masters`` write ports); with overlap and wide
+ports, a read and a write port of its own in every bank, with its own
+rotators (the banks below).  The sequencer's hazard
+rule (:class:`ga2_hdl.isa.IssueTimer`) guarantees that no two units in flight
+write the same word, and that no unit reads a word another in-flight unit
+writes, so the ports never race; :attr:`Scratchpad.conflict` then flags two
+writes of one address in one cycle.
+Wide ports (``Config.spad_ports`` or ``Config.ext_port_words`` above 1).  A
+master port may move ``w`` consecutive words per cycle from any address
+(:class:`~ga2_hdl.rtl.layout.SpadPort` with ``words=w``).  The storage is then
+*banked*: B = the widest master's ``w`` banks of ``ceil(depth/B)`` words, word a
+in bank ``a mod B`` at row ``a div B``, so any B consecutive words lie in B
+different banks and one access reaches them all in one cycle, whatever the
+start address.  Bank b serves lane ``(b - a) mod B`` of an access at address a,
+at row ``a div B`` (plus one when ``b < a mod B``); a barrel rotator turns the
+lanes into banks for writes and the banks back into lanes for reads (with the
+address's low bits registered for the read's cycle).  Each bank reads and
+writes only the lanes the master's masks select.  Hardware cost over the book's
+single memory: the same storage split into B memories, each with its own row
+adder (B adders of ``addr_bits - log2 B`` bits), two B-word barrel rotators of
+32-bit lanes (log2 B levels of 32*B multiplexers each, one for the write data,
+one for the read data) plus the masks' rotators, and a master multiplexer B
+words wide.  With B = 1 the scratchpad is the book's, gate for gate.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+from amaranth.hdl import C, Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+from ..config import Config
+from .layout import SpadPort, spad_addr_bits
+
+__all__ = ["Scratchpad"]
+
+
+def _to_banks(value, offset, lane_bits: int, n_banks: int):
+    """Lanes -> banks: bank b takes lane ``(b - offset) mod n_banks``, i.e. the lanes rotated by -offset."""
+    shift = n_banks.bit_length() - 1
+    twice = Cat(value, value)
+    return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),
+                                (-offset)[:shift]), n_banks * lane_bits)
+
+
+def _from_banks(bank_data, offset, word_bits: int):
+    """Banks -> lanes: lane i is bank ``(offset + i) mod B`` (``offset`` the access's, registered)."""
+    both = Cat(*bank_data, *bank_data)
+    return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)
+
+
+class Scratchpad(wiring.Component):
+    """The shared scratchpad and its port multiplexer.
+
+    Parameters
+    ----------
+    n_masters : int
+        How many master ports (the chip has one per execution unit).
+    config : Config
+        The chip (the book's by default): its ``spad_words`` are the memory's words and
+        set the address width; with ``config.overlap`` every master has its own read and
+        write port.
+    depth : int, optional
+        Words of memory, if fewer than the configuration's (for unit tests).
+    words : int
+        Words per access of the widest master (a power of two): the number of banks.
+    init : sequence of int
+        Initial contents (default all zero).
+    words : int
+        Words per access of the master ports (a power of two, default 1); the
+        storage has that many banks.  The chip's is ``max(spad_ports,
+        ext_port_words)``; it connects a narrower unit's port to lanes 0 .. w-1.
+
+    Behaviour of every master port: read: ``rd_en``/``rd_addr`` in cycle t
+    give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all masters and
+    holds its value while no read is enabled).  Write: ``wr_en``/``wr_addr``/
+    ``wr_data`` in cycle t update the word at the end of cycle t.  A read and a
+    write of one address in the same cycle return the old word (never relied upon).
+
+    Ports
+    -----
+    masters : In(SpadPort()).array(n_masters)
+        The master ports (a unit's ``spad`` connects to one with ``wiring.connect``).
+    conflict : Out(1)
+        High in a cycle where more than one master enables a read or more than one
+        enables a write (with overlap: where two masters write one address).
+    write_en : Out(1)
+    write_addr : Out(spad_addr_bits(config))
+        The write the memory takes this cycle (read-only debug outputs, for
+        testbenches that track writes).
+
+    Attributes
+    ----------
+    write_last : Out(spad_addr_bits(config))
+        Banked storage only: the last address the write this cycle may reach
+        (``write_addr + B - 1``).
+
+    Attributes
+    ----------
+    banks : list of amaranth.lib.memory.Memory
+        The storage, one memory per bank; :meth:`cell` gives the word at an address.
+    memory : amaranth.lib.memory.Memory
+        The storage when it is one bank (testbenches may read or set ``memory.data[i]``).
+    """
+
+    def __init__(self, n_masters: int, *, config: Config = isa.BOOK, depth: int | None = None, init=(),
+                 words: int = 1):
+        if not n_masters >= 1:
+            raise ValueError("the scratchpad needs at least one master port")
+        if depth is None:
+            depth = config.spad_words
+        addr_bits = self.addr_bits = spad_addr_bits(config)
+        if not 1 <= depth <= 1 << addr_bits:
+            raise ValueError(f"scratchpad depth {depth} does not fit a {addr_bits}-bit address")
+        if words < 1 or words & (words - 1):
+            raise ValueError(f"scratchpad ports of {words} words: a power of two")
+        self.config = config
+        self.depth = depth
+        self.n_banks = words
+        if self.n_banks > 1 << addr_bits:
+            raise ValueError(f"{self.n_banks} banks for a {addr_bits}-bit address")
+        init = list(init)
+        rows = -(-depth // self.n_banks)
+        self.banks = [memory.Memory(shape=unsigned(isa.WORD_BITS), depth=rows if self.n_banks > 1 else depth,
+                                    init=init[b::self.n_banks]) for b in range(self.n_banks)]
+        self.memory = self.banks[0] if self.n_banks == 1 else None
+        super().__init__({
+            "masters": In(SpadPort(words=words, config=config)).array(n_masters),
+            "conflict": Out(1),
+            "write_en": Out(1),
+            "write_addr": Out(addr_bits),
+            **({"write_last": Out(addr_bits)} if self.n_banks > 1 else {}),
+        })
+
+    #: the storage's submodule name (Verilog export names the word array after it)
+    MEMORY_NAME = "memory"
+    #: a banked storage's submodule names (bank b: ``BANK_NAME.format(b)``)
+    BANK_NAME = "bank{}"
+
+    def bank_names(self) -> list[str]:
+        """The storage submodules' names: ``memory`` (one bank) or ``bank0`` .. ``bankB-1``."""
+        return [self.MEMORY_NAME] if self.n_banks == 1 else [self.BANK_NAME.format(b) for b in range(self.n_banks)]
+
+    def cell(self, addr: int):
+        """The word at ``addr``, for a testbench's ``ctx.get``/``ctx.set``."""
+        if not 0 <= addr < self.depth:
+            raise IndexError(f"scratchpad address {addr} outside 0 .. {self.depth - 1}")
+        return self.banks[addr % self.n_banks].data[addr // self.n_banks]
+
+    def elaborate(self, platform):
+        if self.config.overlap and self.n_banks > 1:
+            return self._elaborate_banked_ported()
+        if self.config.overlap:
+            return self._elaborate_ported()
+        if self.n_banks > 1:
+            return self._elaborate_banked()
+        m = Module()
+        m.submodules[self.MEMORY_NAME] = self.memory
+        rd = self.memory.read_port()          # synchronous, not transparent
+        wr = self.memory.write_port()
+
+        ports = list(self.masters)
+        rd_addr = 0
+        wr_addr = 0
+        wr_data = 0
+        for p in ports:
+            # Mux(en, x, 0) rather than x & en.replicate(n): the same gates, but Amaranth's
+            # simulator evaluates a replicate bit by bit
+            rd_addr = rd_addr | Mux(p.rd_en, p.rd_addr, 0)
+            wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
+            wr_data = wr_data | Mux(p.wr_en, p.wr_data, 0)
+        any_of = functools.partial(functools.reduce, operator.or_)
+        rd_ens = [p.rd_en for p in ports]
+        wr_ens = [p.wr_en for p in ports]
+        two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
+        m.d.comb += [
+            rd.en.eq(any_of(rd_ens)),
+            rd.addr.eq(rd_addr),
+            wr.en.eq(any_of(wr_ens)),
+            wr.addr.eq(wr_addr),
+            wr.data.eq(wr_data),
+            self.conflict.eq(two_of(rd_ens) | two_of(wr_ens)),
+            self.write_en.eq(wr.en),
+            self.write_addr.eq(wr.addr),
+        ]
+        # The read data goes back to every master from a submodule of its own: in Amaranth's
+        # simulator that is a separate process, which runs only when the memory's output changes.
+        m.submodules.read_fanout = fanout = Module()
+        for p in ports:
+            fanout.d.comb += p.rd_data.eq(rd.data)
+        return m
+
+    def _elaborate_ported(self):
+        """One read port and one write port per master (the overlapped chip's scratchpad)."""
+        m = Module()
+        m.submodules[self.MEMORY_NAME] = self.memory
+        ports = list(self.masters)
+        writes = []
+        for p in ports:
+            rd = self.memory.read_port()         # synchronous, not transparent
+            wr = self.memory.write_port()
+            m.d.comb += [
+                rd.en.eq(p.rd_en), rd.addr.eq(p.rd_addr), p.rd_data.eq(rd.data),
+                wr.en.eq(p.wr_en), wr.addr.eq(p.wr_addr), wr.data.eq(p.wr_data),
+            ]
+            writes.append((p.wr_en, p.wr_addr))
+        same = [ea & eb & (aa == ab) for i, (ea, aa) in enumerate(writes) for eb, ab in writes[i + 1:]]
+        m.d.comb += [
+            self.conflict.eq(functools.reduce(operator.or_, same, 0)),
+            self.write_en.eq(functools.reduce(operator.or_, [p.wr_en for p in ports])),
+            self.write_addr.eq(functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])),
+        ]
+        return m
+    def _elaborate_banked(self):
+        m = Module()
+        B = self.n_banks
+        W = isa.WORD_BITS
+        for name, bank in zip(self.bank_names(), self.banks):
+            m.submodules[name] = bank
+        ports = list(self.masters)
+
+        # the master multiplexer (AND-OR, as the book's), B lanes wide
+        rd_addr = wr_addr = wr_data = rd_mask = wr_mask = 0
+        for p in ports:
+            rd_addr = rd_addr | Mux(p.rd_en, p.rd_addr, 0)
+            rd_mask = rd_mask | Mux(p.rd_en, p.rd_mask, 0)
+            wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
+            wr_mask = wr_mask | Mux(p.wr_en, p.wr_mask, 0)
+            wr_data = wr_data | Mux(p.wr_en, p.wr_data.as_value(), 0)
+        any_of = functools.partial(functools.reduce, operator.or_)
+        rd_ens = [p.rd_en for p in ports]
+        wr_ens = [p.wr_en for p in ports]
+        two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
+
+        rd_en, r_addr, r_mask = Signal(), Signal(self.addr_bits), Signal(B)
+        wr_en, w_addr, w_mask, w_data = Signal(), Signal(self.addr_bits), Signal(B), Signal(B * W)
+        m.d.comb += [
+            rd_en.eq(any_of(rd_ens)), r_addr.eq(rd_addr), r_mask.eq(rd_mask),
+            wr_en.eq(any_of(wr_ens)), w_addr.eq(wr_addr), w_mask.eq(wr_mask), w_data.eq(wr_data),
+            self.conflict.eq(two_of(rd_ens) | two_of(wr_ens)),
+            self.write_en.eq(wr_en),
+            self.write_addr.eq(w_addr),
+            self.write_last.eq(w_addr + (B - 1)),
+        ]
+
+        read_data, _ = self._bank_access(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data)
+        read_lanes = Signal(B * W)
+        m.d.comb += read_lanes.eq(read_data)
+        m.submodules.read_fanout = fanout = Module()
+        for p in ports:
+            fanout.d.comb += p.rd_data.eq(read_lanes)
+        return m
+
+    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix=""):
+        """One access path into the banks: a new read and write port in every bank, driven by one
+        (masked, any-address) read and write of up to B words.
+
+        Lanes -> banks through the rotators; bank ``b`` takes the next row when ``b`` is below the
+        address's offset.  Returns the read data as lanes (one cycle later, rotated back by the
+        registered offset) and, per bank, the ``(enable, row)`` of the write port.
+        """
+        B = self.n_banks
+        shift = B.bit_length() - 1
+        W = isa.WORD_BITS
+        r_off, w_off = r_addr[:shift], w_addr[:shift]
+        r_row, w_row = r_addr[shift:], w_addr[shift:]
+        r_bank_mask, w_bank_mask = Signal(B, name=f"{prefix}rd_banks"), Signal(B, name=f"{prefix}wr_banks")
+        w_bank_data = Signal(B * W, name=f"{prefix}wr_bank_data")
+        m.d.comb += [r_bank_mask.eq(_to_banks(r_mask, r_off, 1, B)),
+                     w_bank_mask.eq(_to_banks(w_mask, w_off, 1, B)),
+                     w_bank_data.eq(_to_banks(w_data, w_off, W, B))]
+        bank_data, writes = [], []
+        for b, bank in enumerate(self.banks):
+            rd = bank.read_port()             # synchronous, not transparent
+            wr = bank.write_port()
+            row_bits = len(rd.addr)
+            # bank b holds a word of the next row when b < the offset (never for the last bank)
+            r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)
+            m.d.comb += [
+                rd.en.eq(rd_en & r_bank_mask[b]),
+                rd.addr.eq((r_row + r_next)[:row_bits]),
+                wr.en.eq(wr_en & w_bank_mask[b]),
+                wr.addr.eq((w_row + w_next)[:row_bits]),
+                wr.data.eq(w_bank_data[b * W:(b + 1) * W]),
+            ]
+            bank_data.append(rd.data)
+            writes.append((wr.en, wr.addr))
+        # banks -> lanes, one cycle later: lane i is bank (offset + i) mod B
+        read_off = Signal(shift, name=f"{prefix}read_offset")
+        with m.If(rd_en):
+            m.d.sync += read_off.eq(r_off)
+        return _from_banks(bank_data, read_off, W), writes
+
+    def _elaborate_banked_ported(self):
+        """Banks with one read port and one write port per master (overlap with wide ports).
+
+        Every master has its own rotators and, in every bank, its own read and write port: the
+        units in flight access the banks at once, as they access the one word array of
+        :meth:`_elaborate_ported`.  The hazard rule keeps them off each other's words;
+        :attr:`conflict` flags two writes of one word (bank and row) in one cycle.
+        """
+        m = Module()
+        B = self.n_banks
+        for name, bank in zip(self.bank_names(), self.banks):
+            m.submodules[name] = bank
+        ports = list(self.masters)
+        bank_writes: list[list[tuple]] = [[] for _ in range(B)]      # per bank: (enable, row) of each master
+        for j, p in enumerate(ports):
+            read_data, writes = self._bank_access(m, p.rd_en, p.rd_addr, p.rd_mask, p.wr_en, p.wr_addr,
+                                                  p.wr_mask, p.wr_data.as_value(), prefix=f"m{j}_")
+            m.d.comb += p.rd_data.eq(read_data)
+            for b, write in enumerate(writes):
+                bank_writes[b].append(write)
+        same = [ea & eb & (ra == rb) for writes in bank_writes
+                for i, (ea, ra) in enumerate(writes) for eb, rb in writes[i + 1:]]
+        write_addr = functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])
+        m.d.comb += [
+            self.conflict.eq(functools.reduce(operator.or_, same, 0)),
+            self.write_en.eq(functools.reduce(operator.or_, [p.wr_en for p in ports])),
+            self.write_addr.eq(write_addr),
+            self.write_last.eq(write_addr + (B - 1)),
+        ]
+        return m

@@ -1,0 +1,539 @@
+"""The vector unit: RQ, SM, VADD and AMAX on one scratchpad master port.
+
+:class:`VectorUnit` is what the chip instantiates.  It holds one engine per
+operation and routes ``start`` to the engine whose op code ``ins.op`` names;
+the engines share the instruction, the scratchpad read data and (through a
+multiplexer on ``ins.op``) the unit's single scratchpad port.  Only one
+instruction runs at a time and ``ins`` is held from the start cycle until
+done, so the multiplexer never switches under a running engine; every idle
+engine drives ``rd_en = wr_en = 0``, so the unit is quiet whenever it is idle.
+
+Every engine streams its operands through a short pipeline: the read of
+element i is issued in cycle t+1+i (t = the start cycle; one element per
+cycle, or per two cycles for VADD), its data comes back the next cycle (the
+scratchpad read is synchronous), and the element's result is written a fixed
+number of cycles later.  ``done`` is high in the cycle of the last write, so
+the busy time W is the number of read cycles plus the pipeline depth:
+
+=====  ===========================================================  ==========
+op     pipeline after the read of the last element                  W
+=====  ===========================================================  ==========
+RQ     data arrives, multiply (Requantizer stage 1, registered);     len + 2
+       round, saturate and write (stage 2)
+VADD   2 reads per element (src1[i], then src2[i]: one read port);  2*len + 2
+       src2[i] arrives and is added to src1[i] and clamped
+       (registered); write
+AMAX   data arrives and is registered (the SRAM output feeds no     len + 3
+       logic); compare with the best so far; write the index
+SM     see :mod:`ga2_hdl.rtl.softmax`: three passes and a division      3*len + 47
+=====  ===========================================================  ==========
+
+Identical source and destination regions work for RQ, SM and VADD: each
+element is read before it is written and no cycle reads and writes the same
+address (RQ writes element i while reading i+2; VADD writes element i while
+reading src2[i+1]).  AMAX writes its single result word after its last read,
+so its destination may lie anywhere, inside the source too.
+
+Operands come from ``ins`` through the ISA's operand definitions
+(``decoder.operand``), op codes from the configuration's instruction set
+(:func:`ga2_hdl.isa.instruction_set`), whose extensions bring engines of their
+own (``docs/extending.md``).  Lengths are at
+least 1 (the sequencer refuses 0).
+
+Wide scratchpad port (``Config.spad_ports`` = P > 1).  RQ, VADD and AMAX have
+engines of their own (:class:`WideRequantizeEngine`, :class:`WideAddEngine`,
+:class:`WideArgmaxEngine`) that stream *chunks* of P consecutive words with the
+pipelines above, one chunk per cycle (per two for VADD), the last chunk masked
+to the words below ``len``.  With R = ceil(len/P) the busy times are R + 2
+(RQ), 2*R + 2 (VADD) and R + 3 (AMAX).  The same-region argument holds chunk for chunk
+(RQ writes chunk i while reading chunk i+2, VADD writes chunk i while reading
+src2's chunk i+1), and the masks make "the words read" exact, so the
+never-the-same-address rule holds too.  SM keeps its one-word engine, on lane 0
+of the wide port (W = 3*len + 47 whatever P).  Hardware cost over P = 1: P
+requantizers (P 32 x 24 multipliers), P 8-bit adders with clamps, and AMAX's
+P comparators in series in its compare stage (the longest path grows with P).
+"""
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+
+from .. import isa
+from ..config import Config
+from .decoder import operand
+from .layout import SpadPort, UnitSignature, spad_addr_bits
+from .requant import Requantizer
+from .softmax import SoftmaxUnit
+
+
+def _index(config: Config) -> range:
+    """An element counter's values: 0 .. len, len <= the configuration's ``spad_words``."""
+    return range(config.spad_words + 1)
+
+
+def _int8(word):
+    """The int8 a word holds: its low byte, signed."""
+    return word[:8].as_signed()
+
+
+class _Engine(wiring.Component):
+    """One operation's engine, on the unit contract (:class:`ga2_hdl.rtl.layout.UnitSignature`).
+
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): the scratchpad's size sets the address and
+        counter widths.
+    """
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = config
+        super().__init__(UnitSignature(config=config))
+
+    def _addr(self, base, index):
+        """A scratchpad address: base + index, within the scratchpad's address space."""
+        return (base + index)[:spad_addr_bits(self.config)]
+
+    def _write(self, m, valid, last, base, index, value):
+        """Write ``value`` to ``base + index`` when ``valid`` (``index`` then steps);
+        with ``last`` that write is the engine's done cycle."""
+        with m.If(valid):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(self._addr(base, index)),
+                         self.spad.wr_data.eq(value)]           # sign-extended to the word
+            m.d.sync += index.eq(index + 1)
+            with m.If(last):
+                self._finish(m)
+
+    def _finish(self, m):
+        """This cycle is the last busy cycle: ``done`` now, idle from the next cycle."""
+        m.d.comb += self.done.eq(1)
+        m.d.sync += self.busy.eq(0)
+
+
+class RequantizeEngine(_Engine):
+    """RQ dst src len m s relu: dst[i] = requantize(int32 src[i]).  W = len + 2.
+
+    cycle t+1+i: read src[i];  t+2+i: the Requantizer's multiply stage;
+    t+3+i: its rounding stage, and the write of dst[i].  done with the last write.
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.requantizer = rq = Requantizer()
+        assert Requantizer.LATENCY == 1
+        dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
+
+        rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
+        reading = Signal()
+        v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()  # data on rd_data; q valid
+
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), rd_index.eq(0), wr_index.eq(0)]
+        m.d.comb += [
+            reading.eq(self.busy & (rd_index < length)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
+            rq.acc.eq(self.spad.rd_data.as_signed()),
+            rq.mantissa.eq(operand(self.ins, "RQ", "m")),
+            rq.shift.eq(operand(self.ins, "RQ", "s")),
+            rq.relu.eq(operand(self.ins, "RQ", "relu")),
+        ]
+        m.d.sync += [v1.eq(reading), last1.eq(reading & (rd_index == length - 1)),
+                     v2.eq(v1), last2.eq(last1)]
+        with m.If(reading):
+            m.d.sync += rd_index.eq(rd_index + 1)
+
+        self._write(m, v2, last2, dst, wr_index, rq.q)
+        return m
+
+
+class AddEngine(_Engine):
+    """VADD dst src1 src2 len: dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127).  W = 2*len + 2.
+
+    One read port, so element i takes two read slots: cycle t+1+2i reads
+    src1[i], t+2+2i reads src2[i]; src1[i] is held when it arrives; when
+    src2[i] arrives the sum is clamped into a register, written in t+4+2i.
+    done with the last write.
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
+        length = operand(self.ins, "VADD", "len")
+
+        slot = Signal(range(2 * self.config.spad_words + 1))    # read slots issued: 2 per element
+        wr_index = Signal(_index(self.config))
+        reading = Signal()
+        v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
+        v2, last2 = Signal(), Signal()                      # a sum is ready to write
+        first_operand = Signal(signed(8))
+        total = Signal(signed(9))
+        clamped = Signal(signed(8))
+
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), slot.eq(0), wr_index.eq(0)]
+        m.d.comb += [
+            reading.eq(self.busy & (slot < 2 * length)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),
+        ]
+        m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == 2 * length - 1))]
+        with m.If(reading):
+            m.d.sync += slot.eq(slot + 1)
+
+        m.d.comb += [
+            total.eq(first_operand + _int8(self.spad.rd_data)),
+            clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),
+        ]
+        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1)]
+        with m.If(v1 & ~second1):
+            m.d.sync += first_operand.eq(_int8(self.spad.rd_data))
+        result = Signal(signed(8))
+        with m.If(v1 & second1):
+            m.d.sync += result.eq(clamped)
+
+        self._write(m, v2, last2, dst, wr_index, result)
+        return m
+
+
+class ArgmaxEngine(_Engine):
+    """AMAX dst src len: dst[0] = index of the first maximum of int32 src[0..len).  W = len + 3.
+
+    cycle t+1+i: read src[i];  t+2+i: the word is registered with its index;
+    t+3+i: compared with the best so far (strictly greater replaces it, so
+    ties keep the first index);  t+len+3: the index is written, with done.
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
+
+        rd_index = Signal(_index(self.config))
+        reading = Signal()
+        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data on rd_data
+        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data registered
+        value2 = Signal(signed(isa.WORD_BITS))
+        best = Signal(signed(isa.WORD_BITS))
+        best_index = Signal(spad_addr_bits(self.config))
+        finish = Signal()                                              # all compared: write
+
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), rd_index.eq(0),
+                         best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
+        m.d.comb += [
+            reading.eq(self.busy & (rd_index < length)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
+        ]
+        m.d.sync += [
+            v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
+            v2.eq(v1), last2.eq(last1), idx2.eq(idx1), value2.eq(self.spad.rd_data),
+            finish.eq(v2 & last2),
+        ]
+        with m.If(reading):
+            m.d.sync += rd_index.eq(rd_index + 1)
+        with m.If(v2 & (value2 > best)):
+            m.d.sync += [best.eq(value2), best_index.eq(idx2)]
+
+        with m.If(finish):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(self._addr(dst, 0)),
+                         self.spad.wr_data.eq(best_index)]
+            self._finish(m)
+        return m
+
+
+def _ports(signature: wiring.Signature) -> dict:
+    """Every port of a signature: path -> (flow, shape) (signatures compare by identity)."""
+    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
+
+
+class _WideEngine(_Engine):
+    """An engine on a ``config.spad_ports``-word port: streams chunks of P consecutive words."""
+
+    def __init__(self, *, config):
+        if config.spad_ports < 2:
+            raise ValueError("a wide engine needs spad_ports >= 2")
+        self.config = config
+        self.ports = config.spad_ports
+        self.shift = self.ports.bit_length() - 1
+        wiring.Component.__init__(self, UnitSignature(spad=SpadPort(words=self.ports, config=config), config=config))
+
+    def _mask(self, m, length, chunk):
+        """Lanes j of chunk ``chunk`` below ``length``: ``chunk*P + j < length``."""
+        remaining = Signal(len(length) + 1)
+        m.d.comb += remaining.eq(length - (chunk << self.shift))
+        return Cat(*(remaining > j for j in range(self.ports)))
+
+    def _read_chunks(self, m, src, length):
+        """Read ``length`` words from ``src`` on, one chunk per busy cycle from ``start`` (the last
+        chunk masked to the words below ``length``).  Returns the chunk index read this cycle
+        (``chunk``), whether a read is made (``reading``), whether it is the last chunk's
+        (``last``) and its lane mask (``mask``)."""
+        chunk, last_chunk = Signal(_index(self.config), name="rd_chunk"), Signal(_index(self.config))
+        reading = Signal()
+        with m.If(self.start):
+            m.d.sync += [chunk.eq(0), last_chunk.eq((length - 1) >> self.shift)]
+        mask = self._mask(m, length, chunk)
+        m.d.comb += [
+            reading.eq(self.busy & (chunk <= last_chunk)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(src, chunk << self.shift)),
+            self.spad.rd_mask.eq(Mux(reading, mask, 0)),
+        ]
+        with m.If(reading):
+            m.d.sync += chunk.eq(chunk + 1)
+        return SimpleNamespace(chunk=chunk, reading=reading, last=reading & (chunk == last_chunk), mask=mask)
+
+    def _write_chunk(self, m, valid, last, base, chunk, mask, lanes):
+        """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``."""
+        with m.If(valid):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(self._addr(base, chunk << self.shift)),
+                         self.spad.wr_mask.eq(mask)]
+            for j, v in enumerate(lanes):
+                m.d.comb += self.spad.wr_data[j].eq(v)                # sign-extended to the word
+            m.d.sync += chunk.eq(chunk + 1)
+            with m.If(last):
+                self._finish(m)
+
+
+class WideRequantizeEngine(_WideEngine):
+    """RQ on a P-word port: P requantizers, one chunk per cycle.  W = ceil(len/P) + 2."""
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self.ports
+        dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
+        wr_chunk = Signal(_index(self.config))
+        v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()
+        mask1, mask2 = Signal(P), Signal(P)
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), wr_chunk.eq(0)]
+        rd = self._read_chunks(m, src, length)
+        m.d.sync += [v1.eq(rd.reading), last1.eq(rd.last), mask1.eq(rd.mask),
+                     v2.eq(v1), last2.eq(last1), mask2.eq(mask1)]
+        outs = []
+        for j in range(P):
+            rq = Requantizer()
+            m.submodules[f"requantizer{j}"] = rq
+            m.d.comb += [
+                rq.acc.eq(self.spad.rd_data[j].as_signed()),
+                rq.mantissa.eq(operand(self.ins, "RQ", "m")),
+                rq.shift.eq(operand(self.ins, "RQ", "s")),
+                rq.relu.eq(operand(self.ins, "RQ", "relu")),
+            ]
+            outs.append(rq.q)
+        self._write_chunk(m, v2, last2, dst, wr_chunk, mask2, outs)
+        return m
+
+
+class WideAddEngine(_WideEngine):
+    """VADD on a P-word port: a chunk of src1, then the same chunk of src2, P adders.
+    W = 2*ceil(len/P) + 2."""
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self.ports
+        dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
+        length = operand(self.ins, "VADD", "len")
+        slot = Signal(range(2 * self.config.spad_words + 1))
+        wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))
+        reading = Signal()
+        v1, second1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal(), Signal()
+        mask1, mask2 = Signal(P), Signal(P)
+        first = Signal(data.ArrayLayout(signed(8), P))      # src1's chunk, held for src2's
+        result = Signal(data.ArrayLayout(signed(8), P))
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), slot.eq(0), wr_chunk.eq(0),
+                         last_slot.eq((((length - 1) >> self.shift) << 1) + 1)]
+        chunk = slot[1:]
+        rd_mask = self._mask(m, length, chunk)
+        m.d.comb += [
+            reading.eq(self.busy & (slot <= last_slot)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), chunk << self.shift)),
+            self.spad.rd_mask.eq(Mux(reading, rd_mask, 0)),
+        ]
+        m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == last_slot)),
+                     mask1.eq(rd_mask)]
+        with m.If(reading):
+            m.d.sync += slot.eq(slot + 1)
+        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1 & second1), mask2.eq(mask1)]
+        for j in range(P):
+            x = _int8(self.spad.rd_data[j])
+            total = Signal(signed(9), name=f"total{j}")
+            m.d.comb += total.eq(first[j] + x)
+            with m.If(v1 & ~second1):
+                m.d.sync += first[j].eq(x)
+            with m.If(v1 & second1):
+                m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,
+                                             Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))
+        self._write_chunk(m, v2, last2, dst, wr_chunk, mask2, [result[j] for j in range(P)])
+        return m
+
+
+class WideArgmaxEngine(_WideEngine):
+    """AMAX on a P-word port: a chunk per cycle; its lanes are compared with the best so far in
+    lane order (strictly greater replaces, so ties keep the first index).  W = ceil(len/P) + 3."""
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self.ports
+        dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
+        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
+        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
+        mask1, mask2 = Signal(P), Signal(P)
+        values2 = [Signal(signed(isa.WORD_BITS), name=f"value2_{j}") for j in range(P)]
+        best = Signal(signed(isa.WORD_BITS))
+        best_index = Signal(spad_addr_bits(self.config))
+        finish = Signal()
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
+        rd = self._read_chunks(m, src, length)
+        m.d.sync += [
+            v1.eq(rd.reading), last1.eq(rd.last), idx1.eq(rd.chunk << self.shift),
+            mask1.eq(rd.mask),
+            v2.eq(v1), last2.eq(last1), idx2.eq(idx1), mask2.eq(mask1),
+            finish.eq(v2 & last2),
+        ]
+        m.d.sync += [values2[j].eq(self.spad.rd_data[j]) for j in range(P)]
+        # the compare stage: the chunk's lanes against the best so far, in lane order
+        cand, cand_index = best, best_index
+        for j in range(P):
+            take = v2 & mask2[j] & (values2[j] > cand)
+            cand = Mux(take, values2[j], cand)
+            cand_index = Mux(take, idx2 + j, cand_index)
+        with m.If(v2):
+            m.d.sync += [best.eq(cand), best_index.eq(cand_index)]
+        with m.If(finish):
+            m.d.comb += [self.spad.wr_en.eq(1),
+                         self.spad.wr_addr.eq(self._addr(dst, 0)),
+                         self.spad.wr_mask.eq(1),
+                         self.spad.wr_data[0].eq(best_index)]
+            self._finish(m)
+        return m
+
+
+class VectorUnit(wiring.Component):
+    """The GA-2 vector unit: RQ, SM, VADD, AMAX, and the vector operations of the
+    configuration's extensions (each with its own engine).
+
+    Parameters
+    ----------
+    config : Config
+        The chip (the book's by default): its instruction set says which operations the
+        unit runs; every engine is given it.
+
+    Ports
+    -----
+    start, ins, done, busy, spad : UnitSignature
+        The unit contract (:class:`ga2_hdl.rtl.layout.UnitSignature`), which each engine
+        also has; ``busy`` is high while any engine is, ``spad`` is the port of the engine
+        ``ins.op`` names.  A ``start`` with an ``ins.op`` that is not a vector operation is
+        ignored.
+    """
+
+    #: the engine of each of the book's operations
+    ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
+
+    def __init__(self, *, config: Config = isa.BOOK):
+        self.config = config
+        self.ports = config.spad_ports
+        own = (UnitSignature(config=config) if self.ports == 1
+               else UnitSignature(spad=SpadPort(words=self.ports, config=config), config=config))
+        # an engine's port is one word (it runs on lane 0 of a wide port) or the unit's width
+        contracts = (_ports(UnitSignature(config=config)), _ports(own))
+        #: mnemonic -> engine, in op-code order; every engine is given the configuration
+        self.engines: dict[str, wiring.Component] = {}
+        try:
+            for name, cls in self.engines_of(config).items():
+                engine = self.engines[name] = cls(config=config)
+                if not isinstance(engine, wiring.Component) or _ports(engine.signature) not in contracts:
+                    raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
+                                     f"wiring.Component on the unit contract (ga2_hdl.rtl.layout.UnitSignature)")
+        except Exception:
+            for unused in (self, *self.engines.values()):   # no warnings about them on top of the error
+                unused._MustUse__silence = True
+            raise
+        super().__init__(own)
+
+    @classmethod
+    def engines_of(cls, config: Config) -> dict[str, type]:
+        """Mnemonic -> engine class of every vector operation of ``config``, in op-code order;
+        :class:`ValueError` naming the operation that has none."""
+        iset = isa.instruction_set(config)
+        out = {}
+        for code in iset.unit_ops(isa.Unit.VECTOR):
+            spec = iset.by_code[code]
+            ext = iset.extension_of.get(code)
+            if ext is not None:
+                engine = ext.engines.get(spec.mnemonic)
+            elif config.spad_ports > 1 and spec.mnemonic in cls.WIDE_ENGINES:
+                engine = cls.WIDE_ENGINES[spec.mnemonic]
+            else:
+                engine = cls.ENGINES.get(spec.mnemonic)
+            if engine is None:
+                where = ("VectorUnit.ENGINES" if ext is None
+                         else f"the engines mapping of {ext.module}'s EXTENSION")
+                raise ValueError(f"vector operation {spec.mnemonic} (op code {code}, {iset.origin(code)}) "
+                                 f"has no RTL engine: add one to {where}")
+            out[spec.mnemonic] = engine
+        return out
+
+    def elaborate(self, platform):
+        m = Module()
+        iset = isa.instruction_set(self.config)
+        wide_port = self.ports > 1
+
+        # Only the engine the instruction names sees the scratchpad's read data; the others see
+        # 0.  An engine uses read data only between its start and its done, while ins.op names
+        # it, so nothing changes for the engines, but an idle engine's logic no longer follows
+        # every read of the other units (the matrix unit reads the scratchpad almost every
+        # cycle): event-driven simulators (Icarus, Amaranth's) skip that work.  The gating has a
+        # submodule of its own, so that in Amaranth's simulator a read by another unit runs only
+        # that small process, not the whole unit's.  On a wide port (spad_ports > 1) a wide engine
+        # takes every lane, a one-word engine (SM, an extension's) lane 0.
+        m.submodules.read_gate = read_gate = Module()
+        engines = self.engines
+        for name, engine in engines.items():
+            m.submodules[name.lower()] = engine
+            selected = self.ins.op == iset.by_name[name].code
+            m.d.comb += [
+                engine.ins.eq(self.ins),
+                engine.start.eq(self.start & selected),
+            ]
+            read_data = self.spad.rd_data
+            if wide_port:
+                read_data = read_data.as_value() if hasattr(engine.spad, "rd_mask") else read_data[0]
+            read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
+            with m.If(engine.done):
+                m.d.comb += self.done.eq(1)
+            with m.If(engine.busy):
+                m.d.comb += self.busy.eq(1)
+
+        # The engine named by the instruction owns the port (idle engines drive the enables low).
+        with m.Switch(self.ins.op):
+            for name, engine in engines.items():
+                with m.Case(iset.by_name[name].code):
+                    p = engine.spad
+                    m.d.comb += [
+                        self.spad.rd_en.eq(p.rd_en),
+                        self.spad.rd_addr.eq(p.rd_addr),
+                        self.spad.wr_en.eq(p.wr_en),
+                        self.spad.wr_addr.eq(p.wr_addr),
+                    ]
+                    if not wide_port:
+                        m.d.comb += self.spad.wr_data.eq(p.wr_data)
+                    elif hasattr(p, "rd_mask"):         # a wide engine
+                        m.d.comb += [self.spad.rd_mask.eq(p.rd_mask), self.spad.wr_mask.eq(p.wr_mask),
+                                     self.spad.wr_data.eq(p.wr_data)]
+                    else:                               # a one-word engine on lane 0
+                        m.d.comb += [self.spad.rd_mask.eq(p.rd_en), self.spad.wr_mask.eq(p.wr_en),
+                                     self.spad.wr_data[0].eq(p.wr_data)]
+        return m
+
+    #: the engines of a wide port (spad_ports > 1); an operation without one runs its
+    #: one-word engine on lane 0
+    WIDE_ENGINES = {"RQ": WideRequantizeEngine, "VADD": WideAddEngine, "AMAX": WideArgmaxEngine}

@@ -1,0 +1,1 @@
+"""Plain-Python plumbing every layer may use: atomic file writes and the one mutation engine."""

@@ -1,0 +1,1 @@
+"""The board: the chip behind a UART host bridge, the byte protocol and the UART."""

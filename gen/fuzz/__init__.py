@@ -1,0 +1,1 @@
+"""Random and directed programs, campaigns that scale, functional coverage."""

@@ -1,0 +1,788 @@
+"""Fuzz campaigns that scale: pieces, resume, minimal mismatching programs, coverage, a cluster.
+
+A campaign of N random programs is cut into *pieces* of ``piece_size``
+programs.  Piece k is a bundle of its own: its programs come from
+:func:`gen.fuzz.programs.random_bundle` with the seed :func:`piece_seed` (piece 0 with
+the campaign's seed itself, so ``ga2 bundle fuzz --seed S --programs P`` is
+its first piece), so any piece can be made, run and checked on any machine,
+in any order.  Running a piece (:func:`run_piece`) means
+
+* making its bundle (the golden model gives the expected results);
+* replaying it in every simulator of the campaign; a simulator's replay stops
+  at a mismatch, so the rest of the piece is replayed after it and every
+  mismatching program is found;
+* shrinking each mismatching program (:func:`shrink`: fewer instructions,
+  smaller lengths and shapes, external memory only where it is used) while it
+  still mismatches in that simulator, and returning it as a one-program bundle;
+* counting its functional coverage (:mod:`gen.fuzz.coverage`).
+
+The result of a piece is a small JSON document.  :func:`run_campaign` keeps the
+campaign in a directory: ``campaign.json`` (the parameters), one
+``pieces/piece-K.json`` per finished piece and ``mismatches/*.hex``, each
+written atomically (a temporary file renamed over the name), the piece's
+result last; so a killed campaign loses at most the pieces in flight, and
+running it again on the same directory (``ga2 fuzz --resume DIR``) runs only
+the pieces without a result.  The pieces run in a local pool of processes, or
+on a Dask distributed scheduler (:class:`DaskRunner`): the same function, the
+same results.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import os
+import resource
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from ga2_hdl import isa
+from ga2_hdl.formats.bundle import Bundle
+from ga2_hdl.config import Config
+from ga2_hdl.support.safe_io import atomic_write
+from ga2_hdl.isa import ErrorCode, Instruction
+
+from . import coverage as cov
+from .programs import directed_bundle, random_bundle
+from ..support.workers import fork_pool
+
+FORMAT = "ga2-fuzz-campaign"
+VERSION = 1
+DEFAULT_PIECE_SIZE = 100
+DEFAULT_ILLEGAL = 0.05
+DEFAULT_SHRINK_SECONDS = 120.0
+#: a simulator that mismatches this many programs of one piece is not replayed further in it
+MAX_MISMATCHES_PER_PIECE = 10
+DIRECTED = "directed"
+
+
+class CampaignError(ValueError):
+    """Options or a campaign directory that cannot be used (one line, no traceback)."""
+
+
+# ----------------------------------------------------------------------------- the parameters
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """Everything that decides a campaign's programs and verdicts."""
+    programs: int
+    seed: int = 1
+    sims: tuple[str, ...] = ("golden",)
+    ext_words: int | None = None          #: None: the configuration's (8192 on the book chip)
+    max_cycles: int | None = None         #: None: gen.fuzz.programs.default_max_cycles(config) (3000 on the book chip)
+    piece_size: int = DEFAULT_PIECE_SIZE
+    illegal: float = DEFAULT_ILLEGAL
+    directed: bool = False
+    config: Config = isa.BOOK             #: the chip every program is made for and every simulator builds
+
+    def __post_init__(self):
+        from .programs import default_max_cycles
+        if self.ext_words is None:
+            object.__setattr__(self, "ext_words", self.config.ext_words)
+        if self.max_cycles is None:
+            object.__setattr__(self, "max_cycles", default_max_cycles(config=self.config))
+
+    def validate(self) -> None:
+        """Refuse, in one line naming the option, anything that would fail later."""
+        from .programs import min_max_cycles
+        from ..sim.simulator import SimulatorError, parse_sims
+        if self.programs < 1:
+            raise CampaignError(f"--programs {self.programs}: a campaign needs at least one program")
+        if self.piece_size < 1:
+            raise CampaignError(f"--piece-size {self.piece_size}: a piece needs at least one program")
+        if not self.sims:
+            raise CampaignError("--sims names no simulator")
+        try:
+            parse_sims(",".join(self.sims))
+        except SimulatorError as e:
+            raise CampaignError(f"--sims: {e}") from None
+        if self.ext_words < 16:
+            raise CampaignError(f"--ext-words {self.ext_words}: random programs need an external memory of at "
+                                f"least 16 words")
+        if self.directed and self.ext_words < 512:
+            raise CampaignError(f"--ext-words {self.ext_words}: the directed suite (--directed) needs at least "
+                                f"512 words")
+        verilog_sims = [n for n in self.sims if n in ("icarus", "verilator", "cxxrtl")]
+        if verilog_sims and self.config.lat < 2:
+            raise CampaignError(f"--config {self.config.name}: the testbenches' memory model of "
+                                f"{', '.join(verilog_sims)} needs lat >= 2, not {self.config.lat}")
+        if self.directed:
+            from .programs import directed_suite
+            try:
+                directed_suite(self.ext_words, config=self.config)
+            except ValueError as e:
+                raise CampaignError(f"--directed: {e}") from None
+        if not 0.0 <= self.illegal <= 1.0:
+            raise CampaignError(f"--illegal {self.illegal}: a fraction of the programs lies in 0..1")
+        least = min_max_cycles(self.illegal)
+        if self.max_cycles < least:
+            raise CampaignError(f"--max-cycles {self.max_cycles}: a program needs at least {least} cycles "
+                                f"(its HALT{' and a faulting instruction' if self.illegal else ''})")
+
+    @property
+    def random_pieces(self) -> int:
+        return math.ceil(self.programs / self.piece_size)
+
+    def pieces(self) -> list["PieceTask"]:
+        tasks = [PieceTask(self, DIRECTED, 0, 0)] if self.directed else []
+        for k in range(self.random_pieces):
+            start = k * self.piece_size
+            tasks.append(PieceTask(self, k, start, min(start + self.piece_size, self.programs)))
+        return tasks
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["sims"] = list(self.sims)
+        del d["config"]
+        if self.config != isa.BOOK:      # a book campaign's manifest is what it always was
+            d["config"] = self.config.to_dict()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CampaignSpec":
+        d = dict(d)
+        d["sims"] = tuple(d["sims"])
+        d["config"] = Config.from_dict(d["config"], "campaign.json") if "config" in d else isa.BOOK
+        return cls(**d)
+
+
+def piece_seed(seed: int, k: int) -> int:
+    """The seed of random piece ``k``: the campaign's own for piece 0, a hash of both for the others."""
+    if k == 0:
+        return seed
+    return int.from_bytes(hashlib.sha256(f"ga2 fuzz campaign {seed} piece {k}".encode()).digest()[:8], "big")
+
+
+@dataclass(frozen=True)
+class PieceTask:
+    spec: CampaignSpec
+    piece: int | str          #: random piece number, or "directed"
+    start: int                #: the campaign's program numbers start .. stop - 1 (random pieces)
+    stop: int
+
+    @property
+    def file_name(self) -> str:
+        return f"piece-{self.piece}.json" if self.piece == DIRECTED else f"piece-{self.piece:06d}.json"
+
+    def bundle(self) -> Bundle:
+        spec = self.spec
+        if self.piece == DIRECTED:
+            return directed_bundle(spec.ext_words, config=spec.config)
+        b = random_bundle(self.stop - self.start, piece_seed(spec.seed, self.piece), spec.ext_words,
+                          spec.max_cycles, illegal=spec.illegal, config=spec.config)
+        for i, p in enumerate(b.programs):
+            p.name = f"random seed={spec.seed} piece={self.piece} size={spec.piece_size} #{self.start + i}"
+        return b
+
+
+# ----------------------------------------------------------------------------- one piece
+
+_SIMULATORS: dict[tuple[str, int, Config], object] = {}
+_SIM_LOCK = threading.Lock()
+
+
+def _simulator(name: str, ext_words: int, *, config: Config):
+    """This process's simulator ``name`` of the chip ``config``, made once (Verilog builds come from
+    the shared cache)."""
+    from ..sim.simulator import get_simulator
+    with _SIM_LOCK:
+        key = (name, ext_words, config)
+        if key not in _SIMULATORS:
+            _SIMULATORS[key] = get_simulator(name, ext_words=ext_words, config=config)
+        return _SIMULATORS[key]
+
+
+@functools.lru_cache(maxsize=8)
+def coverage_model(ext_words: int, max_cycles: int | None, *, config: Config) -> cov.CoverageModel:
+    return cov.CoverageModel(ext_words, max_cycles, config=config)
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def replay_all(sim, bundle: Bundle, limit: int = MAX_MISMATCHES_PER_PIECE) -> dict:
+    """Replay ``bundle`` in ``sim`` past every mismatch (up to ``limit`` of them).
+
+    Returns ``{"programs_run", "cycles", "mismatches": [(program, text)], "error", "run_seconds",
+    "setup_seconds"}``; a program after the ``limit``-th mismatch is not run.
+    """
+    out = {"programs_run": 0, "cycles": 0, "mismatches": [], "error": None, "run_seconds": 0.0,
+           "setup_seconds": 0.0}
+    at = 0
+    n = len(bundle.programs)
+    while at < n:
+        sub = Bundle(bundle.ext_words, bundle.programs[at:], bundle.config)
+        rep = sim.run_bundle(sub)
+        out["run_seconds"] += rep.wall_seconds - rep.build_seconds
+        out["setup_seconds"] += rep.build_seconds
+        out["programs_run"] += len(rep.results)
+        out["cycles"] += sum(r.counters.total for r in rep.results)
+        if rep.mismatch is None:
+            if not rep.passed:
+                out["error"] = f"{sim.name}: {rep.line()} (programs {at} ..)"
+            break
+        k = at + (rep.mismatch.program or 0)
+        out["mismatches"].append((k, str(rep.mismatch).split(": ", 1)[-1]))
+        at = k + 1
+        if len(out["mismatches"]) >= limit:
+            break
+    return out
+
+
+def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -> dict:
+    """Make, replay, shrink and cover one piece; a JSON-able result (see the module's docstring).
+
+    A simulator that cannot run the piece (a missing tool, a failed build) is reported under
+    its ``error``; the piece is then not finished and a resumed campaign runs it again.
+    """
+    spec = task.spec
+    t0 = time.perf_counter()
+    cpu0 = _cpu_seconds()
+    bundle = task.bundle()
+    generate = time.perf_counter() - t0
+    result: dict = {"piece": task.piece, "start": task.start, "stop": task.stop,
+                    "programs": len(bundle.programs), "cycles": bundle.total_cycles,
+                    "generate_seconds": round(generate, 3), "sims": {}, "kept": [],
+                    "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    if task.piece != DIRECTED:       # coverage of the random programs (the directed suite breaks the budget)
+        result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles, config=spec.config).count_bundle(bundle))
+    for name in spec.sims:
+        s0 = time.perf_counter()
+        c0 = _cpu_seconds()
+        try:
+            sim = _simulator(name, spec.ext_words, config=spec.config)
+            rep = replay_all(sim, bundle)
+        except Exception as e:          # reported per simulator; the other simulators still run
+            rep = {"programs_run": 0, "cycles": 0, "mismatches": [], "run_seconds": 0.0, "setup_seconds": 0.0,
+                   "error": f"{name}: {type(e).__name__}: {e}"}
+        kept = []
+        for k, text in rep["mismatches"]:
+            entry = bundle.programs[k]
+            item = {"simulator": name, "program": task.start + k if task.piece != DIRECTED else k,
+                    "name": entry.name, "mismatch": text, "instructions": len(entry.code),
+                    "original": _one_program_text(bundle, k)}
+            try:
+                small = shrink(sim, entry.code, entry.ext, bundle.ext_words, seconds=shrink_seconds)
+                item.update(shrunk_instructions=len(small.programs[0].code), shrunk_mismatch=small.mismatch,
+                            bundle=small.bundle.to_text(), shrink_seconds=round(small.seconds, 1),
+                            shrink_complete=small.complete)
+            except Exception as e:
+                item.update(shrink_error=f"{type(e).__name__}: {e}")
+            kept.append(item)
+        result["kept"] += kept
+        result["sims"][name] = {"programs_run": rep["programs_run"], "cycles": rep["cycles"],
+                                "mismatches": [{"program": it["program"], "mismatch": it["mismatch"]}
+                                               for it in kept],
+                                "error": rep["error"], "run_seconds": round(rep["run_seconds"], 3),
+                                "setup_seconds": round(rep["setup_seconds"], 3),
+                                "seconds": round(time.perf_counter() - s0, 3),
+                                "cpu_seconds": round(_cpu_seconds() - c0, 3)}
+    result["seconds"] = round(time.perf_counter() - t0, 3)
+    result["cpu_seconds"] = round(_cpu_seconds() - cpu0, 3)
+    return result
+
+
+def _one_program_text(bundle: Bundle, k: int) -> str:
+    return Bundle(bundle.ext_words, [bundle.programs[k]], bundle.config).to_text()
+
+
+# ----------------------------------------------------------------------------- shrinking
+
+@dataclass
+class Shrunk:
+    bundle: Bundle            #: one program, still mismatching
+    mismatch: str
+    seconds: float
+    rounds: int
+    complete: bool            #: no smaller candidate mismatches (False: the time ran out)
+
+    @property
+    def programs(self):
+        return self.bundle.programs
+
+
+@functools.lru_cache(maxsize=None)
+def _sizes(op: int, config: Config) -> tuple[str, ...]:
+    """Operands of op ``op`` on the chip ``config`` whose least legal value is 1: lengths and shapes
+    (from the ISA's probe)."""
+    spec = isa.instruction_set(config).spec(op)
+    return tuple(o.name for o in spec.operands
+                 if cov.operand_range(spec, o.name, config.ext_words, config=config)[0] == 1)
+
+
+def _candidates(code: list[Instruction], ext: list[int], ext_words: int, *,
+                config: Config) -> Iterator[tuple[list[Instruction], list[int]]]:
+    """Smaller variants of a program, most reduced first: halves and single instructions removed,
+    lengths and shapes halved or set to 1 (the instruction's verdict under the chip ``config``'s
+    check kept), external memory zeroed where no instruction touches it."""
+    iset = isa.instruction_set(config)
+    body, halt = code[:-1], code[-1:]
+    n = len(body)
+    size = n // 2
+    while size >= 1:                    # halves, quarters, ... single instructions
+        for lo in range(0, n, size):
+            if size < n:
+                yield body[:lo] + body[lo + size:] + halt, ext
+        size //= 2
+    for i, ins in enumerate(body):
+        if ins.op not in iset.by_code:
+            continue
+        spec = iset.spec(ins.op)
+        verdict = iset.check(ins, ext_words)[0]
+        values = ins.operands()
+        for name in _sizes(ins.op, config):
+            for v in (1, values[name] // 2):
+                if 1 <= v < values[name]:
+                    try:
+                        smaller = iset.make(spec.mnemonic, **{**values, name: v})
+                    except isa.IsaError:
+                        continue
+                    smaller = Instruction(**{**{f.name: getattr(smaller, f.name) for f in isa.FIELDS},
+                                             **_unused_bits(ins, smaller)})
+                    if iset.check(smaller, ext_words)[0] == verdict:
+                        yield body[:i] + [smaller] + body[i + 1:] + halt, ext
+    used = [False] * ext_words
+    for ins in body:
+        if ins.op in iset.by_code and iset.check(ins, ext_words)[0] == ErrorCode.OK:
+            for r in iset.spec(ins.op).regions(ins):
+                if r.memory == "ext":
+                    used[r.start:r.end] = [True] * r.length
+    zeroed = [w if used[a] else 0 for a, w in enumerate(ext)]
+    if zeroed != ext:
+        yield code, zeroed
+
+
+def _unused_bits(old: Instruction, new: Instruction) -> dict:
+    """Keep the bits of ``old`` that no operand of its operation uses (junk the hardware ignores)."""
+    spec = old.spec
+    used = {f.name: 0 for f in isa.FIELDS if f.name != "op"}
+    for o in spec.operands:
+        used[o.field] |= ((1 << o.bits) - 1) << o.lsb
+    return {name: (getattr(new, name) & mask) | (getattr(old, name) & ~mask & isa.FIELD[name].mask)
+            for name, mask in used.items()}
+
+
+def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int, *,
+           seconds: float = DEFAULT_SHRINK_SECONDS, batch: int = 8) -> Shrunk:
+    """The smallest variant of a mismatching program that ``sim`` still gets wrong.
+
+    Greedy: each round replays candidates ordered from the most reduced (:func:`_candidates`),
+    in bundles of ``batch``, then twice as many, ...; the simulator stops at the first one it
+    gets wrong, which becomes the program of the next round.  Ends when no candidate
+    mismatches (the result is then 1-minimal for these reductions) or after ``seconds``.
+    """
+    t0 = time.perf_counter()
+    config = getattr(sim, "config", isa.BOOK)        # the chip the simulator builds
+    code, ext = list(code), list(ext)
+    current = Bundle.from_programs([("mismatch", code, ext)], ext_words, config=config)
+    first = sim.run_bundle(current).mismatch
+    if first is None:
+        raise ValueError(f"{sim.name} does not mismatch the program to shrink")
+    mismatch = str(first).split(": ", 1)[-1]
+    rounds, complete = 0, False
+    while time.perf_counter() - t0 < seconds:
+        rounds += 1
+        candidates = _candidates(code, ext, ext_words, config=config)
+        size, found = batch, None
+        while found is None and time.perf_counter() - t0 < seconds:
+            items = [(f"candidate {k}", c, e) for k, (c, e) in zip(range(size), candidates)]
+            if not items:
+                break
+            trial = Bundle.from_programs(items, ext_words, config=config)
+            rep = sim.run_bundle(trial)
+            if rep.mismatch is not None:
+                found = trial.programs[rep.mismatch.program or 0], rep.mismatch
+            size *= 2
+        if found is None:
+            complete = time.perf_counter() - t0 < seconds
+            break
+        entry, why = found
+        code, ext = list(entry.code), list(entry.ext)
+        mismatch = str(why).split(": ", 1)[-1]
+    name = f"shrunk mismatch in {sim.name}: {len(code) - 1} instructions and HALT"
+    return Shrunk(Bundle.from_programs([(name, code, ext)], ext_words, config=config), mismatch,
+                  time.perf_counter() - t0, rounds, complete)
+
+
+# ----------------------------------------------------------------------------- the directory
+
+class CampaignDir:
+    """``campaign.json``, ``pieces/`` and ``mismatches/`` under one directory."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.manifest = self.root / "campaign.json"
+        self.pieces = self.root / "pieces"
+        self.mismatches = self.root / "mismatches"
+
+    def exists(self) -> bool:
+        return self.manifest.exists()
+
+    def read_spec(self) -> CampaignSpec:
+        try:
+            d = json.loads(self.manifest.read_text())
+            if d.get("format") != FORMAT or d.get("version") != VERSION:
+                raise ValueError(f"not a {FORMAT} v{VERSION} manifest")
+            return CampaignSpec.from_json(d["spec"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CampaignError(f"{self.manifest}: not a campaign this version can resume ({e})") from None
+
+    def create(self, spec: CampaignSpec) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise CampaignError(f"--resume {self.root}: exists and is not a directory")
+        if not self.root.parent.is_dir():
+            raise CampaignError(f"--resume {self.root}: its parent directory {self.root.parent} does not exist")
+        if self.root.is_dir() and any(self.root.iterdir()):
+            raise CampaignError(f"--resume {self.root}: holds other files and no campaign; give a new or empty "
+                                f"directory")
+        self.root.mkdir(exist_ok=True)
+        self.pieces.mkdir(exist_ok=True)
+        atomic_write(self.manifest, json.dumps({"format": FORMAT, "version": VERSION, "spec": spec.to_json()},
+                                               indent=2) + "\n")
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the campaign's lock: one command runs a campaign at a time."""
+        import fcntl
+        with open(self.root / "lock", "w") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise CampaignError(f"{self.root}: another ga2 fuzz is running this campaign (it holds "
+                                    f"{self.root / 'lock'}); ga2 fuzz --resume {self.root} --status shows "
+                                    f"its progress") from None
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def finished(self, tasks: Sequence[PieceTask]) -> dict[str, dict]:
+        """The results already saved, by file name (a file that does not parse is ignored: run again)."""
+        out = {}
+        for t in tasks:
+            p = self.pieces / t.file_name
+            try:
+                out[t.file_name] = json.loads(p.read_text())
+            except (OSError, ValueError):
+                continue
+        return out
+
+    def save(self, task: PieceTask, result: dict) -> dict:
+        """Write the piece's kept programs, then its result (the result file marks the piece done)."""
+        kept = []
+        for item in result.get("kept", []):
+            item = dict(item)
+            self.mismatches.mkdir(parents=True, exist_ok=True)
+            stem = f"{item['simulator']}-program-{item['program']}" + (f"-{task.piece}" if task.piece == DIRECTED else "")
+            if "bundle" in item:
+                path = self.mismatches / f"{stem}.hex"
+                atomic_write(path, item.pop("bundle"))
+                item["file"] = str(path)
+            path = self.mismatches / f"{stem}-original.hex"
+            atomic_write(path, item.pop("original"))
+            item["original_file"] = str(path)
+            kept.append(item)
+        result = {**result, "kept": kept}
+        atomic_write(self.pieces / task.file_name, json.dumps(result) + "\n")
+        return result
+
+
+# ----------------------------------------------------------------------------- runners
+
+class LocalRunner:
+    """The pieces in a pool of ``jobs`` worker processes on this machine (1: in this process)."""
+
+    def __init__(self, jobs: int | None = None, shrink_seconds: float = DEFAULT_SHRINK_SECONDS):
+        self.jobs = jobs or os.cpu_count() or 1
+        self.shrink_seconds = shrink_seconds
+
+    def describe(self) -> str:
+        return f"{self.jobs} local process{'es' if self.jobs != 1 else ''}" if self.jobs > 1 else "this process"
+
+    def run(self, tasks: Sequence[PieceTask]) -> Iterator[tuple[PieceTask, dict]]:
+        if self.jobs == 1 or len(tasks) <= 1:
+            for t in tasks:
+                yield t, run_piece(t, self.shrink_seconds)
+            return
+        todo = list(tasks)
+        pending: dict = {}
+        with fork_pool(min(self.jobs, len(tasks))) as pool:
+            while todo or pending:
+                while todo and len(pending) < 2 * self.jobs:      # a few queued, not a million futures
+                    t = todo.pop(0)
+                    pending[pool.submit(run_piece, t, self.shrink_seconds)] = t
+                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for f in done:
+                    yield pending.pop(f), f.result()
+
+
+DASK_MISSING = ("--scheduler needs Dask's distributed scheduler, an optional extra: "
+                "pip install -e '.[cluster]' (or pip install 'dask[distributed]')")
+
+
+class DaskRunner:
+    """The pieces as tasks of a Dask distributed scheduler at ``address`` (or a ``Client``)."""
+
+    def __init__(self, address, shrink_seconds: float = DEFAULT_SHRINK_SECONDS, timeout: float = 30):
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise CampaignError(DASK_MISSING) from None
+        self.shrink_seconds = shrink_seconds
+        if isinstance(address, str):
+            try:
+                self.client = Client(address, timeout=timeout)
+            except Exception as e:      # OSError, TimeoutError, ValueError: all mean "cannot use it"
+                raise CampaignError(f"--scheduler {address}: cannot reach the Dask scheduler ({e})") from None
+            self.own = True
+        else:
+            self.client, self.own = address, False
+        self.address = getattr(self.client.scheduler, "address", str(address))
+
+    def describe(self) -> str:
+        workers = self.client.scheduler_info().get("workers", {})
+        threads = sum(w.get("nthreads", 1) for w in workers.values())
+        return f"Dask scheduler {self.address} ({len(workers)} workers, {threads} threads)"
+
+    def run(self, tasks: Sequence[PieceTask]) -> Iterator[tuple[PieceTask, dict]]:
+        from dask.distributed import as_completed
+        futures = {}
+        for t in tasks:
+            f = self.client.submit(run_piece, t, self.shrink_seconds, pure=False,
+                                   key=f"ga2-piece-{t.spec.seed}-{t.piece}-{os.getpid()}-{time.time_ns()}")
+            futures[f] = t
+        try:
+            for f in as_completed(list(futures)):
+                yield futures[f], f.result()
+        finally:
+            for f in futures:
+                if not f.done():
+                    f.cancel()
+
+    def close(self) -> None:
+        if self.own:
+            self.client.close()
+
+
+# ----------------------------------------------------------------------------- the campaign
+
+@dataclass
+class Progress:
+    """What the campaign reports as pieces finish."""
+    pieces_done: int
+    pieces_total: int
+    programs_done: int
+    programs_total: int
+    mismatches: int
+    errors: int
+    seconds: float              #: wall time of this run
+    programs_this_run: int
+
+    @property
+    def rate(self) -> float:
+        return self.programs_this_run / self.seconds if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        pct = 100 * self.programs_done / self.programs_total if self.programs_total else 100
+        left = self.programs_total - self.programs_done
+        eta = f", about {_duration(left / self.rate)} left" if self.rate > 0 and left else ""
+        return (f"  {self.pieces_done}/{self.pieces_total} pieces, {self.programs_done:,}/{self.programs_total:,} "
+                f"programs ({pct:.1f}%), {self.mismatches} mismatch{'es' if self.mismatches != 1 else ''}"
+                + (f", {self.errors} piece error{'s' if self.errors != 1 else ''}" if self.errors else "")
+                + f", {self.rate:.1f} programs/s{eta}")
+
+
+def _duration(s: float) -> str:
+    s = int(round(s))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def run_campaign(spec: CampaignSpec, directory: str | os.PathLike, runner=None, *,
+                 progress: Callable[[Progress], None] | None = None) -> dict:
+    """Run (or resume) the campaign ``spec`` in ``directory``; the report (see :func:`report`).
+
+    A directory holding a campaign must hold this one (same parameters).  Pieces already
+    finished there are not run again.  SIGTERM stops the run like Ctrl-C (KeyboardInterrupt):
+    the pieces in flight are lost, the finished ones stay.
+    """
+    spec.validate()
+    d = CampaignDir(directory)
+    if d.exists():
+        old = d.read_spec()
+        if old != spec:
+            diff = [f"{k} {getattr(old, k)!r} there, {getattr(spec, k)!r} asked"
+                    for k in spec.__dataclass_fields__ if getattr(old, k) != getattr(spec, k)]
+            raise CampaignError(f"{directory} holds another campaign: {'; '.join(diff)}")
+    else:
+        d.create(spec)
+    with d.locked():
+        return _run(spec, d, runner or LocalRunner(), progress)
+
+
+def campaign_status(directory: str | os.PathLike) -> tuple[CampaignSpec, dict]:
+    """The campaign in ``directory`` and the report of its finished pieces, running nothing
+    (safe while another command runs it)."""
+    d = CampaignDir(directory)
+    if not d.exists():
+        raise CampaignError(f"{directory}: no campaign there (no campaign.json)")
+    spec = d.read_spec()
+    tasks = spec.pieces()
+    saved = d.finished(tasks)
+    rep = report(spec, [saved.get(t.file_name) for t in tasks])
+    rep["campaign"].update(directory=str(d.root), resumed_pieces=len(saved), pieces_run=0, wall_seconds=0.0,
+                           runner="none (status only)")
+    return spec, rep
+
+
+def _run(spec: CampaignSpec, d: CampaignDir, runner, progress) -> dict:
+    tasks = spec.pieces()
+    saved = d.finished(tasks)
+    results = {name: r for name, r in saved.items() if _complete(r)}
+    todo = [t for t in tasks if t.file_name not in results]
+    programs_total = sum(_task_programs(t) for t in tasks)
+    t0 = time.perf_counter()
+    state = {"done": sum(r["programs"] for r in results.values()), "now": 0,
+             "mismatches": sum(len(r["kept"]) for r in results.values()), "errors": 0}
+    errors: dict[str, dict] = {}
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, on_term) if threading.current_thread() is threading.main_thread() else None
+    try:
+        for task, result in runner.run(todo):
+            if _complete(result):
+                results[task.file_name] = d.save(task, result)
+                state["done"] += result["programs"]
+                state["now"] += result["programs"]
+                state["mismatches"] += len(result["kept"])
+            else:
+                errors[task.file_name] = result
+                state["errors"] += 1
+            if progress:
+                progress(Progress(len(results), len(tasks), state["done"], programs_total, state["mismatches"],
+                                  state["errors"], time.perf_counter() - t0, state["now"]))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    rep = report(spec, [results.get(t.file_name) or errors.get(t.file_name) for t in tasks])
+    rep["campaign"].update(directory=str(d.root), resumed_pieces=len(tasks) - len(todo),
+                           pieces_run=len(todo), wall_seconds=round(time.perf_counter() - t0, 3),
+                           runner=runner.describe())
+    return rep
+
+
+def _task_programs(t: PieceTask) -> int:
+    return (len(directed_bundle(t.spec.ext_words, config=t.spec.config).programs) if t.piece == DIRECTED
+            else t.stop - t.start)
+
+
+def _complete(result: dict) -> bool:
+    """A piece is finished when every simulator ran all of it (up to its mismatches) without error."""
+    return all(s.get("error") is None for s in result.get("sims", {}).values())
+
+
+def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
+    """The campaign's JSON report from its pieces' results (None: a piece not run)."""
+    present = [r for r in results if r is not None]
+    finished = [r for r in present if _complete(r)]
+    model = coverage_model(spec.ext_words, spec.max_cycles, config=spec.config)
+    counts = cov.merge(r.get("coverage", {}) for r in finished)
+    per_sim = {}
+    first = None
+    for name in spec.sims:
+        entries = [r["sims"][name] for r in present if name in r["sims"]]
+        mism = [m for r in finished for m in r["sims"][name]["mismatches"]]
+        errs = [r["sims"][name]["error"] for r in present if r["sims"].get(name, {}).get("error")]
+        run = sum(e["run_seconds"] for e in entries)
+        cpu = sum(e["cpu_seconds"] for e in entries)
+        progs = sum(e["programs_run"] for e in entries)
+        cycles = sum(e["cycles"] for e in entries)
+        passed = not mism and not errs and len(finished) == len(results)
+        if passed:
+            line = (f"PASS: {progs} programs match the golden model (memory and all five cycle counters), "
+                    f"{cycles} cycles in total")
+        elif mism:
+            line = f"MISMATCH: {len(mism)} program{'s' if len(mism) != 1 else ''}; first: program {mism[0]['program']}: {mism[0]['mismatch']}"
+        elif errs:
+            line = f"ERROR: {errs[0]}"
+        else:
+            line = (f"INCOMPLETE: {progs} programs match the golden model so far (memory and all five cycle "
+                    f"counters); {len(results) - len(finished)} of {len(results)} pieces have no result yet")
+        per_sim[name] = {"passed": passed, "programs_run": progs, "cycles": cycles,
+                         "mismatching_programs": len(mism), "errors": errs[:5],
+                         "run_seconds": round(run, 3),
+                         "setup_seconds": round(sum(e["setup_seconds"] for e in entries), 3),
+                         "cpu_seconds": round(sum(e["cpu_seconds"] for e in entries), 3),
+                         "wall_seconds": round(sum(e["seconds"] for e in entries), 3),
+                         "programs_per_second": round(progs / run, 2) if run > 0 else None,
+                         "programs_per_cpu_second": round(progs / cpu, 2) if cpu > 0 else None,
+                         "cycles_per_second": round(cycles / run) if run > 0 else None,
+                         "line": line,
+                         "mismatch": f"program {mism[0]['program']}: {mism[0]['mismatch']}" if mism else None,
+                         "mismatch_program": _name_of(finished, name, mism[0]["program"]) if mism else None}
+        if not passed and first is None:
+            first = f"{name}: {per_sim[name]['mismatch'] or line}"
+    kept = [k for r in finished for k in r["kept"]]
+    random_programs = sum(r["programs"] for r in finished if r["piece"] != DIRECTED)
+    return {
+        "programs": sum(r["programs"] for r in finished), "random_programs": random_programs,
+        "seed": spec.seed, "ext_words": spec.ext_words, "max_cycles": spec.max_cycles,
+        **({"config": spec.config.to_dict()} if spec.config != isa.BOOK else {}),
+        "cycles": sum(r["cycles"] for r in finished),
+        "generate_seconds": round(sum(r["generate_seconds"] for r in finished), 3),
+        "mismatches": len(kept), "first_mismatch": first,
+        "sims": list(spec.sims), "results": per_sim,
+        "kept": kept,
+        "complete": len(finished) == len(results),
+        "coverage": model.summary(counts),
+        "campaign": {"spec": spec.to_json(), "pieces": len(results), "pieces_finished": len(finished),
+                     "piece_errors": len(present) - len(finished)},
+    }
+
+
+def _name_of(results: Sequence[dict], sim: str, program: int) -> str | None:
+    for r in results:
+        for k in r["kept"]:
+            if k["simulator"] == sim and k["program"] == program:
+                return k["name"]
+    return None
+
+
+def coverage_table(spec: CampaignSpec, rep: dict) -> str:
+    return coverage_model(spec.ext_words, spec.max_cycles, config=spec.config).table(rep["coverage"]["bins"])
+
+
+def results_table(rep: dict) -> str:
+    """Per simulator: programs, mismatches, cycles, time and programs per second."""
+    lines = [f"  {'simulator':10} {'programs':>10} {'mismatch':>9} {'errors':>7} {'cycles':>13} "
+             f"{'simulation':>11} {'CPU':>9} {'programs/s':>11} {'cycles/s':>11} {'prog/CPU-s':>11}"]
+    for name, e in rep["results"].items():
+        per_cpu = e["programs_run"] / e["cpu_seconds"] if e["cpu_seconds"] else 0
+        lines.append(f"  {name:10} {e['programs_run']:>10,} {e['mismatching_programs']:>9} {len(e['errors']):>7} "
+                     f"{e['cycles']:>13,} {e['run_seconds']:>10.1f}s {e['cpu_seconds']:>8.1f}s "
+                     f"{(e['programs_per_second'] or 0):>11,.1f} {(e['cycles_per_second'] or 0):>11,} "
+                     f"{per_cpu:>11,.1f}")
+    lines.append("  simulation: wall seconds inside the simulator summed over pieces (one process's worth of "
+                 "work); programs/s and cycles/s per process from them; CPU: the simulator's CPU seconds "
+                 "(its processes included, setup too), which do not depend on what else the machine runs")
+    return "\n".join(lines)
+
+
+__all__ = ["CampaignSpec", "CampaignError", "CampaignDir", "PieceTask", "LocalRunner", "DaskRunner", "Progress",
+           "run_campaign", "run_piece", "shrink", "replay_all", "report", "results_table", "coverage_table",
+           "piece_seed", "DASK_MISSING"]

@@ -1,0 +1,1 @@
+"""RTL mutation testing: mutants of every unit, their verdicts and the equivalence arguments."""

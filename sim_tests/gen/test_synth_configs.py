@@ -1,0 +1,224 @@
+"""Synthesis per configuration: `ga2 synth --config`, the "does not fit" verdict, `ga2 explore --synth`.
+
+The fast tests stand the tools in (the flow's reading of nextpnr's log, the cache
+of a verdict, the join of area and clock with the cycles); the slow one runs
+Yosys and nextpnr on a unit of a non-book configuration (it fails, naming the
+package, when the ``fpga`` extra is missing, like tests/test_synth.py's).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from ga2_cli import explore_synth
+from ga2_cli.main import main
+from ga2_hdl import isa
+from ga2_hdl.config import PRESETS
+from gen.fpga import synth
+from gen.verilog import export as verilog
+from spec import explore, figures
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+UTILISATION_LOG = """\
+Info: Logic utilisation before packing:
+Info:     Total LUT4s:      9000/24288    37%
+Info:      Total DFFs:      3000/24288    12%
+Info: Device utilisation:
+Info: 	              DP16KD:      40/     56    71%
+Info: 	          MULT18X18D:      83/     28   296%
+Info: 	          TRELLIS_FF:    3000/  24288    12%
+ERROR: Unable to place cell 'x', no BELs remaining to implement cell type 'MULT18X18D'
+"""
+
+
+def test_nextpnr_overuse_is_read_from_its_log():
+    assert synth.overused(UTILISATION_LOG) == {"MULT18X18D": (83, 28)}
+    assert synth.overused(UTILISATION_LOG.replace("83/", "20/")) == {}
+    e = synth.DoesNotFit("ga2_chip", "ecp5-25k", synth.overused(UTILISATION_LOG), {"MULT18X18D": 83})
+    assert "does not fit the ecp5-25k" in str(e) and "83 MULT18X18D of 28" in e.reason
+    again = synth.DoesNotFit.from_json(json.loads(json.dumps(e.to_json())))
+    assert (again.unit, again.target, again.overused, again.cells) == (e.unit, e.target, e.overused, e.cells)
+
+
+@pytest.fixture
+def fake_tools(monkeypatch, tmp_path):
+    """Tools that 'exist' and a private cache; the flow itself is replaced by the test."""
+    monkeypatch.setenv("GA2_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(synth, "tool_path", lambda name: f"/fake/{name}")
+    monkeypatch.setattr(synth, "tool_versions", lambda: {"yosys": "fake 1", "nextpnr-ecp5": "fake 1",
+                                                         "ecppack": "fake 1"})
+
+
+def test_a_design_that_does_not_fit_is_a_cached_verdict(fake_tools, monkeypatch):
+    calls = []
+
+    def flow(exported, tgt, work, *rest):
+        calls.append(exported.unit)
+        raise synth.DoesNotFit(exported.unit, tgt.name, {"MULT18X18D": (83, 28)}, {"MULT18X18D": 83})
+
+    monkeypatch.setattr(synth, "_run_flow", flow)
+    ex = verilog.Export("ga2_chip", "module ga2_chip(); endmodule\n", {}, 0.0, 0.0, False)
+    with pytest.raises(synth.DoesNotFit) as first:
+        synth.synthesize("chip", "ecp5-25k", exported=ex)
+    assert not first.value.cached and calls == ["ga2_chip"]
+    with pytest.raises(synth.DoesNotFit) as second:
+        synth.synthesize("chip", "ecp5-25k", exported=ex)
+    assert second.value.cached and second.value.reason == first.value.reason and calls == ["ga2_chip"]
+    with pytest.raises(synth.DoesNotFit):                 # --no-cache runs the flow again
+        synth.synthesize("chip", "ecp5-25k", exported=ex, use_cache=False)
+    assert len(calls) == 2
+
+
+def test_synth_exports_the_configurations_chip(fake_tools, monkeypatch, capsys, tmp_path):
+    """`ga2 synth --config wide2 --unit dma`: the DMA of that chip is what goes to the tools, the JSON
+    names the configuration; a unit that is the same on every chip is exported as it is."""
+    seen = {}
+
+    def fake_synthesize(unit, target, *, exported, **kw):
+        seen[unit] = exported
+        return synth.SynthResult(unit=exported.unit, target=target, lut=10, ff=5, ebr=0, mult=0, fmax_mhz=200.0,
+                                 cells={}, utilization={}, critical_path=None, tools={}, verilog_digest=exported.digest,
+                                 synth_seconds=0.0, pnr_seconds=0.0)
+
+    monkeypatch.setattr(synth, "synthesize", fake_synthesize)
+    out = tmp_path / "s.json"
+    assert main(["synth", "--config", "wide2", "--unit", "dma", "--json", str(out)]) == 0
+    assert "config=<wide2 (spad_ports=2, ext_port_words=2)>" in seen["dma"].text.splitlines()[0]
+    assert seen["dma"].text != verilog.export("dma").text
+    data = json.loads(out.read_text())
+    assert data["config"] == PRESETS["wide2"].to_dict()
+    assert main(["synth", "--config", "wide2", "--unit", "divider"]) == 0        # no config parameter
+    assert seen["divider"].text == verilog.export("divider").text
+    assert "dma of wide2 on ecp5-25k" in capsys.readouterr().out
+
+
+def _entry(name: str, plain: float, k3: float) -> dict:
+    units = {"matrix": plain / 2, "dma": plain / 4, "vector": plain / 8, "fetch_issue": plain / 8}
+    k3_units = {u: v * k3 / plain for u, v in units.items()}
+    cfg = PRESETS[name]
+    return {"name": name, "description": cfg.describe(), "parameters": cfg.parameters, "config": cfg.to_dict(),
+            "tokens": 32, "plain_cycles_per_token": plain, "k3_perfect_cycles_per_token": k3,
+            "per_unit": {"plain": units, "k3_perfect": k3_units},
+            "hidden_by_overlap": {"plain": 0, "k3_perfect": 0},
+            "speedup": {"k3_perfect": plain / k3, "k3_noisy": 1.5, "k3_poor": 1.0, "k3_random": 1.5},
+            "tokens_equal": True, "problems": []}
+
+
+def _report() -> dict:
+    return {"tokens": 32, "source": "test", "configs": [_entry("book", 8000.0, 4000.0), _entry("array8", 6000.0, 3000.0)],
+            "skipped": [], "failed": [], "problems": []}
+
+
+def test_explore_synth_joins_area_clock_and_cycles(fake_tools, monkeypatch, tmp_path):
+    exported = []
+    monkeypatch.setattr(verilog, "export", lambda unit, *, config=None, **kw: exported.append(config.name) or
+                        verilog.Export("ga2_chip", f"// {config.name}\n", {}, 0.0, 0.0, False))
+
+    def fake_synthesize(unit, target, *, exported, **kw):
+        if "array8" in exported.text:
+            raise synth.DoesNotFit("ga2_chip", target, {"MULT18X18D": (83, 28)}, {})
+        return synth.SynthResult(unit="ga2_chip", target=target, lut=5000, ff=2000, ebr=19, mult=25, fmax_mhz=40.0,
+                                 cells={}, utilization={}, critical_path=None, tools={}, verilog_digest="d",
+                                 synth_seconds=1.0, pnr_seconds=2.0)
+
+    monkeypatch.setattr(synth, "synthesize", fake_synthesize)
+    report = _report()
+    said = []
+    problems = explore_synth.synthesize_configs(report, "ecp5-25k", say=said.append)
+    assert problems == [] and exported == ["book", "array8"]        # every chip exported before any run
+    book, array8 = report["configs"]
+    assert book["synth"]["fits"] and book["synth"]["lut"] == 5000
+    assert book["synth"]["plain"]["tokens_per_s"] == pytest.approx(40e6 / 8000.0)        # Fmax / cycles per token
+    assert book["synth"]["k3_perfect"]["tokens_per_s"] == pytest.approx(40e6 / 4000.0)
+    assert array8["synth"]["fits"] is False and "83 MULT18X18D of 28" in array8["synth"]["reason"]
+    table = explore.format_table(report)
+    assert "array8                   does not fit: 83 MULT18X18D of 28" in table
+    assert "5,000" in table and "40.0" in table and "5,000" in table.split("area and clock")[1]
+    png = tmp_path / "e.png"
+    figures.explore_figure(report, str(png))
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    json.dumps(report)                                               # JSON-ready
+
+
+def test_explore_synth_without_tools_is_one_line_before_any_work(monkeypatch, capsys):
+    monkeypatch.setattr(synth, "tool_versions", lambda: (_ for _ in ()).throw(synth.ToolsMissing("yosys missing: "
+                                                                                                 "pip install -e '.[fpga]'")))
+    monkeypatch.setattr(explore, "run_explore", lambda *a, **k: pytest.fail("work started"))
+    assert main(["explore", "--configs", "book", "--synth"]) != 0
+    err = capsys.readouterr().err
+    assert "pip install -e '.[fpga]'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["explore", "--configs", "book", "--synth-target", "ecp5-25k"],
+                                  ["explore", "--configs", "book", "--synth", "--synth-target", "ice40"]])
+def test_explore_synth_options_are_checked_before_any_work(monkeypatch, capsys, argv):
+    monkeypatch.setattr(synth, "tool_versions", lambda: {})
+    monkeypatch.setattr(explore, "run_explore", lambda *a, **k: pytest.fail("work started"))
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--synth" in err[0]
+
+
+@pytest.mark.slow
+def test_a_wide_dma_synthesises(tmp_path):
+    """The DMA of the wide2 chip through Yosys and nextpnr (the tools of the fpga extra)."""
+    try:
+        synth.tool_versions()
+    except synth.ToolsMissing as e:
+        pytest.fail(f"the slow suite needs the FPGA tools: {e}")
+    book = synth.synthesize("dma", "ecp5-25k")
+    wide = synth.synthesize("dma", "ecp5-25k", config=PRESETS["wide2"])
+    assert wide.verilog_digest != book.verilog_digest
+    assert wide.lut > 0 and wide.fmax_mhz and wide.ebr == 0
+
+
+def test_build_refuses_a_configuration_it_cannot_build_in_one_line(tmp_path, capsys, monkeypatch):
+    from ga2_cli import cmd_synth
+    monkeypatch.setattr(cmd_synth, "_platform", lambda board: pytest.fail("work started"))
+    cfg = tmp_path / "big.json"
+    cfg.write_text(json.dumps({"name": "bigimem", "imem_words": 65536}))
+    assert main(["build", "--board", "ulx3s-85f", "--config", str(cfg)]) == 1
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "--config bigimem" in err[0] and "imem_words=65536" in err[0]
+
+
+def test_explore_from_json_adds_cached_synthesis_only(fake_tools, monkeypatch, tmp_path, capsys):
+    """`ga2 explore --from-json FILE --synth --synth-cached-only`: no decoding and no tool run; a chip
+    with a cached result gets its row, one without says it was not synthesised."""
+    report = _report()
+    src = tmp_path / "cycles.json"
+    src.write_text(json.dumps(report))
+    monkeypatch.setattr(explore, "run_explore", lambda *a, **k: pytest.fail("decoded again"))
+    monkeypatch.setattr(verilog, "export", lambda unit, *, config=None, **kw:
+                        verilog.Export("ga2_chip", f"// {config.name}\n", {}, 0.0, 0.0, False))
+    monkeypatch.setattr(synth, "_run_flow", lambda *a: pytest.fail("a tool ran"))
+
+    def cached(unit, target, *, exported, cached_only, **kw):
+        assert cached_only
+        if "array8" in exported.text:
+            raise synth.NotCached("ga2_chip: no cached result")
+        return synth.SynthResult(unit="ga2_chip", target=target, lut=5000, ff=2000, ebr=19, mult=25, fmax_mhz=40.0,
+                                 cells={}, utilization={}, critical_path=None, tools={}, verilog_digest="d",
+                                 synth_seconds=1.0, pnr_seconds=2.0, cached=True)
+
+    monkeypatch.setattr(synth, "synthesize", cached)
+    out, png = tmp_path / "out.json", tmp_path / "out.png"
+    assert main(["explore", "--from-json", str(src), "--synth", "--synth-cached-only", "--json", str(out),
+                 "--plot", str(png)]) == 0
+    table = capsys.readouterr().out
+    assert "array8                   not synthesised: ga2_chip: no cached result" in table
+    data = json.loads(out.read_text())
+    assert data["configs"][0]["synth"]["fits"] and data["configs"][1]["synth"]["fits"] is None
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_explore_from_json_refuses_a_file_that_is_not_a_report(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"configs": [{"name": "x"}]}))
+    assert main(["explore", "--from-json", str(bad)]) != 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "not the JSON of `ga2 explore --json`" in err[0]
+    assert main(["explore", "--from-json", str(bad), "--configs", "book"]) != 0

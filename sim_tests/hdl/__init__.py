@@ -1,0 +1,1 @@
+"""Tests of the instruction set, the configuration, the golden model and the file formats."""

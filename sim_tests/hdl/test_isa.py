@@ -1,0 +1,223 @@
+"""The ISA module against the brief's and the book's facts, restated here independently."""
+import math
+import random
+from fractions import Fraction
+
+import pytest
+
+from ga2_hdl import golden, isa
+from ga2_hdl.isa import ErrorCode, Instruction, IsaError, make
+
+# The brief, section 2: field name -> (msb, lsb).  These tables are the BOOK's facts, restated to check
+# the book chip against them; they are not lists to extend: new operations come from extensions
+# (docs/extending.md), which these tests do not concern.
+BRIEF_FIELDS = {"op": (127, 124), "a": (123, 108), "b": (107, 92), "c": (91, 76), "d": (75, 52), "e": (51, 46),
+                "f": (45, 38), "g": (37, 30), "h": (29, 22), "fl": (21, 18), "x": (17, 0)}
+# op code, mnemonic, operand -> (field, low bit inside the field, width)
+BRIEF_OPS = {
+    0: ("HALT", {}),
+    1: ("LD", {"dst": ("a", 0, 16), "src": ("b", 0, 16), "len": ("c", 0, 16)}),
+    2: ("ST", {"src": ("a", 0, 16), "dst": ("b", 0, 16), "len": ("c", 0, 16)}),
+    3: ("MM", {"dst": ("a", 0, 16), "A": ("b", 0, 16), "B": ("c", 0, 16), "M": ("f", 0, 8), "K": ("g", 0, 8),
+               "N": ("h", 0, 8), "tb": ("fl", 0, 1), "lda": ("d", 0, 12), "ldb": ("d", 12, 12),
+               "ldc": ("x", 0, 12)}),
+    4: ("RQ", {"dst": ("a", 0, 16), "src": ("b", 0, 16), "len": ("c", 0, 16), "m": ("d", 0, 24),
+               "s": ("e", 0, 6), "relu": ("fl", 0, 1)}),
+    5: ("SM", {"dst": ("a", 0, 16), "src": ("b", 0, 16), "len": ("c", 0, 16)}),
+    6: ("VADD", {"dst": ("a", 0, 16), "src1": ("b", 0, 16), "src2": ("c", 0, 16), "len": ("d", 0, 16)}),
+    7: ("AMAX", {"dst": ("a", 0, 16), "src": ("b", 0, 16), "len": ("c", 0, 16)}),
+}
+
+
+def test_fields_match_the_brief():
+    assert {f.name: (f.msb, f.lsb) for f in isa.FIELDS} == BRIEF_FIELDS
+    assert isa.INSTR_BITS == 128 and isa.SPAD_WORDS == 4096 and isa.LAT == 8
+    assert isa.EXT_WORDS_DEFAULT == 8192
+
+
+def test_operations_match_the_brief():
+    # the book chip's operations are the brief's eight (isa.OPS is the book chip's set)
+    assert {s.code: s.mnemonic for s in isa.OPS} == {k: v[0] for k, v in BRIEF_OPS.items()}
+    for spec in isa.OPS:
+        got = {o.name: (o.field, o.lsb, o.bits) for o in spec.operands}
+        assert got == BRIEF_OPS[spec.code][1], spec.mnemonic
+    assert not set(isa.RESERVED_OP_CODES) & set(BRIEF_OPS)
+
+
+def test_encode_decode_round_trip_and_positions():
+    ins = make("MM", dst=0x1234, A=0x5678, B=0x9ABC, M=4, K=64, N=3, tb=1, lda=0xABC, ldb=0xDEF, ldc=0x123)
+    w = ins.encode()
+    assert w >> 124 == 3
+    assert (w >> 108) & 0xFFFF == 0x1234 and (w >> 92) & 0xFFFF == 0x5678 and (w >> 76) & 0xFFFF == 0x9ABC
+    assert (w >> 52) & 0xFFFFFF == 0xDEFABC and (w >> 38) & 0xFF == 4 and (w >> 30) & 0xFF == 64
+    assert (w >> 22) & 0xFF == 3 and (w >> 18) & 0xF == 1 and w & 0x3FFFF == 0x123
+    assert Instruction.decode(w) == ins
+    rng = random.Random(0)
+    for _ in range(200):
+        w = rng.getrandbits(128)
+        assert Instruction.decode(w).encode() == w
+    assert Instruction.decode(0) == isa.HALT
+    with pytest.raises(IsaError):
+        Instruction.decode(1 << 128)
+    with pytest.raises(IsaError):
+        Instruction(op=16)
+
+
+def test_make_refusals_and_defaults():
+    with pytest.raises(IsaError, match="unknown operation"):
+        make("NOP")
+    with pytest.raises(IsaError, match="has no operand"):
+        make("LD", dst=1, src=1, len=1, M=1)
+    with pytest.raises(IsaError, match="does not fit"):
+        make("LD", dst=1 << 16, src=0, len=1)
+    mm = make("MM", dst=0, A=0, B=0, M=2, K=9, N=3)
+    assert (mm.lda, mm.ldb, mm.ldc, mm.tb) == (9, 3, 3, 0)
+
+
+# ----------------------------------------------------------------------------- timing
+
+def test_busy_formulas_match_the_brief():
+    lat = 8
+    rng = random.Random(1)
+    for _ in range(200):
+        n = rng.randint(1, 4096)
+        M, K, N = rng.randint(1, 4), rng.randint(1, 64), rng.randint(1, 4)
+        assert make("LD", dst=0, src=0, len=n).busy() == n + lat + 1
+        assert make("ST", src=0, dst=0, len=n).busy() == n + 2
+        assert make("MM", dst=0, A=0, B=0, M=M, K=K, N=N).busy() == M * K + K * N + (K + M + N - 2) + M * N + 7
+        assert make("RQ", dst=0, src=0, len=n, m=1, s=0).busy() == n + 2
+        assert make("SM", dst=0, src=0, len=n).busy() == 3 * n + 41 + 6
+        assert make("VADD", dst=0, src1=0, src2=0, len=n).busy() == 2 * n + 2
+        assert make("AMAX", dst=0, src=0, len=n).busy() == n + 3
+    assert isa.HALT.busy() == 0 and isa.HALT.cycles() == 2
+
+
+def _random_operands(spec, rng):
+    return {o.name: rng.randint(*o.legal) if o.legal else rng.randrange(1 << o.bits) for o in spec.operands}
+
+
+def test_each_busy_formula_text_is_its_busy_function():
+    # the text (docs/isa.md, the docs) and the function (every simulator's timing) are one formula
+    rng = random.Random(5)
+    for spec in isa.OPS:
+        for _ in range(300):
+            ins = make(spec.mnemonic, **_random_operands(spec, rng))
+            text_value = eval(spec.busy_formula, {"__builtins__": {}}, {"LAT": isa.LAT, **ins.operands()})
+            assert text_value == ins.busy(), f"{spec.mnemonic}: `{spec.busy_formula}` != busy() for {ins}"
+
+
+def test_operand_ranges_decide_bad_shape():
+    rng = random.Random(6)
+    ranged = [spec for spec in isa.OPS if spec.ranged]
+    assert [o.name for o in isa.OP_BY_NAME["MM"].ranged] == ["M", "K", "N"]
+    for spec in ranged:
+        for o in spec.ranged:
+            for value, inside in ((o.legal[0] - 1, False), (o.legal[0], True), (o.legal[1], True),
+                                  (o.legal[1] + 1, False)):
+                if not 0 <= value < 1 << o.bits:
+                    continue
+                operands = {**_random_operands(spec, rng), o.name: value}
+                code, why = isa.check(make(spec.mnemonic, **operands))
+                assert (code != ErrorCode.BAD_SHAPE) == inside, (spec.mnemonic, o.name, value, why)
+
+
+# The book's early model (source id 70961514463) counts cycles this way: per instruction up to
+# the first HALT, 2 (fetch, issue) + a wait time made of the operands and per-op constants
+# K_LD=1, K_ST=2, K_MM=7, K_RQ=2, K_SM=6, K_VADD=2, K_AMAX=3 with LAT=8 (LD: len+LAT+K;
+# ST, RQ: len+K; MM: M*K+K*N+(K+M+N-2)+M*N+K; SM: 3*len+41+K; VADD: 2*len+K; AMAX: len+K),
+# the wait added to the unit's counter (mm; dma for LD/ST; vec for the rest); HALT adds 2.
+# The book's facts about its seven operations, for programs of the book chip only.
+BOOK_K = {"LD": 1, "ST": 2, "MM": 7, "RQ": 2, "SM": 6, "VADD": 2, "AMAX": 3}
+BOOK_UNIT = {"LD": "dma", "ST": "dma", "MM": "mm", "RQ": "vec", "SM": "vec", "VADD": "vec", "AMAX": "vec"}
+
+
+def book_counters(program):
+    units = {"mm": 0, "dma": 0, "vec": 0}
+    total = n = 0
+    for ins in program:
+        name = isa.OP_BY_CODE[ins.op].mnemonic
+        if name == "HALT":
+            break
+        assert name in BOOK_K, f"{name} is not one of the book's operations: this model is the book chip's"
+        f = ins.fields
+        if name == "LD":
+            wait = f["c"] + 8 + BOOK_K[name]
+        elif name in ("ST", "RQ", "AMAX"):
+            wait = f["c"] + BOOK_K[name]
+        elif name == "MM":
+            M, K, N = f["f"], f["g"], f["h"]
+            wait = M * K + K * N + (K + M + N - 2) + M * N + BOOK_K[name]
+        elif name == "SM":
+            wait = 3 * f["c"] + 41 + BOOK_K[name]
+        else:   # VADD: length in d[15:0]
+            wait = 2 * (f["d"] & 0xFFFF) + BOOK_K[name]
+        units[BOOK_UNIT[name]] += wait
+        total += 2 + wait
+        n += 1
+    return (total + 2, units["mm"], units["dma"], units["vec"], n)
+
+
+def test_cycle_counts_equal_the_books_model():
+    from gen.fuzz.programs import directed_suite, random_program
+    rng = random.Random(70961514463)
+    programs = [random_program(rng, 2048) for _ in range(150)]          # the book's early 2048 words
+    programs += [(code, ext) for name, code, ext in directed_suite(2048) if not name.startswith("illegal")]
+    for code, ext in programs:
+        r = golden.run(code, ext, ext_words=2048)
+        assert r.error == ErrorCode.OK
+        assert r.counters == book_counters(code) == isa.program_counters(code)
+
+
+# ----------------------------------------------------------------------------- legality
+
+def test_check_order_and_codes():
+    c = lambda ins, ew=8192: isa.check(ins, ew)[0]
+    assert c(Instruction(op=isa.RESERVED_OP_CODES[0])) == ErrorCode.BAD_OPCODE      # no chip defines it
+    assert c(make("MM", dst=0, A=0, B=0, M=0, K=1, N=1)) == ErrorCode.BAD_SHAPE
+    assert c(make("MM", dst=0, A=0, B=0, M=1, K=64, N=4)) == ErrorCode.OK
+    assert c(make("LD", dst=0, src=0, len=0)) == ErrorCode.ZERO_LENGTH
+    assert c(make("LD", dst=4096, src=0, len=1)) == ErrorCode.SPAD_RANGE
+    assert c(make("LD", dst=0, src=2047, len=2), 2048) == ErrorCode.EXT_RANGE
+    assert c(make("LD", dst=0, src=2047, len=1), 2048) == ErrorCode.OK
+    assert c(make("LD", dst=4096, src=9000, len=1)) == ErrorCode.SPAD_RANGE    # regions in order
+    assert c(make("ST", src=4096, dst=9000, len=1)) == ErrorCode.SPAD_RANGE
+    assert c(make("SM", dst=4, src=0, len=4)) == ErrorCode.OK                 # adjacent is disjoint
+    assert c(make("SM", dst=3, src=0, len=4)) == ErrorCode.OVERLAP
+    assert c(make("AMAX", dst=2, src=0, len=4)) == ErrorCode.OK               # AMAX has no overlap rule
+    # MM B region uses the transposed span
+    assert c(make("MM", dst=0, A=0, B=4096 - 64, M=1, K=64, N=1, tb=1, ldb=64)) == ErrorCode.OK
+    assert c(make("MM", dst=0, A=0, B=4096 - 64, M=1, K=64, N=2, tb=1, ldb=64)) == ErrorCode.SPAD_RANGE
+
+
+# ----------------------------------------------------------------------------- arithmetic primitives
+
+def test_requantize_against_fractions():
+    rng = random.Random(2)
+    for _ in range(3000):
+        acc = rng.choice([rng.randint(-(1 << 31), (1 << 31) - 1), rng.randint(-300, 300)])
+        m, s, relu = rng.randrange(1 << 24), rng.randint(0, 63), rng.random() < 0.5
+        x = Fraction(acc * m, 1 << s)
+        r = math.floor(abs(x) + Fraction(1, 2)) * (1 if x >= 0 else -1)
+        assert isa.requantize(acc, m, s, relu) == max(0 if relu else -127, min(127, r))
+
+
+def test_divider_and_softmax_primitives():
+    assert isa.divide_u40(1 << 38, 1) == (1 << 38, 0)
+    assert isa.divide_u40(0, 5) == (0, 0)
+    assert isa.divide_u40(123, 0) == ((1 << 40) - 1, 123)
+    assert isa.divide_u40((1 << 40) - 1, (1 << 40) - 1) == (1, 0)
+    with pytest.raises(ValueError):
+        isa.divide_u40(1 << 40, 1)
+    assert isa.EXP_TABLE[0] == 65535 and isa.EXP_TABLE[255] == 0 and len(isa.EXP_TABLE) == 256
+    assert isa.softmax_q16([3]) == [65536]
+    p = isa.softmax_q16([10, 10])
+    assert p == [32768, 32768]
+
+
+def test_mantissa_shift():
+    for ratio in (1.0, 0.5, 0.001234, 3.75, 1e-6):
+        m, s = isa.mantissa_shift(ratio)
+        assert (1 << 23) <= m < (1 << 24)
+        assert abs(m / 2 ** s - ratio) <= ratio * 2 ** -23
+    with pytest.raises(ValueError):
+        isa.mantissa_shift(0)

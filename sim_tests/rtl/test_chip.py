@@ -1,0 +1,215 @@
+"""The whole chip (ga2_hdl/rtl/chip.py) in Amaranth's simulator against the golden model.
+
+* every program of the directed suite (gen/fuzz/programs.py) and a handful of random
+  programs give exactly the golden model's final external memory, all five
+  counters and the halt status (through the `amaranth` simulator interface);
+* the top-level port protocol of docs/chip.md, cycle by cycle: start,
+  running, halted, the program-memory port (ignored while running), a fault's
+  status and status_pc, and running off the end of the instruction memory.
+"""
+import pytest
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+
+from ga2_hdl import golden, isa
+from ga2_hdl.formats.bundle import Bundle
+from ga2_hdl.rtl.chip import COUNTER_PORTS, GA2Chip
+from ga2_hdl.config import PRESETS
+from ga2_hdl.isa import HALT, ErrorCode, make
+from gen.sim.extmem import ExternalMemoryModel
+from gen.fuzz.programs import directed_suite, random_bundle
+from gen.sim.simulator import get_simulator
+
+
+def test_directed_suite_matches_golden():
+    bundle = Bundle.from_programs(directed_suite())
+    report = get_simulator("amaranth").run_bundle(bundle)
+    assert report.passed, report.line()
+    assert report.cycles == bundle.total_cycles
+    codes = {p.expected.error for p in bundle.programs}
+    assert len(codes) >= 6, "the suite should exercise the error codes"
+
+
+def test_random_programs_match_golden():
+    bundle = random_bundle(5, seed=2024)
+    report = get_simulator("amaranth").run_bundle(bundle)
+    assert report.passed, report.line()
+
+
+@pytest.mark.slow
+def test_many_random_programs_match_golden():
+    bundle = random_bundle(200, seed=77)
+    report = get_simulator("amaranth").run_bundle(bundle)
+    assert report.passed, report.line()
+
+
+def test_run_program_interface_and_smaller_external_memory():
+    program = [make("LD", dst=0, src=2040, len=8), make("ST", src=0, dst=0, len=8), HALT]
+    ext = [0] * 2040 + list(range(1, 9))
+    sim = get_simulator("amaranth")
+    got = sim.run_program(program, ext, ext_words=2048)
+    want = golden.run(program, ext, ext_words=2048)
+    assert (got.counters, got.ext, got.error) == (want.counters, want.ext, want.error)
+    assert got.ext[:8] == list(range(1, 9))
+    # the EXT_RANGE bound follows ext_words
+    bad = [make("LD", dst=0, src=2047, len=2), HALT]
+    got = sim.run_program(bad, [], ext_words=2048)
+    assert (got.error, got.error_pc) == (ErrorCode.EXT_RANGE, 0)
+
+
+class _Bench:
+    """The chip with its external memory, driven port by port."""
+
+    def __init__(self, **chip_args):
+        self.chip = GA2Chip(**chip_args)
+        self.ext = ExternalMemoryModel(self.chip, self.chip.ext_words, config=self.chip.config)
+        m = Module()
+        m.submodules.chip = self.chip
+        m.submodules.ext = self.ext
+        self.top = m
+
+    def run(self, bench):
+        sim = Simulator(self.top)
+        sim.add_clock(1e-6)
+        sim.add_testbench(bench)
+        sim.run()
+
+    async def load(self, ctx, words):
+        ctx.set(self.chip.imem_we, 1)
+        for addr, w in enumerate(words):
+            ctx.set(self.chip.imem_addr, addr)
+            ctx.set(self.chip.imem_wdata, w.encode() if isinstance(w, isa.Instruction) else w)
+            await ctx.tick()
+        ctx.set(self.chip.imem_we, 0)
+
+    def counters(self, ctx):
+        return isa.Counters(*(ctx.get(getattr(self.chip, p)) for p in COUNTER_PORTS))
+
+    async def until_halted(self, ctx, cycles: int):
+        """``ctx.tick().until(halted)``, bounded: a program that takes ``cycles`` cycles has halted by
+        the tick ``cycles`` + 1 after the start cycle, so a chip that never halts fails at once
+        instead of running until the test is killed."""
+        for _ in range(cycles + 1):
+            await ctx.tick()
+            if ctx.get(self.chip.halted):
+                return
+        raise AssertionError(f"not halted {cycles + 1} cycles after the start (the program takes {cycles})")
+
+
+#: the chip's two sequencers: the book's, and the overlapped one (its own FSM, the same port protocol)
+SEQUENCERS = [pytest.param(isa.BOOK, id="book"), pytest.param(PRESETS["overlap"], id="overlap")]
+
+
+@pytest.mark.parametrize("config", SEQUENCERS)
+def test_port_protocol_cycle_by_cycle(config):
+    """running / halted / counters around start and HALT, for a 2-instruction program."""
+    program = [make("LD", dst=0, src=0, len=3), HALT]
+    ld_cycles = program[0].cycles()                      # 2 + 3 + LAT + 1
+    expected = isa.instruction_set(config).counters(program)
+    total = expected.total                               # ld_cycles + 2 in order; one less with overlap
+    b = _Bench(config=config)
+    chip = b.chip
+
+    async def bench(ctx):
+        assert not ctx.get(chip.halted) and not ctx.get(chip.running)   # after reset, before any run
+        await b.load(ctx, program)
+        assert not ctx.get(chip.running)
+        ctx.set(chip.start, 1)
+        await ctx.tick()                                  # the start cycle
+        ctx.set(chip.start, 0)
+        for cycle in range(total):                        # cycle 0 is the first FETCH
+            assert ctx.get(chip.running), f"cycle {cycle}: running"
+            assert not ctx.get(chip.halted), f"cycle {cycle}: halted too early"
+            assert ctx.get(chip.cnt_total) == cycle
+            await ctx.tick()
+        assert ctx.get(chip.halted) and not ctx.get(chip.running)
+        assert b.counters(ctx) == expected == (total, 0, ld_cycles - 2, 0, 1)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.OK, 1)
+        for _ in range(5):                                # halted is sticky, counters frozen
+            await ctx.tick()
+            assert ctx.get(chip.halted) and ctx.get(chip.cnt_total) == total
+        # a second start clears everything and runs again
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        assert not ctx.get(chip.halted) and ctx.get(chip.running) and ctx.get(chip.cnt_total) == 0
+        assert b.counters(ctx) == (0,) * 5
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.OK, 0), "start clears the status"
+        await b.until_halted(ctx, total)
+        assert b.counters(ctx) == (total, 0, ld_cycles - 2, 0, 1)
+
+    b.run(bench)
+
+
+@pytest.mark.parametrize("config", SEQUENCERS)
+def test_fault_status_and_imem_port_ignored_while_running(config):
+    # pc 0: a legal MM; pc 1: a bad shape -> halts there; the HALT at 2 is never reached
+    program = [make("MM", dst=100, A=0, B=0, M=2, K=3, N=2), make("MM", dst=0, A=0, B=0, M=5, K=1, N=1), HALT]
+    want = golden.run(program, [], config=config)
+    b = _Bench(config=config)
+    chip = b.chip
+
+    async def bench(ctx):
+        await b.load(ctx, program)
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        # try to overwrite the faulting word with a HALT while running: must be ignored
+        ctx.set(chip.imem_we, 1)
+        ctx.set(chip.imem_addr, 1)
+        ctx.set(chip.imem_wdata, 0)
+        await ctx.tick()
+        ctx.set(chip.imem_we, 0)
+        await b.until_halted(ctx, want.counters.total)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.BAD_SHAPE, 1) \
+            == (want.error, want.error_pc)
+        assert b.counters(ctx) == want.counters
+        if not config.overlap:                            # in order: the MM, then the fault's fetch and issue
+            assert want.counters.total == program[0].cycles() + 2
+        # the next start clears the fault's status and pc while the program runs
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        assert ctx.get(chip.running) and (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.OK, 0)
+        await b.until_halted(ctx, want.counters.total)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.BAD_SHAPE, 1)
+
+    b.run(bench)
+
+
+@pytest.mark.parametrize("config", SEQUENCERS)
+def test_running_off_the_end_of_instruction_memory(config):
+    """Only stale memory can do this (loaders refuse programs without HALT): NO_HALT at pc = imem_words,
+    after the units in flight finish, with the counters of the same program ending in a HALT."""
+    words = [make("ST", src=0, dst=i, len=1) for i in range(4)]
+    config = config.replace(name=f"{config.name}_imem4", imem_words=4)
+    b = _Bench(config=config)
+    chip = b.chip
+
+    async def bench(ctx):
+        await b.load(ctx, words)
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        st = words[0].cycles()
+        await b.until_halted(ctx, 4 * st + 2)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (ErrorCode.NO_HALT, 4)
+        assert b.counters(ctx) == isa.instruction_set(config).counters(words + [HALT])
+        if not config.overlap:
+            assert b.counters(ctx) == (4 * st + 2, 0, 4 * (st - 2), 0, 4)
+
+    b.run(bench)
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError):
+        GA2Chip(ext_words=70000)
+    with pytest.raises(ValueError, match="imem_words=65536"):
+        GA2Chip(config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16))
+
+
+def test_overlap_with_wide_ports_builds_banks_with_ports_per_master():
+    """Overlapped issue and wide ports together: a banked scratchpad whose every bank has a read and
+    a write port per master (sim_tests/rtl/test_wide_overlap.py runs it against the golden model)."""
+    chip = GA2Chip(config=isa.BOOK.replace(name="both", overlap=True, spad_ports=2))
+    assert chip.spad.n_banks == 2 and chip.spad.memory is None

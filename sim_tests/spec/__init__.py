@@ -1,0 +1,1 @@
+"""Tests of the tiny model and speculative decoding."""
