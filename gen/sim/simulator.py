@@ -24,6 +24,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.isa import FETCH_ISSUE_CYCLES, HALT, Instruction
 from ga2_hdl.formats.results import Mismatch, RunResult
 from ga2_hdl.support.safe_io import check_output, temporary_sibling
+from ..support.toolchain import SimulatorError  # noqa: F401  (the interface's error, re-exported)
 
 #: name -> "module:factory"; the module is imported only when the simulator is asked for.
 SIMULATORS: dict[str, str] = {
@@ -33,10 +34,6 @@ SIMULATORS: dict[str, str] = {
     "verilator": "gen.sim.verilog_sim:VerilatorSimulator",
     "cxxrtl": "gen.sim.cxxrtl:CxxrtlSimulator",
 }
-
-
-class SimulatorError(RuntimeError):
-    """A simulator could not be run (missing binary, failed build, malformed output)."""
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Icarus Verilog (``iverilog``, ``vvp``), Verilator (``verilator``, which needs
 ``g++`` and ``make`` to build) come from Debian packages; ``make simulators``
-installs them.  A missing binary is a :class:`~gen.sim.simulator.SimulatorError`
+installs them.  A missing binary is a :class:`SimulatorError`
 that names the package to install, never a silent skip.
 
 Builds are cached under :func:`cache_root` (``$GA2_CACHE_DIR``, else
@@ -40,7 +40,14 @@ from typing import Iterator, Sequence
 
 from ga2_hdl.support.safe_io import atomic_write
 
-from ..sim.simulator import SimulatorError
+
+class SimulatorError(RuntimeError):
+    """A simulator or a tool could not be run (missing binary, failed build, malformed output).
+
+    Defined here, below the simulators, so that the tools' layer needs nothing above it; the
+    simulator interface (:mod:`gen.sim.simulator`) re-exports it as its error.
+    """
+
 
 #: part of every cache key: entries of an older layout (no manifest) are never mistaken for damaged ones
 CACHE_FORMAT = "manifest-1"

@@ -39,7 +39,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.support.safe_io import atomic_write
 
 from ..support import toolchain
-from ..sim.simulator import SimulatorError
+from ..support.toolchain import SimulatorError
 
 HERE = Path(__file__).resolve().parent
 LINT_WAIVERS = HERE / "verilator_lint.vlt"
