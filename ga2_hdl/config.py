@@ -161,6 +161,28 @@ class Config:
         ours, theirs = self.parameters, other.parameters
         return [f"{k}={ours[k]!r} (theirs: {theirs[k]!r})" for k in ours if ours[k] != theirs[k]]
 
+    # -- derived sizes: computed here, once, and read by the RTL, the runners and the testbenches
+    @property
+    def spad_banks(self) -> int:
+        """Scratchpad banks: one per word that the widest master moves in a cycle,
+        ``max(spad_ports, ext_port_words)`` (1 on the book chip: one memory)."""
+        return max(self.spad_ports, self.ext_port_words)
+
+    @property
+    def spad_bank_words(self) -> int:
+        """Words in each scratchpad bank: ``spad_words / spad_banks``, rounded up."""
+        return -(-self.spad_words // self.spad_banks)
+
+    @property
+    def imem_addr_bits(self) -> int:
+        """Bits of an instruction-memory address (at least 1): 10 on the book chip."""
+        return max(1, (self.imem_words - 1).bit_length())
+
+    @property
+    def pc_bits(self) -> int:
+        """Bits of the program counter, which also holds ``imem_words`` (a program that ran off the end)."""
+        return self.imem_words.bit_length()
+
     def describe(self) -> str:
         """One line: the name, then every parameter that differs from the book's."""
         book = Config.book().parameters

@@ -32,31 +32,10 @@ from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 
+from .book import BOOK_TABLE, BookRow  # noqa: F401  (the chapter's table, read here)
 from .runs import CHAPTER_RUNS, TABLE_TOKENS, TableRow, bundle_of
 from .tiny_lm import float_generate, make_model
 
-
-@dataclass(frozen=True)
-class BookRow:
-    """One row of the chapter's table (32 tokens)."""
-    accepted: int | None
-    proposed: int | None
-    blocks: int | None
-    programs: int
-    cycles: int
-    speedup: float
-
-
-#: the chapter's table, keyed by the labels of ``spec.runs`` (32 tokens)
-BOOK_TABLE: dict[str, BookRow] = {
-    "plain greedy decoding": BookRow(None, None, None, 32, 268_346, 1.00),
-    "k=3, draft noise 0": BookRow(24, 24, 8, 32, 138_858, 1.93),
-    "k=3, draft noise 3": BookRow(26, 27, 9, 36, 158_818, 1.69),
-    "k=3, draft noise 4": BookRow(18, 45, 15, 60, 266_098, 1.01),
-    "random model: plain decoding": BookRow(None, None, None, 32, 268_346, 1.00),
-    "random model: k=1": BookRow(15, 17, 17, 34, 192_165, 1.40),
-    "random model: k=3": BookRow(24, 30, 10, 40, 172_210, 1.56),
-}
 
 #: the names the table prints, by label of ``spec.runs``
 DISPLAY = {

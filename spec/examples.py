@@ -27,54 +27,9 @@ from ga2_hdl import isa
 from ga2_hdl.config import Config
 from gen.support.workers import fork_pool
 
+from .book import (BOOK_A, BOOK_MODEL, BOOK_PLAIN_CYCLES, BOOK_SERVE, BOOK_SWEEP, BOOK_UNIT_COSTS, SERVE_ACCEPTANCE,  # noqa: F401
+                   SERVE_C, SERVE_K, TOKENS)
 from .runs import DRAFT_SEED, Anatomy, BlockTrace, anatomy, causality_logits, example_a_chip, trace_blocks
-
-# ====================================================================== the book's figures
-BOOK_A = {
-    "reference": [0, 5, 3, 13, 9, 1, 11, 11, 11, 11, 11, 11, 11, 11],
-    # (block, choices, accepted, new tokens)
-    "blocks": [([0, 5, 3, 13], [5, 3, 13, 9], 3, [5, 3, 13, 9]),
-               ([9, 10, 9, 10], [1, 11, 10, 11], 0, [1]),
-               ([1, 11, 11, 11], [11, 11, 11, 11], 3, [11, 11, 11, 11])],
-    "tokens": [0, 5, 3, 13, 9, 1, 11, 11, 11, 11],
-    "ops": {"LD": 10, "MM": 56, "RQ": 23, "SM": 4, "ST": 5, "VADD": 2, "AMAX": 4, "HALT": 1},
-    "words": 2496,
-    "verifier": {"total": 12330, "matrix": 7732, "dma": 2856, "vector": 1532},
-    "singles": [7378, 7457, 7536, 7615],
-    "single_words": [2448, 2480, 2512, 2544],
-    "ratio": 0.41,
-    "draft": 810,
-    # block -> the first five integer logits of each row
-    "causality": {
-        (1, 2, 3, 4): [[31, 0, 3, -8, -26], [-37, 22, 39, 5, 6], [18, 14, -30, -39, -43], [-3, -2, 24, 12, 14]],
-        (1, 2, 3, 12): [[31, 0, 3, -8, -26], [-37, 22, 39, 5, 6], [18, 14, -30, -39, -43], [3, -4, 17, -16, -24]],
-        (1, 2, 9, 4): [[31, 0, 3, -8, -26], [-37, 22, 39, 5, 6], [-24, 8, 3, 4, -1], [4, -6, 21, 9, 17]],
-        (5, 2, 3, 4): [[-24, 34, 26, -4, -24], [-35, 32, 35, 3, 6], [17, 18, -30, -38, -40], [-3, 1, 20, 13, 18]],
-    },
-}
-
-#: example B's sweep: (noise, k) -> (acceptance in whole percent, speedup), 32 tokens
-BOOK_SWEEP: dict[tuple[float, int], tuple[int, float]] = {}
-for _noise, _cells in ((0, "100 1.47 100 1.69 100 1.93 100 1.59 100 1.64"),
-                       (3, "94 1.38 83 1.56 96 1.69 78 1.42 80 1.43"),
-                       (4, "74 1.23 47 1.09 40 1.01 30 0.74 31 0.76"),
-                       (5, "43 1.02 29 0.88 25 0.80 24 0.66 19 0.58"),
-                       (6, "32 0.94 22 0.81 14 0.66 11 0.48 9 0.43")):
-    _v = _cells.split()
-    for _k in range(1, 6):
-        BOOK_SWEEP[(float(_noise), _k)] = (int(_v[2 * _k - 2]), float(_v[2 * _k - 1]))
-BOOK_PLAIN_CYCLES = 268_346
-BOOK_UNIT_COSTS = {"draft": 810, "plain_average": 8385, "verifier": {4: 12330, 12: 14410, 24: 17530}}
-#: (noise, k) -> (acceptance to 2 places, predicted speedup, measured speedup)
-BOOK_MODEL = {(0.0, 3): (1.00, 1.92, 1.93), (3.0, 3): (0.96, 1.82, 1.69), (4.0, 3): (0.40, 0.78, 1.01)}
-SERVE_ACCEPTANCE = (0.6, 0.8, 0.9)
-SERVE_K = (2, 4, 8)
-SERVE_C = (0.01, 0.05, 0.15)
-_SERVE_BOOK_TEXT = ("1.92 1.78 1.51 2.22 1.92 1.44 2.29 1.77 1.12 2.39 2.22 1.88 3.23 2.80 2.10 4.01 3.09 1.97 "
-                    "2.66 2.46 2.08 3.94 3.41 2.56 5.67 4.38 2.78").split()
-BOOK_SERVE: dict[tuple[float, int, float], float] = {
-    (a, k, c): float(_SERVE_BOOK_TEXT[9 * i + 3 * j + m])
-    for i, a in enumerate(SERVE_ACCEPTANCE) for j, k in enumerate(SERVE_K) for m, c in enumerate(SERVE_C)}
 
 #: example B: the model's context for the plain step and cache for the verifier ("around 12")
 MODEL_CONTEXT = 13
@@ -389,7 +344,7 @@ def _pool(workers: int):
     return fork_pool(workers)
 
 
-def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1, 2, 3, 4, 5), n: int = 32,
+def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1, 2, 3, 4, 5), n: int = TOKENS,
               workers: int | None = None, config: Config = isa.BOOK) -> ExampleB:
     """The sweep (cells in parallel over ``workers`` processes), the model and the serving table,
     every program compiled for and run on the chip ``config``."""
@@ -448,13 +403,13 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
 
 
 def _book_cell(ex: ExampleB, noise: float, k: int):
-    return BOOK_SWEEP.get((noise, k)) if ex.n == 32 else None
+    return BOOK_SWEEP.get((noise, k)) if ex.n == TOKENS else None
 
 
 def example_b_differences(ex: ExampleB) -> list[str]:
     """Every figure of example B that differs from the book's (where the book gives one)."""
     d = []
-    if ex.n == 32 and ex.plain_cycles != BOOK_PLAIN_CYCLES:
+    if ex.n == TOKENS and ex.plain_cycles != BOOK_PLAIN_CYCLES:
         d.append(f"plain decoding {ex.plain_cycles} cycles")
     for (noise, k), cell in ex.cells.items():
         book = _book_cell(ex, noise, k)
@@ -463,13 +418,13 @@ def example_b_differences(ex: ExampleB) -> list[str]:
                      f"(book {book[0]}% {book[1]:.2f}x)")
     if ex.draft_cycles != BOOK_UNIT_COSTS["draft"]:
         d.append(f"draft step {ex.draft_cycles} cycles")
-    if ex.n == 32 and ex.plain_cycles // ex.n != BOOK_UNIT_COSTS["plain_average"]:
+    if ex.n == TOKENS and ex.plain_cycles // ex.n != BOOK_UNIT_COSTS["plain_average"]:
         d.append(f"plain step average {ex.plain_cycles // ex.n}")
     for c, v in ex.unit_verifier_cycles.items():
         if v != BOOK_UNIT_COSTS["verifier"][c]:
             d.append(f"verifier cache {c}: {v} cycles")
     for r in ex.model:
-        book = BOOK_MODEL.get((r.noise, r.k)) if ex.n == 32 else None
+        book = BOOK_MODEL.get((r.noise, r.k)) if ex.n == TOKENS else None
         if book and (round(r.acceptance, 2), round(r.predicted, 2), round(r.measured, 2)) != book:
             d.append(f"model noise {r.noise:g} k={r.k}: {r.acceptance:.2f} {r.predicted:.2f}x {r.measured:.2f}x")
     for key, v in ex.serve.items():
@@ -498,7 +453,7 @@ def example_b_unexplained(ex: ExampleB) -> list[str]:
 
 def format_example_b(ex: ExampleB) -> str:
     out = [f"== 1. measured: {ex.n} tokens of the structured model; plain decoding = {ex.plain_cycles:,} cycles"
-           + ("" if ex.n != 32 else f" (book {BOOK_PLAIN_CYCLES:,}{mark(ex.plain_cycles, BOOK_PLAIN_CYCLES).strip()})")
+           + ("" if ex.n != TOKENS else f" (book {BOOK_PLAIN_CYCLES:,}{mark(ex.plain_cycles, BOOK_PLAIN_CYCLES).strip()})")
            + ". Cells: acceptance (accepted guesses / guesses) and speedup over plain decoding; the book's cell "
              "below ours. Draft quality is the noise added to the draft's logits (0 = perfect).",
            f"{'noise':>6s} " + "".join(f"{'k=' + str(k):>16s}" for k in ex.ks)]
@@ -521,7 +476,7 @@ def format_example_b(ex: ExampleB) -> str:
             f"{mark(ex.draft_cycles, BOOK_UNIT_COSTS['draft']).strip()}); one plain target step: "
             f"{ex.plain_cycles // ex.n} on average over {ex.n} tokens"
             + (f" (book {BOOK_UNIT_COSTS['plain_average']}"
-               f"{mark(ex.plain_cycles // ex.n, BOOK_UNIT_COSTS['plain_average']).strip()})" if ex.n == 32 else "")
+               f"{mark(ex.plain_cycles // ex.n, BOOK_UNIT_COSTS['plain_average']).strip()})" if ex.n == TOKENS else "")
             + (f", {ex.plain_step_cycles} at context {MODEL_CONTEXT}" if ex.plain_step_cycles else "")]
     for c, v in ex.unit_verifier_cycles.items():
         book = BOOK_UNIT_COSTS["verifier"].get(c)
@@ -533,7 +488,7 @@ def format_example_b(ex: ExampleB) -> str:
         out.append(f"{'noise':>7s} {'k':>3s} {'alpha':>6s} {'E':>5s} {'t_verify':>9s} {'predicted':>10s} "
                    f"{'measured':>9s}   book (alpha, predicted, measured)")
         for r in ex.model:
-            book = BOOK_MODEL.get((r.noise, r.k)) if ex.n == 32 else None
+            book = BOOK_MODEL.get((r.noise, r.k)) if ex.n == TOKENS else None
             ours = (round(r.acceptance, 2), round(r.predicted, 2), round(r.measured, 2))
             out.append(f"{r.noise:7g} {r.k:3d} {r.acceptance:6.2f} {r.expected_tokens:5.2f} {r.verifier_cycles:9,} "
                        f"{r.predicted:9.2f}x {r.measured:8.2f}x   "

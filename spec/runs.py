@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from ga2_hdl import isa
 from ga2_hdl.config import Config
 
+from .book import TOKENS
 from .on_chip import PlainChip, ProgramRun, SpeculativeChip, compile_fixed_verifier, cycles_of, float_prefix_cache
 from .draft import draft_next, make_draft
 from .tiny_lm import make_model, rule_tokens
 
 #: tokens decoded by every run of the table
-TABLE_TOKENS = 32
+TABLE_TOKENS = TOKENS
 #: seed of the draft's noise in every run
 DRAFT_SEED = 1
 

@@ -58,7 +58,6 @@ import functools
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import ceil_log2
 
 from .. import isa
 from ..config import Config
@@ -109,7 +108,7 @@ class GA2Chip(wiring.Component):
     cnt_total, cnt_matrix, cnt_dma, cnt_vector, cnt_instructions : Out(32)
         The counters, in the ISA's counter order.
     imem_we : In(1)
-    imem_addr : In(ceil_log2(config.imem_words))
+    imem_addr : In(config.imem_addr_bits)
     imem_wdata : In(128)
         The instruction memory's write port (writes are ignored while running).
     ext_addr ... ext_rvalid
@@ -145,9 +144,9 @@ class GA2Chip(wiring.Component):
         self.units = {isa.Unit.DMA: DMA(config=config), isa.Unit.MATRIX: MatrixUnit(config=config),
                       isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
-        self.spad_words_per_access = max(config.spad_ports, config.ext_port_words)
+        self.spad_words_per_access = config.spad_banks
         self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access)
-        self.pc = Signal(ceil_log2(imem_words + 1), name="pc")
+        self.pc = Signal(config.pc_bits, name="pc")
         super().__init__({
             "start": In(1),
             "running": Out(1),
@@ -156,7 +155,7 @@ class GA2Chip(wiring.Component):
             "status_pc": Out(STATUS_PC_BITS),
             **{name: Out(COUNTER_BITS) for name in COUNTER_PORTS},
             "imem_we": In(1),
-            "imem_addr": In(max(1, ceil_log2(imem_words))),
+            "imem_addr": In(config.imem_addr_bits),
             "imem_wdata": In(isa.INSTR_BITS),
             **ExtPort(words=config.ext_port_words).members,
         })

@@ -52,6 +52,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 
 from . import coverage as cov
 from .programs import directed_bundle, random_bundle
+from ..sim.verilog_sim import testbench_problems
 from ..support.workers import fork_pool
 
 FORMAT = "ga2-fuzz-campaign"
@@ -111,9 +112,8 @@ class CampaignSpec:
             raise CampaignError(f"--ext-words {self.ext_words}: the directed suite (--directed) needs at least "
                                 f"512 words")
         verilog_sims = [n for n in self.sims if n in ("icarus", "verilator", "cxxrtl")]
-        if verilog_sims and self.config.lat < 2:
-            raise CampaignError(f"--config {self.config.name}: the testbenches' memory model of "
-                                f"{', '.join(verilog_sims)} needs lat >= 2, not {self.config.lat}")
+        for problem in testbench_problems(self.config) if verilog_sims else ():
+            raise CampaignError(f"--config {self.config.name}: {', '.join(verilog_sims)}: {problem}")
         if self.directed:
             from .programs import directed_suite
             try:

@@ -33,6 +33,10 @@ from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction, OpSpec, make
 
 SPAD = isa.SPAD_WORDS             #: the book chip's scratchpad (a configuration's own: config.spad_words)
+#: the generator's choice, not an ISA limit: a random MM's C spans at most this many full tiles'
+#: words (4 x 4 x 4 = 64 on the book chip), so that its program keeps room for other operands; a
+#: longer C (a large ldc) is still legal and reached by the directed suite's MM at the extremes
+MM_C_SPAN_TILES = 4
 STRIDE_MAX = (1 << isa.OP_BY_NAME["MM"].operand("lda").bits) - 1
 DEFAULT_MAX_CYCLES = 3000         #: the book chip's cycle budget per random program
 
@@ -228,10 +232,11 @@ class _Builder:
         ldb = stride(N, K) if tb else stride(K, N)
         # C rows must not share words (the ISA leaves no order among them to rely on)
         ldc = _pick(rng, 0, STRIDE_MAX, 0.3) if M == 1 and rng.random() < 0.3 else N + rng.choice([0, 0, 1, 3])
-        a_span = (M - 1) * lda + K
-        b_span = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
-        c_span = (M - 1) * ldc + N if M > 1 else N
-        if max(a_span, b_span) > SPAD or c_span > 4 * A_ * A_:     # C at most 64 words on the book chip
+        # the spans of A, B and C by the ISA's own region rule (the instruction placed at 0)
+        probe = self.iset.make("MM", dst=0, A=0, B=0, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
+        span = {r.role: r.length for r in self.iset.spec(probe.op).regions(probe)}
+        a_span, b_span, c_span = span["A"], span["B"], span["dst"]
+        if max(a_span, b_span) > SPAD or c_span > MM_C_SPAN_TILES * A_ * A_:
             return False
         A = self.source_start(a_span)
         B = A if rng.random() < 0.1 and a_span <= SPAD - A and b_span <= SPAD - A \

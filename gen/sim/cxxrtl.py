@@ -25,7 +25,7 @@ from ga2_hdl.isa import ErrorCode
 
 from ..support import toolchain
 from ..verilog import export as verilog
-from .verilog_sim import TB_DIR, _VerilogSimulator
+from .verilog_sim import TB_DIR, _VerilogSimulator, testbench_problems
 from .simulator import WATCHDOG_FACTOR, WATCHDOG_SLACK, SimulatorError
 
 DRIVER = TB_DIR / "cxxrtl_driver.cpp"
@@ -111,11 +111,10 @@ def export(ext_words: int, *, config: Config, use_cache: bool = True) -> verilog
 
 def params_header(ext_words: int, *, config: Config) -> str:
     """The driver's constants, taken from the configuration, the ISA and bundle modules (nothing restated)."""
-    if config.lat < 2:
-        raise SimulatorError(f"configuration {config.name!r}: the driver's memory model needs lat >= 2, "
-                             f"not {config.lat}")
+    for problem in testbench_problems(config):
+        raise SimulatorError(f"configuration {config.name!r}: {problem}")
     imem_words = config.imem_words
-    banks = max(config.spad_ports, config.ext_port_words)
+    banks = config.spad_banks
     codes = max(int(e) for e in ErrorCode) + 1
     names = ["nullptr"] * codes
     for e in ErrorCode:

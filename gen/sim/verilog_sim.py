@@ -32,7 +32,6 @@ run seconds, and whether each came from the cache).
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 import shutil
@@ -89,8 +88,7 @@ def scratchpad_arrays(chip_verilog: str, *, config: Config) -> list[tuple[str, i
     ext_port_words)`` banks of ``ceil(spad_words / banks)`` words, :meth:`Scratchpad.bank_names`).
     The exported text is only checked to declare each of them.
     """
-    banks = max(config.spad_ports, config.ext_port_words)
-    rows = -(-config.spad_words // banks)
+    banks, rows = config.spad_banks, config.spad_bank_words
     *modules, memory_name = SPAD_MEMORY_PATH
     names = [memory_name] if banks == 1 else [Scratchpad.BANK_NAME.format(b) for b in range(banks)]
     module = ".".join([verilog.CHIP_UNIT, *modules])
@@ -107,14 +105,25 @@ def scratchpad_arrays(chip_verilog: str, *, config: Config) -> list[tuple[str, i
     return out
 
 
+#: the least external-memory latency the testbenches' memory model (gen/sim/tb/ga2_tb.v, and the
+#: CXXRTL driver that speaks its protocol) can serve: it needs a cycle to decode a request
+TESTBENCH_MIN_LAT = 2
+
+
+def testbench_problems(config: Config) -> list[str]:
+    """What the external testbenches (Icarus, Verilator, CXXRTL) cannot do for the chip ``config``."""
+    if config.lat < TESTBENCH_MIN_LAT:
+        return [f"the testbench's memory model needs lat >= {TESTBENCH_MIN_LAT}, not {config.lat}"]
+    return []
+
+
 def params_header(ext_words: int, bundle_cap: int, spad_arrays, *, config: Config) -> str:
     """The testbench's constants, taken from the configuration, the ISA and bundle modules
     (nothing restated).  ``spad_arrays``: :func:`scratchpad_arrays` (or one array's name)."""
     if isinstance(spad_arrays, str):
         spad_arrays = [(spad_arrays, config.spad_words)]
-    if config.lat < 2:
-        raise SimulatorError(f"configuration {config.name!r}: the testbench's memory model needs lat >= 2, "
-                             f"not {config.lat}")
+    for problem in testbench_problems(config):
+        raise SimulatorError(f"configuration {config.name!r}: {problem}")
     imem_words = config.imem_words
     zero = " ".join(f"for (j = 0; j < {rows}; j = j + 1) dut.{name}[j] = 32'd0;" for name, rows in spad_arrays)
     wide_ext = "`define GA2_EXT_MASK\n" if config.ext_port_words > 1 else ""
@@ -128,7 +137,7 @@ def params_header(ext_words: int, bundle_cap: int, spad_arrays, *, config: Confi
     localparam EXT_PORT_WORDS = {config.ext_port_words};
 {wide_ext}
     localparam IMEM_WORDS = {imem_words};
-    localparam IMEM_ADDR_BITS = {max(1, math.ceil(math.log2(imem_words)))};
+    localparam IMEM_ADDR_BITS = {config.imem_addr_bits};
     localparam BUNDLE_CAP = {bundle_cap};
     // the watchdog, gen/sim/simulator.py's rule: a program "does not halt" after this many cycles
     function [63:0] watchdog_cycles;

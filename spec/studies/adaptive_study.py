@@ -34,6 +34,7 @@ import json
 import sys
 from typing import Sequence
 
+from ..book import TOKENS
 from ..beyond.host import K_MAX, AdaptiveK, FixedK, speculate_blocks
 from ..beyond.runs import adaptive_costs
 from ..beyond.block_chip import BlockChip
@@ -74,7 +75,7 @@ def replay_run(path: Sequence[int], n: int, policy, guess: dict[int, int], verif
     return tokens, st, spent[0]
 
 
-def study(kind: str, starts: Sequence[int], drafts: Sequence[tuple[float, int]], n: int = 32,
+def study(kind: str, starts: Sequence[int], drafts: Sequence[tuple[float, int]], n: int = TOKENS,
           chip: BlockChip | None = None) -> list[dict]:
     """One entry per draft: every policy's cycles per start and summed over the starts."""
     model = make_model(kind, 1)
