@@ -75,9 +75,12 @@ def register(subparsers) -> None:
 def _synth_target(args):
     """The part for --synth (the tools checked before any work), or None without --synth."""
     if args.synth:
-        from . import explore_synth
+        from gen.fpga import explore as explore_synth, synth
         target = args.synth_target or explore_synth.DEFAULT_TARGET
-        explore_synth.check_tools(target)
+        try:
+            explore_synth.check_tools(target)
+        except synth.SynthError as e:
+            raise CommandError(str(e)) from None
         return target
     if args.synth_target or args.no_synth_cache or args.synth_cached_only:
         raise CommandError("--synth-target, --no-synth-cache and --synth-cached-only belong to --synth: add --synth")
@@ -170,10 +173,13 @@ def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
     """Synthesis (with --synth), the table, the figure, the JSON and the verdict."""
     from spec import explore
     if synth_target is not None and report["configs"]:
-        from . import explore_synth
-        report["problems"] += explore_synth.synthesize_configs(
-            report, synth_target, use_cache=not args.no_synth_cache, cached_only=args.synth_cached_only,
-            say=lambda msg: print(msg, file=sys.stderr, flush=True))
+        from gen.fpga import explore as explore_synth, synth
+        try:
+            report["problems"] += explore_synth.synthesize_configs(
+                report, synth_target, use_cache=not args.no_synth_cache, cached_only=args.synth_cached_only,
+                say=lambda msg: print(msg, file=sys.stderr, flush=True))
+        except synth.SynthError as e:
+            raise CommandError(str(e)) from None
     report["seconds"] = round(time.perf_counter() - t0, 3)
     print()
     print(explore.format_table(report))

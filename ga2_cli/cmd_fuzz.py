@@ -10,7 +10,7 @@ import time
 
 from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
-from ga2_hdl.support.safe_io import atomic_write, temporary_sibling
+from ga2_hdl.support.safe_io import atomic_write
 from gen.sim.simulator import SIMULATORS
 
 from . import options
@@ -202,18 +202,11 @@ def _outputs(args, report) -> None:
         print(f"report written to {args.json}")
     if args.plot:
         from gen.fuzz.coverage import plot
-        tmp = temporary_sibling(args.plot, ".png")
-        try:
-            plot(report["coverage"], report["results"], tmp,
-                 f"{report['programs']:,} random programs (seed {report['seed']}): coverage "
-                 f"{report['coverage']['hit']} of {report['coverage']['total_bins']} bins hit, "
-                 f"{len(report['coverage']['unreachable'])} unreachable by construction, "
-                 f"{len(report['coverage']['empty'])} empty")
-            os.replace(tmp, args.plot)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        plot(report["coverage"], report["results"], args.plot,          # written atomically
+             f"{report['programs']:,} random programs (seed {report['seed']}): coverage "
+             f"{report['coverage']['hit']} of {report['coverage']['total_bins']} bins hit, "
+             f"{len(report['coverage']['unreachable'])} unreachable by construction, "
+             f"{len(report['coverage']['empty'])} empty")
         print(f"figure written to {args.plot}")
 
 

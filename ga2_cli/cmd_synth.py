@@ -13,12 +13,11 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
 import sys
 import time
 from pathlib import Path
+
+from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
 from .main import CommandError
@@ -34,15 +33,6 @@ BOARDS = {
 
 def _say(msg: str) -> None:
     print(msg, flush=True)
-
-
-def _write_atomic(path: Path, text: str | bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    if isinstance(text, bytes):
-        tmp.write_bytes(text)
-    else:
-        tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _output_path(value: str | None, flag: str) -> Path | None:
@@ -80,28 +70,6 @@ def _units(unit: str) -> list[str]:
         raise CommandError(str(e)) from None
 
 
-def throughput(fmax_mhz: float, cycles: int, tokens: int) -> dict:
-    """Cycles, microseconds and tokens per second of ``tokens`` decoded in ``cycles`` at ``fmax_mhz``."""
-    per_token = cycles / tokens
-    us = per_token / fmax_mhz
-    return {"cycles": cycles, "tokens": tokens, "cycles_per_token": round(per_token, 2),
-            "us_per_token": round(us, 2), "tokens_per_s": round(1e6 / us, 1)}
-
-
-def decoding_runs(tokens: int, config=None) -> dict[str, int]:
-    """Cycles of plain and k=3 (perfect draft) speculative decoding of ``tokens`` tokens on the chip
-    ``config`` (the book's when None): Capra's programs for it on its golden model."""
-    from ga2_hdl import isa
-    from spec.runs import structured_rows
-    rows = structured_rows(tokens, noises=(0.0,), config=config or isa.BOOK)
-    out = {}
-    for row, name in zip(rows, ("plain", "k=3 perfect draft")):
-        if not row.tokens_equal:
-            raise CommandError(f"{row.label}: the decoded tokens differ from the reference; no figure")
-        out[name] = row.cycles
-    return out
-
-
 def _earlier_rows(paths: list[str]) -> list[dict]:
     """The report rows of earlier ``ga2 synth --report --json`` files (``--also``)."""
     rows = []
@@ -115,60 +83,21 @@ def _earlier_rows(paths: list[str]) -> list[dict]:
 
 
 def _report(results: dict, tokens: int, png: Path | None, label: str, also: list[dict], config) -> dict:
+    from gen.fpga import report
     _say(f"decoding {tokens} tokens on the golden model of {config.name} (plain, and k=3 with a perfect draft) ...")
-    cycles = decoding_runs(tokens, config)
-    rows = []
-    for target, r in results.items():
-        if not r.fmax_mhz:
-            raise CommandError(f"{target}: nextpnr reported no Fmax for the chip")
-        for mode, c in cycles.items():
-            rows.append({"design": label, "config": config.name, "target": target, "mode": mode,
-                         "lut": r.lut, "ff": r.ff,
-                         "ebr": r.ebr, "mult": r.mult, "fmax_mhz": r.fmax_mhz,
-                         "verilog_digest": r.verilog_digest, **throughput(r.fmax_mhz, c, tokens)})
+    try:
+        cycles = report.decoding_runs(tokens, config)
+        rows = report.rows(results, cycles, tokens, label, config)
+    except report.ReportError as e:
+        raise CommandError(str(e)) from None
     shown = also + rows
     _say("")
-    _say("| design | target | decoding | LUT4 | FF | EBR | MULT18X18D | Fmax (MHz) | cycles / token | us / token | tokens / s |")
-    _say("|---|---|---|---|---|---|---|---|---|---|---|")
-    for row in shown:
-        _say(f"| {row.get('design', '')} | {row['target']} | {row['mode']} | {row['lut']:,} | {row['ff']:,} | "
-             f"{row['ebr']} | {row['mult']} | {row['fmax_mhz']:.1f} | {row['cycles_per_token']:,.1f} | "
-             f"{row['us_per_token']:,.1f} | {row['tokens_per_s']:,.0f} |")
+    for line in report.table(shown):
+        _say(line)
     if png is not None:
-        _plot(shown, png)
+        report.plot(shown, png)
         _say(f"figure: {png}")
     return {"tokens": tokens, "config": config.to_dict(), "cycles": cycles, "rows": rows}
-
-
-def _plot(rows: list[dict], png: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    markers = {"plain": "o", "k=3 perfect draft": "^"}
-    designs = list(dict.fromkeys(r.get("design", "") for r in rows))
-    for d, design in enumerate(designs):
-        for mode, marker in markers.items():
-            pts = [r for r in rows if r["mode"] == mode and r.get("design", "") == design]
-            if not pts:
-                continue
-            ax.scatter([r["lut"] for r in pts], [r["tokens_per_s"] for r in pts], marker=marker, s=60,
-                       color=f"C{d}", label=f"{design}: {mode}" if design else mode)
-            for r in pts:
-                ax.annotate(f"{r['target']}, {r['fmax_mhz']:.1f} MHz", (r["lut"], r["tokens_per_s"]),
-                            textcoords="offset points", xytext=(6, 4), fontsize=7)
-    ax.set_xlabel("area (LUT4 used after place and route)")
-    ax.set_ylabel("tokens per second at Fmax")
-    configs = sorted({r.get("config", "book") for r in rows})
-    ax.set_title(f"GA2 ({', '.join(configs)}) on ECP5: area against tokens per second")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    ax.set_ylim(bottom=0)
-    fig.tight_layout()
-    tmp = png.with_name(f".{png.name}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, png)
 
 
 def _export_config(unit: str, config):
@@ -258,7 +187,7 @@ def cmd_synth(args) -> int:
         # one target: its units and chip at the top level as well, for simple consumers
         if len(targets) == 1:
             out.update(out["targets"][targets[0]])
-        _write_atomic(json_path, json.dumps(out, indent=1) + "\n")
+        atomic_write(json_path, json.dumps(out, indent=1) + "\n")
         _say(f"JSON: {json_path}")
     if misfits:
         _say(f"{len(misfits)} design(s) do not fit their target (said above; exit status 3)")
@@ -278,34 +207,6 @@ def _platform(board: str):
     except ImportError:
         raise CommandError("--board needs amaranth-boards: pip install -e '.[fpga]' "
                            "(or pip install amaranth-boards==0.0.21)") from None
-
-
-def tool_environment() -> dict[str, str]:
-    """Environment variables that make Amaranth's platform build use the YoWASP tools."""
-    from gen.fpga import synth
-    env = {}
-    try:
-        for name in ("yosys", "nextpnr-ecp5", "ecppack"):
-            env[name.upper().replace("-", "_")] = synth.tool_path(name)
-    except synth.ToolsMissing as e:
-        raise CommandError(str(e)) from None
-    # The board's platform lists its programmer among the required tools even when nothing is
-    # programmed; `ga2 build` never programs, so a missing openFPGALoader stands in as `true`.
-    if not os.environ.get("OPENFPGALOADER") and not shutil.which("openFPGALoader"):
-        env["OPENFPGALOADER"] = shutil.which("true") or "/bin/true"
-    return env
-
-
-_TIMING = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)")
-
-
-def timing_verdicts(log_text: str) -> list[tuple[str, float, bool, float]]:
-    """(clock, achieved MHz, met, constraint MHz) of the final timing report in a nextpnr log."""
-    found = _TIMING.findall(log_text)
-    final: dict[str, tuple[str, float, bool, float]] = {}
-    for clock, mhz, verdict, want in found:          # the last report (after routing) wins
-        final[clock] = (clock, float(mhz), verdict == "PASS", float(want))
-    return list(final.values())
 
 
 def board_top(config, ext_words: int | None, baud: int = 115_200, divisor: int | None = None):
@@ -329,49 +230,28 @@ def cmd_build(args) -> int:
         raise CommandError(f"-o {args.output}: not a directory")
     if args.baud < 1200:
         raise CommandError(f"--baud {args.baud}: at least 1200")
-    env = tool_environment()
+    from gen.fpga import synth
+    from gen.fpga.board import build
+    try:
+        env = build.tool_environment()
+    except synth.ToolsMissing as e:
+        raise CommandError(str(e)) from None
     platform = platform_cls()
     try:
         from gen.fpga.board.uart import divisor_for
         divisor_for(platform.default_clk_frequency, args.baud)
     except ValueError as e:
         raise CommandError(f"--baud: {e}") from None
-    os.environ.update(env)
     _say(f"building the board top of {config.describe()} for {args.board} "
          f"({platform.device}-{platform.speed}{platform.package}), "
          f"{args.baud} baud, external memory {ext_words} words; tools: "
          + ", ".join(f"{k}={v}" for k, v in env.items()))
     _say(f"  yosys, nextpnr-ecp5 and ecppack run in {out_dir} (several minutes; logs top.rpt, top.tim)")
     t0 = time.perf_counter()
-    # Yosys 0.70's synth_ecp5 needs hierarchy/proc/splitnets first (see gen/fpga/synth.py);
-    # timing is judged below from nextpnr's own report, so a miss does not stop the build.
-    import threading
-    from gen.fpga.synth import _last_line
-    finished = threading.Event()
-
-    def heartbeat():                # the platform's build is silent: say where it is
-        while not finished.wait(30):
-            logs = [p for p in (out_dir / "top.rpt", out_dir / "top.tim") if p.exists()]
-            newest = max(logs, key=lambda p: p.stat().st_mtime) if logs else None
-            where = f"{newest.name}: {_last_line(newest)}" if newest else "starting"
-            _say(f"  {time.perf_counter() - t0:.0f} s, {where}")
-
-    beat = threading.Thread(target=heartbeat, daemon=True)
-    beat.start()
     try:
-        platform.build(top, name="top", build_dir=str(out_dir), do_program=False,
-                       script_after_read="hierarchy -top top\nproc\nsplitnets",
-                       nextpnr_opts="--timing-allow-fail")
-    except Exception as e:          # the platform raises its own error types for a failed tool
-        tim = out_dir / "top.tim"
-        tail = "\n".join(tim.read_text(errors="replace").splitlines()[-15:]) if tim.exists() else ""
-        raise CommandError(f"the platform build failed: {type(e).__name__}: {e}\n{tail}") from None
-    finally:
-        finished.set()
-    bit = out_dir / "top.bit"
-    if not bit.exists():
-        raise CommandError(f"the build finished but wrote no bitstream {bit}")
-    verdicts = timing_verdicts((out_dir / "top.tim").read_text(errors="replace"))
+        bit, verdicts = build.build(top, platform, out_dir, env, progress=_say)
+    except build.BuildError as e:
+        raise CommandError(str(e)) from None
     _say(f"bitstream: {bit} ({bit.stat().st_size:,} bytes) in {time.perf_counter() - t0:.0f} s; "
          f"program it with: openFPGALoader --board ulx3s {bit}")
     ok = True
@@ -428,7 +308,7 @@ def cmd_board_run(args) -> int:
         print(f"{name}: {value}")
     if args.json:
         path = _output_path(args.json, "--json")
-        _write_atomic(path, json.dumps(result.to_json()) + "\n")
+        atomic_write(path, json.dumps(result.to_json()) + "\n")
     if args.check:
         from ga2_hdl.formats.results import first_mismatch
         want = golden.run(code, ext, ext_words=ext_words, config=config)
@@ -452,6 +332,7 @@ def _read_ext(path: str, ext_words: int):
 
 def register(subparsers) -> None:
     from ga2_hdl import isa
+    from spec.book import TOKENS
     p = subparsers.add_parser(
         "synth", help="area and Fmax of every unit and of the chip on an ECP5 (Yosys + nextpnr, YoWASP)")
     p.add_argument("--unit", default=None,
@@ -461,7 +342,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", metavar="FILE", type=options.output_file, help="write the figures as JSON")
     p.add_argument("--report", action="store_true",
                    help="join the chip's Fmax with cycles per token (plain and k=3 speculative decoding)")
-    p.add_argument("--tokens", type=options.count(2, "number of tokens"), default=32, help="tokens decoded for --report (default 32, the chapter's)")
+    p.add_argument("--tokens", type=options.count(2, "number of tokens"), default=TOKENS, help=f"tokens decoded for --report (default {TOKENS}, the chapter's)")
     p.add_argument("--png", metavar="FILE", type=options.output_file, help="with --report: draw area against tokens per second")
     p.add_argument("--label", default=None,
                    help="with --report: the design's name in the table (default: current sources, and the "

@@ -363,5 +363,9 @@ def plot(summary: Mapping, results: Mapping[str, Mapping], path: str, title: str
     fig.suptitle(title or f"coverage: {summary['hit']} of {summary['total_bins']} bins hit, "
                  f"{len(unreachable)} unreachable, {len(summary['empty'])} empty")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    import io
+    from ga2_hdl.support.safe_io import atomic_write
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
+    atomic_write(path, buf.getvalue())          # a failed write leaves the old figure, no half file

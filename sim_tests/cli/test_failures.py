@@ -142,6 +142,13 @@ def test_every_writer_writes_when_the_disk_has_room(tmp_path, capsys):
     capsys.readouterr()
 
 
+def _coverage_figure(path):
+    from gen.fuzz import coverage
+    model = coverage.CoverageModel(64, config=isa.BOOK)
+    summary = model.summary(model.count_bundle(Bundle.from_programs([("p", PROGRAM, None)], 64)))
+    coverage.plot(summary, {"golden": {"programs_run": 1, "cpu_seconds": 0.1}}, path)
+
+
 def test_library_writers_are_atomic(tmp_path, full_disk):
     from spec import figures
     cases = {
@@ -152,9 +159,14 @@ def test_library_writers_are_atomic(tmp_path, full_disk):
         "export": lambda p: __import__("gen.verilog.export", fromlist=["Export"]).Export("x", "module x; endmodule\n")
         .write(p.parent / "sub"),
         "manifest": lambda p: toolchain.write_manifest(p.parent, {"command": ["x"]}),
+        "synth figure": lambda p: __import__("gen.fpga.report", fromlist=["plot"]).plot(
+            [{"design": "d", "config": "book", "target": "ecp5-25k", "mode": "plain", "lut": 1, "fmax_mhz": 1.0,
+              "tokens_per_s": 1.0}], p),
+        "coverage figure": lambda p: _coverage_figure(p),
+        "layers figure": lambda p: __import__("gen.support.layers", fromlist=["draw"]).draw(REPO, p),
     }
     for name, write in cases.items():
-        target = tmp_path / (f"{name}.png" if name == "figure" else f"{name}.out")
+        target = tmp_path / (f"{name}.png" if name.endswith("figure") else f"{name}.out")
         target.write_text("old")
         full_disk.arm()
         with pytest.raises(OSError) as info:

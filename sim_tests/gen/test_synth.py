@@ -96,7 +96,7 @@ def test_small_unit_synthesises_with_block_ram(tmp_path):
 
 
 def test_board_build_reads_the_final_timing_verdict():
-    from ga2_cli.cmd_synth import timing_verdicts
+    from gen.fpga.report import timing_verdicts
     log = ("Info: Max frequency for clock '$glbnet$clk': 21.10 MHz (FAIL at 25.00 MHz)\n"
            "Info: Max frequency for clock '$glbnet$clk': 31.52 MHz (PASS at 25.00 MHz)\n")
     assert timing_verdicts(log) == [("$glbnet$clk", 31.52, True, 25.0)]     # after routing wins

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ga2_cli import explore_synth
+from gen.fpga import explore as explore_synth
 from ga2_cli.main import main
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS

@@ -1,4 +1,4 @@
-"""`ga2 explore --synth`: area and clock frequency of each configuration's chip, joined with its cycles.
+"""``ga2 explore --synth``: area and clock frequency of each configuration's chip, joined with its cycles.
 
 For every configuration of the design-space report the chip is exported to
 Verilog for that configuration (all exports first, so every figure is of the
@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .main import CommandError
+from .report import per_second
+from .synth import SynthError, ToolsMissing
 
 #: the part ``ga2 explore --synth`` uses by default: the largest of gen.fpga.synth.TARGETS, so that the
 #: chips with an 8 x 8 array (64 multipliers in the array alone) can fit where the 25k's 28 cannot
@@ -25,20 +26,15 @@ DEFAULT_TARGET = "ecp5-85k"
 
 
 def check_tools(target: str) -> dict:
-    """The tool versions (before any work), or CommandError naming what to install / the bad target."""
+    """The tool versions (before any work); :class:`~gen.fpga.synth.ToolsMissing` naming what to
+    install, or :class:`~gen.fpga.synth.SynthError` naming the bad target."""
     from gen.fpga import synth
     if target not in synth.TARGETS:
-        raise CommandError(f"--synth-target {target}: choose from {', '.join(synth.TARGETS)}")
+        raise SynthError(f"--synth-target {target}: choose from {', '.join(synth.TARGETS)}")
     try:
         return synth.tool_versions()
-    except synth.ToolsMissing as e:
-        raise CommandError(f"--synth: {e}") from None
-
-
-def per_second(fmax_mhz: float, cycles_per_token: float) -> dict:
-    """Microseconds and tokens per second of ``cycles_per_token`` at ``fmax_mhz``."""
-    us = cycles_per_token / fmax_mhz
-    return {"us_per_token": round(us, 3), "tokens_per_s": round(1e6 / us, 1)}
+    except ToolsMissing as e:
+        raise ToolsMissing(f"--synth: {e}") from None
 
 
 def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cached_only: bool = False,
@@ -61,7 +57,7 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
         try:
             exports[e["name"]] = verilog.export("chip", config=config)
         except verilog.ExportError as err:
-            raise CommandError(f"{e['name']}: {err}") from None
+            raise SynthError(f"{e['name']}: {err}") from None
     problems = []
     for i, e in enumerate(entries, 1):
         t0 = time.perf_counter()

@@ -1,0 +1,117 @@
+"""Time per token from area and clock: a chip's Fmax joined with its cycles per token.
+
+``ga2 synth --report`` and ``ga2 explore --synth`` read their arithmetic from here: cycles per
+token come from the chip's golden model (Capra's programs for that chip, :mod:`spec.runs`), the
+clock from nextpnr (:mod:`gen.fpga.synth`), and microseconds and tokens per second are the one
+division between them (:func:`throughput`). The figure of area against tokens per second is
+drawn here and written atomically.
+"""
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+from ga2_hdl.support.safe_io import atomic_write
+
+from .synth import SynthError
+
+
+class ReportError(SynthError):
+    """A report that cannot be made honestly (no Fmax, tokens that are not the reference's)."""
+
+
+def throughput(fmax_mhz: float, cycles: int, tokens: int) -> dict:
+    """Cycles, microseconds and tokens per second of ``tokens`` decoded in ``cycles`` at ``fmax_mhz``."""
+    per_token = cycles / tokens
+    return {"cycles": cycles, "tokens": tokens, "cycles_per_token": round(per_token, 2),
+            **per_second(fmax_mhz, per_token, places=2)}
+
+
+def per_second(fmax_mhz: float, cycles_per_token: float, *, places: int = 3) -> dict:
+    """Microseconds and tokens per second of ``cycles_per_token`` at ``fmax_mhz``."""
+    us = cycles_per_token / fmax_mhz
+    return {"us_per_token": round(us, places), "tokens_per_s": round(1e6 / us, 1)}
+
+
+def decoding_runs(tokens: int, config) -> dict[str, int]:
+    """Cycles of plain and k=3 (perfect draft) speculative decoding of ``tokens`` tokens on the chip
+    ``config``: Capra's programs for it on its golden model (:class:`ReportError` if the tokens
+    decoded are not the reference's: then there is no figure)."""
+    from spec.runs import structured_rows        # the workload, imported only for a report
+    rows = structured_rows(tokens, noises=(0.0,), config=config)
+    out = {}
+    for row, name in zip(rows, ("plain", "k=3 perfect draft")):
+        if not row.tokens_equal:
+            raise ReportError(f"{row.label}: the decoded tokens differ from the reference; no figure")
+        out[name] = row.cycles
+    return out
+
+
+def rows(results: dict, cycles: dict[str, int], tokens: int, label: str, config) -> list[dict]:
+    """One row per target and decoding mode: the chip's area and Fmax (``results``: target ->
+    :class:`~gen.fpga.synth.SynthResult`) with the time per token of ``cycles``."""
+    out = []
+    for target, r in results.items():
+        if not r.fmax_mhz:
+            raise ReportError(f"{target}: nextpnr reported no Fmax for the chip")
+        for mode, c in cycles.items():
+            out.append({"design": label, "config": config.name, "target": target, "mode": mode,
+                        "lut": r.lut, "ff": r.ff, "ebr": r.ebr, "mult": r.mult, "fmax_mhz": r.fmax_mhz,
+                        "verilog_digest": r.verilog_digest, **throughput(r.fmax_mhz, c, tokens)})
+    return out
+
+
+def table(rows: list[dict]) -> list[str]:
+    """The rows as the lines of a Markdown table."""
+    lines = ["| design | target | decoding | LUT4 | FF | EBR | MULT18X18D | Fmax (MHz) | cycles / token | "
+             "us / token | tokens / s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row.get('design', '')} | {row['target']} | {row['mode']} | {row['lut']:,} | {row['ff']:,} | "
+                     f"{row['ebr']} | {row['mult']} | {row['fmax_mhz']:.1f} | {row['cycles_per_token']:,.1f} | "
+                     f"{row['us_per_token']:,.1f} | {row['tokens_per_s']:,.0f} |")
+    return lines
+
+
+def plot(rows: list[dict], png: str | Path) -> None:
+    """Area against tokens per second, one point per row, written atomically to ``png``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    markers = {"plain": "o", "k=3 perfect draft": "^"}
+    designs = list(dict.fromkeys(r.get("design", "") for r in rows))
+    for d, design in enumerate(designs):
+        for mode, marker in markers.items():
+            pts = [r for r in rows if r["mode"] == mode and r.get("design", "") == design]
+            if not pts:
+                continue
+            ax.scatter([r["lut"] for r in pts], [r["tokens_per_s"] for r in pts], marker=marker, s=60,
+                       color=f"C{d}", label=f"{design}: {mode}" if design else mode)
+            for r in pts:
+                ax.annotate(f"{r['target']}, {r['fmax_mhz']:.1f} MHz", (r["lut"], r["tokens_per_s"]),
+                            textcoords="offset points", xytext=(6, 4), fontsize=7)
+    ax.set_xlabel("area (LUT4 used after place and route)")
+    ax.set_ylabel("tokens per second at Fmax")
+    configs = sorted({r.get("config", "book") for r in rows})
+    ax.set_title(f"GA2 ({', '.join(configs)}) on ECP5: area against tokens per second")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write(png, buf.getvalue())
+
+
+_TIMING = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)")
+
+
+def timing_verdicts(log_text: str) -> list[tuple[str, float, bool, float]]:
+    """(clock, achieved MHz, met, constraint MHz) of the final timing report in a nextpnr log."""
+    final: dict[str, tuple[str, float, bool, float]] = {}
+    for clock, mhz, verdict, want in _TIMING.findall(log_text):     # the last report (after routing) wins
+        final[clock] = (clock, float(mhz), verdict == "PASS", float(want))
+    return list(final.values())
