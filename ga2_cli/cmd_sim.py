@@ -17,6 +17,7 @@ from pathlib import Path
 from ga2_hdl import isa
 from ga2_hdl.support.safe_io import atomic_write
 from gen.sim.simulator import SIMULATORS
+from gen.support.cpu import cpu_seconds
 
 from . import options
 from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, load_memory, load_program, report_run
@@ -125,11 +126,6 @@ def bench_bundle(random_programs: int, seed: int, ext_words: int | None, config=
                                                        ext_words, config=config)
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process and of the children it has waited for."""
-    import resource
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def cmd_bench_sim(args) -> int:
@@ -161,9 +157,9 @@ def cmd_bench_sim(args) -> int:
                 built = sim.build(bundle.ext_words, words=words)
                 build_note = (f"build {built.seconds:.2f} s now"
                               + (f" (cached; compiling took {built.compile_seconds:.1f} s)" if built.cached else ""))
-            c0 = _cpu_seconds()
+            c0 = cpu_seconds()
             report = sim.run_bundle(bundle)
-            cpu = _cpu_seconds() - c0
+            cpu = cpu_seconds() - c0
         except SimulatorError as e:
             print(f"{name}: ERROR: {e}")
             failures += 1
@@ -196,9 +192,9 @@ def cmd_bench_sim(args) -> int:
                     # the book's testbench holds 256 instructions: both measured on the programs it can run
                     print(f"  the book's RTL runs programs of up to {book_rtl.IMEM_WORDS} instructions that do not "
                           f"fault: icarus again on those {len(same.programs)} of the {len(bundle.programs)} programs")
-                    c0 = _cpu_seconds()
+                    c0 = cpu_seconds()
                     again = _simulator("icarus", config=isa.BOOK).run_bundle(same)   # the book's RTL is the book chip
-                    ours = again.cycles / (_cpu_seconds() - c0)
+                    ours = again.cycles / (cpu_seconds() - c0)
                 ref = book_rtl.run(same, book)
             except SimulatorError as e:
                 print(f"book's RTL: ERROR: {e}")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import shutil
 import subprocess
 import tempfile
@@ -32,6 +31,7 @@ from ga2_hdl.isa import ErrorCode
 
 from ..support import toolchain
 from ..sim.simulator import SimulatorError
+from ..support.cpu import cpu_seconds
 
 ENV = "GA2_BOOK_RTL"
 TOP = "ga2_tb"
@@ -101,9 +101,6 @@ class BookRun:
         return self.cycles / self.cpu_seconds if self.cpu_seconds > 0 else float("inf")
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def run(bundle: Bundle, rtl: Path) -> BookRun:
@@ -123,10 +120,10 @@ def run(bundle: Bundle, rtl: Path) -> BookRun:
         for words in pieces(bundle):
             with open(os.path.join(tmp, "out", "ga2_programs.hex"), "w") as f:
                 f.write("".join(f"{w:08x}\n" for w in words))
-            c0, w0 = _children_cpu(), time.perf_counter()
+            c0, w0 = cpu_seconds(own=False), time.perf_counter()
             p = subprocess.run([vvp, "-n", os.path.join(tmp, "book.vvp")], cwd=tmp, capture_output=True,
                                text=True, errors="replace")
-            cpu += _children_cpu() - c0
+            cpu += cpu_seconds(own=False) - c0
             wall += time.perf_counter() - w0
             found = [_PASS.match(line) for line in p.stdout.splitlines()]
             found = [m for m in found if m]

@@ -19,7 +19,6 @@ are printed so anyone can repeat a single run by hand.
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -29,6 +28,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
+
+from ..support.cpu import cpu_seconds
 
 __all__ = ["Run", "book_command", "ours_command", "measure", "summary"]
 
@@ -49,9 +50,6 @@ class Run:
         return self.returncode == 0
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def book_command(script: Path, python: str) -> list[str]:
@@ -63,10 +61,10 @@ def ours_command(out_dir: Path) -> list[str]:
 
 
 def _timed(label: str, rnd: int, command: list[str], *, cwd: Path, env: dict, log: Path) -> Run:
-    c0, w0 = _children_cpu(), time.perf_counter()
+    c0, w0 = cpu_seconds(own=False), time.perf_counter()
     with open(log, "w") as f:
         p = subprocess.run(command, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT)
-    return Run(label, rnd, command, time.perf_counter() - w0, _children_cpu() - c0, p.returncode, str(log))
+    return Run(label, rnd, command, time.perf_counter() - w0, cpu_seconds(own=False) - c0, p.returncode, str(log))
 
 
 def measure(script: Path, *, rounds: int, python: str, work: Path,

@@ -34,7 +34,6 @@ import hashlib
 import json
 import math
 import os
-import resource
 import signal
 import socket
 import threading
@@ -53,6 +52,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 from . import coverage as cov
 from .programs import directed_bundle, random_bundle
 from ..sim.verilog_sim import testbench_problems
+from ..support.cpu import cpu_seconds
 from ..support.workers import fork_pool
 
 FORMAT = "ga2-fuzz-campaign"
@@ -205,10 +205,6 @@ def coverage_model(ext_words: int, max_cycles: int | None, *, config: Config) ->
     return cov.CoverageModel(ext_words, max_cycles, config=config)
 
 
-def _cpu_seconds() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def replay_all(sim, bundle: Bundle, limit: int = MAX_MISMATCHES_PER_PIECE) -> dict:
@@ -248,7 +244,7 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
     """
     spec = task.spec
     t0 = time.perf_counter()
-    cpu0 = _cpu_seconds()
+    cpu0 = cpu_seconds()
     bundle = task.bundle()
     generate = time.perf_counter() - t0
     result: dict = {"piece": task.piece, "start": task.start, "stop": task.stop,
@@ -259,7 +255,7 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
         result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles, config=spec.config).count_bundle(bundle))
     for name in spec.sims:
         s0 = time.perf_counter()
-        c0 = _cpu_seconds()
+        c0 = cpu_seconds()
         try:
             sim = _simulator(name, spec.ext_words, config=spec.config)
             rep = replay_all(sim, bundle)
@@ -287,9 +283,9 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
                                 "error": rep["error"], "run_seconds": round(rep["run_seconds"], 3),
                                 "setup_seconds": round(rep["setup_seconds"], 3),
                                 "seconds": round(time.perf_counter() - s0, 3),
-                                "cpu_seconds": round(_cpu_seconds() - c0, 3)}
+                                "cpu_seconds": round(cpu_seconds() - c0, 3)}
     result["seconds"] = round(time.perf_counter() - t0, 3)
-    result["cpu_seconds"] = round(_cpu_seconds() - cpu0, 3)
+    result["cpu_seconds"] = round(cpu_seconds() - cpu0, 3)
     return result
 
 

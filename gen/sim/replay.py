@@ -29,7 +29,6 @@ import math
 import multiprocessing
 import os
 import queue
-import resource
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, wait
@@ -41,6 +40,7 @@ from ga2_hdl.isa import Counters, ErrorCode
 from ga2_hdl.formats.results import Mismatch
 
 from .simulator import SimulatorError, get_simulator
+from ..support.cpu import cpu_seconds
 from ..support.workers import fork_pool
 
 #: rough cycles per second, used only to plan the pieces and their order (never reported)
@@ -229,11 +229,6 @@ _PROGRESS = None
 _OPTIONS: dict[str, dict] = {}
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process and of the child processes it has waited for."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _error_text(e: Exception) -> str:
@@ -244,7 +239,7 @@ def _error_text(e: Exception) -> str:
 
 def _run_piece(piece: Piece, sub: Bundle) -> PieceResult:
     started = time.time()
-    cpu0 = _cpu_seconds()
+    cpu0 = cpu_seconds()
     done = [0]
 
     def progress(k: int, _n: int) -> None:
@@ -262,7 +257,7 @@ def _run_piece(piece: Piece, sub: Bundle) -> PieceResult:
     if mismatch is not None:
         mismatch = replace(mismatch, program=(mismatch.program or 0) + piece.start)
     return PieceResult(piece, outcomes, mismatch, report.wall_seconds - report.build_seconds,
-                       report.build_seconds, started, time.time(), cpu_seconds=_cpu_seconds() - cpu0)
+                       report.build_seconds, started, time.time(), cpu_seconds=cpu_seconds() - cpu0)
 
 
 @dataclass
@@ -275,12 +270,12 @@ class Preparation:
 
 
 def _prepare(name: str, ext_words: int) -> Preparation:
-    t0, cpu0 = time.perf_counter(), _cpu_seconds()
+    t0, cpu0 = time.perf_counter(), cpu_seconds()
     try:
         get_simulator(name, **_OPTIONS.get(name, {})).prepare(ext_words)
     except Exception as e:          # the simulator's pieces are then reported with this error
-        return Preparation(name, time.perf_counter() - t0, _cpu_seconds() - cpu0, _error_text(e))
-    return Preparation(name, time.perf_counter() - t0, _cpu_seconds() - cpu0)
+        return Preparation(name, time.perf_counter() - t0, cpu_seconds() - cpu0, _error_text(e))
+    return Preparation(name, time.perf_counter() - t0, cpu_seconds() - cpu0)
 
 
 class ReplayPool:
