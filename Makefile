@@ -27,7 +27,7 @@ simulators:
 	fi
 
 test: setup
-	$(PY) -m pytest -q -n $(JOBS)
+	$(PY) -m pytest -q -n $(JOBS) --durations=10
 
 test-slow: setup
 	$(PY) -m pytest -q -n $(JOBS) -m slow

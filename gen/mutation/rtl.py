@@ -84,8 +84,8 @@ CONTAINERS = {
 #: the chip's own tests minus its bundle runs, which stage 3 does in Icarus
 CHIP_TEST_SELECT = "not directed_suite and not random_programs"
 #: the chip on other configurations, in Amaranth's simulator (the default suite's cases of them)
-CHIP_CONFIG_TESTS = ("sim_tests/rtl/test_wide_chip.py", "sim_tests/rtl/test_overlap.py", "sim_tests/hdl/test_configs.py",
-                     "sim_tests/rtl/test_wide_overlap.py")
+#: (the wide-port chips' tests are in test_chip.py, which the chip's own stage runs)
+CHIP_CONFIG_TESTS = ("sim_tests/rtl/test_overlap.py", "sim_tests/hdl/test_configs.py")
 CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs or banked_ports_per_master"
 RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
 RANDOM_SEED = 2026
@@ -382,8 +382,6 @@ def stages(unit: str) -> list[Stage]:
     # book chip never builds, so only these tests can see a mutant of it
     if unit == "chip":
         out.append(Stage("configuration tests (Amaranth)", [*CHIP_CONFIG_TESTS, "-k", CHIP_CONFIG_SELECT]))
-    elif (REPO / f"sim_tests/rtl/test_wide_{unit}.py").is_file():
-        out.append(Stage(f"sim_tests/rtl/test_wide_{unit}.py", [f"sim_tests/rtl/test_wide_{unit}.py"]))
     if unit == "sram":           # the scratchpad's per-master ports exist only in the overlapped chip
         out.append(Stage("configuration tests (Amaranth)", [*CHIP_CONFIG_TESTS, "-k", CHIP_CONFIG_SELECT]))
     containers: list[str] = []
@@ -395,7 +393,6 @@ def stages(unit: str) -> list[Stage]:
             todo += CONTAINERS.get(c, ())
     if containers:
         tests = [f"sim_tests/rtl/test_{c}.py" for c in containers]
-        tests += [f"sim_tests/rtl/test_wide_{c}.py" for c in containers if (REPO / f"sim_tests/rtl/test_wide_{c}.py").is_file()]
         out.append(Stage("containing units' tests", tests))
     out.append(Stage(CHIP_STAGE, ["chip"]))
     if unit in CORNER_TESTS:
