@@ -95,7 +95,7 @@ def _lanes(ctx, spad, en, addr, mask) -> set[int]:
     if not ctx.get(en):
         return set()
     base = ctx.get(addr)
-    if not hasattr(spad, "rd_mask"):
+    if not spad.signature.wide:
         return {base}
     bits = ctx.get(mask)
     top = 1 << len(addr)
@@ -113,7 +113,7 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
     ``monitor(ctx, ins, cycle)``, if given, sees every cycle t+0 .. t+W+gap+3 of every instruction."""
     spad = harness.unit.spad
     iset = isa.instruction_set(harness.config)
-    wide = hasattr(spad, "rd_mask")
+    wide = spad.signature.wide
     busy_port = getattr(harness.unit, "busy", None) if "busy" in harness.unit.signature.members else None
     busy_times: list[int] = []
 

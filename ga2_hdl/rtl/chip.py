@@ -387,8 +387,9 @@ class GA2Chip(wiring.Component):
 def _connect_narrow(m, port, master):
     """A unit's scratchpad port of w words on the low w lanes of a wider master port."""
     lanes = lambda value: value.as_value() if hasattr(value, "as_value") else value   # a word or a View
-    rd_mask = port.rd_mask if hasattr(port, "rd_mask") else port.rd_en
-    wr_mask = port.wr_mask if hasattr(port, "wr_mask") else port.wr_en
+    wide = port.signature.wide
+    rd_mask = port.rd_mask if wide else port.rd_en
+    wr_mask = port.wr_mask if wide else port.wr_en
     m.d.comb += [
         master.rd_en.eq(port.rd_en), master.rd_addr.eq(port.rd_addr), master.rd_mask.eq(rd_mask),
         master.wr_en.eq(port.wr_en), master.wr_addr.eq(port.wr_addr), master.wr_mask.eq(wr_mask),

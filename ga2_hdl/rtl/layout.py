@@ -106,6 +106,21 @@ class SpadPort(wiring.Signature):
             **({"rd_mask": Out(words), "wr_mask": Out(words)} if words > 1 else {}),
         })
 
+    @property
+    def wide(self) -> bool:
+        """Whether the port moves more than one word (it then has ``rd_mask`` and ``wr_mask``)."""
+        return self.words > 1
+
+    def __eq__(self, other):
+        return (type(other) is type(self) and (self.addr_bits, self.data_bits, self.words) ==
+                (other.addr_bits, other.data_bits, other.words))
+
+    def __hash__(self):
+        return hash((type(self), self.addr_bits, self.data_bits, self.words))
+
+    def __repr__(self):
+        return f"SpadPort(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words})"
+
 
 class ExtPort(wiring.Signature):
     """The external-memory master port (docs/chip.md, "External-memory protocol").
@@ -148,6 +163,8 @@ class ExtPort(wiring.Signature):
     def __init__(self, addr_bits: int = isa.EXT_ADDR_BITS, data_bits: int = isa.WORD_BITS, words: int = 1):
         if words < 1 or words & (words - 1):
             raise ValueError(f"the external-memory port moves a power of two words, not {words}")
+        self.addr_bits = addr_bits
+        self.data_bits = data_bits
         self.words = words
         word = unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)
         super().__init__({
@@ -159,6 +176,21 @@ class ExtPort(wiring.Signature):
             "ext_rvalid": In(1),
             **({"ext_mask": Out(words)} if words > 1 else {}),
         })
+
+    @property
+    def wide(self) -> bool:
+        """Whether the port moves more than one word a request (it then has ``ext_mask``)."""
+        return self.words > 1
+
+    def __eq__(self, other):
+        return (type(other) is type(self) and (self.addr_bits, self.data_bits, self.words) ==
+                (other.addr_bits, other.data_bits, other.words))
+
+    def __hash__(self):
+        return hash((type(self), self.addr_bits, self.data_bits, self.words))
+
+    def __repr__(self):
+        return f"ExtPort(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words})"
 
 
 class UnitSignature(wiring.Signature):
@@ -197,11 +229,23 @@ class UnitSignature(wiring.Signature):
     """
 
     def __init__(self, spad: SpadPort | None = None, *, config: Config = isa.BOOK, **extra):
+        self.spad = spad if spad is not None else SpadPort(config=config)
+        self.extra = dict(extra)
         super().__init__({
             "start": In(1),
             "ins": In(INSTRUCTION),
             "done": Out(1),
             "busy": Out(1),
-            "spad": Out(spad if spad is not None else SpadPort(config=config)),
+            "spad": Out(self.spad),
             **extra,
         })
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self.spad == other.spad and self.extra == other.extra
+
+    def __hash__(self):
+        return hash((type(self), self.spad, tuple(self.extra)))
+
+    def __repr__(self):
+        extra = "".join(f", {name}={member!r}" for name, member in self.extra.items())
+        return f"UnitSignature({self.spad!r}{extra})"

@@ -245,7 +245,8 @@ class ArgmaxEngine(_Engine):
 
 
 def _ports(signature: wiring.Signature) -> dict:
-    """Every port of a signature: path -> (flow, shape) (signatures compare by identity)."""
+    """Every port of a signature: path -> (flow, shape) (a user's engine may declare the contract's ports in a
+    plain Signature of its own, which compares equal to no UnitSignature)."""
     return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
 
 
@@ -506,7 +507,7 @@ class VectorUnit(wiring.Component):
             ]
             read_data = self.spad.rd_data
             if wide_port:
-                read_data = read_data.as_value() if hasattr(engine.spad, "rd_mask") else read_data[0]
+                read_data = read_data.as_value() if engine.spad.signature.wide else read_data[0]
             read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
             with m.If(engine.done):
                 m.d.comb += self.done.eq(1)
@@ -526,7 +527,7 @@ class VectorUnit(wiring.Component):
                     ]
                     if not wide_port:
                         m.d.comb += self.spad.wr_data.eq(p.wr_data)
-                    elif hasattr(p, "rd_mask"):         # a wide engine
+                    elif p.signature.wide:              # a wide engine
                         m.d.comb += [self.spad.rd_mask.eq(p.rd_mask), self.spad.wr_mask.eq(p.wr_mask),
                                      self.spad.wr_data.eq(p.wr_data)]
                     else:                               # a one-word engine on lane 0

@@ -80,7 +80,7 @@ def run_and_check(image, program, config=isa.BOOK):
             reads.append(0)
         spad = harness.unit.spad
         # words read: one per read on a one-word port, the read mask's lanes on a wide one
-        reads[-1] += ctx.get(spad.rd_en) * (bin(ctx.get(spad.rd_mask)).count("1") if hasattr(spad, "rd_mask") else 1)
+        reads[-1] += ctx.get(spad.rd_en) * (bin(ctx.get(spad.rd_mask)).count("1") if spad.signature.wide else 1)
 
     iset = isa.instruction_set(config)
     final, busy = run_program(lambda: VectorUnit(config=config), image, program, monitor=count_reads)
