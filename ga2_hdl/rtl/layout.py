@@ -46,7 +46,37 @@ def spad_addr_bits(config: Config = isa.BOOK) -> int:
 #: the book chip's scratchpad address width (12)
 SPAD_ADDR_BITS = spad_addr_bits(isa.BOOK)
 
-class SpadPort(wiring.Signature):
+class _MemoryPort(wiring.Signature):
+    """A memory port's signature, described by its address width, word width and words per access:
+    two ports with the same three compare equal (and print them), as Amaranth's own signatures do."""
+
+    def __init__(self, what: str, addr_bits: int, data_bits: int, words: int, members):
+        if words < 1 or words & (words - 1):
+            raise ValueError(f"{what} moves a power of two words, not {words}")
+        self.addr_bits = addr_bits
+        self.data_bits = data_bits
+        self.words = words
+        super().__init__(members(unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)))
+
+    @property
+    def wide(self) -> bool:
+        """Whether the port moves more than one word an access (it then has masks)."""
+        return self.words > 1
+
+    def _key(self):
+        return type(self), self.addr_bits, self.data_bits, self.words
+
+    def __eq__(self, other):
+        return isinstance(other, _MemoryPort) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"{type(self).__name__}(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words})"
+
+
+class SpadPort(_MemoryPort):
     """One master's port on the scratchpad: a synchronous read port and a write port.
 
     Read: ``rd_en`` and ``rd_addr`` in cycle t give ``rd_data`` in cycle t+1.
@@ -90,13 +120,7 @@ class SpadPort(wiring.Signature):
                  config: Config = isa.BOOK):
         if addr_bits is None:
             addr_bits = spad_addr_bits(config)
-        if words < 1 or words & (words - 1):
-            raise ValueError(f"a scratchpad port moves a power of two words, not {words}")
-        self.addr_bits = addr_bits
-        self.data_bits = data_bits
-        self.words = words
-        word = unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)
-        super().__init__({
+        super().__init__("a scratchpad port", addr_bits, data_bits, words, lambda word: {
             "rd_en": Out(1),
             "rd_addr": Out(addr_bits),
             "rd_data": In(word),
@@ -106,23 +130,8 @@ class SpadPort(wiring.Signature):
             **({"rd_mask": Out(words), "wr_mask": Out(words)} if words > 1 else {}),
         })
 
-    @property
-    def wide(self) -> bool:
-        """Whether the port moves more than one word (it then has ``rd_mask`` and ``wr_mask``)."""
-        return self.words > 1
 
-    def __eq__(self, other):
-        return (type(other) is type(self) and (self.addr_bits, self.data_bits, self.words) ==
-                (other.addr_bits, other.data_bits, other.words))
-
-    def __hash__(self):
-        return hash((type(self), self.addr_bits, self.data_bits, self.words))
-
-    def __repr__(self):
-        return f"SpadPort(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words})"
-
-
-class ExtPort(wiring.Signature):
+class ExtPort(_MemoryPort):
     """The external-memory master port (docs/chip.md, "External-memory protocol").
 
     A request (``ext_re`` with ``ext_addr``) in cycle c is answered on
@@ -161,13 +170,7 @@ class ExtPort(wiring.Signature):
     """
 
     def __init__(self, addr_bits: int = isa.EXT_ADDR_BITS, data_bits: int = isa.WORD_BITS, words: int = 1):
-        if words < 1 or words & (words - 1):
-            raise ValueError(f"the external-memory port moves a power of two words, not {words}")
-        self.addr_bits = addr_bits
-        self.data_bits = data_bits
-        self.words = words
-        word = unsigned(data_bits) if words == 1 else data.ArrayLayout(unsigned(data_bits), words)
-        super().__init__({
+        super().__init__("the external-memory port", addr_bits, data_bits, words, lambda word: {
             "ext_addr": Out(addr_bits),
             "ext_re": Out(1),
             "ext_we": Out(1),
@@ -176,21 +179,6 @@ class ExtPort(wiring.Signature):
             "ext_rvalid": In(1),
             **({"ext_mask": Out(words)} if words > 1 else {}),
         })
-
-    @property
-    def wide(self) -> bool:
-        """Whether the port moves more than one word a request (it then has ``ext_mask``)."""
-        return self.words > 1
-
-    def __eq__(self, other):
-        return (type(other) is type(self) and (self.addr_bits, self.data_bits, self.words) ==
-                (other.addr_bits, other.data_bits, other.words))
-
-    def __hash__(self):
-        return hash((type(self), self.addr_bits, self.data_bits, self.words))
-
-    def __repr__(self):
-        return f"ExtPort(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words})"
 
 
 class UnitSignature(wiring.Signature):
