@@ -85,10 +85,11 @@ def _earlier_rows(paths: list[str]) -> list[dict]:
 def _report(results: dict, tokens: int, png: Path | None, label: str, also: list[dict], config) -> dict:
     from gen.fpga import report
     _say(f"decoding {tokens} tokens on the golden model of {config.name} (plain, and k=3 with a perfect draft) ...")
+    from spec.runs import decoding_cycles
     try:
-        cycles = report.decoding_runs(tokens, config)
+        cycles = decoding_cycles(tokens, config)
         rows = report.rows(results, cycles, tokens, label, config)
-    except report.ReportError as e:
+    except (ValueError, report.ReportError) as e:
         raise CommandError(str(e)) from None
     shown = also + rows
     _say("")

@@ -29,14 +29,14 @@ a Dask distributed scheduler (the same client ``ga2 fuzz --scheduler`` uses,
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Callable, Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS, Config
-from gen.support.workers import fork_pool
+from gen.support.runner import DaskRunner, LocalRunner
 
 from .ch16 import DISPLAY
 from .runs import TABLE_TOKENS, TableRow, chapter_table
@@ -156,45 +156,6 @@ def explore_config(config: Config, n: int = TABLE_TOKENS) -> dict:
 Progress = Callable[[dict, int, int], None]     # (entry just finished, done, total)
 
 
-def _run_local(configs: Sequence[Config], n: int, workers: int, progress: Progress | None) -> dict[int, dict]:
-    results: dict[int, dict] = {}
-    if workers <= 1 or len(configs) <= 1:
-        for i, c in enumerate(configs):
-            results[i] = explore_config(c, n)
-            if progress:
-                progress(results[i], len(results), len(configs))
-        return results
-    with fork_pool(min(workers, len(configs))) as pool:
-        pending = {pool.submit(explore_config, c, n): i for i, c in enumerate(configs)}
-        while pending:
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for f in done:
-                i = pending.pop(f)
-                results[i] = f.result()
-                if progress:
-                    progress(results[i], len(results), len(configs))
-    return results
-
-
-def _run_dask(configs: Sequence[Config], n: int, client, progress: Progress | None) -> dict[int, dict]:
-    from dask.distributed import as_completed
-    futures = {client.submit(explore_config, c, n, pure=False,
-                             key=f"ga2-explore-{c.name}-{i}-{os.getpid()}-{time.time_ns()}"): i
-               for i, c in enumerate(configs)}
-    results: dict[int, dict] = {}
-    try:
-        for f in as_completed(list(futures)):
-            i = futures[f]
-            results[i] = f.result()
-            if progress:
-                progress(results[i], len(results), len(configs))
-    finally:
-        for f in futures:
-            if not f.done():
-                f.cancel()
-    return results
-
-
 def run_explore(configs: Sequence[Config], n: int = TABLE_TOKENS, *, workers: int | None = None,
                 dask_client=None, progress: Progress | None = None, skipped: Sequence[tuple[str, str]] = ()) -> dict:
     """Every configuration's entry, the book's chip first: ``{"configs": [...], "skipped": [...], ...}``.
@@ -205,10 +166,13 @@ def run_explore(configs: Sequence[Config], n: int = TABLE_TOKENS, *, workers: in
         raise ValueError(f"tokens must be at least 1, got {n}")
     configs = book_first(configs)
     t0 = time.perf_counter()
-    if dask_client is not None:
-        results = _run_dask(configs, n, dask_client, progress)
-    else:
-        results = _run_local(configs, n, workers or os.cpu_count() or 1, progress)
+    pool = DaskRunner(dask_client) if dask_client is not None else LocalRunner(min(workers or os.cpu_count() or 1,
+                                                                                   len(configs) or 1))
+    results: dict[int, dict] = {}
+    for i, entry in pool.map_unordered(functools.partial(explore_config, n=n), configs, name="ga2-explore"):
+        results[i] = entry
+        if progress:
+            progress(entry, len(results), len(configs))
     everything = [results[i] for i in range(len(configs))]
     entries = [e for e in everything if "error" not in e]
     return {"tokens": n, "source": SOURCE, "configs": entries,

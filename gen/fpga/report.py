@@ -2,7 +2,8 @@
 
 ``ga2 synth --report`` and ``ga2 explore --synth`` read their arithmetic from here: cycles per
 token come from the chip's golden model (Capra's programs for that chip, :mod:`spec.runs`), the
-clock from nextpnr (:mod:`gen.fpga.synth`), and microseconds and tokens per second are the one
+clock from nextpnr (:mod:`gen.fpga.synth`) (the command joins the two: the workload is above this
+layer), and microseconds and tokens per second are the one
 division between them (:func:`throughput`). The figure of area against tokens per second is
 drawn here and written atomically.
 """
@@ -32,20 +33,6 @@ def per_second(fmax_mhz: float, cycles_per_token: float, *, places: int = 3) -> 
     """Microseconds and tokens per second of ``cycles_per_token`` at ``fmax_mhz``."""
     us = cycles_per_token / fmax_mhz
     return {"us_per_token": round(us, places), "tokens_per_s": round(1e6 / us, 1)}
-
-
-def decoding_runs(tokens: int, config) -> dict[str, int]:
-    """Cycles of plain and k=3 (perfect draft) speculative decoding of ``tokens`` tokens on the chip
-    ``config``: Capra's programs for it on its golden model (:class:`ReportError` if the tokens
-    decoded are not the reference's: then there is no figure)."""
-    from spec.runs import structured_rows        # the workload, imported only for a report
-    rows = structured_rows(tokens, noises=(0.0,), config=config)
-    out = {}
-    for row, name in zip(rows, ("plain", "k=3 perfect draft")):
-        if not row.tokens_equal:
-            raise ReportError(f"{row.label}: the decoded tokens differ from the reference; no figure")
-        out[name] = row.cycles
-    return out
 
 
 def rows(results: dict, cycles: dict[str, int], tokens: int, label: str, config) -> list[dict]:

@@ -38,7 +38,6 @@ import signal
 import socket
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -53,7 +52,7 @@ from . import coverage as cov
 from .programs import directed_bundle, random_bundle
 from ..sim.verilog_sim import testbench_problems
 from ..support.cpu import cpu_seconds
-from ..support.workers import fork_pool
+from ..support import runner
 
 FORMAT = "ga2-fuzz-campaign"
 VERSION = 1
@@ -496,79 +495,34 @@ class CampaignDir:
 
 # ----------------------------------------------------------------------------- runners
 
-class LocalRunner:
+class LocalRunner(runner.LocalRunner):
     """The pieces in a pool of ``jobs`` worker processes on this machine (1: in this process)."""
 
     def __init__(self, jobs: int | None = None, shrink_seconds: float = DEFAULT_SHRINK_SECONDS):
-        self.jobs = jobs or os.cpu_count() or 1
+        super().__init__(jobs)
         self.shrink_seconds = shrink_seconds
 
-    def describe(self) -> str:
-        return f"{self.jobs} local process{'es' if self.jobs != 1 else ''}" if self.jobs > 1 else "this process"
-
     def run(self, tasks: Sequence[PieceTask]) -> Iterator[tuple[PieceTask, dict]]:
-        if self.jobs == 1 or len(tasks) <= 1:
-            for t in tasks:
-                yield t, run_piece(t, self.shrink_seconds)
-            return
-        todo = list(tasks)
-        pending: dict = {}
-        with fork_pool(min(self.jobs, len(tasks))) as pool:
-            while todo or pending:
-                while todo and len(pending) < 2 * self.jobs:      # a few queued, not a million futures
-                    t = todo.pop(0)
-                    pending[pool.submit(run_piece, t, self.shrink_seconds)] = t
-                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-                for f in done:
-                    yield pending.pop(f), f.result()
+        """``(task, result)`` for every piece, as the pieces finish."""
+        for i, result in self.map_unordered(functools.partial(run_piece, shrink_seconds=self.shrink_seconds),
+                                            tasks, name="ga2-piece"):
+            yield tasks[i], result
 
 
-DASK_MISSING = ("--scheduler needs Dask's distributed scheduler, an optional extra: "
-                "pip install -e '.[cluster]' (or pip install 'dask[distributed]')")
+DASK_MISSING = runner.DASK_MISSING
 
 
-class DaskRunner:
+class DaskRunner(runner.DaskRunner):
     """The pieces as tasks of a Dask distributed scheduler at ``address`` (or a ``Client``)."""
 
     def __init__(self, address, shrink_seconds: float = DEFAULT_SHRINK_SECONDS, timeout: float = 30):
         try:
-            from dask.distributed import Client
-        except ImportError:
-            raise CampaignError(DASK_MISSING) from None
+            super().__init__(address, timeout)
+        except runner.RunnerError as e:
+            raise CampaignError(str(e)) from None
         self.shrink_seconds = shrink_seconds
-        if isinstance(address, str):
-            try:
-                self.client = Client(address, timeout=timeout)
-            except Exception as e:      # OSError, TimeoutError, ValueError: all mean "cannot use it"
-                raise CampaignError(f"--scheduler {address}: cannot reach the Dask scheduler ({e})") from None
-            self.own = True
-        else:
-            self.client, self.own = address, False
-        self.address = getattr(self.client.scheduler, "address", str(address))
 
-    def describe(self) -> str:
-        workers = self.client.scheduler_info().get("workers", {})
-        threads = sum(w.get("nthreads", 1) for w in workers.values())
-        return f"Dask scheduler {self.address} ({len(workers)} workers, {threads} threads)"
-
-    def run(self, tasks: Sequence[PieceTask]) -> Iterator[tuple[PieceTask, dict]]:
-        from dask.distributed import as_completed
-        futures = {}
-        for t in tasks:
-            f = self.client.submit(run_piece, t, self.shrink_seconds, pure=False,
-                                   key=f"ga2-piece-{t.spec.seed}-{t.piece}-{os.getpid()}-{time.time_ns()}")
-            futures[f] = t
-        try:
-            for f in as_completed(list(futures)):
-                yield futures[f], f.result()
-        finally:
-            for f in futures:
-                if not f.done():
-                    f.cancel()
-
-    def close(self) -> None:
-        if self.own:
-            self.client.close()
+    run = LocalRunner.run
 
 
 # ----------------------------------------------------------------------------- the campaign

@@ -21,13 +21,14 @@ seed 1: noise 0 and, for the tree, 3):
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ga2_hdl import isa
+from gen.support.runner import LocalRunner
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 
@@ -222,9 +223,10 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
     book_chip = config.same_chip(isa.BOOK)
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=max(1, min(workers, 2))) as pool:
-        futures = [pool.submit(model_job, kind, n, config) for kind in ("structured", "random")]
-        runs = [item for f in futures for item in f.result()]
+    kinds = ("structured", "random")
+    done = dict(LocalRunner(min(workers, len(kinds))).map_unordered(
+        functools.partial(model_job, n=n, config=config), kinds, name="ga2-beyond"))
+    runs = [item for i in range(len(kinds)) for item in done[i]]
     t_software = time.perf_counter() - t0
 
     unique: dict[tuple, int] = {}
