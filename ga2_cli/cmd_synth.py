@@ -145,13 +145,22 @@ def cmd_synth(args) -> int:
         per: dict = {"units": {}}
         for i, unit in enumerate(units, 1):
             _say(f"[{i}/{len(units)}] {unit} of {config.name} on {target}")
-            keep = None
-            if args.keep:
-                keep = Path(args.keep) / target / unit if config.same_chip(isa.BOOK) else \
-                    Path(args.keep) / config.name / target / unit
+            seeds = args.seed or [synth.SEED]
+            runs = []
             try:
-                r = synth.synthesize(unit, target, progress=_say, use_cache=not args.no_cache,
-                                     exported=exports[unit], keep_dir=keep)
+                for seed in seeds:
+                    keep = None
+                    if args.keep:
+                        keep = Path(args.keep) / target / unit if config.same_chip(isa.BOOK) else \
+                            Path(args.keep) / config.name / target / unit
+                        if len(seeds) > 1:
+                            keep = keep / f"seed{seed}"
+                    runs.append(synth.synthesize(unit, target, progress=_say, use_cache=not args.no_cache,
+                                                 exported=exports[unit], keep_dir=keep, seed=seed))
+                    if len(seeds) > 1:
+                        r = runs[-1]
+                        _say(f"  seed {seed}: Fmax " + (f"{r.fmax_mhz:.1f} MHz" if r.fmax_mhz else "none")
+                             + ("" if r.cached else f"  (nextpnr {r.pnr_seconds:.0f} s)"))
             except synth.DoesNotFit as e:
                 _say(f"  {e}")
                 entry = e.to_json()
@@ -163,13 +172,19 @@ def cmd_synth(args) -> int:
                 continue
             except synth.SynthError as e:
                 raise CommandError(str(e)) from None
+            r, spread = report.median_run(runs)
             how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
-            _say(f"  {r.summary()}  ({how})")
+            _say(f"  {r.summary()}  ({how}{'' if len(runs) == 1 else f'; seed {r.seed}, the median of {len(runs)}'})")
+            if spread:
+                _say(f"  Fmax over seeds {', '.join(str(s) for s in seeds)}: median {spread['median_mhz']:.1f} MHz, "
+                     f"{spread['min_mhz']:.1f} .. {spread['max_mhz']:.1f}")
             line = r.path_line()
             if line:
                 _say(f"  {line}")
                 _say(f"  through: {', '.join(r.critical_path.get('through', []))}")
             entry = r.to_json()
+            if spread:
+                entry["seeds"] = spread
             if unit == "ga2_chip":
                 per["chip"] = entry
                 chip_results[target] = r
@@ -352,6 +367,9 @@ def register(subparsers) -> None:
                    help="with --report: add the rows of an earlier `ga2 synth --report --json` file (other sources)")
     p.add_argument("--keep", metavar="DIR", type=options.output_dir, help="copy each run's Verilog, scripts, logs and reports to DIR")
     p.add_argument("--no-cache", action="store_true", help="run the tools even if a cached result exists")
+    p.add_argument("--seed", action="append", type=options.count(0, "seed"), metavar="N",
+                   help="nextpnr's placement seed (default 1; part of the cache key); repeat it to run several "
+                        "seeds one after another and report the median run and the spread")
     options.add_config(p)
     p.set_defaults(func=cmd_synth)
 

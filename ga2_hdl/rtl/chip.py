@@ -61,7 +61,7 @@ from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
-from .decoder import STATUS_BITS, IssueCheck, spad_accesses
+from .decoder import STATUS_BITS, CheckStages, IssueCheck, spad_accesses
 from .dma import DMA
 from .layout import INSTRUCTION, ExtPort
 from .matrix_unit import MatrixUnit
@@ -140,7 +140,7 @@ class GA2Chip(wiring.Component):
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
-        self.issue_check = IssueCheck(ext_words, config=config)
+        self.issue_check = IssueCheck(ext_words, config=config) if config.overlap else None
         self.units = {isa.Unit.DMA: DMA(config=config), isa.Unit.MATRIX: MatrixUnit(config=config),
                       isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
@@ -164,7 +164,6 @@ class GA2Chip(wiring.Component):
         m = Module()
         m.submodules.imem = self.imem
         m.submodules[SPAD_NAME] = self.spad
-        m.submodules.issue_check = check = self.issue_check
         for kind, unit in self.units.items():
             m.submodules[UNIT_NAMES[kind]] = unit
 
@@ -188,25 +187,55 @@ class GA2Chip(wiring.Component):
                 outward, inward = inward, outward
             ext_port.d.comb += outward.eq(inward)
 
-        # ---- instruction memory: loaded through the port while idle, read one cycle before
-        # FETCH (see the sequencer); transparent, so a word written in the start cycle is read
+        # ---- instruction memory: loaded through the port while idle.  The overlapped sequencer
+        # reads a word in the cycle before its FETCH (transparent, so a word written in the start
+        # cycle is read); the book's reads ahead into a register (see _sequencer)
         imem_wr = self.imem.write_port()
-        imem_rd = self.imem.read_port(transparent_for=(imem_wr,))
+        imem_rd = self.imem.read_port(transparent_for=(imem_wr,) if self.config.overlap else ())
         m.d.comb += [
             imem_wr.en.eq(self.imem_we & ~self.running),
             imem_wr.addr.eq(self.imem_addr),
             imem_wr.data.eq(self.imem_wdata),
             imem_rd.en.eq(0),          # (a read port's enable is 1 unless driven): only when told
         ]
-        ins = data.View(INSTRUCTION, imem_rd.data)
         m.submodules.ins_fanout = fanout = Module()
-        fanout.d.comb += check.ins.eq(ins)
         if self.config.overlap:
+            ins = data.View(INSTRUCTION, imem_rd.data)
+            m.submodules.issue_check = check = self.issue_check
+            fanout.d.comb += check.ins.eq(ins)
             return self._overlapped(m, ins, imem_rd, fanout)
-        for unit in self.units.values():
-            fanout.d.comb += unit.ins.eq(ins)
+        return self._sequencer(m, imem_wr, imem_rd, fanout)
 
+    def _sequencer(self, m, imem_wr, imem_rd, fanout):
+        """The book's sequencer: FETCH, ISSUE, WAIT, one instruction at a time.
+
+        The word of the next FETCH and the first half of its check are ready before it: there
+        are no branches, so in FETCH the instruction memory reads word pc + 1; ISSUE registers
+        it (``nxt``), and every WAIT cycle computes the first half of its check
+        (:meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`: the regions' starts
+        and ends, the products of sizes and strides) into ``terms_next``.  FETCH then only
+        does the second half (the compares and the priority of the rules) and registers the
+        verdict; ISSUE acts on it.  Word 0 has no instruction before it: a write to word 0
+        loads a copy of it (``word0``) and its first half (``terms_word0``), in the write's own
+        cycle, so a word 0 written in the start cycle is the one that runs.  The memory cannot
+        change while running (writes are ignored), so the word read ahead is the word FETCH
+        would have read.  Every cycle is the same as with the check all in FETCH.
+        """
+        stages = CheckStages(self.ext_words, config=self.config)
         counters, unit_counter, instructions, total = self._counters()
+
+        word0 = Signal(isa.INSTR_BITS, name="word0")
+        nxt = Signal(isa.INSTR_BITS, name="nxt")
+        cur = Signal(INSTRUCTION, name="cur")            # the instruction the units run
+        terms_word0 = Signal(stages.layout, name="terms_word0")
+        terms_next = Signal(stages.layout, name="terms_next")
+        first = Signal(name="first")                     # the next FETCH is of word 0
+        for unit in self.units.values():
+            fanout.d.comb += unit.ins.eq(cur)
+
+        with m.If(imem_wr.en & (imem_wr.addr == 0)):
+            m.d.sync += [word0.eq(imem_wr.data),
+                         *stages.assign(terms_word0, data.View(INSTRUCTION, imem_wr.data))]
 
         # sequencer flags, one register: which unit the WAIT state waits for (one-hot), and
         # whether the last FETCH was beyond the instruction memory
@@ -217,22 +246,31 @@ class GA2Chip(wiring.Component):
 
         verdict = self._verdict()
         halt = functools.partial(self._halt, m)
+        error_word0 = stages.error(m, terms_word0, name="error_word0")
+        error_next = stages.error(m, terms_next, name="error_next")
+        iset = isa.instruction_set(self.config)
 
         with m.FSM(name="sequencer"):
-            # The word a FETCH works on is read one cycle earlier, when the next pc is known:
-            # in the start cycle (word 0) and in the cycle a unit raises done (word pc + 1).
-            # There are no branches, so FETCH decodes and checks it and registers the verdict,
-            # and ISSUE acts on registers only: the same cycles, a shorter path.
             with m.State("IDLE"):
-                self._idle(m, imem_rd, counters)
+                with m.If(self.start):
+                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0),
+                                 first.eq(1)]
+                    m.d.sync += [c.eq(0) for c in counters.values()]
+                    m.next = "FETCH"
 
             with m.State("FETCH"):
-                self._fetch(m, ins, verdict, fetched_past_end, total)
+                op = Mux(first, terms_word0.op, terms_next.op)
+                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1), imem_rd.en.eq(1)]
+                m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words),
+                             first.eq(0), cur.eq(Mux(first, word0, nxt)),
+                             verdict.halt.eq(op == isa.HALT.op),
+                             verdict.error.eq(Mux(first, error_word0, error_next))]
+                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(op.matches(*iset.unit_ops(kind))) for kind in self.units]
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):
                 m.d.comb += self.running.eq(1)
-                m.d.sync += total.eq(total + 1)
+                m.d.sync += [total.eq(total + 1), nxt.eq(imem_rd.data)]
                 with m.If(fetched_past_end):
                     halt(isa.ErrorCode.NO_HALT)
                 with m.Elif(verdict.halt):
@@ -247,13 +285,12 @@ class GA2Chip(wiring.Component):
                     m.next = "WAIT"
 
             with m.State("WAIT"):
-                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1)]
-                m.d.sync += total.eq(total + 1)
+                m.d.comb += self.running.eq(1)
+                m.d.sync += [total.eq(total + 1), *stages.assign(terms_next, data.View(INSTRUCTION, nxt))]
                 for kind, unit in self.units.items():
                     with m.If(current[kind]):
                         m.d.sync += unit_counter[kind].eq(unit_counter[kind] + 1)
                         with m.If(unit.done):
-                            m.d.comb += imem_rd.en.eq(1)
                             m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
                             m.next = "FETCH"
         return m

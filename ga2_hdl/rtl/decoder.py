@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import itertools
 
-from amaranth.hdl import Const, Module, Mux, Value
-from amaranth.lib import wiring
+from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
 from .layout import INSTRUCTION
 
-__all__ = ["operand", "unit_ops", "spad_accesses", "IssueCheck", "STATUS_BITS"]
+__all__ = ["operand", "unit_ops", "spad_accesses", "CheckStages", "IssueCheck", "STATUS_BITS"]
 
 #: Width of the ``status`` output (holds any :class:`isa.ErrorCode`).
 STATUS_BITS = 4
@@ -104,9 +104,119 @@ def _hardware_roles(ins, spec: isa.OpSpec) -> list[tuple[str, str, Value, Value]
     return out
 
 
+class CheckStages:
+    """The legality check of :class:`IssueCheck` in two halves, for a sequencer that registers
+    the first half's results (``GA2Chip``: the first half runs while the previous instruction is
+    busy, the second in FETCH; docs/fpga.md).
+
+    * :meth:`terms` (first half): from the instruction word, every rule's operands as hardware
+      values: per operation whether a shaped operand is out of range, whether each length is 0,
+      and every region's start and end (the ISA's region functions on hardware values: the
+      products of sizes and strides and their sums).  :attr:`layout` is their record.
+    * :meth:`error` (second half): from such a record (registered or not), the compares of the
+      ends against the memories' sizes and of the regions against each other, and the priority
+      chain in :func:`isa.check`'s order, selected by the op code.
+
+    ``error(m, terms(ins))`` is exactly :meth:`isa.InstructionSet.check`'s code for ``ins``
+    (:class:`IssueCheck` is that composition).
+    """
+
+    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+        self.config = config
+        self.iset = isa.instruction_set(config)
+        self.ext_words = isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
+        probe = data.View(INSTRUCTION, Signal(INSTRUCTION.size))
+        self._memories = {}                     # op code -> the memory of each region, in order
+        fields = {"op": unsigned(len(probe.op))}
+        for spec in self.iset.ops:
+            terms, self._memories[spec.code] = self._op_terms(probe, spec)
+            if terms:
+                fields[self._key(spec)] = data.StructLayout({n: v.shape() for n, v in terms.items()})
+        #: the record of :meth:`terms`: ``op`` and one struct per operation with rules
+        self.layout = data.StructLayout(fields)
+
+    @staticmethod
+    def _key(spec: isa.OpSpec) -> str:
+        return f"op{spec.code}"
+
+    def _op_terms(self, ins, spec: isa.OpSpec) -> tuple[dict[str, Value], list[str]]:
+        """``spec``'s rule operands as hardware values on ``ins``, and its regions' memories."""
+        terms: dict[str, Value] = {}
+        if spec.ranged:
+            outside = Const(0)
+            for o in spec.ranged:
+                value = operand(ins, spec, o.name)
+                outside = outside | (value < o.legal[0]) | (value > o.legal[1])
+            terms["shape"] = outside
+        for name in spec.lengths:
+            terms[f"zero_{name}"] = operand(ins, spec, name) == 0
+        memories = []
+        for k, (memory, start, end) in enumerate(_hardware_regions(ins, spec)):
+            terms[f"start{k}"], terms[f"end{k}"] = start, end
+            memories.append(memory)
+        return terms, memories
+
+    def terms(self, ins) -> dict:
+        """The first half on the instruction view ``ins``: a dict to assign to a record of
+        :attr:`layout` (``record.eq(stages.terms(ins))`` through :meth:`assign`)."""
+        out = {"op": ins.op}
+        for spec in self.iset.ops:
+            terms, _ = self._op_terms(ins, spec)
+            if terms:
+                out[self._key(spec)] = terms
+        return out
+
+    def assign(self, record, ins) -> list:
+        """Statements loading ``record`` (a View of :attr:`layout`) with :meth:`terms` of ``ins``."""
+        stmts = []
+        for key, value in self.terms(ins).items():
+            if isinstance(value, dict):
+                stmts += [record[key][n].eq(v) for n, v in value.items()]
+            else:
+                stmts.append(record[key].eq(value))
+        return stmts
+
+    def _op_error(self, spec: isa.OpSpec, terms) -> Value:
+        """The error code of ``spec``'s rules on its terms, as a priority chain in isa.check's order."""
+        rules: list[tuple[Value, isa.ErrorCode]] = []
+        if spec.ranged:
+            rules.append((terms["shape"], isa.ErrorCode.BAD_SHAPE))
+        for name in spec.lengths:
+            rules.append((terms[f"zero_{name}"], isa.ErrorCode.ZERO_LENGTH))
+        regions = [(memory, terms[f"start{k}"], terms[f"end{k}"])
+                   for k, memory in enumerate(self._memories[spec.code])]
+        for memory, _start, end in regions:
+            size = self.config.spad_words if memory == "spad" else self.ext_words
+            code = isa.ErrorCode.SPAD_RANGE if memory == "spad" else isa.ErrorCode.EXT_RANGE
+            rules.append((end > size, code))
+        if spec.disjoint_or_same:
+            spad = [(s, e) for memory, s, e in regions if memory == "spad"]
+            for i, (ps, pe) in enumerate(spad):
+                for qs, qe in spad[i + 1:]:
+                    rules.append(((ps != qs) & (ps < qe) & (qs < pe), isa.ErrorCode.OVERLAP))
+        error = Const(isa.ErrorCode.OK, STATUS_BITS)
+        for cond, code in reversed(rules):     # the first rule in the list wins
+            error = Mux(cond, code, error)
+        return error
+
+    def error(self, m: Module, record, name: str = "check_error") -> Signal:
+        """The second half: the error code (a new signal ``name`` driven in ``m``) of the
+        record ``record`` (a View of :attr:`layout`, or the dict of :meth:`terms`)."""
+        error = Signal(STATUS_BITS, name=name)
+        with m.Switch(record["op"]):
+            for spec in self.iset.ops:
+                with m.Case(spec.code):
+                    terms = record[self._key(spec)] if self._key(spec) in self.layout.members else {}
+                    m.d.comb += error.eq(self._op_error(spec, terms))
+            with m.Default():
+                m.d.comb += error.eq(isa.ErrorCode.BAD_OPCODE)
+        return error
+
+
 class IssueCheck(wiring.Component):
     """Combinational legality check of one instruction, exactly the configuration's
-    :meth:`isa.InstructionSet.check` (:func:`isa.check` on the book chip).
+    :meth:`isa.InstructionSet.check` (:func:`isa.check` on the book chip): the two halves of
+    :class:`CheckStages` without a register between them.
 
     Parameters
     ----------
@@ -126,44 +236,11 @@ class IssueCheck(wiring.Component):
     """
 
     def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
-        self.config = config
-        self.iset = isa.instruction_set(config)
-        self.ext_words = isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
+        self.stages = CheckStages(ext_words, config=config)
+        self.config, self.iset, self.ext_words = config, self.stages.iset, self.stages.ext_words
         super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})
-
-    def _op_error(self, m: Module, spec: isa.OpSpec) -> Value:
-        """The error code of ``spec``'s rules, as a priority chain in isa.check's order."""
-        ins = self.ins
-        rules: list[tuple[Value, isa.ErrorCode]] = []
-        if spec.ranged:
-            outside = Const(0)
-            for o in spec.ranged:
-                value = operand(ins, spec, o.name)
-                outside = outside | (value < o.legal[0]) | (value > o.legal[1])
-            rules.append((outside, isa.ErrorCode.BAD_SHAPE))
-        for name in spec.lengths:
-            rules.append((operand(ins, spec, name) == 0, isa.ErrorCode.ZERO_LENGTH))
-        regions = _hardware_regions(ins, spec)
-        for memory, _start, end in regions:
-            size = self.config.spad_words if memory == "spad" else self.ext_words
-            code = isa.ErrorCode.SPAD_RANGE if memory == "spad" else isa.ErrorCode.EXT_RANGE
-            rules.append((end > size, code))
-        if spec.disjoint_or_same:
-            spad = [(s, e) for memory, s, e in regions if memory == "spad"]
-            for i, (ps, pe) in enumerate(spad):
-                for qs, qe in spad[i + 1:]:
-                    rules.append(((ps != qs) & (ps < qe) & (qs < pe), isa.ErrorCode.OVERLAP))
-        error = Const(isa.ErrorCode.OK, STATUS_BITS)
-        for cond, code in reversed(rules):     # the first rule in the list wins
-            error = Mux(cond, code, error)
-        return error
 
     def elaborate(self, platform):
         m = Module()
-        with m.Switch(self.ins.op):
-            for spec in self.iset.ops:
-                with m.Case(spec.code):
-                    m.d.comb += self.error.eq(self._op_error(m, spec))
-            with m.Default():
-                m.d.comb += self.error.eq(isa.ErrorCode.BAD_OPCODE)
+        m.d.comb += self.error.eq(self.stages.error(m, self.stages.terms(self.ins)))
         return m

@@ -35,6 +35,18 @@ def per_second(fmax_mhz: float, cycles_per_token: float, *, places: int = 3) -> 
     return {"us_per_token": round(us, places), "tokens_per_s": round(1e6 / us, 1)}
 
 
+def median_run(runs: list) -> tuple:
+    """The run of median Fmax among ``runs`` (one per seed; the lower middle of an even count), and
+    the spread ``{"by_seed", "median_mhz", "min_mhz", "max_mhz"}`` (None for a single run)."""
+    if len(runs) == 1:
+        return runs[0], None
+    timed = sorted(runs, key=lambda r: (r.fmax_mhz or 0.0, r.seed))
+    mid = timed[(len(timed) - 1) // 2]
+    values = [r.fmax_mhz or 0.0 for r in timed]
+    return mid, {"by_seed": {str(r.seed): r.fmax_mhz for r in runs}, "median_mhz": mid.fmax_mhz or 0.0,
+                 "min_mhz": values[0], "max_mhz": values[-1]}
+
+
 def rows(results: dict, cycles: dict[str, int], tokens: int, label: str, config) -> list[dict]:
     """One row per target and decoding mode: the chip's area and Fmax (``results``: target ->
     :class:`~gen.fpga.synth.SynthResult`) with the time per token of ``cycles``."""

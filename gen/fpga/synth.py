@@ -38,7 +38,7 @@ from typing import Callable
 from ..support import toolchain
 from ..verilog import export as verilog
 
-__all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
+__all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolFailed", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
            "tool_path", "tool_versions", "overused", "FPGA_INSTALL_HINT"]
 
 #: what to run when the tools are missing
@@ -77,6 +77,7 @@ TOOLS = {
 CLOCK_NET = "clk"
 #: the frequency nextpnr's timing-driven placement aims for (MHz); the *achieved* Fmax is reported
 AIM_MHZ = 100.0
+#: nextpnr's placement seed by default (``synthesize(seed=N)``, ``ga2 synth --seed N``)
 SEED = 1
 
 #: the synthesis script: ``hierarchy; proc; splitnets`` first (Yosys 0.70 synth_ecp5 assertion)
@@ -97,6 +98,52 @@ CELL_FIGURES = {"LUT4": "lut4", "TRELLIS_FF": "ff", "DP16KD": "ebr", "PDPW16KD":
 
 class SynthError(RuntimeError):
     """A synthesis or place-and-route run failed (the message names the tool and the log)."""
+
+
+class ToolFailed(SynthError):
+    """Yosys or nextpnr stopped with an error: ``what`` (the tool and design), ``reason`` (one line:
+    the tool's last error line, or what the WebAssembly runtime said), ``log`` (the log file, kept
+    by :func:`synthesize` in :func:`failed_dir` so that it still exists when the message is read)."""
+
+    def __init__(self, what: str, rc: int, reason: str, log: Path):
+        self.what, self.rc, self.reason, self.log = what, rc, reason, Path(log)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        return f"{self.what} failed (exit status {self.rc}): {self.reason}; its log: {self.log}"
+
+    def moved(self, old_dir: Path, new_dir: Path) -> "ToolFailed":
+        """The same failure with its log under ``new_dir`` (where ``old_dir`` was moved)."""
+        with contextlib.suppress(ValueError):
+            self.log = new_dir / self.log.relative_to(old_dir)
+        self.args = (self._text(),)
+        return self
+
+
+#: the WebAssembly runtime's words for a trap, and those that say it ran out of memory (a wasm32
+#: module has at most 4 GiB, whatever the machine has)
+WASM_TRAP = ("thrown wasm exception", "wasm trap", "wasm backtrace", "wasmtime")
+WASM_MEMORY = ("memory allocation", "bad_alloc", "out of memory", "failed to grow", "grow memory",
+               "cannot allocate")
+
+
+def failure_reason(log_text: str) -> str:
+    """One line saying why a tool failed, from its log (and its output)."""
+    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+    low = log_text.lower()
+    if any(w in low for w in WASM_TRAP):
+        if any(w in low for w in WASM_MEMORY):
+            return ("the WebAssembly build ran out of memory (a wasm32 tool has at most 4 GiB, whatever "
+                    "the machine has): a design this large needs a native build of the tool")
+        trap = next((ln for ln in lines if any(w in ln.lower() for w in WASM_TRAP)), "")
+        return f"the WebAssembly build trapped ({trap[:120]})"
+    errors = [ln for ln in lines if ln.lower().startswith(("error", "terminate", "fatal")) or "ERROR" in ln]
+    return (errors[-1] if errors else lines[-1] if lines else "no output")[:200]
+
+
+def failed_dir() -> Path:
+    """Where the logs of failed runs are kept (the last few; newest first by name)."""
+    return toolchain.cache_root() / "synth-failed"
 
 
 class ToolsMissing(SynthError):
@@ -205,6 +252,7 @@ class SynthResult:
     pnr_seconds: float
     cached: bool = False
     log_dir: str | None = None
+    seed: int = SEED            # nextpnr's placement seed
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -276,8 +324,10 @@ def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
                     proc.kill()
                     proc.wait()
     if rc != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
-        raise SynthError(f"{what} failed (exit status {rc}); its log: {log}\n{tail}")
+        text = log.read_text(errors="replace")
+        if watch is not None and watch.exists():
+            text = watch.read_text(errors="replace") + "\n" + text
+        raise ToolFailed(what, rc, failure_reason(text), watch if watch is not None and watch.exists() else log)
     return time.perf_counter() - t0
 
 
@@ -421,16 +471,18 @@ def fmax_of(report: dict) -> float | None:
 
 # ---------------------------------------------------------------- the flow
 
-def _flow_fingerprint(target: Target) -> str:
-    return toolchain.digest(SYNTH_SCRIPT, json.dumps(target.nextpnr_args()), str(AIM_MHZ), str(SEED),
+def _flow_fingerprint(target: Target, seed: int = SEED) -> str:
+    return toolchain.digest(SYNTH_SCRIPT, json.dumps(target.nextpnr_args()), str(AIM_MHZ), str(seed),
                             CLOCK_NET, "flow-v1")
 
 
 def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
                config=None, progress: Callable[[str], None] | None = None, use_cache: bool = True,
                keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
-               cached_only: bool = False) -> SynthResult:
+               cached_only: bool = False, seed: int = SEED) -> SynthResult:
     """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
+
+    ``seed``: nextpnr's placement seed (part of the cache key and of the result).
 
     ``config``: the chip (:class:`ga2_hdl.config.Config`, the book's when None) the unit is built
     for; the export's text names it, so the cache keeps one result per configuration.
@@ -455,7 +507,7 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             raise SynthError(str(e)) from None
     top = exported.unit
     key = toolchain.digest(exported.digest, tgt.name, json.dumps(tools, sort_keys=True),
-                           _flow_fingerprint(tgt))
+                           _flow_fingerprint(tgt, seed))
     final, lock = toolchain.cached_dir("synth", key)
     with toolchain.locked(lock):
         result_file, misfit_file = final / "result.json", final / "misfit.json"
@@ -471,12 +523,12 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             return result
         if cached_only:
             raise NotCached(f"{top}: no cached result on the {tgt.name} for this Verilog "
-                            f"(digest {exported.digest[:12]})")
+                            f"(digest {exported.digest[:12]}, seed {seed})")
         tmp = toolchain.new_build_dir(final)
         misfit = None
         try:
             try:
-                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, progress)
+                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, progress, seed)
                 (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
             except DoesNotFit as e:                      # a verdict about the design: kept like a result
                 misfit = e
@@ -484,6 +536,10 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             with contextlib.suppress(OSError):
                 (tmp / f"{top}.json").unlink()            # the netlist is large; the reports stay
             toolchain.publish(tmp, final)
+        except ToolFailed as e:                          # keep the logs where the message says
+            kept = _keep_failed(tmp, f"{top}-{tgt.name}-seed{seed}-{key[:12]}")
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise e.moved(tmp, kept) from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -500,6 +556,26 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
     return result
 
 
+#: how many Yosys netlists are kept for runs of other seeds (each a few MB)
+NETLISTS_KEPT = 6
+#: how many failed runs' logs are kept
+FAILED_KEEP = 8
+
+
+def _keep_failed(work: Path, name: str) -> Path:
+    """Copy a failed run's scripts and logs (not its netlist) to ``failed_dir()/name``."""
+    dst = failed_dir() / name
+    shutil.rmtree(dst, ignore_errors=True)
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in work.iterdir():
+        if f.is_file() and f.suffix in (".log", ".out", ".ys", ".json") and f.stat().st_size < 64 << 20:
+            shutil.copyfile(f, dst / f.name)
+    old = sorted(failed_dir().iterdir(), key=lambda d: d.stat().st_mtime, reverse=True)[FAILED_KEEP:]
+    for d in old:
+        shutil.rmtree(d, ignore_errors=True)
+    return dst
+
+
 def _keep(src: Path, dst: str | Path) -> None:
     dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
@@ -509,21 +585,37 @@ def _keep(src: Path, dst: str | Path) -> None:
 
 
 def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
-              progress: Callable[[str], None] | None) -> SynthResult:
+              progress: Callable[[str], None] | None, seed: int = SEED) -> SynthResult:
     top = exported.unit
     say = progress or (lambda _msg: None)
     src = exported.write(work)
     netlist, stat = f"{top}.json", "stat.json"
     (work / "synth.ys").write_text(SYNTH_SCRIPT.format(verilog=src.name, top=top, netlist=netlist, stat=stat))
-    say(f"{top}: yosys synth_ecp5 ({len(exported.text.splitlines())} lines of Verilog)")
-    synth_s = run_tool([yosys, "-q", "-l", "yosys.log", "synth.ys"], cwd=work, log=work / "yosys.out",
-                       what=f"{top}: yosys", progress=progress, watch=work / "yosys.log")
+    # Yosys's netlist does not depend on nextpnr's seed: kept (the last few) for the other seeds
+    nkey = toolchain.digest(exported.digest, json.dumps(tools, sort_keys=True), SYNTH_SCRIPT, "netlist-v1")
+    nfinal, nlock = toolchain.cached_dir("synth-netlist", nkey)
+    with toolchain.locked(nlock):
+        if (nfinal / "done").exists():
+            for name in (netlist, stat, "yosys.log"):
+                shutil.copyfile(nfinal / name, work / name)
+            synth_s = float((nfinal / "done").read_text())
+            say(f"{top}: Yosys's netlist of this Verilog from the cache (synthesised in {synth_s:.0f} s)")
+        else:
+            say(f"{top}: yosys synth_ecp5 ({len(exported.text.splitlines())} lines of Verilog)")
+            synth_s = run_tool([yosys, "-q", "-l", "yosys.log", "synth.ys"], cwd=work, log=work / "yosys.out",
+                               what=f"{top}: yosys", progress=progress, watch=work / "yosys.log")
+            ntmp = toolchain.new_build_dir(nfinal)
+            for name in (netlist, stat, "yosys.log"):
+                shutil.copyfile(work / name, ntmp / name)
+            (ntmp / "done").write_text(f"{synth_s:.1f}")
+            toolchain.publish(ntmp, nfinal)
+            toolchain.prune("synth-netlist", keep=NETLISTS_KEPT)
     cells = read_cells(work / stat, top)
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
     say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz")
     cmd = [nextpnr, *tgt.nextpnr_args(), "--json", netlist, "--out-of-context", "--report", "report.json",
-           "--detailed-timing-report", "--timing-allow-fail", "--freq", str(AIM_MHZ), "--seed", str(SEED),
+           "--detailed-timing-report", "--timing-allow-fail", "--freq", str(AIM_MHZ), "--seed", str(seed),
            "-l", "nextpnr.log", "-q"]
     try:
         pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", progress=progress,
@@ -545,4 +637,4 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         ebr=cells.get("DP16KD", 0) + cells.get("PDPW16KD", 0), mult=cells.get("MULT18X18D", 0),
         fmax_mhz=fmax_of(report), cells=cells, utilization=util,
         critical_path=critical_path(report, names), tools=tools, verilog_digest=exported.digest,
-        synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1))
+        synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed)

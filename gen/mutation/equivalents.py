@@ -371,7 +371,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
                 "the only input the change treats differently is total = INT8_MIN, which the clamp then "
                 "replaces by INT8_MIN: the same value"),
-    Equivalence("ga2_hdl/rtl/decoder.py", "IssueCheck._op_error", "for qs, qe in spad[i + 1:]:",
+    Equivalence("ga2_hdl/rtl/decoder.py", "CheckStages._op_error", "for qs, qe in spad[i + 1:]:",
                 "i + 1 -> i + 0",
                 "spad[i:] also pairs each scratchpad region with itself; the OVERLAP rule added for such a pair "
                 "is (ps != ps) & ..., whose first factor is 0 for every instruction, so it never fires; the rules "

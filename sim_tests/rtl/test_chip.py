@@ -203,6 +203,43 @@ def test_running_off_the_end_of_instruction_memory(config):
     b.run(bench)
 
 
+@pytest.mark.parametrize("config", SEQUENCERS)
+@pytest.mark.parametrize("case", ["legal_over_fault", "fault_over_legal", "halt_over_legal", "word1"])
+def test_word_written_in_the_start_cycle_is_the_one_that_runs(config, case):
+    """A word written through the port in the start cycle itself (word 0 included, whose check the
+    book's sequencer keeps ready from the write: docs/fpga.md) runs as written: its verdict, its
+    status and pc and all five counters are those of the program as it is after the write."""
+    legal = make("LD", dst=0, src=0, len=3)
+    fault = make("MM", dst=0, A=0, B=0, M=5, K=1, N=1)              # BAD_SHAPE
+    st = make("ST", src=0, dst=8, len=2)
+    before, (addr, word) = {
+        "legal_over_fault": ([fault, st, HALT], (0, legal)),
+        "fault_over_legal": ([legal, st, HALT], (0, fault)),
+        "halt_over_legal": ([legal, st, HALT], (0, HALT)),
+        "word1": ([legal, st, HALT], (1, fault)),
+    }[case]
+    after = list(before)
+    after[addr] = word
+    want = golden.run(after, [], config=config)
+    b = _Bench(config=config)
+    chip = b.chip
+
+    async def bench(ctx):
+        await b.load(ctx, before)
+        ctx.set(chip.imem_we, 1)
+        ctx.set(chip.imem_addr, addr)
+        ctx.set(chip.imem_wdata, word.encode())
+        ctx.set(chip.start, 1)
+        await ctx.tick()                                  # the start cycle, with the write
+        ctx.set(chip.start, 0)
+        ctx.set(chip.imem_we, 0)
+        await b.until_halted(ctx, want.counters.total)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (want.error, want.error_pc)
+        assert b.counters(ctx) == want.counters
+
+    b.run(bench)
+
+
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError):
         GA2Chip(ext_words=70000)
