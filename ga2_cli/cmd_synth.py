@@ -47,7 +47,7 @@ def _output_path(value: str | None, flag: str) -> Path | None:
 
 
 def _require_tools():
-    from gen.fpga import synth
+    from gen.fpga import report, synth
     try:
         return synth.tool_versions()
     except synth.ToolsMissing as e:
