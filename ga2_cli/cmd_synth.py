@@ -47,7 +47,7 @@ def _output_path(value: str | None, flag: str) -> Path | None:
 
 
 def _require_tools():
-    from gen.fpga import report, synth
+    from gen.fpga import synth
     try:
         return synth.tool_versions()
     except synth.ToolsMissing as e:
@@ -110,7 +110,7 @@ def _export_config(unit: str, config):
 
 def cmd_synth(args) -> int:
     from ga2_hdl import isa
-    from gen.fpga import synth
+    from gen.fpga import report, synth
     config = args.config
     targets = args.target or [synth.DEFAULT_TARGET]
     for t in targets:
