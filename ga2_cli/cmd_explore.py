@@ -53,7 +53,7 @@ def register(subparsers) -> None:
                    help="draw cycles per token by configuration, stacked by unit, to FILE.png")
     options.add_workers(p, "local worker processes, one configuration each")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run the configurations on a Dask distributed scheduler (tcp://host:8786); needs "
+                   help="run the configurations (and, with --synth, each chip's synthesis) on a Dask distributed scheduler (tcp://host:8786); needs "
                         "pip install -e '.[cluster]'")
     p.add_argument("--synth", action="store_true",
                    help="also synthesise each configuration's chip (Yosys + nextpnr-ecp5, gen/fpga/synth.py, cached): "
@@ -139,10 +139,10 @@ def _explore(args) -> int:
     synth_target = _synth_target(args)                    # before any work: the tools and the part
     client = runner = None
     if args.scheduler:
-        from gen.fuzz.campaign import CampaignError, DaskRunner
+        from gen.support.runner import DaskRunner, RunnerError
         try:
             runner = DaskRunner(args.scheduler)
-        except CampaignError as e:
+        except RunnerError as e:
             raise CommandError(str(e)) from None
         client = runner.client
     where = runner.describe() if runner else \
@@ -174,12 +174,19 @@ def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
     from spec import explore
     if synth_target is not None and report["configs"]:
         from gen.fpga import explore as explore_synth, synth
+        from gen.support.runner import RunnerError, runner_for
+        try:
+            runner = runner_for(args.scheduler, 1)            # each chip a task of the cluster, or one at a time
+        except RunnerError as e:
+            raise CommandError(str(e)) from None
         try:
             report["problems"] += explore_synth.synthesize_configs(
                 report, synth_target, use_cache=not args.no_synth_cache, cached_only=args.synth_cached_only,
-                say=lambda msg: print(msg, file=sys.stderr, flush=True))
+                say=lambda msg: print(msg, file=sys.stderr, flush=True), runner=runner)
         except synth.SynthError as e:
             raise CommandError(str(e)) from None
+        finally:
+            runner.close()
     report["seconds"] = round(time.perf_counter() - t0, 3)
     print()
     print(explore.format_table(report))

@@ -82,6 +82,16 @@ def _earlier_rows(paths: list[str]) -> list[dict]:
     return rows
 
 
+def _runner(args):
+    """Where the syntheses run: a Dask cluster (--scheduler), else --jobs local processes (default 1:
+    place and route one at a time, so that no run slows another)."""
+    from gen.support.runner import RunnerError, runner_for
+    try:
+        return runner_for(args.scheduler, args.jobs)
+    except RunnerError as e:
+        raise CommandError(str(e)) from None
+
+
 def _report(results: dict, tokens: int, png: Path | None, label: str, also: list[dict], config) -> dict:
     from gen.fpga import report
     _say(f"decoding {tokens} tokens on the golden model of {config.name} (plain, and k=3 with a perfect draft) ...")
@@ -110,7 +120,7 @@ def _export_config(unit: str, config):
 
 def cmd_synth(args) -> int:
     from ga2_hdl import isa
-    from gen.fpga import report, synth
+    from gen.fpga import batch, report, synth
     config = args.config
     targets = args.target or [synth.DEFAULT_TARGET]
     for t in targets:
@@ -140,54 +150,67 @@ def cmd_synth(args) -> int:
     out: dict = {"config": config.to_dict(), "tools": tools, "targets": {}}
     chip_results = {}
     misfits: list[str] = []
+    seeds = args.seed or [synth.SEED]
+    jobs = []
+    for target in targets:
+        for unit in units:
+            for seed in seeds:
+                keep = None
+                if args.keep:
+                    keep = Path(args.keep) / target / unit if config.same_chip(isa.BOOK) else \
+                        Path(args.keep) / config.name / target / unit
+                    if len(seeds) > 1:
+                        keep = keep / f"seed{seed}"
+                jobs.append(batch.Job(unit, target, seed, exports[unit], use_cache=not args.no_cache,
+                                      keep_dir=str(keep) if keep else None))
+    runner = _runner(args)
+    _say(f"{len(jobs)} run(s) of Yosys and nextpnr ({len(units)} unit(s) x {len(targets)} target(s) x "
+         f"{len(seeds)} seed(s)) on {runner.describe()}")
     t0 = time.perf_counter()
+    outcomes: dict[tuple[str, str], list] = {}
+    try:
+        for n, o in enumerate(batch.run_jobs(jobs, runner, progress=_say), 1):
+            j = o.job
+            what = (f"Fmax {o.result.fmax_mhz:.1f} MHz" if o.kind == "result" and o.result.fmax_mhz else
+                    "no Fmax" if o.kind == "result" else o.message)
+            how = "" if o.kind != "result" else (" (cached)" if o.result.cached else
+                                                  f" (yosys {o.result.synth_seconds:.0f} s, nextpnr {o.result.pnr_seconds:.0f} s)")
+            _say(f"[{n}/{len(jobs)}] {j.unit} of {config.name} on {j.target}, seed {j.seed}: {what}{how}")
+            outcomes.setdefault((j.target, j.unit), []).append(o)
+    except synth.ToolsMissing as e:
+        raise CommandError(str(e)) from None
+    finally:
+        runner.close()
     for target in targets:
         per: dict = {"units": {}}
-        for i, unit in enumerate(units, 1):
-            _say(f"[{i}/{len(units)}] {unit} of {config.name} on {target}")
-            seeds = args.seed or [synth.SEED]
-            runs = []
-            try:
-                for seed in seeds:
-                    keep = None
-                    if args.keep:
-                        keep = Path(args.keep) / target / unit if config.same_chip(isa.BOOK) else \
-                            Path(args.keep) / config.name / target / unit
-                        if len(seeds) > 1:
-                            keep = keep / f"seed{seed}"
-                    runs.append(synth.synthesize(unit, target, progress=_say, use_cache=not args.no_cache,
-                                                 exported=exports[unit], keep_dir=keep, seed=seed))
-                    if len(seeds) > 1:
-                        r = runs[-1]
-                        _say(f"  seed {seed}: Fmax " + (f"{r.fmax_mhz:.1f} MHz" if r.fmax_mhz else "none")
-                             + ("" if r.cached else f"  (nextpnr {r.pnr_seconds:.0f} s)"))
-            except synth.DoesNotFit as e:
-                _say(f"  {e}")
-                entry = e.to_json()
+        for unit in units:
+            got = outcomes[(target, unit)]
+            failed = [o for o in got if o.kind == "error"]
+            if failed:
+                raise CommandError(f"{unit} on {target}, seed {failed[0].job.seed}: {failed[0].message}")
+            misfit = next((o for o in got if o.kind == "misfit"), None)
+            if misfit is not None:
+                entry = dict(misfit.misfit)
+                entry.pop("cached", None)
+                misfits.append(misfit.message)
+            else:
+                runs = sorted((o.result for o in got), key=lambda r: seeds.index(r.seed))
+                r, spread = report.median_run(runs)
+                _say(f"  {r.summary()}" + ("" if len(runs) == 1 else f"  (seed {r.seed}, the median of {len(runs)})"))
+                if spread:
+                    _say(f"  Fmax over seeds {', '.join(str(s) for s in seeds)}: median {spread['median_mhz']:.1f} "
+                         f"MHz, {spread['min_mhz']:.1f} .. {spread['max_mhz']:.1f}")
+                line = r.path_line()
+                if line:
+                    _say(f"  {line}")
+                    _say(f"  through: {', '.join(r.critical_path.get('through', []))}")
+                entry = r.to_json()
+                if spread:
+                    entry["seeds"] = spread
                 if unit == "ga2_chip":
-                    per["chip"] = entry
-                else:
-                    per["units"][unit] = entry
-                misfits.append(str(e))
-                continue
-            except synth.SynthError as e:
-                raise CommandError(str(e)) from None
-            r, spread = report.median_run(runs)
-            how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
-            _say(f"  {r.summary()}  ({how}{'' if len(runs) == 1 else f'; seed {r.seed}, the median of {len(runs)}'})")
-            if spread:
-                _say(f"  Fmax over seeds {', '.join(str(s) for s in seeds)}: median {spread['median_mhz']:.1f} MHz, "
-                     f"{spread['min_mhz']:.1f} .. {spread['max_mhz']:.1f}")
-            line = r.path_line()
-            if line:
-                _say(f"  {line}")
-                _say(f"  through: {', '.join(r.critical_path.get('through', []))}")
-            entry = r.to_json()
-            if spread:
-                entry["seeds"] = spread
+                    chip_results[target] = r
             if unit == "ga2_chip":
                 per["chip"] = entry
-                chip_results[target] = r
             else:
                 per["units"][unit] = entry
         out["targets"][target] = per
@@ -369,7 +392,13 @@ def register(subparsers) -> None:
     p.add_argument("--no-cache", action="store_true", help="run the tools even if a cached result exists")
     p.add_argument("--seed", action="append", type=options.count(0, "seed"), metavar="N",
                    help="nextpnr's placement seed (default 1; part of the cache key); repeat it to run several "
-                        "seeds one after another and report the median run and the spread")
+                        "seeds and report the median run and the spread")
+    p.add_argument("--jobs", type=options.positive, default=1, metavar="N",
+                   help="runs at once on this machine (default 1: place and route one at a time, so that no run "
+                        "slows another)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run every synthesis (each unit, target and seed) as a task on the Dask cluster at ADDRESS "
+                        "(tcp://HOST:8786; each worker keeps its own tool cache); needs pip install -e '.[cluster]'")
     options.add_config(p)
     p.set_defaults(func=cmd_synth)
 

@@ -38,48 +38,51 @@ def check_tools(target: str) -> dict:
 
 
 def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cached_only: bool = False,
-                       say: Callable[[str], None] = print) -> list[str]:
+                       say: Callable[[str], None] = print, runner=None) -> list[str]:
     """Add ``"synth"`` to every entry of ``report["configs"]``; return the problems (tool failures).
 
     ``cached_only``: take only cached results and verdicts; a chip without one gets
-    ``{"fits": None, "not_synthesised": why}`` (a row that says so) and no tool runs."""
+    ``{"fits": None, "not_synthesised": why}`` (a row that says so) and no tool runs.
+    ``runner``: where the chips' syntheses run (:mod:`gen.support.runner`; default one at a time
+    in this process)."""
     from gen.fpga import synth
     from gen.verilog import export as verilog
     from ga2_hdl.config import Config
+
+    from .batch import Job, run_jobs
 
     entries = report["configs"]
     part = synth.TARGETS[target].part
     say(f"synthesis: {len(entries)} chip(s) on the {target} ({part}), Yosys + nextpnr-ecp5 out of context; "
         f"exporting every chip to Verilog first ...")
-    exports = {}
+    jobs = []
     for e in entries:
         config = Config.from_dict(e["config"], source=e["name"])
         try:
-            exports[e["name"]] = verilog.export("chip", config=config)
+            exported = verilog.export("chip", config=config)
         except verilog.ExportError as err:
             raise SynthError(f"{e['name']}: {err}") from None
+        jobs.append(Job("chip", target, synth.SEED, exported, use_cache=use_cache, cached_only=cached_only,
+                        tag=str(len(jobs))))
     problems = []
-    for i, e in enumerate(entries, 1):
-        t0 = time.perf_counter()
-        say(f"[{i}/{len(entries)}] {e['name']}: the chip on the {target}")
-        try:
-            r = synth.synthesize("chip", target, exported=exports[e["name"]], use_cache=use_cache,
-                                 cached_only=cached_only,
-                                 progress=lambda msg, name=e["name"]: say(f"  {name}: {msg.strip()}"))
-        except synth.NotCached as err:
-            e["synth"] = {"target": target, "part": part, "fits": None, "not_synthesised": str(err)}
-            say(f"  {e['name']}: not synthesised: {err}")
+    t0 = time.perf_counter()
+    for i, o in enumerate(run_jobs(jobs, runner, progress=lambda msg: say(f"  {msg.strip()}")), 1):
+        e = entries[int(o.job.tag)]
+        if o.kind == "not_cached":
+            e["synth"] = {"target": target, "part": part, "fits": None, "not_synthesised": o.message}
+            say(f"[{i}/{len(entries)}] {e['name']}: not synthesised: {o.message}")
             continue
-        except synth.DoesNotFit as err:
-            e["synth"] = {"target": target, "part": part, **err.to_json(), "cached": err.cached}
-            say(f"  {e['name']}: does not fit: {err.reason}" + (" (cached verdict)" if err.cached else ""))
+        if o.kind == "misfit":
+            e["synth"] = {"target": target, "part": part, **o.misfit}
+            say(f"[{i}/{len(entries)}] {e['name']}: does not fit: {o.misfit['reason']}"
+                + (" (cached verdict)" if o.misfit["cached"] else ""))
             continue
-        except synth.SynthError as err:
-            first = str(err).splitlines()[0]
-            e["synth"] = {"target": target, "part": part, "fits": None, "error": first}
-            problems.append(f"{e['name']}: synthesis failed: {first}")
-            say(f"  {e['name']}: FAILED: {first}")
+        if o.kind == "error":
+            e["synth"] = {"target": target, "part": part, "fits": None, "error": o.message}
+            problems.append(f"{e['name']}: synthesis failed: {o.message}")
+            say(f"[{i}/{len(entries)}] {e['name']}: FAILED: {o.message}")
             continue
+        r = o.result
         rec = {"target": target, "part": part, "fits": True, "lut": r.lut, "ff": r.ff, "ebr": r.ebr,
                "mult": r.mult, "fmax_mhz": r.fmax_mhz, "utilization": r.utilization,
                "critical_path": r.critical_path, "verilog_digest": r.verilog_digest, "tools": r.tools,
@@ -91,7 +94,7 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
             problems.append(f"{e['name']}: nextpnr reported no Fmax for the chip")
         e["synth"] = rec
         how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
-        say(f"  {e['name']}: {r.summary()} ({how}; {time.perf_counter() - t0:.0f} s)")
+        say(f"[{i}/{len(entries)}] {e['name']}: {r.summary()} ({how}; {time.perf_counter() - t0:.0f} s so far)")
     report["synth"] = {"target": target, "part": part, "flow": "gen/fpga/synth.py: Yosys synth_ecp5, nextpnr-ecp5 "
-                       "out of context, --freq 100 --seed 1; Fmax is nextpnr's achieved clk frequency"}
+                       f"out of context, --freq 100 --seed {synth.SEED}; Fmax is nextpnr's achieved clk frequency"}
     return problems

@@ -222,3 +222,43 @@ def test_explore_from_json_refuses_a_file_that_is_not_a_report(tmp_path, capsys)
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "not the JSON of `ga2 explore --json`" in err[0]
     assert main(["explore", "--from-json", str(bad), "--configs", "book"]) != 0
+
+
+def test_synth_runs_each_seed_as_a_task_of_a_dask_cluster(fake_tools, monkeypatch, tmp_path, capsys):
+    """`ga2 synth --seed 1 --seed 2 --seed 3 --scheduler ADDRESS`: every run is a task of the cluster
+    (stand-in tools: the flow is replaced, the runner, the cache and the median are real); the JSON
+    holds the median run and the spread, and a second run takes all three from the cache."""
+    import threading
+    from dask import distributed      # the cluster extra: make setup installs it, so this test always runs
+    ran = []
+
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1):
+        ran.append((seed, threading.current_thread().name))
+        return synth.SynthResult(unit=exported.unit, target=tgt.name, lut=100, ff=50, ebr=0, mult=0,
+                                 fmax_mhz={1: 90.0, 2: 110.0, 3: 100.0}[seed], cells={}, utilization={},
+                                 critical_path=None, tools=tools, verilog_digest=exported.digest,
+                                 synth_seconds=0.0, pnr_seconds=0.0, seed=seed)
+
+    monkeypatch.setattr(synth, "_run_flow", flow)
+    out = tmp_path / "s.json"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        argv = ["synth", "--unit", "dma", "--seed", "1", "--seed", "2", "--seed", "3",
+                "--scheduler", cluster.scheduler_address, "--json", str(out)]
+        assert main(argv) == 0
+        said = capsys.readouterr().out
+        assert "on Dask scheduler" in said and "3 run(s)" in said
+        assert sorted(s for s, _ in ran) == [1, 2, 3]
+        assert all(name != threading.main_thread().name for _, name in ran)      # on the cluster's workers
+        got = json.loads(out.read_text())["units"]["dma"]
+        assert got["seed"] == 3 and got["fmax_mhz"] == 100.0                      # the median, not the best
+        assert got["seeds"] == {"by_seed": {"1": 90.0, "2": 110.0, "3": 100.0}, "median_mhz": 100.0,
+                                "min_mhz": 90.0, "max_mhz": 110.0}
+        assert main(argv) == 0 and len(ran) == 3                                  # all three cached
+
+
+def test_synth_scheduler_that_cannot_be_reached_is_one_line_before_any_work(fake_tools, monkeypatch, capsys):
+    monkeypatch.setattr(synth, "_run_flow", lambda *a, **k: pytest.fail("work started"))
+    assert main(["synth", "--unit", "dma", "--scheduler", "inproc://nowhere"]) == 1      # refused at once
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "--scheduler inproc://nowhere: cannot reach" in err[0]
