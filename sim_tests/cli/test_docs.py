@@ -171,3 +171,16 @@ def test_the_site_builds_without_warnings(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, "make docs fails:\n" + run.stderr[-4000:]
     assert (out / "index.html").exists() and (out / "api" / "extension.html").exists()
+
+
+@pytest.mark.parametrize("block", ["the unit bench", "wide ports"])
+def test_extending_md_examples_run(block, capsys, monkeypatch):
+    """docs/extending.md's blocks on testing an engine alone and on wide ports run as they are."""
+    import sys
+    monkeypatch.setattr(sys, "path", [str(DOCS.parent / "examples"), *sys.path])   # the user's module
+    text = (DOCS / "extending.md").read_text()
+    code = re.search(rf"```python\n# docs/extending\.md: {block}\n(.*?)```", text, re.S)
+    assert code, f"docs/extending.md has no block '# docs/extending.md: {block}'"
+    exec(compile(code.group(1), f"docs/extending.md ({block})", "exec"), {"__name__": "docs_example"})
+    if block == "the unit bench":        # the broken engine was caught, at the cycle the page says
+        assert "scratchpad read in cycle t+0, outside the busy cycles" in capsys.readouterr().out
