@@ -9,7 +9,6 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))                 # the packages, installed or not
-sys.path.insert(0, str(ROOT / "examples"))    # the extension example (docs/extending.md)
 
 project = "GA2"
 author = "GA2"

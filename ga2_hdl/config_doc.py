@@ -4,7 +4,8 @@
 it; a test fails when the committed page differs from :func:`render_config_markdown`.
 
 Nothing here states a rule.  Each field's type and book value are the dataclass's; what it changes is
-the :class:`~ga2_hdl.config.Config` docstring's entry for it; its limits are found by asking the
+the :class:`~ga2_hdl.config.Config` docstring's entry for it, and the operations whose busy time or
+legal operands change with it, asked of the instruction set (:func:`isa_effects`); its limits are found by asking the
 validation itself (:meth:`Config.problems <ga2_hdl.config.Config.problems>`, then the instruction
 word's :func:`ga2_hdl.isa.config_problems`) about probe values, one field at a time with every other
 field at the book's value, and each limit is given with the validation's own words for the first value
@@ -21,7 +22,7 @@ from typing import NamedTuple
 from . import isa
 from .config import PRESETS, Config, ConfigError
 
-__all__ = ["FieldLimits", "field_docs", "field_limits", "problems_of", "render_config_markdown"]
+__all__ = ["FieldLimits", "field_docs", "field_limits", "isa_effects", "problems_of", "render_config_markdown"]
 
 #: the largest value probed for an integer field: above it a field is "unbounded"
 PROBE_TOP = 1 << 62
@@ -132,6 +133,36 @@ def _other_limit(f: dataclasses.Field) -> str:
     return "; ".join(said)
 
 
+def _another_value(name: str, limits: FieldLimits) -> int:
+    """An accepted value of integer field ``name`` other than the book's (twice it, or the least)."""
+    book = getattr(Config.book(), name)
+    for v in (book * 2, limits.least, book // 2):
+        if v != book and v >= limits.least and (limits.most is None or v <= limits.most) and _accepts(name, v):
+            return v
+    raise RuntimeError(f"config_doc: field {name} accepts no value but the book's")
+
+
+def isa_effects(name: str, value) -> list[str]:
+    """What setting field ``name`` to ``value`` changes in the instruction set, asked of it: each
+    operation whose busy-time formula, busy time (every operand 1) or legal ranges differ from the
+    book chip's."""
+    book = isa.instruction_set(Config.book())
+    other = isa.instruction_set(Config.book().replace(**{name: value}))
+    out = []
+    for spec in book.ops:
+        theirs = other.by_name[spec.mnemonic]
+        probe = {o.name: 1 for o in spec.operands}
+        if spec.busy_formula != theirs.busy_formula:
+            out.append(f"{spec.mnemonic}'s busy time: `{spec.busy_formula}` on the book's chip, "
+                       f"`{theirs.busy_formula}` with `{name}={value}`")
+        elif book.busy(book.make(spec.mnemonic, **probe)) != other.busy(other.make(spec.mnemonic, **probe)):
+            out.append(f"{spec.mnemonic}'s busy time `{spec.busy_formula}`: its value")
+        if spec.ranges_text() != theirs.ranges_text():
+            out.append(f"{spec.mnemonic}'s legal operands: {spec.ranges_text()} on the book's chip, "
+                       f"{theirs.ranges_text()} with `{name}={value}`")
+    return out
+
+
 def field_docs() -> dict[str, tuple[str, str]]:
     """Field name -> (type as the docstring says it, what it is) from the Parameters section of
     :class:`Config`'s docstring; ``RuntimeError`` when a field has no entry (or an entry no field)."""
@@ -214,6 +245,10 @@ def render_config_markdown() -> str:
             w("")
             for r in reasons[f.name]:
                 w(f"- {r}")
+        effects = isa_effects(f.name, _another_value(f.name, field_limits(f.name))) if f.type == "int" else []
+        if effects:
+            w("")
+            w("In the instruction set (asked of it, with another value): " + "; ".join(effects) + ".")
         presets = [(name, getattr(c, f.name)) for name, c in PRESETS.items()
                    if f.name != "name" and getattr(c, f.name) != getattr(book, f.name)]
         if presets:
