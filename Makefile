@@ -6,14 +6,14 @@ GA2    := $(VENV)/bin/ga2
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: setup test test-slow ch16 simulators clean
+.PHONY: setup test test-slow ch16 simulators clean docs
 
 setup: $(STAMP) simulators
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,cluster]'
+	$(PY) -m pip install --quiet -e '.[test,cluster,docs]'
 	touch $(STAMP)
 
 # Icarus Verilog and Verilator come from Debian's packages.
@@ -34,6 +34,11 @@ test-slow: setup
 
 ch16: setup
 	$(GA2) ch16 --sims icarus,verilator
+
+# the documentation site: docs/ (Markdown through MyST) and the API reference, warnings as errors
+docs: $(STAMP)
+	$(PY) -m sphinx -b html -W --keep-going -q docs build/docs
+	@echo "build/docs/index.html"
 
 clean:
 	rm -rf out build .pytest_cache

@@ -7,6 +7,10 @@ Use it by naming this module in a configuration (its directory on PYTHONPATH)::
     from ga2_hdl.config import Config
     config = Config(name="relu", extensions=("relu_ext",))
 
+or, in a configuration file, by its path relative to that file (relu.toml beside it)::
+
+    extensions = ["relu_ext.py"]
+
 and every tool working on ``config`` has the instruction: the assembler, the golden
 model, the chip's issue check and dispatch, the random programs, docs/isa.md and the
 Verilog.  docs/extending.md walks through this file.

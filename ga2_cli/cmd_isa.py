@@ -1,4 +1,4 @@
-"""`ga2 asm`, `ga2 disasm`, `ga2 golden`, `ga2 isadoc`: the ISA's own tools (each on a configuration)."""
+"""`ga2 asm`, `ga2 disasm`, `ga2 golden`, `ga2 isadoc`, `ga2 configdoc`: the ISA's own tools (each on a configuration)."""
 from __future__ import annotations
 
 import json
@@ -127,6 +127,17 @@ def cmd_isadoc(args) -> int:
     return 0
 
 
+def cmd_configdoc(args) -> int:
+    from ga2_hdl.config_doc import render_config_markdown
+    text = render_config_markdown()
+    if args.output:
+        atomic_write(args.output, text)
+        print(f"{args.output}: every configuration field")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _golden_bundle(args) -> int:
     bundle = load_bundle(args.file, args.config)
     width = max((len(p.name) for p in bundle.programs), default=0)
@@ -190,3 +201,8 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", type=options.output_file, help="file to write (atomically; default: print)")
     options.add_config(p)
     p.set_defaults(func=cmd_isadoc)
+
+    p = subparsers.add_parser("configdoc", help="every configuration field, its type, book value and limits, as "
+                                                "markdown (docs/config.md)")
+    p.add_argument("-o", "--output", type=options.output_file, help="file to write (atomically; default: print)")
+    p.set_defaults(func=cmd_configdoc)

@@ -12,7 +12,7 @@ import sys
 
 # Modules that add subcommands: each defines register(subparsers).
 COMMAND_MODULES = (
-    "ga2_cli.cmd_isa",        # asm, disasm, golden, isadoc
+    "ga2_cli.cmd_isa",        # asm, disasm, golden, isadoc, configdoc
     "ga2_cli.cmd_fuzz",       # fuzz
     "ga2_cli.cmd_sim",        # run, replay, bench
     "ga2_cli.cmd_verilog",    # verilog

@@ -199,6 +199,32 @@ class Operand:
     accepts fewer than the bits can hold; a value outside halts the machine with BAD_SHAPE
     (:func:`check`, the decoder's :class:`~ga2_hdl.rtl.decoder.IssueCheck` and the generated
     docs/isa.md all read it from here).
+
+    Parameters
+    ----------
+    name : str
+        The operand's name in assembly (``dst=5``) and as an attribute of an
+        :class:`Instruction` (``ins.dst``): an identifier that is none of the word's field
+        names (``a`` .. ``x``, ``op``) nor an ``Instruction`` method.
+    field : str
+        The instruction field that holds it (:data:`FIELDS`: ``a`` .. ``x``; docs/isa.md lists
+        their bits).
+    lsb : int, optional
+        Its lowest bit inside the field (0: from the field's own lowest bit).
+    width : int or None, optional
+        Its width in bits; None (the default) takes the rest of the field above ``lsb``.
+        Two operands of one operation may share a field but not a bit.
+    doc : str, optional
+        What it is, one phrase, for docs/isa.md's operand table.
+    legal : (int, int) or None, optional
+        The inclusive range of values the operation accepts (BAD_SHAPE outside it); None: any
+        value the bits hold.  Given by keyword: ``Operand("M", "f", legal=(1, 4))``.
+
+    Examples
+    --------
+    ``Operand("dst", "a", doc="scratchpad destination")`` is the whole field ``a``;
+    ``Operand("tb", "fl", 0, 1, doc="B is stored transposed")`` is bit 0 of field ``fl``
+    (MM's, in ``_book_ops``).
     """
     name: str
     field: str
@@ -221,6 +247,22 @@ class Region:
 
     ``write`` says whether the instruction writes the region (else it reads it); it is
     filled in by :meth:`OpSpec.accesses` from the operation's :attr:`OpSpec.writes`.
+
+    Parameters
+    ----------
+    memory : str
+        ``"spad"`` (the scratchpad: SPAD_RANGE past its end) or ``"ext"`` (the external
+        memory: EXT_RANGE).
+    start : int
+        Its first word (an operand's value: ``i.dst``).
+    length : int
+        Its words.
+    role : str
+        The name of the operand that holds ``start`` (``"dst"``, ``"src"``, ``"A"`` ...): the
+        random programs place regions by it, and :attr:`OpSpec.writes` names the written ones.
+    write : bool, optional
+        Whether the instruction writes it; leave it False in an ``OpSpec``'s ``regions``
+        (:meth:`OpSpec.accesses` sets it).
     """
     memory: str           # "spad" or "ext"
     start: int
@@ -240,7 +282,48 @@ class Region:
 
 @dataclass(frozen=True)
 class OpSpec:
-    """One operation: everything the project needs to know about it, in one place."""
+    """One operation: everything the project needs to know about it, in one place.
+
+    The parameters in their order: the book's operations and docs/extending.md's example give
+    the first seven or eight by position (``OpSpec(code, mnemonic, unit, operands, meaning,
+    busy_formula, busy, regions, ...)``) and the rest by keyword.  docs/extending.md builds
+    one step by step.
+
+    Parameters
+    ----------
+    code : int
+        The op code (the ``op`` field); an extension's is one the book leaves free and not one of
+        :data:`RESERVED_OP_CODES` (docs/isa.md lists the undefined codes).
+    mnemonic : str
+        The assembly name, an upper-case identifier.
+    unit : Unit
+        The unit that runs it and whose busy counter counts it (an extension's: ``Unit.VECTOR``).
+    operands : tuple of Operand
+        The assembly operands, in the order the disassembler prints them.
+    meaning : str
+        What it computes, one sentence, for docs/isa.md.
+    busy_formula : str
+        The busy time W as text: a Python expression of the operand names, ``LAT`` and
+        ``ceil`` (docs/isa.md prints it; a test evaluates the book's against ``busy``).
+    busy : callable
+        ``busy(ins) -> int``: the busy time W of an :class:`Instruction`, in cycles: what every
+        simulator and counter uses, and exactly what the RTL engine must take.
+    regions : callable, optional
+        ``regions(ins) -> tuple of Region``: the memory the instruction reads and writes, for
+        the range checks (SPAD_RANGE, EXT_RANGE), the overlap rule and the overlapped
+        timing's hazards (default: none).
+    lengths : tuple of str, optional
+        Operands that must not be 0 (ZERO_LENGTH).
+    disjoint_or_same : bool, optional
+        Its scratchpad regions must be pairwise identical or disjoint (OVERLAP otherwise).
+    defaults : mapping, optional
+        Assembly defaults, operand -> value, or -> the name of another operand whose value it
+        takes (MM's ``lda="K"``); an operand without one must be written.
+    arithmetic : str, optional
+        The exact arithmetic, one line of Markdown, for docs/isa.md.
+    writes : frozenset of str, optional
+        The roles of the regions it writes (default ``{"dst"}``); it reads the others.
+    """
     code: int
     mnemonic: str
     unit: Unit

@@ -35,7 +35,7 @@ _RQ = isa.OP_BY_NAME["RQ"]
 ACC_BITS = isa.WORD_BITS                     #: the accumulator is a whole signed word
 MANTISSA_BITS = _RQ.operand("m").bits        #: 24
 SHIFT_BITS = _RQ.operand("s").bits           #: 6
-PRODUCT_BITS = ACC_BITS + MANTISSA_BITS      #: |acc| <= 2**31, m < 2**24: the product fits in 56 bits
+PRODUCT_BITS = ACC_BITS + MANTISSA_BITS      #: ``|acc| <= 2**31``, ``m < 2**24``: the product fits in 56 bits
 Q_BITS = 8                                   #: the int8 result
 
 

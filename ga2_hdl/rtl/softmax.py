@@ -9,18 +9,18 @@ writes Q0.16 probabilities to ``dst[0..len)``:
 Structure: four phases, one after the other, on the unit's single scratchpad
 port (one read and one write per cycle at most).
 
-============  ==========================================================  ============
-phase         what happens                                                cycles
-============  ==========================================================  ============
-MAX           read src[i]; the next cycle compare with the running max    len + 1
-EXP           read src[i]; next cycle look up T[m - x] in the ROM (sync    len + 2
+============  ============================================================  ============
+phase         what happens                                                  cycles
+============  ============================================================  ============
+MAX           read src[i]; the next cycle compare with the running max      len + 1
+EXP           read src[i]; next cycle look up T[m - x] in the ROM (sync     len + 2
               read); the cycle after, write e to dst[i] and add it to S
-DIV           start the divider on (2**38, S); it answers 40 cycles later  1 + 40
+DIV           start the divider on (2**38, S); it answers 40 cycles later   1 + 40
               (one quotient bit per cycle); r is latched in that cycle
-SCALE         read e from dst[i]; next cycle multiply e * r (registered);  len + 3
+SCALE         read e from dst[i]; next cycle multiply e * r (registered);   len + 3
               next cycle add 2**21 and shift by 22 (registered); then
               write p to dst[i]
-============  ==========================================================  ============
+============  ============================================================  ============
 
 Each pass streams ``len`` reads in consecutive cycles through a pipeline of
 depth 1, 2 or 3 and ends in the cycle its last element leaves the pipeline,

@@ -2,7 +2,10 @@
 import pathlib
 import re
 
+import pytest
+
 from ga2_hdl import isa
+from ga2_hdl.config_doc import field_limits, render_config_markdown
 from ga2_hdl.isa.doc import ERROR_BEHAVIOUR, render_isa_markdown
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
@@ -26,6 +29,55 @@ def test_isa_md_covers_every_op_field_and_error():
     for e in isa.ErrorCode:
         assert f"| {int(e)} | {e.name} |" in text
     assert set(ERROR_BEHAVIOUR) == set(isa.ErrorCode)
+
+
+def test_config_md_is_generated_from_config_py():
+    committed = (DOCS / "config.md").read_text()
+    assert committed == render_config_markdown(), \
+        "docs/config.md is stale: regenerate it with `ga2 configdoc -o docs/config.md`"
+
+
+def test_config_md_states_every_field_with_the_validations_limits():
+    import dataclasses
+    from ga2_hdl.config import Config, ConfigError
+    text = render_config_markdown()
+    book = Config.book()
+    for f in dataclasses.fields(Config):
+        assert f"## `{f.name}`" in text and f"| `{f.name}` | `{f.type}` |" in text
+        if f.type != "int":
+            continue
+        lim = field_limits(f.name)
+        assert lim.least >= 1 and f"| {lim.text()} |" in text
+        with pytest.raises(ConfigError):
+            book.replace(**{f.name: lim.least - 1})
+        if lim.most is not None:          # the largest value builds an instruction set, the next one does not
+            isa.instruction_set(book.replace(**{f.name: lim.most}))
+            with pytest.raises((ConfigError, isa.IsaError)):
+                isa.instruction_set(book.replace(**{f.name: lim.most * 2 if lim.power_of_two else lim.most + 1}))
+    assert field_limits("array").most == isa.FIELD["f"].mask          # M and N's field
+    assert field_limits("spad_ports").power_of_two and not field_limits("lat").power_of_two
+
+
+def test_config_md_follows_a_changed_validation(monkeypatch):
+    # the page asks the validation: a new rule in Config.problems shows up without touching the generator
+    from ga2_hdl.config import Config
+    before = render_config_markdown()
+    problems = Config.problems
+    monkeypatch.setattr(Config, "problems", lambda self: problems(self) + (
+        [f"lat={self.lat} must be at least 2"] if isinstance(self.lat, int) and self.lat < 2 else []))
+    lim = field_limits("lat")
+    assert (lim.least, lim.below) == (2, "must be at least 2")
+    after = render_config_markdown()
+    assert after != before and "| `lat` | `int` | `8` | 2 or more |" in after
+    monkeypatch.setattr(Config, "__doc__", Config.__doc__.replace("    lat : int\n", "    latency : int\n"))
+    with pytest.raises(RuntimeError, match="missing: lat; no such field: latency"):
+        render_config_markdown()
+
+
+def test_configdoc_command_writes_the_page(tmp_path, capsys):
+    from ga2_cli.main import main
+    assert main(["configdoc", "-o", str(tmp_path / "config.md")]) == 0
+    assert (tmp_path / "config.md").read_text() == (DOCS / "config.md").read_text()
 
 
 def test_bundle_md_states_the_format_constants():
@@ -104,3 +156,31 @@ def test_the_wide_busy_table_in_chip_md_is_the_isa_formulas():
                           "ceil": lambda x: math.ceil(x), **ins.operands()}
                 stated = eval(formula, {"__builtins__": {}}, values)
                 assert stated == iset.busy(ins), f"chip.md: {op} `{formula}` on {name} is not `{spec.busy_formula}`"
+
+
+def test_the_site_builds_without_warnings(tmp_path):
+    """`make docs`: every page of docs/ and the API reference, warnings as errors (a broken link,
+    a heading out of order, a docstring docutils cannot read: each fails the build)."""
+    import subprocess
+    import sys
+    for module in ("sphinx", "myst_parser"):
+        pytest.importorskip(module, reason=f"{module} is not installed: pip install -e '.[docs]' (make test does)")
+    out = tmp_path / "site"
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q",
+                          "-d", str(tmp_path / "doctrees"), str(DOCS), str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, "make docs fails:\n" + run.stderr[-4000:]
+    assert (out / "index.html").exists() and (out / "api" / "extension.html").exists()
+
+
+@pytest.mark.parametrize("block", ["the unit bench", "wide ports"])
+def test_extending_md_examples_run(block, capsys, monkeypatch):
+    """docs/extending.md's blocks on testing an engine alone and on wide ports run as they are."""
+    import sys
+    monkeypatch.setattr(sys, "path", [str(DOCS.parent / "examples"), *sys.path])   # the user's module
+    text = (DOCS / "extending.md").read_text()
+    code = re.search(rf"```python\n# docs/extending\.md: {block}\n(.*?)```", text, re.S)
+    assert code, f"docs/extending.md has no block '# docs/extending.md: {block}'"
+    exec(compile(code.group(1), f"docs/extending.md ({block})", "exec"), {"__name__": "docs_example"})
+    if block == "the unit bench":        # the broken engine was caught, at the cycle the page says
+        assert "scratchpad read in cycle t+0, outside the busy cycles" in capsys.readouterr().out
