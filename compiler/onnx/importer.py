@@ -171,6 +171,9 @@ class Built:
     outputs: list[OutputInfo]
     reports: list[NodeReport]
     owner: dict[int, int]             #: Capra node id -> index of the ONNX node that made it
+    #: (tensor, constant row weight, their add) of every constant added to a computed tensor: the
+    #: three can share one scale (see compiler/onnx/run.py's compile_batch)
+    joins: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------- the walk
@@ -185,6 +188,7 @@ class _Walk:
         self.owner: dict[int, int] = {}
         self.names: set[str] = set()
         self.reports: list[NodeReport] = []
+        self.joins: list[tuple[int, int, int]] = []
         graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
         self.readers: dict[str, list[int]] = {}
@@ -283,7 +287,9 @@ class _Walk:
         if not np.any(row):
             return act                                   # adding zeros: nothing to do
         w = self.weight(name, np.tile(row, (self.batch, 1)))
-        return Act(self.made(self.g.add(act.nid, w)), act.features)
+        out = Act(self.made(self.g.add(act.nid, w)), act.features)
+        self.joins.append((act.nid, w, out.nid))
+        return out
 
     def product(self, act: Act, W: np.ndarray, transposed: bool, name: str) -> Act:
         if len(act.features) != 1:
@@ -643,7 +649,7 @@ class _Walk:
                 outputs.append(OutputInfo(o.name, "unknown"))
             else:
                 outputs.append(OutputInfo(o.name, "constant"))
-        return Built(self.g, self.batch, self.input_name, outputs, self.reports, self.owner)
+        return Built(self.g, self.batch, self.input_name, outputs, self.reports, self.owner, self.joins)
 
 
 # ---------------------------------------------------------------------------------------- the import

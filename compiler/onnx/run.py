@@ -25,6 +25,7 @@ from ga2_hdl import isa
 from ..errors import CompileError
 from ..interpret import interpret
 from ..program import Program, compile_graph, execute, ext_image
+from ..scales import calibrate
 from .errors import OnnxError, require
 from .importer import Built, Imported
 
@@ -112,11 +113,26 @@ class BatchTry:
         return None if self.cycles is None else self.cycles * self.programs / self.rows
 
 
-def compile_batch(imp: Imported, batch: int, calib: np.ndarray) -> Compiled:
-    """The program for ``batch`` rows, calibrated on ``calib`` (rows) in batches of ``batch``."""
+def compile_batch(imp: Imported, batch: int, calib: np.ndarray, *, join_scales: bool = True) -> Compiled:
+    """The program for ``batch`` rows, calibrated on ``calib`` (rows) in batches of ``batch``.
+
+    ``join_scales``: a constant added to a product (a bias) is stored at the sum's scale, and so is
+    the product when the add is its only reader (Capra's ``ranges``: the three tensors get the
+    sum's calibrated range, the largest of theirs), so the add is one VADD with no RQ before it and
+    the product is rounded once, by its own requantizer, instead of twice."""
     built = imp.build(batch)
     samples = [{built.input_name: piece} for piece in batches_of(calib, batch)]
-    prog = compile_graph(built.graph, samples, config=imp.config)
+    ranges = {}
+    if join_scales and built.joins:
+        measured = calibrate(built.graph, samples)
+        users = built.graph.consumers()
+        for k, (a, w, total) in enumerate(built.joins):
+            tag = f"onnx-join-{k}"
+            members = [w, total] + ([a] if users[a] == [total] else [])
+            ranges[tag] = max(measured[a], measured[w], measured[total])
+            for m in members:
+                built.graph.tag(m, tag)
+    prog = compile_graph(built.graph, samples, ranges=ranges or None, config=imp.config)
     return Compiled(batch, built, prog)
 
 
