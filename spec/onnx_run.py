@@ -187,11 +187,15 @@ def info_lines(model_path: str, config: Config = isa.BOOK, batch: int = 1) -> li
 
 
 def _instructions_by_node(prog) -> dict[int, dict[str, int]]:
+    """Capra node -> instructions per mnemonic; the RQ in place that clamps a sum goes to its relu."""
     out: dict[int, dict[str, int]] = {}
+    users = prog.graph.consumers()
     for pc, ins in enumerate(prog.code):
         if ins.mnemonic == "HALT":
             continue
         nid = prog.node_at(pc)
+        if nid in prog.plan.add_relu and ins.mnemonic == "RQ" and ins.relu and ins.dst == ins.src:
+            nid = next(u for u in users[nid] if prog.graph.nodes[u].op == "relu")
         out.setdefault(nid, {})
         out[nid][ins.mnemonic] = out[nid].get(ins.mnemonic, 0) + 1
     return out

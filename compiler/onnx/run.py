@@ -121,6 +121,7 @@ def compile_batch(imp: Imported, batch: int, calib: np.ndarray, *, join_scales: 
     sum's calibrated range, the largest of theirs), so the add is one VADD with no RQ before it and
     the product is rounded once, by its own requantizer, instead of twice."""
     built = imp.build(batch)
+    calib = np.asarray(calib, dtype=np.float64).reshape(len(calib), -1)
     samples = [{built.input_name: piece} for piece in batches_of(calib, batch)]
     ranges = {}
     if join_scales and built.joins:
@@ -311,7 +312,8 @@ def run_model(imp: Imported, rows: np.ndarray, *, labels: np.ndarray | None = No
     """Compile (choosing the batch), run every row on the golden model, run onnxruntime, compare."""
     imp.check()
     t0 = time.perf_counter()
-    calib = rows if calib is None else calib
+    rows = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1)
+    calib = rows if calib is None else np.asarray(calib, dtype=np.float64).reshape(len(calib), -1)
     compiled, tries = choose_batch(imp, calib, rows.shape[0], [batch] if batch else None, say=say)
     t1 = time.perf_counter()
     chip = run_rows(compiled, rows, progress=progress)
