@@ -472,8 +472,8 @@ class _Walk:
         act = self.act(node.input[0], "input")
         src = self.g.nodes[act.nid]
         if src.op not in ("matmul", "add"):
-            what = src.name if src.name else src.op
-            self.refuse(f"its input {node.input[0]!r} is a {src.op} ({what}); the chip applies a relu in the "
+            what = "the model's input" if src.op == "input" else f"a {src.op}"
+            self.refuse(f"its input {node.input[0]!r} is {what}; the chip applies a relu in the "
                         f"requantizer of a MatMul/Gemm, or in place after an Add")
         kind = "fused into the matmul's requantizer" if src.op == "matmul" else "one RQ of the sum in place"
         self.set(node, Act(self.made(self.g.relu(act.nid)), act.features), f"relu ({kind})")
