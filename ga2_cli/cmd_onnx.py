@@ -35,6 +35,9 @@ def register(subparsers) -> None:
                         "amaranth, icarus, verilator, cxxrtl (default golden; an empty string replays nothing)")
     r.add_argument("--batch", type=options.positive, default=None,
                    help="rows per program (default: the batch with the fewest cycles per inference)")
+    r.add_argument("--profile", metavar="FILE.png", type=options.output_file,
+                   help="also print cycles per layer and per unit and the array's utilisation, for the model and "
+                        "the tiny language model's decode step, and write their roofline figure to FILE.png")
     options.add_workers(r)
     options.add_json(r)
     options.add_config(r)
@@ -112,7 +115,17 @@ def _run(args) -> int:
           + ("PASS (every program, bit for bit)" if not chip.interpreter_mismatches else chip.interpreter_mismatches[0]))
     for name, s in result.sims.items():
         print(f"  {name}: {s['line']}")
+    data = result.as_json()
+    if args.profile:
+        from spec.onnx_run import decode_step_profile, profile_of, roofline_png
+        model, lm = profile_of(result), decode_step_profile(args.config)
+        print()
+        print("\n".join(model.lines()))
+        print("\n".join(lm.lines()).replace("profile (", "tiny language model's decode step, context 8 (", 1))
+        roofline_png([("this model", model), ("tiny LM decode step", lm)], args.profile)
+        data["profile"] = {"model": model.as_json(), "tiny_lm_decode_step": lm.as_json(), "png": args.profile}
+        print(f"  wrote {args.profile}")
     if args.json:
-        atomic_write(args.json, json.dumps(result.as_json(), indent=1) + "\n")
+        atomic_write(args.json, json.dumps(data, indent=1) + "\n")
         print(f"  wrote {args.json}")
     return 0 if result.ok else 1

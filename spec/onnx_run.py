@@ -199,3 +199,67 @@ def _instructions_by_node(prog) -> dict[int, dict[str, int]]:
         out.setdefault(nid, {})
         out[nid][ins.mnemonic] = out[nid].get(ins.mnemonic, 0) + 1
     return out
+
+
+# ---------------------------------------------------------------------------------------- profile
+def profile_of(result: OnnxResult):
+    """The model's program profiled per ONNX node (:mod:`compiler.onnx.profile`)."""
+    from compiler.onnx.profile import profile_program
+    compiled = result.run.chip.compiled
+    reports = compiled.built.reports
+    owner = {nid: reports[i].label for nid, i in compiled.built.owner.items() if 0 <= i < len(reports)}
+    return profile_program(compiled.program, owner, compiled.batch)
+
+
+#: the tiny language model's decode step profiled beside the model: this context length
+DECODE_CONTEXT = 8
+
+
+def decode_step_profile(config: Config):
+    """The chapter's tiny model (structured) decode step at context :data:`DECODE_CONTEXT`, profiled."""
+    from compiler.onnx.profile import profile_program
+    from .on_chip import PlainChip
+    from .tiny_lm import make_model
+    prog = PlainChip(make_model("structured"), DECODE_CONTEXT, config=config).program(DECODE_CONTEXT)
+    return profile_program(prog, None, 1)
+
+
+def roofline_png(profiles: Sequence[tuple[str, object]], path: str) -> str:
+    """Operations per cycle against operations per word loaded, with the chip's compute and memory
+    roofs; a point per profile (the whole program) and a small one per layer that multiplies."""
+    import io
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from ga2_hdl.support.safe_io import atomic_write
+
+    first = profiles[0][1]
+    peak, port = 2 * first.array ** 2, first.ext_port_words
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    xs = np.logspace(-1, 3, 200)
+    ax.plot(xs, np.minimum(peak, port * xs), color="black", lw=1.5,
+            label=f"roofs: {peak} ops/cycle ({first.array}x{first.array} array), {port} word/cycle loaded")
+    markers = iter("osD^v")
+    for name, p in profiles:
+        m = next(markers)
+        ops = 2 * p.macs
+        if p.words_loaded and p.total_cycles:
+            ax.scatter([ops / p.words_loaded], [ops / p.total_cycles], marker=m, s=60, zorder=3,
+                       label=f"{name}: {ops / p.total_cycles:.2f} ops/cycle")
+        for l in p.layers:
+            if l.macs and l.words_loaded and l.cycles:
+                ax.scatter([2 * l.macs / l.words_loaded], [2 * l.macs / l.cycles], marker=m, s=18, alpha=0.5,
+                           zorder=2, color="grey")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("operations per word loaded from external memory")
+    ax.set_ylabel("operations per cycle")
+    ax.set_title(f"roofline on {first.config_name} (small grey: layers with products)", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    atomic_write(path, buf.getvalue())
+    return path

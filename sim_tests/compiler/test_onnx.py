@@ -314,3 +314,23 @@ def test_digits_whole_test_split_meets_the_targets(digits):
     assert run.agreement >= 0.98
     assert not run.chip.interpreter_mismatches
     assert all(s["verdict"] == "PASS" for s in res.sims.values()), res.sims
+
+
+def test_profile_adds_up_and_draws(tmp_path, capsys):
+    from compiler.onnx.profile import profile_program
+    imp = import_model(handmade())
+    compiled = onnx_run.compile_batch(imp, 4, _rows(40).reshape(40, -1))
+    prof = profile_program(compiled.program, batch=4)
+    c = compiled.program.counters()
+    assert sum(l.cycles for l in prof.layers) == c.total             # no overlap: the layers add up
+    assert sum(l.units["matrix"] for l in prof.layers) == c.matrix
+    assert prof.macs == 4 * (12 * 8 + 8 * 8 + 8 * 5)
+    assert 0 < prof.utilisation()["during_mm"] <= 1
+    path = _save(handmade(), tmp_path / "h.onnx")
+    np.save(tmp_path / "x.npy", _rows(8))
+    png = tmp_path / "roof.png"
+    assert main(["onnx", "run", path, "--inputs", str(tmp_path / "x.npy"), "--sims", "", "--profile", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "array utilisation" in out and "tiny language model's decode step, context 8 (book" in out
+    assert "7,615 cycles" in out                                      # the book's decode step at context 8
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
