@@ -95,6 +95,7 @@ class Act:
     nid: int
     features: tuple[int, ...]
     softmax_of: "Act | None" = None      #: this is a Softmax on the last axis of that tensor
+    transposed: bool = False             #: a pending Transpose: only a MatMul's second operand
 
     @property
     def width(self) -> int:
@@ -243,9 +244,12 @@ class _Walk:
                     marked.add(src)
         return marked
 
-    def act(self, name: str, what: str) -> Act:
+    def act(self, name: str, what: str, transposed: bool = False) -> Act:
         v = self.values.get(name)
         if isinstance(v, Act):
+            if v.transposed and not transposed:
+                self.refuse(f"its {what} {name!r} is a Transpose, which is mapped only as the second operand "
+                            f"of a MatMul (the MM's transposed B)")
             return v
         if isinstance(v, Unknown):
             raise _Refused(f"not reached: its {what} {name!r} {v.cause}")
@@ -286,7 +290,7 @@ class _Walk:
     def add_row(self, act: Act, row: np.ndarray, name: str) -> Act:
         if not np.any(row):
             return act                                   # adding zeros: nothing to do
-        w = self.weight(name, np.tile(row, (self.batch, 1)))
+        w = self.weight(name, np.tile(row, (self.g.nodes[act.nid].rows, 1)))
         out = Act(self.made(self.g.add(act.nid, w)), act.features)
         self.joins.append((act.nid, w, out.nid))
         return out
@@ -423,8 +427,29 @@ class _Walk:
                             f"already has (float) is an alias")
             self.set(node, act, "nothing (a cast to float of a float tensor)")
 
+    def fixed_rows(self, what: str) -> None:
+        """Refuse ``what`` in a model whose first axis is a batch of independent rows."""
+        if self.input_batch is None:
+            self.refuse(f"{what} mixes the input rows of a batch; it is mapped only in a model of a fixed "
+                        f"first dimension (whose rows are one input)")
+
     def op_MatMul(self, node, a):
         act = self.act(node.input[0], "first operand")
+        other = self.values.get(node.input[1])
+        if isinstance(other, Act):                  # a product of two computed tensors (attention)
+            self.fixed_rows("a product of two computed tensors")
+            b = self.act(node.input[1], "second operand", transposed=True)
+            if len(act.features) != 1 or len(b.features) != 1:
+                self.refuse("products are of (rows, features) tensors only")
+            k = act.width
+            if k > self.config.max_k:
+                self.refuse(f"inner dimension {k} exceeds the matrix unit's {self.config.max_k} on the "
+                            f"{self.config.name} chip (config.max_k)")
+            n = self.g.nodes[b.nid].rows if b.transposed else b.width
+            out = Act(self.made(self.g.matmul(act.nid, b.nid, transpose_b=b.transposed)), (n,))
+            self.set(node, out, "matmul of two computed tensors" + (" (B transposed in the MM)" if b.transposed
+                                                                    else ""))
+            return
         W = self.const(node.input[1], "second operand")
         out = self.product(act, np.asarray(W, dtype=np.float64), False, node.input[1])
         self.set(node, out, "matmul")
@@ -467,6 +492,65 @@ class _Walk:
             self.refuse(f"operands of shapes (N, {xa.features}) and (N, {ya.features}); the chip adds tensors "
                         f"of the same shape")
         self.set(node, Act(self.made(self.g.add(xa.nid, ya.nid)), xa.features), "add (residual)")
+
+    def op_Transpose(self, node, a):
+        act = self.act(node.input[0], "input")
+        if len(act.features) != 1 or a.get("perm", [1, 0]) not in ([1, 0], (1, 0)):
+            self.refuse("only the transpose of a (rows, features) tensor is mapped")
+        self.fixed_rows("a transpose")
+        self.set(node, Act(act.nid, act.features, transposed=True), "nothing (read as the MM's transposed B)")
+
+    def op_Concat(self, node, a):
+        vals = [self.values.get(n) for n in node.input]
+        if all(isinstance(v, Const) for v in vals):
+            self.set(node, Const(np.concatenate([v.array for v in vals], axis=int(a.get("axis", 0)))),
+                     "a constant (folded)")
+            return
+        rank = 2
+        axis = self.axis(int(a.get("axis", 0)), rank)
+        if axis != 0:
+            self.refuse("a concatenation along the features; the chip's views concatenate rows")
+        self.fixed_rows("a concatenation of rows")
+        parts = []
+        for name, v in zip(node.input, vals):
+            if isinstance(v, Const):
+                arr = np.asarray(v.array, dtype=np.float64)
+                if arr.ndim != 2:
+                    self.refuse(f"its constant part {name!r} is not 2-D")
+                parts.append(Act(self.weight(name, arr), (arr.shape[1],)))
+            else:
+                parts.append(self.act(name, "part"))
+        if any(len(p.features) != 1 or p.features != parts[0].features for p in parts):
+            self.refuse("parts of different widths")
+        nid = parts[0].nid
+        for p in parts[1:]:
+            nid = self.made(self.g.concat_rows(nid, p.nid))
+        self.set(node, Act(nid, parts[0].features), "concat_rows (a view: the parts are written into one buffer)")
+
+    def op_Mul(self, node, a):
+        self._scalar(node, lambda c: c, "Mul")
+
+    def op_Div(self, node, a):
+        self._scalar(node, lambda c: 1.0 / c, "Div")
+
+    def _scalar(self, node, factor_of, op: str):
+        x, y = (self.values.get(n) for n in node.input)
+        if isinstance(x, Const) and isinstance(y, Const):
+            self.set(node, Const(x.array * y.array if op == "Mul" else x.array / y.array), "a constant (folded)")
+            return
+        names = list(node.input)
+        if isinstance(x, Const) and op == "Mul":
+            x, y, names = y, x, names[::-1]
+        act = self.act(names[0], "input")
+        c = np.asarray(self.const(names[1], "factor"), dtype=np.float64)
+        src = self.g.nodes[act.nid]
+        value = float(c.reshape(-1)[0]) if c.size == 1 else None
+        if value is None or not np.isfinite(value) or value == 0 or (factor_of(value) <= 0):
+            self.refuse(f"a {op} is mapped only by a positive scalar (folded into a MatMul's factor)")
+        if src.op != "matmul" or len(self.readers.get(names[0], [])) != 1 or names[0] in self.graph_outputs:
+            self.refuse(f"a {op} by a scalar is mapped only on a MatMul read by nothing else (its factor)")
+        src.attrs["scale"] *= factor_of(value)
+        self.set(node, act, f"folded into the product's factor (x {factor_of(value):g})")
 
     def op_Relu(self, node, a):
         act = self.act(node.input[0], "input")

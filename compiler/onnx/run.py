@@ -314,6 +314,9 @@ def run_model(imp: Imported, rows: np.ndarray, *, labels: np.ndarray | None = No
     t0 = time.perf_counter()
     rows = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1)
     calib = rows if calib is None else np.asarray(calib, dtype=np.float64).reshape(len(calib), -1)
+    if batch and imp.input_batch is not None and batch != imp.input_batch:
+        raise OnnxError(f"--batch {batch}: the model's input {imp.input_name!r} has a fixed first dimension of "
+                        f"{imp.input_batch} rows")
     compiled, tries = choose_batch(imp, calib, rows.shape[0], [batch] if batch else None, say=say)
     t1 = time.perf_counter()
     chip = run_rows(compiled, rows, progress=progress)

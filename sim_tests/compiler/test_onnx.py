@@ -236,7 +236,13 @@ def test_refuses_other_things_in_one_line():
         (_mlp([helper.make_node("ArgMax", ["X"], ["y"], name="a", axis=1, select_last_index=1)], {}),
          "select_last_index=1"),
         (_mlp([helper.make_node("Add", ["X", "C"], ["y"], name="a")], {"C": np.ones((3, 4))}), "differs from row to row"),
-        (_mlp([helper.make_node("Mul", ["X", "X"], ["y"], name="m")], {}), "an op the importer does not map"),
+        (_mlp([helper.make_node("Sin", ["X"], ["y"], name="m")], {}), "an op the importer does not map"),
+        (_mlp([helper.make_node("Mul", ["X", "C"], ["y"], name="m")], {"C": np.full((1,), 0.5)}),
+         "a Mul by a scalar is mapped only on a MatMul read by nothing else"),
+        (_mlp([helper.make_node("MatMul", ["X", "X"], ["y"], name="mm")], {}),
+         "a product of two computed tensors mixes the input rows of a batch"),
+        (_mlp([helper.make_node("Concat", ["X", "X"], ["y"], name="cat", axis=0)], {}),
+         "a concatenation of rows mixes the input rows of a batch"),
     ]
     for m, why in cases:
         line = _refused(m)
@@ -334,3 +340,46 @@ def test_profile_adds_up_and_draws(tmp_path, capsys):
     assert "array utilisation" in out and "tiny language model's decode step, context 8 (book" in out
     assert "7,615 cycles" in out                                      # the book's decode step at context 8
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------ beyond a classifier
+def test_transformer_block_as_onnx_gives_capras_tokens():
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    try:
+        import onnx_transformer
+    finally:
+        sys.path.pop(0)
+    rows = onnx_transformer.compare(context=8)
+    assert len(rows) == 16
+    for r in rows:
+        assert r["onnx_on_chip"] == r["capra_decode_step"] == r["onnxruntime"] == r["rule"], r
+        assert r["interpreter"]
+        # the same program as Capra's decode step but for the two stores of k_new and v_new (16 words each)
+        assert r["capra_cycles"] == 7615 and r["cycles"] == 7615 - 2 * (2 + 16 + 2)
+
+
+def test_transformer_block_replays_in_icarus():
+    from spec.on_chip import float_prefix_cache
+    from spec.onnx_run import replay_programs
+    from spec.tiny_lm import make_model, rule_tokens
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    try:
+        import onnx_transformer
+    finally:
+        sys.path.pop(0)
+    model = make_model("structured")
+    seq = rule_tokens(5, 3)
+    keys, values = float_prefix_cache(model, seq[:-1])
+    imp = import_model(onnx_transformer.block_model(model, keys, values))
+    became = {r.name: r.became for r in imp.reports}
+    assert became["keys"].startswith("concat_rows") and became["scaled"].startswith("folded into the product's factor")
+    assert became["scores"] == "matmul of two computed tensors (B transposed in the MM)"
+    run = onnx_run.run_model(imp, np.array([model.embedding(seq[-1])]))
+    assert run.predictions[0] == model_rule(seq[-1])
+    sims = replay_programs(run, ["icarus"], workers=1)
+    assert sims["icarus"]["verdict"] == "PASS", sims["icarus"]["line"]
+
+
+def model_rule(t):
+    from spec.tiny_lm import next_token_rule
+    return next_token_rule(t)
