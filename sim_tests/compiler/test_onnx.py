@@ -383,3 +383,19 @@ def test_transformer_block_replays_in_icarus():
 def model_rule(t):
     from spec.tiny_lm import next_token_rule
     return next_token_rule(t)
+
+
+def test_without_the_extra_the_command_says_what_to_install(tmp_path, monkeypatch, capsys):
+    import importlib
+    from compiler.onnx import errors
+    real = importlib.import_module
+
+    def missing(name, *a, **k):
+        if name == "onnxruntime":
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(errors.importlib, "import_module", missing)
+    path = _save(handmade(), tmp_path / "h.onnx")
+    err = _one_line_error(["onnx", "info", path], capsys, "'onnxruntime' is not installed", "pip install -e '.[onnx]'")
+    assert err.startswith("ga2 onnx info: error:")
