@@ -162,6 +162,8 @@ def choose_batch(imp: Imported, calib: np.ndarray, rows: int, batches: Sequence[
             raise
         except CompileError as e:
             tries.append(BatchTry(b, error=str(e).splitlines()[0]))
+            if say:
+                say(f"  batch {b:3d}: refused: {tries[-1].error}")
             if best is not None and not batches:
                 break
             continue
