@@ -328,7 +328,10 @@ def run_model(imp: Imported, rows: np.ndarray, *, labels: np.ndarray | None = No
     n = rows.shape[0]
     host = [o for o in compiled.built.outputs if o.kind == "host"]
     if host:
-        name, note = host[0].name, f"output {host[0].name!r} (the chip's AMAX, the label table on the host)"
+        steps = [what for what, _ in host[0].host.steps]
+        name = host[0].name
+        note = f"output {name!r} (the chip's AMAX" + (", the label table on the host)" if "label table" in steps
+                                                      else ")")
         preds, refp = _rows_of(chip.outputs[name], n), _rows_of(ref[name], n)
     else:
         first = next(o for o in compiled.built.outputs if o.kind == "chip")
