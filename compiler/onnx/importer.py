@@ -722,7 +722,9 @@ class _Walk:
         for o in self.model.graph.output:
             v = self.values.get(o.name)
             et = o.type.tensor_type.elem_type
-            if isinstance(v, Act):
+            if isinstance(v, Act) and v.transposed:
+                outputs.append(OutputInfo(o.name, "transposed"))
+            elif isinstance(v, Act):
                 name = self.unique(o.name)
                 nid = self.g.output(v.nid, name)
                 self.owner[nid] = self.producer.get(o.name, -1)
@@ -765,9 +767,11 @@ class Imported:
         """:class:`OnnxError` with the first refusal (one line), if any node was refused."""
         if self.refusals:
             raise OnnxError(self.refusals[0])
-        bad = [o for o in self.outputs if o.kind in ("unknown", "constant")]
+        why = {"constant": "a constant, which the chip does not compute", "unknown": "not computed",
+               "transposed": "a Transpose, which the chip only reads as a product's transposed operand"}
+        bad = [o for o in self.outputs if o.kind in why]
         if bad:
-            raise OnnxError(f"output {bad[0].name!r} is {'a constant' if bad[0].kind == 'constant' else 'not computed'}")
+            raise OnnxError(f"output {bad[0].name!r} is {why[bad[0].kind]}")
 
     def build(self, batch: int) -> Built:
         """The Capra graph for ``batch`` input rows per program."""

@@ -399,3 +399,15 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path, monkeypatc
     path = _save(handmade(), tmp_path / "h.onnx")
     err = _one_line_error(["onnx", "info", path], capsys, "'onnxruntime' is not installed", "pip install -e '.[onnx]'")
     assert err.startswith("ga2 onnx info: error:")
+
+
+def test_outputs_the_chip_cannot_give_are_refused():
+    m = _model([helper.make_node("Identity", ["C"], ["y"], name="i")], {"C": np.ones((2, 2))}, ["N", 2],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    with pytest.raises(OnnxError, match="output 'y' is a constant"):
+        import_model(m).check()
+    m2 = _model([helper.make_node("MatMul", ["X", "W"], ["h"], name="mm"),
+                 helper.make_node("Transpose", ["h"], ["y"], name="t", perm=[1, 0])], {"W": np.ones((2, 2))}, [1, 2],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])])
+    with pytest.raises(OnnxError, match="output 'y' is a Transpose"):
+        import_model(m2).check()
