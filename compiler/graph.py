@@ -12,7 +12,10 @@ Operations::
     matmul(a, b, transpose_b, scale)   scale * (a @ b)   or   scale * (a @ b^T)
     softmax(a, q16=False)         per row (q16: the SM unit's Q0.16 words themselves, output only)
     add(a, b)                     elementwise, same shapes
-    relu(a)                       only directly after a matmul (fused into its requantizer)
+    relu(a)                       only directly after a matmul (fused into its requantizer) or an add
+                                  (one RQ of the sum in place, ratio 1, clamped at 0)
+    rescale(a)                    a copy of a at a scale of its own (one RQ), e.g. logits that feed
+                                  both an argmax and a softmax, whose input is pinned to 1/16
     concat_rows(a, b)             a on top of b: a VIEW (both are written into one buffer)
     slice_rows(a, start, count)   rows start .. start+count-1: a VIEW (an offset into a's buffer)
     argmax(a)                     per row: the index of the first maximum, shape (rows, 1)
@@ -191,15 +194,24 @@ class Graph:
         return self._add("add", (a, b), na.shape)
 
     def relu(self, a: int) -> int:
-        """max(0, a); fused into the requantizer of the matmul that computes ``a``."""
+        """max(0, a); fused into the requantizer of the matmul that computes ``a``, or, after an
+        add, one RQ of the sum in place (ratio 1, clamped at 0)."""
         na = self._operand(a, "relu")
         if na.op == "slice":
             raise CompileError(f"relu of {na.label()}: a slice is a view into node {na.inputs[0]}'s buffer; "
                                f"a relu would have to write its own copy, and views are all the compiler can do")
-        if na.op != "matmul":
-            raise CompileError(f"relu of {na.label()}: a relu is fused into a matmul's requantizer, so its "
-                               f"operand must be a matmul")
+        if na.op not in ("matmul", "add"):
+            raise CompileError(f"relu of {na.label()}: a relu is fused into a matmul's requantizer (or "
+                               f"follows an add in place), so its operand must be a matmul or an add")
         return self._add("relu", (a,), na.shape)
+
+    def rescale(self, a: int) -> int:
+        """A copy of ``a`` at a scale of its own (one RQ): the same numbers, free of ``a``'s scale group.
+
+        For a tensor two consumers want at different scales: logits read by an argmax at their
+        own range and by a softmax, whose input is pinned to 1/16 (``g.softmax(g.rescale(z))``)."""
+        na = self._operand(a, "rescale")
+        return self._add("rescale", (a,), na.shape)
 
     # -- views
     def concat_rows(self, a: int, b: int) -> int:

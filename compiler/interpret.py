@@ -54,6 +54,12 @@ def interpret(program, inputs: Mapping[str, Any]) -> dict[int, IntMatrix]:
                 rescaled.append(operand if rq is None else [[rq(x) for x in row] for row in operand])
             value[n.id] = [[isa.clamp(x + y, isa.INT8_MIN, isa.INT8_MAX) for x, y in zip(r, s)]
                            for r, s in zip(*rescaled)]
+            rq = plan.add_relu.get(n.id)
+            if rq is not None:                    # a relu of the sum: one RQ in place
+                value[n.id] = [[rq(x) for x in row] for row in value[n.id]]
+        elif n.op == "rescale":
+            rq = plan.rescale[n.id]
+            value[n.id] = [[rq(x) for x in row] for row in ops[0]]
         elif n.op in ("relu", "output"):
             value[n.id] = ops[0]                  # a relu is already applied by its matmul's requantizer
         elif n.op == "concat":

@@ -15,7 +15,9 @@ What each step emits (A, B are operand addresses; every tensor is row-major):
 * softmax: a temporary of Q0.16 probabilities, one SM per row, one RQ into the
   result (a ``q16`` softmax: one SM per row straight into the result, no RQ);
 * add: for each operand at a different scale, an RQ into a temporary at the
-  sum's scale; one VADD; the temporaries are freed;
+  sum's scale; one VADD; the temporaries are freed; a relu of the sum: one RQ
+  of the sum in place (ratio 1, clamped at 0);
+* rescale: one RQ of the operand into the copy;
 * argmax: one AMAX per row; output: one ST of the whole tensor.
 
 After each computing step (not after views and leaves) the buffers whose last
@@ -159,9 +161,17 @@ class _Emitter:
             temps.append(t)
             self.emit("RQ", dst=t, src=src, len=node.size, m=rq.mantissa, s=rq.shift)
             operands.append(t)
-        self.emit("VADD", dst=self.place(node.id), src1=operands[0], src2=operands[1], len=node.size)
+        out = self.place(node.id)
+        self.emit("VADD", dst=out, src1=operands[0], src2=operands[1], len=node.size)
         for t in temps:
             self.alloc.release(t, node.size)
+        rq = self.scales.add_relu.get(node.id)
+        if rq is not None:                       # a relu of the sum, in place
+            self.emit("RQ", dst=out, src=out, len=node.size, m=rq.mantissa, s=rq.shift, relu=1)
+
+    def _rescale(self, node: Node, srcs: list[int]) -> None:
+        rq = self.scales.rescale[node.id]
+        self.emit("RQ", dst=self.place(node.id), src=srcs[0], len=node.size, m=rq.mantissa, s=rq.shift)
 
     def _argmax(self, node: Node, srcs: list[int]) -> None:
         out = self.place(node.id)

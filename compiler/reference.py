@@ -72,7 +72,7 @@ def evaluate(graph: Graph, inputs: Mapping[str, Any]) -> dict[int, Matrix]:
             value[n.id] = [list(r) for r in ops[0][first:first + n.attrs["count"]]]
         elif n.op == "argmax":
             value[n.id] = [[float(_first_max(r))] for r in ops[0]]
-        elif n.op == "output":
+        elif n.op in ("output", "rescale"):
             value[n.id] = ops[0]
         else:
             raise AssertionError(f"evaluate: no float semantics for {n.label()}")

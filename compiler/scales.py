@@ -25,7 +25,9 @@ Requantizers (a 24-bit mantissa ``m`` and a shift ``s``, ``ratio ~ m / 2**s``):
 * softmax: Q0.16 probabilities to the output scale, ratio ``127 / 65536``;
 * add: an operand whose scale differs from the sum's (by more than 1e-9
   relatively) is first requantized to the sum's scale, ratio
-  ``scale(operand) / scale(sum)``; an operand already at that scale is used as is.
+  ``scale(operand) / scale(sum)``; an operand already at that scale is used as is;
+  a relu of the sum is one more RQ in place, ratio 1, clamped at 0;
+* rescale: ``scale(operand) / scale(copy)`` (the copy has a group of its own).
 
 This module is shared by the lowering (which emits these requantizers) and the
 integer interpreter (which applies them), and by nothing else.
@@ -76,6 +78,8 @@ class ScalePlan:
     softmax: dict[int, Requantizer] = field(default_factory=dict)
     add_rescale: dict[tuple[int, int], Requantizer] = field(default_factory=dict)  # (add, operand index)
     fused_relu: set[int] = field(default_factory=set)                               # matmuls with a relu
+    add_relu: dict[int, Requantizer] = field(default_factory=dict)                  # add -> its relu's RQ
+    rescale: dict[int, Requantizer] = field(default_factory=dict)                   # rescale nodes
     notes: list[str] = field(default_factory=list)
 
 
@@ -131,17 +135,18 @@ def _requantizer(ratio: float, node_label: str, why: str, relu: bool = False) ->
 
 
 def fused_relus(graph: Graph) -> set[int]:
-    """The matmuls whose requantizer clamps at zero; refuses a relu that cannot be fused."""
+    """The matmuls and adds whose result is clamped at zero (a matmul's requantizer does it, an add
+    gets one RQ in place); refuses a relu that cannot be fused."""
     users = graph.consumers()
     fused = set()
     for n in graph.nodes:
         if n.op != "relu":
             continue
         src = graph.nodes[n.inputs[0]]
-        if src.op != "matmul" or len(users[src.id]) != 1:
+        if src.op not in ("matmul", "add") or len(users[src.id]) != 1:
             raise CompileError(f"relu {graph.nodes[n.id].label()}: its operand {src.label()} must be a matmul "
-                               f"read by nothing else, so that the relu can be fused into its requantizer "
-                               f"(it has {len(users[src.id])} consumers)")
+                               f"or an add read by nothing else, so that the relu can be fused into its "
+                               f"requantizer (it has {len(users[src.id])} consumers)")
         fused.add(src.id)
     return fused
 
@@ -190,7 +195,9 @@ def plan_scales(graph: Graph, samples: Sequence[Mapping[str, Any]],
             notes.append(f"{n.label()} reaches {measured[n.id]:.3f}, above the {pinned[g] * isa.INT8_MAX:.3f} its "
                          f"pinned scale can hold: it will saturate")
 
-    plan = ScalePlan(measured, group, scale, fused_relu=fused_relus(graph), notes=notes)
+    fused = fused_relus(graph)
+    plan = ScalePlan(measured, group, scale, fused_relu={i for i in fused if graph.nodes[i].op == "matmul"},
+                     notes=notes)
     for n in graph.nodes:
         if n.op == "matmul":
             a, b = n.inputs
@@ -203,4 +210,8 @@ def plan_scales(graph: Graph, samples: Sequence[Mapping[str, Any]],
                 ratio = scale[i] / scale[n.id]
                 if abs(ratio - 1) >= SAME_SCALE_TOLERANCE:
                     plan.add_rescale[(n.id, k)] = _requantizer(ratio, n.label(), f"operand {k} rescale")
+            if n.id in fused:
+                plan.add_relu[n.id] = _requantizer(1.0, n.label(), "relu", relu=True)
+        elif n.op == "rescale":
+            plan.rescale[n.id] = _requantizer(scale[n.inputs[0]] / scale[n.id], n.label(), "rescale")
     return plan
