@@ -88,6 +88,8 @@ def _run(args) -> int:
         raise CommandError(str(e).splitlines()[0]) from None
     finally:
         progress.close()
+    from gen.fpga.report import cached_fmax
+    result.fmax = cached_fmax(args.config)          # the synthesis cache only: no tool is run
     run, chip = result.run, result.run.chip
     per = chip.per_inference()
     print(f"\n{run.rows} rows in {len(chip.programs)} programs of {chip.compiled.batch} rows "

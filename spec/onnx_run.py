@@ -3,9 +3,9 @@
 The model is imported and compiled by Capra's front end (:mod:`compiler.onnx`), its rows run on
 the golden model beside onnxruntime (:func:`compiler.onnx.run.run_model`); here the programs
 become one bundle for the chip (expected results from its golden model) and are replayed through
-the one simulator interface (:func:`gen.sim.replay.replay`), as ``ga2 ch16`` does; and the
-configuration's Fmax is read from the synthesis cache (:func:`gen.fpga.synth.synthesize` with
-``cached_only``: nothing is synthesised here) to turn cycles into inferences per second.
+the one simulator interface (:func:`gen.sim.replay.replay`), as ``ga2 ch16`` does; a clock read
+by the command from the synthesis cache (:func:`gen.fpga.report.cached_fmax`: nothing is
+synthesised) turns cycles into inferences per second.
 """
 from __future__ import annotations
 
@@ -22,53 +22,10 @@ from ga2_hdl.config import Config
 
 
 @dataclass
-class Fmax:
-    """The configuration's maximum clock from a cached synthesis result, or why there is none."""
-    mhz: float | None
-    target: str | None = None
-    why_not: str | None = None
-
-
-def cached_fmax(config: Config) -> Fmax:
-    """The chip's Fmax on the first ECP5 target with a cached result (no tool is run)."""
-    try:
-        from gen.fpga import synth
-        from gen.verilog import export as verilog
-    except ImportError as e:                        # pragma: no cover - a broken install
-        return Fmax(None, why_not=f"the synthesis flow cannot be imported: {e}")
-    try:
-        synth.tool_versions()
-    except synth.ToolsMissing:
-        return Fmax(None, why_not="no synthesis result cached (the FPGA tools are not installed: "
-                                  f"{synth.FPGA_INSTALL_HINT}, then ga2 synth --config {config.name})")
-    try:
-        exported = verilog.export("chip", config=config)
-    except verilog.ExportError as e:
-        return Fmax(None, why_not=f"the chip's Verilog could not be exported: {e}")
-    reasons = []
-    for target in ("ecp5-85k", "ecp5-25k"):
-        try:
-            r = synth.synthesize("chip", target, exported=exported, cached_only=True)
-        except synth.NotCached:
-            continue
-        except synth.DoesNotFit as e:
-            reasons.append(f"{target}: does not fit ({e.reason})")
-            continue
-        except synth.SynthError as e:
-            reasons.append(f"{target}: {str(e).splitlines()[0]}")
-            continue
-        if r.fmax_mhz:
-            return Fmax(r.fmax_mhz, target)
-    return Fmax(None, why_not="no synthesis result cached for this chip"
-                + (f" ({'; '.join(reasons)})" if reasons else "")
-                + f": run ga2 synth --config {config.name} (or ga2 explore --synth) first")
-
-
-@dataclass
 class OnnxResult:
     run: OnnxRun
     sims: dict[str, dict] = field(default_factory=dict)       #: name -> {"verdict", "line", "cycles", ...}
-    fmax: Fmax | None = None
+    fmax: object | None = None       #: a gen.fpga.report.CachedFmax (mhz, target, why_not), or None
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -117,10 +74,13 @@ def replay_programs(run: OnnxRun, simulators: Sequence[str], *, workers: int | N
 
 def run_onnx(model_path: str, inputs_path: str, *, labels_path: str | None = None,
              calibrate_path: str | None = None, config: Config = isa.BOOK, sims: Sequence[str] = (),
-             batch: int | None = None, workers: int | None = None, fmax: bool = True,
+             batch: int | None = None, workers: int | None = None, fmax=None,
              say: Callable[[str], None] = lambda s: None,
              progress: Callable[[str, int, int], None] | None = None) -> OnnxResult:
-    """The whole of ``ga2 onnx run``; every refusal (:class:`compiler.onnx.OnnxError`) comes before any work."""
+    """The whole of ``ga2 onnx run``; every refusal (:class:`compiler.onnx.OnnxError`) comes before any work.
+
+    ``fmax``: the chip's clock from a cached synthesis (:func:`gen.fpga.report.cached_fmax`, which
+    the command looks up: the synthesis flow is not below the workload), or None."""
     t0 = time.perf_counter()
     imp = import_model(load_model(model_path), config=config)
     imp.check()
@@ -133,9 +93,7 @@ def run_onnx(model_path: str, inputs_path: str, *, labels_path: str | None = Non
     say(f"replaying {len(run.chip.programs)} programs in {', '.join(sims) or 'no simulator'}")
     verdicts = replay_programs(run, sims, workers=workers, progress=progress)
     t2 = time.perf_counter()
-    f = cached_fmax(config) if fmax else None
-    return OnnxResult(run, verdicts, f, {"replay": t2 - t1, "fmax_lookup": time.perf_counter() - t2,
-                                          "total": time.perf_counter() - t0})
+    return OnnxResult(run, verdicts, fmax, {"replay": t2 - t1, "total": time.perf_counter() - t0})
 
 
 def info_lines(model_path: str, config: Config = isa.BOOK, batch: int = 1) -> list[str]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
+from ga2_hdl.config import Config
 from ga2_hdl.support.safe_io import atomic_write
 
 from .synth import SynthError
@@ -114,3 +116,43 @@ def timing_verdicts(log_text: str) -> list[tuple[str, float, bool, float]]:
     for clock, mhz, verdict, want in _TIMING.findall(log_text):     # the last report (after routing) wins
         final[clock] = (clock, float(mhz), verdict == "PASS", float(want))
     return list(final.values())
+
+
+@dataclass
+class CachedFmax:
+    """The configuration's maximum clock from a cached synthesis result, or why there is none."""
+    mhz: float | None
+    target: str | None = None
+    why_not: str | None = None
+
+
+def cached_fmax(config: Config) -> CachedFmax:
+    """The chip's Fmax on the first ECP5 target with a cached result (no tool is run)."""
+    from gen.verilog import export as verilog
+    from . import synth
+    try:
+        synth.tool_versions()
+    except synth.ToolsMissing:
+        return CachedFmax(None, why_not="no synthesis result cached (the FPGA tools are not installed: "
+                                  f"{synth.FPGA_INSTALL_HINT}, then ga2 synth --config {config.name})")
+    try:
+        exported = verilog.export("chip", config=config)
+    except verilog.ExportError as e:
+        return CachedFmax(None, why_not=f"the chip's Verilog could not be exported: {e}")
+    reasons = []
+    for target in ("ecp5-85k", "ecp5-25k"):
+        try:
+            r = synth.synthesize("chip", target, exported=exported, cached_only=True)
+        except synth.NotCached:
+            continue
+        except synth.DoesNotFit as e:
+            reasons.append(f"{target}: does not fit ({e.reason})")
+            continue
+        except synth.SynthError as e:
+            reasons.append(f"{target}: {str(e).splitlines()[0]}")
+            continue
+        if r.fmax_mhz:
+            return CachedFmax(r.fmax_mhz, target)
+    return CachedFmax(None, why_not="no synthesis result cached for this chip"
+                + (f" ({'; '.join(reasons)})" if reasons else "")
+                + f": run ga2 synth --config {config.name} (or ga2 explore --synth) first")

@@ -313,7 +313,7 @@ def test_bad_inputs(tmp_path, capsys):
 def test_digits_whole_test_split_meets_the_targets(digits):
     from spec.onnx_run import run_onnx
     res = run_onnx(digits["model"], digits["test_x"], labels_path=digits["test_y"], calibrate_path=digits["train_x"],
-                   sims=["icarus", "verilator"], fmax=False)
+                   sims=["icarus", "verilator"])
     run = res.run
     assert run.rows == 360
     assert abs(run.accuracy - run.reference_accuracy) <= 0.01
