@@ -49,7 +49,25 @@ def cmd_run(args) -> int:
         raise CommandError(str(e)) from None
     if args.vcd:       # the simulators move the waveform into place only once it is written, or fail
         print(f"waveform written to {args.vcd}", file=sys.stderr)
-    return report_run(result, args)
+    status = report_run(result, args)
+    # unknown values are a result, not a zero: said after the output (the JSON has them too)
+    for line in unknown_lines(result):
+        print(f"ga2 run: {args.sim}: {line}", file=sys.stderr)
+    return 1 if unknown_lines(result) else status
+
+
+def unknown_lines(result) -> list[str]:
+    """What a run could not give a value for, and its accesses outside a memory, one line each."""
+    out = []
+    if result.unknown_counters:
+        out.append("unknown (x or z) counters: " + ", ".join(f"{n} = {t}" for n, t in result.unknown_counters.items()))
+    if result.unknown:
+        addrs = sorted(result.unknown)
+        shown = ", ".join(f"ext[{a}] = {result.unknown[a]}" for a in addrs[:8])
+        out.append(f"{len(addrs)} unknown (x or z) word(s) in the final external memory: {shown}"
+                   + (" ..." if len(addrs) > 8 else ""))
+    out += [f"access outside a memory: {o}" for o in result.outside]
+    return out
 
 
 # --------------------------------------------------------------------------------------- replay

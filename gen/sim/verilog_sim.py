@@ -295,24 +295,25 @@ class _VerilogSimulator:
             dumps = _read_ext_dump(ext_path, bundle.ext_words) if ext_path.exists() else {}
 
         results: list[RunResult] = []
-        undefined: dict[int, str] = {}
-        for i, (status, pc, counters) in enumerate(status_lines):
+        for i, (status, pc, counters, unknown_counters) in enumerate(status_lines):
             message = ""
+            undefined: dict[int, str] = {}
             if i in dumps:
                 ext, undefined = dumps[i]
                 if undefined:
-                    message = (f"{len(undefined)} undefined (x) words in the final memory, "
+                    message = (f"{len(undefined)} unknown (x or z) words in the final memory, "
                                f"the first at ext[{min(undefined)}]")
             else:
                 # not dumped: the testbench compared this program's memory word by word itself and
                 # went on; what the chip wrote was not read back, so it is reported as unobserved
                 # (None), never filled in from the expectation
                 ext = None
-            results.append(RunResult(counters, ext, _error_code(status), pc, message))
+            results.append(RunResult(counters, ext, _error_code(status), pc, message, unknown=undefined,
+                                     unknown_counters=unknown_counters))
         mismatch = None
         if results:
             last = len(results) - 1
-            mismatch = _first_mismatch(bundle.programs[last].expected, results[last], last, undefined)
+            mismatch = _first_mismatch(bundle.programs[last].expected, results[last], last)
         report = BundleReport(self.name, n, results, mismatch, time.perf_counter() - t0,
                               build_seconds=setup, compile_seconds=build.compile_seconds)
         report.notes += [
@@ -600,15 +601,23 @@ def _stamp_command(meta: dict | None, directory: Path) -> list[str] | None:
     return [str(c).replace("{dir}", str(directory)) for c in meta["command"]]
 
 
-def _parse_result(line: str, expected_index: int) -> tuple[int, int, list[int]]:
+def _parse_result(line: str, expected_index: int) -> tuple[int, int, list[int], dict[str, str]]:
+    """A RESULT line: (status, pc, counters, the counters that were x or z with their text)."""
     parts = line.split()
+    unknown = {}
+    values = []
     try:
-        values = [int(p) for p in parts[1:]]
+        for i, p in enumerate(parts[1:]):
+            if any(c in p for c in "xXzZ") and 3 <= i < 3 + len(isa.COUNTER_NAMES):
+                unknown[isa.COUNTER_NAMES[i - 3]] = p      # kept as a placeholder 0, reported as unknown
+                values.append(0)
+            else:
+                values.append(int(p))
     except ValueError:
-        raise SimulatorError(f"malformed testbench line (undefined values?): {line!r}") from None
+        raise SimulatorError(f"the chip's status or status_pc was undefined (x or z) at halt: {line!r}") from None
     if len(values) != 3 + len(isa.COUNTER_NAMES) or values[0] != expected_index:
         raise SimulatorError(f"malformed testbench line (expected program {expected_index}): {line!r}")
-    return values[1], values[2], values[3:]
+    return values[1], values[2], values[3:], unknown
 
 
 def _error_code(status: int) -> ErrorCode | int:
@@ -618,18 +627,12 @@ def _error_code(status: int) -> ErrorCode | int:
         return status        # not an ErrorCode: kept as a number, reported as such
 
 
-def _first_mismatch(expected: RunResult, got: RunResult, program: int,
-                    undefined: dict[int, str]) -> Mismatch | None:
-    """first_mismatch, also for what an int cannot hold: a status without a name, x words."""
+def _first_mismatch(expected: RunResult, got: RunResult, program: int) -> Mismatch | None:
+    """first_mismatch, also for a status without a name (x words and counters are in ``got``)."""
     if not isinstance(got.error, ErrorCode):
         return Mismatch("status", "error", f"{expected.error.name}@{expected.error_pc}",
                         f"?@{got.error_pc}", program)
-    found = first_mismatch(expected, got, program=program, memory=got.ext is not None)
-    first_x = min(undefined, default=None)
-    if first_x is not None and (found is None or found.where.startswith("ext[") and
-                                int(found.where[4:-1]) >= first_x):
-        return Mismatch("memory", f"ext[{first_x}]", expected.ext[first_x], "0x" + undefined[first_x], program)
-    return found
+    return first_mismatch(expected, got, program=program, memory=got.ext is not None)
 
 
 def _read_ext_dump(path: Path, ext_words: int) -> dict[int, tuple[list[int], dict[int, str]]]:
@@ -650,8 +653,8 @@ def _read_ext_dump(path: Path, ext_words: int) -> dict[int, tuple[list[int], dic
                     current = ([0] * ext_words, {})
                     dumps[int(parts[1])] = current
                 elif current is not None and len(parts) == 2:
-                    addr, value = int(parts[0]), parts[1].lower()
-                    if any(c in value for c in "xz"):
+                    addr, value = int(parts[0]), parts[1]
+                    if any(c in value for c in "xXzZ"):
                         current[1][addr] = value
                     else:
                         current[0][addr] = int(value, 16)
