@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ga2_hdl import isa
 from ga2_hdl.support.safe_io import atomic_write
-from gen.sim.simulator import SIMULATORS
+from gen.sim.simulator import RTL_SIMULATORS, SIMULATORS
 
 from . import options
 from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, load_memory, load_program, report_run
@@ -280,7 +280,8 @@ def cmd_diff_sims(args) -> int:
     if len(names) != 2 or names[0] == names[1]:
         raise CommandError(f"--sims {args.sims}: name two different simulators, e.g. amaranth,verilator")
     if "golden" in names:
-        raise CommandError("--sims: the golden model has no signals to compare; name two RTL simulators")
+        raise CommandError(f"--sims {','.join(names)}: the golden model has no signals to compare; name two of "
+                           f"{', '.join(RTL_SIMULATORS)}")
     for pattern in args.ignore:
         try:
             re.compile(pattern)
@@ -315,7 +316,7 @@ def cmd_diff_sims(args) -> int:
         print(line)
     if args.keep:
         print(f"waveforms kept: {report.vcds[0]}, {report.vcds[1]}")
-    return 0 if report.comparison.difference is None else 1
+    return 1 if report.differs else 0
 
 
 # -------------------------------------------------------------------------------------- parsers
@@ -377,8 +378,11 @@ def register(subparsers) -> None:
         "diff-sims", help="where two simulators first disagree: the first cycle and signal that differ",
         description="Run one program in two simulators with waveforms and name the first clock cycle "
                     "(counted from the cycle in which start is high) at which a signal of the chip "
-                    "differs, with its hierarchical name in the Amaranth design and both values. "
-                    "Exit status 1 when they differ.")
+                    "differs, with its hierarchical name in the Amaranth design and both values, and "
+                    "compare their end states. An x (Icarus) is a difference where the chip reads it (a data port "
+                    "whose enable is high); any other x (not written since reset, a port nobody reads) is "
+                    "counted, not reported, unless --strict-x. Exit status 1 when the signals or the end states "
+                    "differ.")
     p.add_argument("program", type=options.input_file,
                    help="program file (.s/.asm: assembly), or a bundle (then see --program)")
     p.add_argument("--ext", type=options.input_file, help="initial external memory (memory file, 8 hex digits a line)")
@@ -387,12 +391,14 @@ def register(subparsers) -> None:
                         f"on the book chip; a bundle has its own)")
     options.add_config(p)
     p.add_argument("--sims", type=options.simulators(), default="amaranth,verilator",
-                   help=f"the two simulators to compare, of {', '.join(SIMULATORS)} (default amaranth,verilator)")
+                   help=f"the two simulators to compare, of {', '.join(RTL_SIMULATORS)} (default amaranth,verilator; "
+                        f"the golden model has no signals)")
     p.add_argument("--program", dest="index", type=options.non_negative, metavar="N",
                    help="with a bundle: the program to compare (default 0)")
     p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
                    help="leave out signals whose name matches (may be repeated)")
     p.add_argument("--strict-x", action="store_true",
-                   help="count an x or z value against a defined one as a difference")
+                   help="also count as a difference an x or z where the chip does not read it (a register not "
+                        "written since reset, a port whose enable is low)")
     p.add_argument("--keep", metavar="DIR", type=options.output_dir, help="keep the two waveforms in DIR (SIM.vcd)")
     p.set_defaults(func=cmd_diff_sims)

@@ -210,7 +210,14 @@ def parse_sims(text: str) -> list[str]:
     for n in names:
         if n not in SIMULATORS:
             raise SimulatorError(f"unknown simulator {n!r}; choose from {', '.join(SIMULATORS)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:            # the same simulator twice compares it with itself and doubles the work
+        raise SimulatorError(f"{', '.join(twice)} named more than once; name each simulator once")
     return names
+
+
+#: the simulators that have signals (a waveform): every one but the instruction-level golden model
+RTL_SIMULATORS: tuple[str, ...] = tuple(n for n in SIMULATORS if n != "golden")
 
 
 def replay_with(sim: Simulator, bundle, run_one: Callable[[int], RunResult],
