@@ -120,6 +120,71 @@ class Ch16Row:
                 "sims": self.sims}
 
 
+# ------------------------------------------------------------------ the chip against the job
+class ChipTooSmall(ValueError):
+    """The configuration lacks what the workload's programs need (one line: what, for which program)."""
+
+
+def _largest_programs(spec, n: int, config: Config):
+    """(what, thunk) for the largest programs run ``spec`` of ``n`` tokens compiles on ``config``: the
+    decode step at the longest context; the verifier at the largest cache + block and at the largest
+    block the float host loop visits (its calibration records every shape), and the draft."""
+    from .draft import make_draft
+    from .on_chip import PlainChip, SpeculativeChip
+    from .runs import DRAFT_SEED
+    model = make_model("structured") if spec.model == "structured" else make_model("random", 1)
+    if spec.k is None:
+        chip = PlainChip(model, n, config=config)
+        return [(f"the decode step at context {n}", lambda: chip.program(n))]
+    chip = SpeculativeChip(model, make_draft(model, spec.noise, DRAFT_SEED), n, spec.k, config=config)
+    shapes = dict.fromkeys([max(chip.verifier_samples, key=sum), max(chip.verifier_samples, key=lambda s: s[::-1])])
+    out = [(f"the verifier for cache {c} and block {b}", lambda c=c, b=b: chip.verifier_program(c, b))
+           for c, b in shapes]
+    return out + [("the draft step", lambda: chip.draft_program)]
+
+
+def chip_problems(config: Config, n: int = TABLE_TOKENS, runs=None) -> list[str]:
+    """What the chapter's runs (``runs``, default all seven) of ``n`` tokens need that the chip
+    ``config`` lacks, one sentence per kind of program, derived by compiling each run's largest
+    programs for the chip (Capra checks them against the configuration's limits: the matrix unit's
+    K, the memories, the instruction memory).  Empty when they fit.  Cheap next to the job: a few
+    compilations per run, no decoding."""
+    import re
+    from compiler import CompileError
+    from .runs import CHAPTER_RUNS
+    # one sentence per kind of refusal (its text without numbers and node names): the program
+    # that needs the most of it
+    worst: dict[str, tuple[tuple[int, ...], str]] = {}
+    for spec in CHAPTER_RUNS if runs is None else runs:
+        for what, make in _largest_programs(spec, n, config):
+            try:
+                make()
+            except CompileError as e:
+                text = str(e)
+                kind = re.sub(r"\d+|node [^:]*: |\(the largest is .*\)", "", text)
+                need = tuple(int(x) for x in re.findall(r"\d+", re.sub(r"node \d+", "", text)))
+                if kind not in worst or need > worst[kind][0]:
+                    worst[kind] = (need, f"{what} ({spec.label}): {text}")
+    return [line for _, line in worst.values()]
+
+
+def check_chip(config: Config, n: int = TABLE_TOKENS, job: str = "the chapter's runs", runs=None) -> None:
+    """Refuse (:class:`ChipTooSmall`, one line) a chip the workload's programs (``runs``: run specs of
+    ``spec.runs``, default the chapter's seven) do not fit."""
+    problems = chip_problems(config, n, runs)
+    if problems:
+        raise ChipTooSmall(f"{config.name}: {job} ({n} tokens) need what the chip lacks: " + "; ".join(problems))
+
+
+def example_runs(noises, ks) -> list:
+    """The run specs whose largest programs bound a sweep of draft noises and k (example B,
+    ``ga2 beyond``'s fixed-k rows): the largest k with every noise, on both models."""
+    from .runs import RunSpec
+    k = max(ks)
+    return [RunSpec(f"k={k}, draft noise {noise:g}", "structured", k, noise) for noise in noises] + \
+        [RunSpec(f"random model: k={k}", "random", k)]
+
+
 # ------------------------------------------------------------------ the software side
 def software_problems() -> list[str]:
     """The five checks of ``spec.checks`` on the installed package; empty when all pass."""
@@ -222,6 +287,8 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     if n < 1:
         raise ValueError(f"--tokens must be at least 1, got {n}")
     book_chip = config.same_chip(isa.BOOK)
+    if not book_chip:                   # before any work: the book's chip runs its own chapter
+        check_chip(config, n)
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
     # One pool does everything, so that no core waits while there is work: the simulators' builds

@@ -104,11 +104,14 @@ class CampaignSpec:
             parse_sims(",".join(self.sims))
         except SimulatorError as e:
             raise CampaignError(f"--sims: {e}") from None
+        # the option to blame: --ext-words when it is not the configuration's own size
+        ext_option = (f"--config {self.config.name} (ext_words = {self.ext_words})"
+                      if self.ext_words == self.config.ext_words else f"--ext-words {self.ext_words}")
         if self.ext_words < 16:
-            raise CampaignError(f"--ext-words {self.ext_words}: random programs need an external memory of at "
+            raise CampaignError(f"{ext_option}: random programs need an external memory of at "
                                 f"least 16 words")
         if self.directed and self.ext_words < 512:
-            raise CampaignError(f"--ext-words {self.ext_words}: the directed suite (--directed) needs at least "
+            raise CampaignError(f"{ext_option}: the directed suite (--directed) needs at least "
                                 f"512 words")
         verilog_sims = [n for n in self.sims if n in ("icarus", "verilator", "cxxrtl")]
         if verilog_sims and self.config.lat < 2:
@@ -126,6 +129,29 @@ class CampaignSpec:
         if self.max_cycles < least:
             raise CampaignError(f"--max-cycles {self.max_cycles}: a program needs at least {least} cycles "
                                 f"(its HALT{' and a faulting instruction' if self.illegal else ''})")
+        # a campaign that compares something: a budget and an instruction memory in which a random
+        # program can do more than HALT (derived from the chip's busy times)
+        from .programs import FAULT_INSTRUCTIONS, useful_program
+        cycles, instructions = useful_program(self.config)
+        if self.max_cycles < cycles:
+            raise CampaignError(f"--max-cycles {self.max_cycles}: every program would be a HALT alone (an LD and "
+                                f"an ST of one word and the HALT take {cycles} cycles on {self.config.name}); "
+                                f"nothing would be compared")
+        # and the programs themselves: a sample made as the campaign makes them, not all HALT alone
+        import random as _random
+        from .programs import random_program
+        rng = _random.Random(self.seed)
+        sample = [random_program(rng, self.ext_words, max_cycles=self.max_cycles, illegal=0.0, config=self.config)[0]
+                  for _ in range(min(self.programs, 20))] if self.config.imem_words >= instructions else []
+        if sample and all(len(code) == 1 for code in sample):
+            raise CampaignError(f"--max-cycles {self.max_cycles}: {len(sample)} of {len(sample)} sample programs are "
+                                f"a HALT alone on {self.config.name} (the generator keeps room for loads and stores "
+                                f"within the budget); nothing would be compared: give a larger --max-cycles")
+        instructions += FAULT_INSTRUCTIONS if self.illegal > 0 else 0
+        if self.config.imem_words < instructions:
+            raise CampaignError(f"--config {self.config.name}: its instruction memory holds {self.config.imem_words} "
+                                f"instructions; a random program that does anything needs {instructions} (an LD, an "
+                                f"ST and the HALT{', and room for a fault' if self.illegal > 0 else ''})")
 
     @property
     def random_pieces(self) -> int:
