@@ -426,10 +426,32 @@ def format_speeds(result: Ch16Result) -> str:
 
 
 def format_differences(result: Ch16Result) -> str:
+    """What was compared with what, and every difference.  On the book's chip every figure is
+    compared with the book's; on another chip the figures no chip changes (tokens, accepted/proposed,
+    blocks, programs) are, and its cycles and speedups with its own golden model (the replays'
+    verdicts), never called equal to the book's; at another number of tokens nothing is compared
+    with the book (its figures are for 32)."""
     lines = []
     for row in result.rows:
         for what, ours, theirs in row.differences():
             why = EXPLAINED.get((row.label, what))
             lines.append(f"  {row.display}: {what} {ours} against the book's {theirs}: "
                          + (why if why else "NOT EXPLAINED"))
-    return "\n".join(lines) if lines else "  none: every figure of the table equals the book's"
+    if not any(r.book for r in result.rows):
+        return (f"  not compared: the chapter's figures are for {TABLE_TOKENS} tokens, this run decoded "
+                f"{result.tokens}")
+    if result.config.same_chip(isa.BOOK):
+        return "\n".join(lines) if lines else "  none: every figure of the table equals the book's"
+    out = [f"  chip: {result.config.describe()}, not the book's: tokens, accepted/proposed, blocks and programs are "
+           f"compared with the book's; cycles and speedups with this chip's own golden model"]
+    out += lines or ["  tokens, accepted/proposed, blocks, programs: each equals the book's"]
+    sims = result.simulator_names
+    agree = [r for r in result.rows if r.sims and all(s["pass"] for s in r.sims.values())]
+    out.append(f"  cycles: {len(agree)} of {len(result.rows)} runs replayed in {', '.join(sims)} with this chip's golden "
+               f"model's cycles" if sims else "  cycles: not replayed on the RTL (no simulator named): the golden "
+                                              "model's alone")
+    for r in result.rows:
+        if r.book is not None:
+            out.append(f"    {r.display}: {r.cycles:,} cycles on this chip, {r.book.cycles:,} on the book's "
+                       f"({r.cycles / r.book.cycles:.3f}x; speedup {r.speedup:.2f}x, the book's {r.book.speedup:.2f}x)")
+    return "\n".join(out)
