@@ -48,3 +48,20 @@ def test_the_figure_names_the_chip_and_keeps_the_books_ticks_on_the_axis(monkeyp
     ax = seen["fig"].axes[0]
     assert "a6 (array=6)" in ax.get_title()
     assert ax.get_xlim()[1] > max(b.cycles for b in ch16.BOOK_TABLE.values())
+
+
+def test_golden_of_a_bundle_with_json_gives_one_object_per_program(tmp_path, capsys):
+    import json
+    from ga2_cli.main import main
+    from gen.fuzz.programs import directed_suite
+    bundle = Bundle.from_programs(directed_suite(8192)[:5], 8192)
+    path = tmp_path / "b.hex"
+    bundle.write(path)
+    assert main(["golden", str(path), "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    objects = [json.loads(line) for line in lines]
+    assert [o["program"] for o in objects] == list(range(5))
+    for o, entry in zip(objects, bundle.programs):
+        assert o["name"] == entry.name and o["counters"] == list(entry.expected.counters) and o["matches_bundle"]
+        assert {int(a): w for a, w in o["ext_nonzero"].items()} == \
+            {a: w for a, w in enumerate(entry.expected.ext) if w}
