@@ -68,12 +68,14 @@ class ChipSimulation:
         if self.chip.spad.n_banks > 1:
             watched["spad_last"] = (self.chip.spad.write_en, self.chip.spad.write_last, self.chip.spad.depth)
         self.written = WriteMonitor(watched)
-        self.outside = AccessMonitor(self._access_ports(ext_words), self.chip.cnt_total)
+        ports = self._access_ports(ext_words)
+        self.outside = AccessMonitor(ports, self.chip.cnt_total) if ports else None
         m = Module()
         m.submodules.chip = self.chip
         m.submodules.ext = self.ext
         m.submodules.written = self.written
-        m.submodules.outside = self.outside
+        if self.outside is not None:
+            m.submodules.outside = self.outside
         self.top = m
         self._ran = False
         self.timed_out: tuple[int, int, str] | None = None    # (program, bound, where it was) if one hung
@@ -83,16 +85,23 @@ class ChipSimulation:
 
     def _access_ports(self, ext_words: int) -> list:
         """The ports :class:`AccessMonitor` watches: every scratchpad master's read and write port,
-        and the chip's external-memory port."""
+        and the chip's external-memory port, each where its address can reach past the memory (a
+        memory of 2**bits words is the whole address space of a ``bits``-bit port: its addresses
+        wrap, by the port's contract, so nothing is watched there and the simulation pays nothing)."""
+        def reaches_past(addr, words: int) -> bool:
+            return (1 << len(addr)) > words
+
         depth = self.chip.spad.depth
         ports = []
         for master in self.chip.spad.masters:
             for kind, en, addr, mask in (("read", master.rd_en, master.rd_addr, getattr(master, "rd_mask", None)),
                                          ("write", master.wr_en, master.wr_addr, getattr(master, "wr_mask", None))):
-                ports.append(("scratchpad", kind, en, addr, mask, depth))
+                if reaches_past(addr, depth):
+                    ports.append(("scratchpad", kind, en, addr, mask, depth))
         mask = getattr(self.chip, "ext_mask", None)
-        ports.append(("external memory", "read", self.chip.ext_re, self.chip.ext_addr, mask, ext_words))
-        ports.append(("external memory", "write", self.chip.ext_we, self.chip.ext_addr, mask, ext_words))
+        if reaches_past(self.chip.ext_addr, ext_words):
+            ports.append(("external memory", "read", self.chip.ext_re, self.chip.ext_addr, mask, ext_words))
+            ports.append(("external memory", "write", self.chip.ext_we, self.chip.ext_addr, mask, ext_words))
         return ports
 
     def _bitmap(self, ctx, name: str) -> int:
@@ -147,11 +156,13 @@ class ChipSimulation:
                 #    watchdog fires)
                 ctx.set(chip.start, 1)
                 ctx.set(self.written.clear, 1)
-                ctx.set(self.outside.clear, 1)
+                if self.outside is not None:
+                    ctx.set(self.outside.clear, 1)
                 await ctx.tick()
                 ctx.set(chip.start, 0)
                 ctx.set(self.written.clear, 0)
-                ctx.set(self.outside.clear, 0)
+                if self.outside is not None:
+                    ctx.set(self.outside.clear, 0)
                 bound = cycle_bound(program, config=self.config)
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
                 if not halted_edge:          # reported as every simulator does: TIMEOUT, then FAIL
@@ -175,7 +186,7 @@ class ChipSimulation:
                     error=ErrorCode(ctx.get(chip.status)),
                     error_pc=ctx.get(chip.status_pc),
                 )
-                if ctx.get(self.outside.seen):
+                if self.outside is not None and ctx.get(self.outside.seen):
                     result.outside.append(self.outside.describe(ctx.get(self.outside.port),
                                                                 ctx.get(self.outside.address),
                                                                 ctx.get(self.outside.cycle)))
