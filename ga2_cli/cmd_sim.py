@@ -163,6 +163,11 @@ def cmd_bench_sim(args) -> int:
         what, bundle = args.bundle, load_bundle(args.bundle, args.config)
     else:
         what, bundle = bench_bundle(args.random, args.seed, args.ext_words, args.config)
+    if book is not None and args.config == isa.BOOK:
+        try:                   # before any work: a reference testbench too small for the bundle
+            book_rtl.check_testbench(bundle, book)
+        except SimulatorError as e:
+            raise CommandError(f"--book-rtl: {e}") from None
     load = os.getloadavg()[0]
     chip = "" if args.config == isa.BOOK else f" on {args.config.describe()}"
     print(f"bench: {what}{chip}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model); "

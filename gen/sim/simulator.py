@@ -188,6 +188,11 @@ def vcd_output(vcd: str | os.PathLike | None) -> Iterator[VcdTarget]:
     try:
         yield target
         if os.path.getsize(target.tmp) > 0:
+            # a temporary file is made 0600; a waveform is an ordinary output file (0644 less the umask,
+            # as atomic_write makes every other)
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(target.tmp, 0o644 & ~mask)
             os.replace(target.tmp, vcd)
             target.written = True
     finally:
