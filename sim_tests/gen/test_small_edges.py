@@ -67,3 +67,25 @@ def test_the_book_rtl_replay_has_a_watchdog(tmp_path, monkeypatch):
     with pytest.raises(SimulatorError, match="did not finish within"):
         book_rtl.run(_bundle(), tmp_path)
     assert calls["timeout"] == book_rtl.watchdog_seconds(_bundle().total_cycles)
+
+
+def test_a_bundle_is_read_line_by_line_not_held_whole(tmp_path):
+    """ga2 bundle info of issue 26's 10.7 MB bundle peaked at 277 MB: the reader held the text, its
+    lines and a (line, word) pair for every word.  It now reads the file a line at a time: the peak of
+    reading is of the order of the bundle's own (sparse) images, well below the file's size."""
+    import random
+    import tracemalloc
+    rng = random.Random(5)
+    programs = [(f"p{i}", [make("LD", dst=0, src=0, len=4), isa.HALT],
+                 [rng.randrange(1, 1 << 32) for _ in range(300)]) for i in range(80)]
+    bundle = Bundle.from_programs(programs, ext_words=2048)
+    path = tmp_path / "b.bundle"
+    bundle.write(path)
+    size = path.stat().st_size
+    tracemalloc.start()
+    again = Bundle.read(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [e.name for e in again.programs] == [e.name for e in bundle.programs]
+    assert again.programs[7].ext.tolist() == bundle.programs[7].ext.tolist()
+    assert peak < size, (peak, size)
