@@ -1,7 +1,10 @@
 """A user's extension with a bug on purpose (issue 26): OVERREAD is examples/relu_ext.py's RELU
-whose engine reads one word too far (``src[i + 1]`` instead of ``src[i]``), so that on
-``RELU dst=D src=S len=N`` with ``S + N`` at the end of the scratchpad its last read is
+(its own op code and mnemonic, so that both modules can be loaded in one process) whose engine
+reads one word too far (``src[i + 1]`` instead of ``src[i]``), so that on
+``OVERREAD dst=D src=S len=N`` with ``S + N`` at the end of the scratchpad its last read is
 outside the memory.  The golden model (the declared semantics) reads ``src[i]``."""
+import dataclasses
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 
@@ -13,6 +16,13 @@ from ga2_hdl.rtl.layout import UnitSignature, spad_addr_bits
 
 import relu_ext
 
+OP_CODE = 13          # free: the book uses 0..7, examples/relu_ext.py 8, sim_tests/hdl/test_extension.py 9..11
+MNEMONIC = "OVERREAD"
+
+
+def ops(config: Config):
+    return tuple(dataclasses.replace(spec, code=OP_CODE, mnemonic=MNEMONIC) for spec in relu_ext.ops(config))
+
 
 class OverreadEngine(wiring.Component):
     def __init__(self, *, config: Config = isa.BOOK):
@@ -21,7 +31,7 @@ class OverreadEngine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        dst, src, length = (operand(self.ins, "RELU", name) for name in ("dst", "src", "len"))
+        dst, src, length = (operand(self.ins, MNEMONIC, name) for name in ("dst", "src", "len"))
         addr_bits = spad_addr_bits(self.config)
         rd_index = Signal(range(self.config.spad_words + 1))
         wr_index = Signal(range(self.config.spad_words + 1))
@@ -48,4 +58,4 @@ class OverreadEngine(wiring.Component):
         return m
 
 
-EXTENSION = Extension(ops=relu_ext.ops, golden=relu_ext.EXTENSION.golden, engines={"RELU": OverreadEngine})
+EXTENSION = Extension(ops=ops, golden={MNEMONIC: relu_ext.relu}, engines={MNEMONIC: OverreadEngine})

@@ -28,7 +28,7 @@ for path in (ROOT / "examples", HERE):         # the user's modules live outside
         sys.path.insert(0, str(path))
 
 CHIP = Config(name="overread", spad_words=6144, extensions=("overread_ext",))
-SOURCE = "LD dst=6136 src=0 len=8\nRELU dst=0 src=6136 len=8\nST src=0 dst=32 len=8\nHALT\n"
+SOURCE = "LD dst=6136 src=0 len=8\nOVERREAD dst=0 src=6136 len=8\nST src=0 dst=32 len=8\nHALT\n"
 IMAGE = [8] * 8           # every word the same: only the word read from outside differs
 LAST = 39          # ext[39] holds the word the engine read from spad[6144]
 
