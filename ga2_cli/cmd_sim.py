@@ -24,10 +24,10 @@ from .main import CommandError
 from .progress import Progress
 
 
-def _simulator(name: str, *, config):
+def _simulator(name: str, *, config, **options):
     from gen.sim.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name, config=config)
+        return get_simulator(name, config=config, **options)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
 
@@ -36,7 +36,10 @@ def _simulator(name: str, *, config):
 
 def cmd_run(args) -> int:
     from gen.sim.simulator import SimulatorError
-    sim = _simulator(args.sim, config=args.config)
+    # Verilator marks what came from an x by running the program twice (gen/sim/verilog_sim.py
+    # VerilatorSimulator.run_program); a waveform is of one plain run
+    sim = _simulator(args.sim, config=args.config,
+                     **({"x_check": True} if args.sim == "verilator" and not args.vcd else {}))
     if args.vcd and args.sim == "golden":      # refused before anything runs
         raise CommandError("--vcd: the golden model runs at instruction level and has no waveform; "
                            "use --sim amaranth, icarus or verilator")

@@ -259,8 +259,10 @@ class _VerilogSimulator:
         return self._replay(bundle, vcd=vcd, vcd_program=vcd_program, progress=progress)
 
     def _replay(self, bundle, *, vcd: str | None, vcd_program: int | None,
-                progress: Callable[[int, int], None] | None, ext_all: bool = False) -> BundleReport:
-        """``run_bundle``; with ``ext_all`` the testbench dumps every program's whole final memory."""
+                progress: Callable[[int, int], None] | None, ext_all: bool = False,
+                plusargs: Sequence[str] = ()) -> BundleReport:
+        """``run_bundle``; with ``ext_all`` the testbench dumps every program's whole final memory;
+        ``plusargs`` go to the simulation's command line."""
         check_bundle_chip(self, bundle)
         t0 = time.perf_counter()
         n = len(bundle.programs)
@@ -282,6 +284,7 @@ class _VerilogSimulator:
             args = [f"+bundle={bundle_path}", f"+bundle_words={words}", f"+ext_out={ext_path}"]
             if ext_all:
                 args.append("+ext_all")
+            args += list(plusargs)
             # the watchdog comes from the programs (as in every simulator), never from the expectations
             bound = self.timeout_cycles or max((cycle_bound(p.code, config=self.config) for p in bundle.programs),
                                                default=0)
@@ -469,9 +472,47 @@ class VerilatorSimulator(_VerilogSimulator):
     name = "verilator"
     min_bundle_cap = 1 << 20     # 4 MB in the model; one build serves bundles up to a million words
 
-    def __init__(self, *args, jobs: int | None = None, **kwargs):
+    #: the seeds of the two runs of an x check (any two different ones)
+    X_CHECK_SEEDS = (1, 2)
+
+    def __init__(self, *args, jobs: int | None = None, x_check: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+        #: run_program marks the words and counters that come from x, by Verilator's own rule for
+        #: them (see :meth:`run_program`); replays do not (they compare with the golden model)
+        self.x_check = x_check
+
+    def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
+                    ext_words: int | None = None, vcd: str | None = None) -> RunResult:
+        """Run one program; with ``x_check`` (and no waveform), mark what came from an x.
+
+        Verilator is two-state: an x (a read outside an array, an unset variable) becomes a
+        constant by its own rule.  Built with ``--x-assign unique --x-initial unique`` those constants
+        are drawn at start-up from ``+verilator+seed``; the program runs twice with two seeds, and a
+        final word or counter that differs between the runs came from an x: it is reported as
+        unknown, as Icarus reports its x (the first run's values stay in ``ext`` as placeholders).
+        """
+        if not self.x_check or vcd is not None:
+            return super().run_program(program, ext, ext_words=ext_words, vcd=vcd)
+        words = external_memory_words(ext_words, self.ext_words, config=self.config)
+        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
+        runs = []
+        for seed in self.X_CHECK_SEEDS:
+            report = self._replay(one, vcd=None, vcd_program=None, progress=None, ext_all=True,
+                                  plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed}"])
+            if not report.results:
+                raise SimulatorError(f"{self.name}: the program did not finish: {report.line()}; "
+                                     + "; ".join(report.messages))
+            runs.append(report.results[0])
+        first, second = runs
+        first.unknown = {a: f"varies with the seed: {x:08x}, {y:08x}"
+                         for a, (x, y) in enumerate(zip(first.ext, second.ext)) if x != y}
+        first.unknown_counters = {n: f"varies with the seed: {x}, {y}" for n, x, y in
+                                  zip(isa.COUNTER_NAMES, first.counters, second.counters) if x != y}
+        if first.unknown:
+            first.message = (f"{len(first.unknown)} words of the final memory vary with Verilator's seed for x, "
+                             f"the first at ext[{min(first.unknown)}]")
+        return first
 
     def tools(self) -> list[str]:
         return ["verilator", "g++", "make"]
@@ -496,6 +537,8 @@ class VerilatorSimulator(_VerilogSimulator):
                  "--output-split-cfuncs", str(self.SPLIT_CFUNCS), *self.MAKE_VARIABLES]
         if trace:
             flags.append("--trace")
+        if self.x_check:          # a build of its own: x drawn from +verilator+seed (see run_program)
+            flags += ["--x-assign", "unique", "--x-initial", "unique"]
         return flags
 
     def chip_text(self, exported: verilog.Export, trace: bool = False) -> str:

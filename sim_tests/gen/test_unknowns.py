@@ -99,3 +99,20 @@ def test_icarus_marks_the_unknown_word_in_runs_replays_and_the_json(tmp_path):
     d = json.loads(p.stdout)
     assert d["ext"][LAST] is None and d["unknown"]["ext"] == {str(LAST): "xxxxxxxx"}
     assert f"ext[{LAST}] = xxxxxxxx" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.skipif(not __import__("shutil").which("verilator"), reason="Verilator is not installed")
+def test_verilator_marks_the_word_that_came_from_x_by_its_own_rule():
+    # two-state: the read outside gives a constant; built with --x-assign unique --x-initial unique
+    # that constant follows +verilator+seed, so two runs with two seeds tell it apart
+    from gen.sim.simulator import get_simulator
+    program = _program()
+    got = get_simulator("verilator", config=CHIP, x_check=True).run_program(program, IMAGE)
+    assert list(getattr(got, "unknown", {})) == [LAST] and got.unknown_counters == {}
+    assert str(first_mismatch(golden.run(program, IMAGE, config=CHIP), got)).startswith(
+        f"ext[{LAST}]: expected 0x00000008, got unknown (varies with the seed: ")
+    # a program that reads nothing outside: nothing varies
+    from gen.fuzz.programs import directed_suite
+    for name, code, ext in directed_suite(8192)[3:5]:
+        clean = get_simulator("verilator", x_check=True).run_program(code, ext)
+        assert clean.unknown == {} and first_mismatch(golden.run(code, ext), clean) is None, name
