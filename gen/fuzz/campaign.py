@@ -282,6 +282,9 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
                     "generate_seconds": round(generate, 3), "sims": {}, "kept": [],
                     "worker": f"{socket.gethostname()}:{os.getpid()}"}
     if task.piece != DIRECTED:       # coverage of the random programs (the directed suite breaks the budget)
+        # programs that are a HALT alone compare nothing but the HALT: counted, so that a campaign of
+        # them is reported as what it is
+        result["halt_only"] = sum(len(entry.code) == 1 for entry in bundle.programs)
         result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles, config=spec.config).count_bundle(bundle))
     for name in spec.sims:
         s0 = time.perf_counter()
@@ -767,6 +770,7 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
     random_programs = sum(r["programs"] for r in finished if r["piece"] != DIRECTED)
     return {
         "programs": sum(r["programs"] for r in finished), "random_programs": random_programs,
+        "halt_only_programs": sum(r.get("halt_only", 0) for r in finished if r["piece"] != DIRECTED),
         "seed": spec.seed, "ext_words": spec.ext_words, "max_cycles": spec.max_cycles,
         **({"config": spec.config.to_dict()} if spec.config != isa.BOOK else {}),
         "cycles": sum(r["cycles"] for r in finished),

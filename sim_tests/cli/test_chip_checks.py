@@ -77,3 +77,16 @@ def test_a_campaign_that_would_compare_nothing_is_refused(tmp_path, capsys):
     assert "every program would be a HALT alone" in _one_line(capsys)
     assert main(["fuzz", "--programs", "3", "--sims", "icarus,icarus"]) != 0
     assert "icarus named more than once" in _one_line(capsys)
+
+
+def test_a_campaign_of_halt_only_programs_is_reported_as_degenerate(tmp_path, capsys, monkeypatch):
+    """Should programs that are a HALT alone get past the refusal (its sample is not the campaign's
+    programs), the campaign says so and fails instead of "all simulators agree"."""
+    from ga2_hdl import isa
+    from gen.fuzz import campaign, programs
+    monkeypatch.setattr(campaign.CampaignSpec, "validate", lambda self: None)
+    monkeypatch.setattr(programs, "random_program",
+                        lambda rng, ext_words=None, **k: ([isa.HALT], [0] * (ext_words or 8192)))
+    assert main(["fuzz", "--programs", "4", "--sims", "golden,amaranth", "--jobs", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "DEGENERATE: all 4 random programs are a HALT alone" in out and "all simulators agree" not in out
