@@ -266,7 +266,13 @@ class Ch16Result:
                           "cycles_per_second": round(rep.cycles_per_second, 1),
                           "cycles_per_wall_second": round(rep.cycles / rep.wall_seconds, 1)
                           if rep.wall_seconds else None}
-        return {"tokens": self.tokens, "config": self.config.to_dict(), "problems": self.problems,
+        book_chip = self.config.same_chip(isa.BOOK)
+        with_book = self.tokens == TABLE_TOKENS
+        compared = {"tokens_accepted_blocks_programs": "the book's" if with_book else "not compared with the book",
+                    "cycles_and_speedups": ("the book's and the golden model's" if book_chip and with_book else
+                                            "this chip's golden model (replayed on the RTL)")}
+        return {"tokens": self.tokens, "config": self.config.to_dict(), "compared_with": compared,
+                "problems": self.problems,
                 "rows": [r.as_json() for r in self.rows],
                 "simulators": sims, "programs": self.programs, "golden_cycles": self.golden_cycles,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},

@@ -65,3 +65,10 @@ def test_golden_of_a_bundle_with_json_gives_one_object_per_program(tmp_path, cap
         assert o["name"] == entry.name and o["counters"] == list(entry.expected.counters) and o["matches_bundle"]
         assert {int(a): w for a, w in o["ext_nonzero"].items()} == \
             {a: w for a, w in enumerate(entry.expected.ext) if w}
+
+
+def test_the_json_says_what_was_compared_with_what():
+    assert _result(CHIP).as_json()["compared_with"]["cycles_and_speedups"] == \
+        "this chip's golden model (replayed on the RTL)"
+    assert _result(isa.BOOK, scale=1.0).as_json()["compared_with"]["cycles_and_speedups"] == \
+        "the book's and the golden model's"
