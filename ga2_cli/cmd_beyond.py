@@ -37,6 +37,12 @@ def _beyond(args) -> int:
 
     t0 = time.perf_counter()
     sims = args.sims
+    from spec.ch16 import example_runs
+    from spec.runs import CHAPTER_RUNS
+    from .cmd_ch16 import _check_chip
+    # before any work: the chapter's rows and the fixed k = 1 .. 5 rows beside them
+    _check_chip(args.config, args.tokens, "ga2 beyond's runs",
+                list(CHAPTER_RUNS) + example_runs((0.0, 3.0, 4.0), range(1, 6)))
     os.makedirs(args.out, exist_ok=True)
     progress = Progress()
     try:

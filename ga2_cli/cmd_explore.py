@@ -136,6 +136,11 @@ def _explore(args) -> int:
     if twice:
         raise CommandError(f"--configs: {', '.join(twice)} named more than once (each configuration once, each "
                            f"name once)")
+    from ga2_hdl.config import PRESETS as presets
+    from .cmd_ch16 import _check_chip
+    for c in configs:           # before any work: a chip of the user's the chapter's programs do not fit
+        if not any(c.same_chip(p) for p in presets.values()):
+            _check_chip(c, args.tokens, option="--configs")
     synth_target = _synth_target(args)                    # before any work: the tools and the part
     client = runner = None
     if args.scheduler:

@@ -142,6 +142,13 @@ def cmd_fuzz(args) -> int:
     empty = report["coverage"]["empty"]
     if empty:
         print(f"fuzz: {len(empty)} reachable coverage bin(s) never hit (listed above as EMPTY)")
+    random_programs, halt_only = report.get("random_programs", 0), report.get("halt_only_programs", 0)
+    if random_programs and halt_only == random_programs and not spec.directed:
+        print(f"fuzz: DEGENERATE: all {random_programs} random programs are a HALT alone (--max-cycles "
+              f"{spec.max_cycles} leaves no room for more): nothing but the HALT was compared")
+        return 1
+    if halt_only:
+        print(f"fuzz: {halt_only} of {random_programs} random programs are a HALT alone")
     if set(spec.sims) == {"golden"}:
         print(f"fuzz: the golden model ran alone ({report['cycles']} cycles): name an RTL simulator "
               f"({', '.join(n for n in SIMULATORS if n != 'golden')}) to compare anything with it")

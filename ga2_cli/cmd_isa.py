@@ -145,12 +145,22 @@ def _golden_bundle(args) -> int:
     for i, p in enumerate(bundle.programs):
         got = golden.run(p.code, p.ext, ext_words=bundle.ext_words, sparse=True, config=args.config)
         mm = first_mismatch(p.expected, got, program=i)
+        failures += bool(mm)
+        if args.json:          # one JSON object per program, a line each (JSON Lines)
+            d = got.to_json()
+            del d["ext"]            # the final memory as its non-zero words (a bundle's memories are sparse)
+            runs = got.ext.runs() if hasattr(got.ext, "runs") else [(0, got.ext)]
+            nonzero = {str(start + j): int(w) for start, words in runs for j, w in enumerate(words) if w}
+            d = {"program": i, "name": p.name, **d, "ext_nonzero": nonzero, "ext_words": bundle.ext_words,
+                 "matches_bundle": mm is None, "mismatch": None if mm is None else str(mm)}
+            print(json.dumps(d))
+            continue
         status = "" if got.error == ErrorCode.OK else f"  status={got.error.name}@{got.error_pc}"
         note = f"  DIFFERS FROM BUNDLE: {mm}" if mm else ""
-        failures += bool(mm)
         print(f"{i:4d} {p.name:<{width}}  {counters_line(got.counters)}{status}{note}")
-    print(f"total cycles {bundle.total_cycles} over {len(bundle.programs)} programs "
-          f"(ext_words {bundle.ext_words})")
+    if not args.json:
+        print(f"total cycles {bundle.total_cycles} over {len(bundle.programs)} programs "
+              f"(ext_words {bundle.ext_words})")
     if failures:
         raise CommandError(f"{failures} programs differ from the bundle's expected results")
     return 0
@@ -160,7 +170,6 @@ def _golden_bundle(args) -> int:
 _NOT_FOR_BUNDLES = {
     "ext": "each program carries its own image",
     "ext_words": "the bundle says its own size",
-    "json": "it prints one line per program",
     "dump_ext": "there is one final memory per program",
 }
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ga2_hdl import isa
 from ga2_hdl.support.safe_io import atomic_write
-from gen.sim.simulator import SIMULATORS
+from gen.sim.simulator import RTL_SIMULATORS, SIMULATORS
 from gen.support.cpu import cpu_seconds
 
 from . import options
@@ -25,10 +25,10 @@ from .main import CommandError
 from .progress import Progress
 
 
-def _simulator(name: str, *, config):
+def _simulator(name: str, *, config, **options):
     from gen.sim.simulator import SimulatorError, get_simulator
     try:
-        return get_simulator(name, config=config)
+        return get_simulator(name, config=config, **options)
     except (SimulatorError, ImportError) as e:
         raise CommandError(f"simulator {name!r} is not available: {e}") from None
 
@@ -37,7 +37,10 @@ def _simulator(name: str, *, config):
 
 def cmd_run(args) -> int:
     from gen.sim.simulator import SimulatorError
-    sim = _simulator(args.sim, config=args.config)
+    # Verilator marks what came from an x by running the program twice (gen/sim/verilog_sim.py
+    # VerilatorSimulator.run_program); a waveform is of one plain run
+    sim = _simulator(args.sim, config=args.config,
+                     **({"x_check": True} if args.sim == "verilator" and not args.vcd else {}))
     if args.vcd and args.sim == "golden":      # refused before anything runs
         raise CommandError("--vcd: the golden model runs at instruction level and has no waveform; "
                            "use --sim amaranth, icarus or verilator")
@@ -50,7 +53,25 @@ def cmd_run(args) -> int:
         raise CommandError(str(e)) from None
     if args.vcd:       # the simulators move the waveform into place only once it is written, or fail
         print(f"waveform written to {args.vcd}", file=sys.stderr)
-    return report_run(result, args)
+    status = report_run(result, args)
+    # unknown values are a result, not a zero: said after the output (the JSON has them too)
+    for line in unknown_lines(result):
+        print(f"ga2 run: {args.sim}: {line}", file=sys.stderr)
+    return 1 if unknown_lines(result) else status
+
+
+def unknown_lines(result) -> list[str]:
+    """What a run could not give a value for, and its accesses outside a memory, one line each."""
+    out = []
+    if result.unknown_counters:
+        out.append("unknown (x or z) counters: " + ", ".join(f"{n} = {t}" for n, t in result.unknown_counters.items()))
+    if result.unknown:
+        addrs = sorted(result.unknown)
+        shown = ", ".join(f"ext[{a}] = {result.unknown[a]}" for a in addrs[:8])
+        out.append(f"{len(addrs)} unknown (x or z) word(s) in the final external memory: {shown}"
+                   + (" ..." if len(addrs) > 8 else ""))
+    out += [f"access outside a memory: {o}" for o in result.outside]
+    return out
 
 
 # --------------------------------------------------------------------------------------- replay
@@ -141,6 +162,11 @@ def cmd_bench_sim(args) -> int:
         what, bundle = args.bundle, load_bundle(args.bundle, args.config)
     else:
         what, bundle = bench_bundle(args.random, args.seed, args.ext_words, args.config)
+    if book is not None and args.config == isa.BOOK:
+        try:                   # before any work: a reference testbench too small for the bundle
+            book_rtl.check_testbench(bundle, book)
+        except SimulatorError as e:
+            raise CommandError(f"--book-rtl: {e}") from None
     load = os.getloadavg()[0]
     chip = "" if args.config == isa.BOOK else f" on {args.config.describe()}"
     print(f"bench: {what}{chip}, {len(bundle.programs)} programs, {bundle.total_cycles} cycles (golden model); "
@@ -258,7 +284,8 @@ def cmd_diff_sims(args) -> int:
     if len(names) != 2 or names[0] == names[1]:
         raise CommandError(f"--sims {args.sims}: name two different simulators, e.g. amaranth,verilator")
     if "golden" in names:
-        raise CommandError("--sims: the golden model has no signals to compare; name two RTL simulators")
+        raise CommandError(f"--sims {','.join(names)}: the golden model has no signals to compare; name two of "
+                           f"{', '.join(RTL_SIMULATORS)}")
     for pattern in args.ignore:
         try:
             re.compile(pattern)
@@ -293,7 +320,7 @@ def cmd_diff_sims(args) -> int:
         print(line)
     if args.keep:
         print(f"waveforms kept: {report.vcds[0]}, {report.vcds[1]}")
-    return 0 if report.comparison.difference is None else 1
+    return 1 if report.differs else 0
 
 
 # -------------------------------------------------------------------------------------- parsers
@@ -355,8 +382,11 @@ def register(subparsers) -> None:
         "diff-sims", help="where two simulators first disagree: the first cycle and signal that differ",
         description="Run one program in two simulators with waveforms and name the first clock cycle "
                     "(counted from the cycle in which start is high) at which a signal of the chip "
-                    "differs, with its hierarchical name in the Amaranth design and both values. "
-                    "Exit status 1 when they differ.")
+                    "differs, with its hierarchical name in the Amaranth design and both values, and "
+                    "compare their end states. An x (Icarus) is a difference where the chip reads it (a data port "
+                    "whose enable is high); any other x (not written since reset, a port nobody reads) is "
+                    "counted, not reported, unless --strict-x. Exit status 1 when the signals or the end states "
+                    "differ.")
     p.add_argument("program", type=options.input_file,
                    help="program file (.s/.asm: assembly), or a bundle (then see --program)")
     p.add_argument("--ext", type=options.input_file, help="initial external memory (memory file, 8 hex digits a line)")
@@ -365,12 +395,14 @@ def register(subparsers) -> None:
                         f"on the book chip; a bundle has its own)")
     options.add_config(p)
     p.add_argument("--sims", type=options.simulators(), default="amaranth,verilator",
-                   help=f"the two simulators to compare, of {', '.join(SIMULATORS)} (default amaranth,verilator)")
+                   help=f"the two simulators to compare, of {', '.join(RTL_SIMULATORS)} (default amaranth,verilator; "
+                        f"the golden model has no signals)")
     p.add_argument("--program", dest="index", type=options.non_negative, metavar="N",
                    help="with a bundle: the program to compare (default 0)")
     p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
                    help="leave out signals whose name matches (may be repeated)")
     p.add_argument("--strict-x", action="store_true",
-                   help="count an x or z value against a defined one as a difference")
+                   help="also count as a difference an x or z where the chip does not read it (a register not "
+                        "written since reset, a port whose enable is low)")
     p.add_argument("--keep", metavar="DIR", type=options.output_dir, help="keep the two waveforms in DIR (SIM.vcd)")
     p.set_defaults(func=cmd_diff_sims)

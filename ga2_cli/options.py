@@ -113,9 +113,12 @@ def chip_config(text: str) -> Config:
     """A chip configuration: a preset name or a ``.toml``/``.json`` file, checked against the ISA."""
     try:
         config = load_config(text)
-        isa.instruction_set(config)
-    except (ConfigError, isa.IsaError) as e:
+    except ConfigError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    try:
+        isa.instruction_set(config)
+    except isa.IsaError as e:          # the file's fields fit Config but not the instruction word: name the file
+        raise argparse.ArgumentTypeError(str(e) if text in PRESETS else f"{text}: {e}") from None
     return config
 
 

@@ -99,6 +99,71 @@ class Ch16Row:
                 "sims": self.sims}
 
 
+# ------------------------------------------------------------------ the chip against the job
+class ChipTooSmall(ValueError):
+    """The configuration lacks what the workload's programs need (one line: what, for which program)."""
+
+
+def _largest_programs(spec, n: int, config: Config):
+    """(what, thunk) for the largest programs run ``spec`` of ``n`` tokens compiles on ``config``: the
+    decode step at the longest context; the verifier at the largest cache + block and at the largest
+    block the float host loop visits (its calibration records every shape), and the draft."""
+    from .draft import make_draft
+    from .on_chip import PlainChip, SpeculativeChip
+    from .runs import DRAFT_SEED
+    model = make_model("structured") if spec.model == "structured" else make_model("random", 1)
+    if spec.k is None:
+        chip = PlainChip(model, n, config=config)
+        return [(f"the decode step at context {n}", lambda: chip.program(n))]
+    chip = SpeculativeChip(model, make_draft(model, spec.noise, DRAFT_SEED), n, spec.k, config=config)
+    shapes = dict.fromkeys([max(chip.verifier_samples, key=sum), max(chip.verifier_samples, key=lambda s: s[::-1])])
+    out = [(f"the verifier for cache {c} and block {b}", lambda c=c, b=b: chip.verifier_program(c, b))
+           for c, b in shapes]
+    return out + [("the draft step", lambda: chip.draft_program)]
+
+
+def chip_problems(config: Config, n: int = TABLE_TOKENS, runs=None) -> list[str]:
+    """What the chapter's runs (``runs``, default all seven) of ``n`` tokens need that the chip
+    ``config`` lacks, one sentence per kind of program, derived by compiling each run's largest
+    programs for the chip (Capra checks them against the configuration's limits: the matrix unit's
+    K, the memories, the instruction memory).  Empty when they fit.  Cheap next to the job: a few
+    compilations per run, no decoding."""
+    import re
+    from compiler import CompileError
+    from .runs import CHAPTER_RUNS
+    # one sentence per kind of refusal (its text without numbers and node names): the program
+    # that needs the most of it
+    worst: dict[str, tuple[tuple[int, ...], str]] = {}
+    for spec in CHAPTER_RUNS if runs is None else runs:
+        for what, make in _largest_programs(spec, n, config):
+            try:
+                make()
+            except CompileError as e:
+                text = str(e)
+                kind = re.sub(r"\d+|node [^:]*: |\(the largest is .*\)", "", text)
+                need = tuple(int(x) for x in re.findall(r"\d+", re.sub(r"node \d+", "", text)))
+                if kind not in worst or need > worst[kind][0]:
+                    worst[kind] = (need, f"{what} ({spec.label}): {text}")
+    return [line for _, line in worst.values()]
+
+
+def check_chip(config: Config, n: int = TABLE_TOKENS, job: str = "the chapter's runs", runs=None) -> None:
+    """Refuse (:class:`ChipTooSmall`, one line) a chip the workload's programs (``runs``: run specs of
+    ``spec.runs``, default the chapter's seven) do not fit."""
+    problems = chip_problems(config, n, runs)
+    if problems:
+        raise ChipTooSmall(f"{config.name}: {job} ({n} tokens) need what the chip lacks: " + "; ".join(problems))
+
+
+def example_runs(noises, ks) -> list:
+    """The run specs whose largest programs bound a sweep of draft noises and k (example B,
+    ``ga2 beyond``'s fixed-k rows): the largest k with every noise, on both models."""
+    from .runs import RunSpec
+    k = max(ks)
+    return [RunSpec(f"k={k}, draft noise {noise:g}", "structured", k, noise) for noise in noises] + \
+        [RunSpec(f"random model: k={k}", "random", k)]
+
+
 # ------------------------------------------------------------------ the software side
 def software_problems() -> list[str]:
     """The five checks of ``spec.checks`` on the installed package; empty when all pass."""
@@ -180,7 +245,13 @@ class Ch16Result:
                           "cycles_per_second": round(rep.cycles_per_second, 1),
                           "cycles_per_wall_second": round(rep.cycles / rep.wall_seconds, 1)
                           if rep.wall_seconds else None}
-        return {"tokens": self.tokens, "config": self.config.to_dict(), "problems": self.problems,
+        book_chip = self.config.same_chip(isa.BOOK)
+        with_book = self.tokens == TABLE_TOKENS
+        compared = {"tokens_accepted_blocks_programs": "the book's" if with_book else "not compared with the book",
+                    "cycles_and_speedups": ("the book's and the golden model's" if book_chip and with_book else
+                                            "this chip's golden model (replayed on the RTL)")}
+        return {"tokens": self.tokens, "config": self.config.to_dict(), "compared_with": compared,
+                "problems": self.problems,
                 "rows": [r.as_json() for r in self.rows],
                 "simulators": sims, "programs": self.programs, "golden_cycles": self.golden_cycles,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
@@ -201,6 +272,8 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     if n < 1:
         raise ValueError(f"--tokens must be at least 1, got {n}")
     book_chip = config.same_chip(isa.BOOK)
+    if not book_chip:                   # before any work: the book's chip runs its own chapter
+        check_chip(config, n)
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
     # One pool does everything, so that no core waits while there is work: the simulators' builds
@@ -338,10 +411,32 @@ def format_speeds(result: Ch16Result) -> str:
 
 
 def format_differences(result: Ch16Result) -> str:
+    """What was compared with what, and every difference.  On the book's chip every figure is
+    compared with the book's; on another chip the figures no chip changes (tokens, accepted/proposed,
+    blocks, programs) are, and its cycles and speedups with its own golden model (the replays'
+    verdicts), never called equal to the book's; at another number of tokens nothing is compared
+    with the book (its figures are for 32)."""
     lines = []
     for row in result.rows:
         for what, ours, theirs in row.differences():
             why = EXPLAINED.get((row.label, what))
             lines.append(f"  {row.display}: {what} {ours} against the book's {theirs}: "
                          + (why if why else "NOT EXPLAINED"))
-    return "\n".join(lines) if lines else "  none: every figure of the table equals the book's"
+    if not any(r.book for r in result.rows):
+        return (f"  not compared: the chapter's figures are for {TABLE_TOKENS} tokens, this run decoded "
+                f"{result.tokens}")
+    if result.config.same_chip(isa.BOOK):
+        return "\n".join(lines) if lines else "  none: every figure of the table equals the book's"
+    out = [f"  chip: {result.config.describe()}, not the book's: tokens, accepted/proposed, blocks and programs are "
+           f"compared with the book's; cycles and speedups with this chip's own golden model"]
+    out += lines or ["  tokens, accepted/proposed, blocks, programs: each equals the book's"]
+    sims = result.simulator_names
+    agree = [r for r in result.rows if r.sims and all(s["pass"] for s in r.sims.values())]
+    out.append(f"  cycles: {len(agree)} of {len(result.rows)} runs replayed in {', '.join(sims)} with this chip's golden "
+               f"model's cycles" if sims else "  cycles: not replayed on the RTL (no simulator named): the golden "
+                                              "model's alone")
+    for r in result.rows:
+        if r.book is not None:
+            out.append(f"    {r.display}: {r.cycles:,} cycles on this chip, {r.book.cycles:,} on the book's "
+                       f"({r.cycles / r.book.cycles:.3f}x; speedup {r.speedup:.2f}x, the book's {r.book.speedup:.2f}x)")
+    return "\n".join(out)

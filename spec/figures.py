@@ -202,20 +202,25 @@ def table_figure(result, path: str) -> str:
     ax.barh(ys, [r.cycles for r in rows], color=colours, height=0.6)
     for y, r in zip(ys, rows):
         sims = ", ".join(f"{name} {s['verdict']}" for name, s in r.sims.items()) or "not replayed"
-        ax.annotate(f"{r.cycles:,}  ({r.speedup:.2f}x; {sims})", (r.cycles, y), textcoords="offset points",
+        ax.annotate(f"{r.cycles:,}  ({r.speedup:.2f}x; {sims})", (max(r.cycles, r.book.cycles if r.book else 0), y),
+                    textcoords="offset points",
                     xytext=(6, 0), va="center", fontsize=8)
         if r.book is not None:
             ax.plot([r.book.cycles] * 2, [y - 0.38, y + 0.38], color="black", linewidth=2)
     ax.set_yticks(ys)
     ax.set_yticklabels([r.display for r in rows], fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(r.cycles for r in rows) * 1.75)
+    # room for the labels after the longest bar, and never a reference tick outside the axis
+    ax.set_xlim(0, max([r.cycles for r in rows] + [r.book.cycles for r in rows if r.book]) * 1.75)
     ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax.set_xlabel("cycles (sum over every program of the run; each simulator counted the same)")
     sims = ", ".join(result.simulator_names) or "no simulator"
+    book_chip = result.config.same_chip(isa.BOOK)
     ax.set_title(f"{result.tokens} token{'s' if result.tokens != 1 else ''} per run: every program replayed "
-                 f"in {sims}"
-                 + ("\nblack ticks: the book's cycles" if any(r.book for r in rows) else ""), fontsize=10)
+                 f"in {sims}" + ("" if book_chip else f"\non {result.config.describe()}")
+                 + (("\nblack ticks: the book's cycles" if book_chip else
+                     "; black ticks: the book's cycles, on the book's chip") if any(r.book for r in rows) else ""),
+                 fontsize=10)
     ax.legend(handles=[Patch(facecolor="#4c72b0", label="plain greedy decoding"),
                        Patch(facecolor="#55a868", label="speculative decoding")], loc="upper center",
               bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8, frameon=False)

@@ -38,7 +38,7 @@ from .files import FileFormatError
 from ..isa import ErrorCode, Instruction
 from .memimage import MemoryImage, as_image
 from .results import RunResult, first_mismatch
-from ..support.safe_io import atomic_write, read_text
+from ..support.safe_io import atomic_write
 
 MAGIC = 0x47413242       # "GA2B"
 END_MARKER = 0x454E4442  # "ENDB"
@@ -154,11 +154,26 @@ class Bundle:
     # -------------------------------------------------------------- reading
     @classmethod
     def read(cls, path: str | os.PathLike) -> "Bundle":
-        return cls.parse(read_text(path), str(path))
+        """The bundle in ``path``, read line by line (a bundle's text is never held whole)."""
+        with open(path, "rb") as f:
+            return _Reader(_utf8_lines(f, os.fspath(path)), str(path)).bundle()
 
     @classmethod
     def parse(cls, text: str, source: str = "<bundle>") -> "Bundle":
-        return _Reader(text, source).bundle()
+        return _Reader(iter(text.splitlines()), source).bundle()
+
+
+def _utf8_lines(f, source: str):
+    """The lines of the binary file ``f`` as text; a line that is not UTF-8 is an IsaError naming the
+    file, the line and the offset (as ``safe_io.read_text`` says it)."""
+    offset = 0
+    for lineno, raw in enumerate(f, 1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise isa.IsaError(f"{source}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset "
+                               f"{offset + e.start})") from None
+        offset += len(raw)
 
 
 def is_bundle_text(text: str) -> bool:
@@ -202,22 +217,33 @@ def _runs_words(words: Sequence[int], ext_words: int) -> list[int]:
 
 
 class _Reader:
-    """Parses the word stream, keeping each word's line number for error messages."""
+    """Parses the word stream as it reads the lines (one word of look-ahead), keeping each word's
+    line number for error messages: a bundle's words are never held all at once."""
 
-    def __init__(self, text: str, source: str):
+    def __init__(self, lines: Iterable[str], source: str):
         self.source = source
-        self.items: list[tuple[int, int]] = []     # (line number, word)
-        self.names: dict[int, str] = {}            # index in items -> the name comment before it
         self.config: Config = isa.BOOK             # the chip the bundle was made for
+        self._lines = lines
+        self._tokens = self._read()
+        self._ahead: tuple[int, int, str | None] | None = None    # (line, word, the name before it)
+        self._done = False
+        self.pos = 0                               # words taken
+        self.line = 1                              # the line of the word taken last
+        self.last_line = 0                         # the last line read
+        self.name = None                           # the name comment before the word taken last
+
+    def _read(self):
         config_line = None
         pending_name = None
-        for lineno, raw in enumerate(text.splitlines(), 1):
+        words = 0
+        for lineno, raw in enumerate(self._lines, 1):
+            self.last_line = lineno
             line = raw.strip()
             if not line:
                 continue
             if line.startswith("//"):
                 if line.startswith(_CONFIG_PREFIX):
-                    if config_line is not None or self.items:
+                    if config_line is not None or words:
                         self.fail_at(lineno, "a configuration line (// config: ...) may appear once, before "
                                              "the magic word")
                     config_line = lineno
@@ -227,12 +253,16 @@ class _Reader:
                 continue
             if len(line) != 8 or not all(c in "0123456789abcdef" for c in line):
                 self.fail_at(lineno, f"expected a word as exactly 8 lowercase hex digits, got {line[:40]!r}")
-            if pending_name is not None:
-                self.names[len(self.items)] = pending_name
-                pending_name = None
-            self.items.append((lineno, int(line, 16)))
-        self.pos = 0
-        self.last_line = len(text.splitlines())
+            words += 1
+            yield lineno, int(line, 16), pending_name
+            pending_name = None
+
+    def peek(self) -> tuple[int, int, str | None] | None:
+        """The next word (line, word, name before it) without taking it; None at the end."""
+        if self._ahead is None and not self._done:
+            self._ahead = next(self._tokens, None)
+            self._done = self._ahead is None
+        return self._ahead
 
     def _config(self, text: str, lineno: int) -> Config:
         try:
@@ -251,13 +281,16 @@ class _Reader:
 
     def fail(self, why: str):
         """Fail at the word just read."""
-        self.fail_at(self.items[self.pos - 1][0] if self.pos else 1, why)
+        self.fail_at(self.line, why)
 
     def next(self, what: str) -> int:
-        if self.pos >= len(self.items):
+        item = self.peek()
+        if item is None:
             self.fail_at(self.last_line, f"bundle ends early: expected {what}")
+        self._ahead = None
         self.pos += 1
-        return self.items[self.pos - 1][1]
+        self.line, word, self.name = item
+        return word
 
     def runs(self, ext_words: int, what: str) -> MemoryImage:
         runs: list[tuple[int, list[int]]] = []
@@ -284,7 +317,7 @@ class _Reader:
         return MemoryImage(ext_words, runs)
 
     def bundle(self) -> Bundle:
-        if not self.items:
+        if self.peek() is None:
             raise FileFormatError(f"{self.source}: empty: no words (a GA2 bundle starts with the magic "
                                   f"{MAGIC:08x})")
         if self.next("the magic word") != MAGIC:
@@ -300,13 +333,14 @@ class _Reader:
         bundle = Bundle(ext_words, config=self.config)
         imem_words = self.config.imem_words
         for p in range(n_programs):
-            first = self.pos
             n_code = self.next(f"the instruction count of program {p}")
+            given_name = self.name
             if not 1 <= n_code <= imem_words:
                 self.fail(f"program {p} has {n_code} instructions; a program has 1 .. {imem_words}")
             code = []
             for k in range(n_code):
-                op_line = self.items[self.pos][0] if self.pos < len(self.items) else self.last_line
+                ahead = self.peek()
+                op_line = ahead[0] if ahead is not None else self.last_line
                 w = 0
                 for j in range(WORDS_PER_INSTRUCTION):
                     w = (w << isa.WORD_BITS) | self.next(f"word {j} of instruction {k} of program {p}")
@@ -326,10 +360,10 @@ class _Reader:
                 self.fail(f"expected status_pc {status_pc} of program {p} is beyond its {n_code} instructions")
             counters = [self.next(f"expected counter {name} of program {p}") for name in isa.COUNTER_NAMES]
             final = self.runs(ext_words, f"expected final memory of program {p}")
-            name = self.names.get(first, f"program {p}")
+            name = given_name if given_name is not None else f"program {p}"
             bundle.programs.append(BundleEntry(name, code, ext, RunResult(counters, final, status, status_pc)))
         if self.next("the end marker") != END_MARKER:
             self.fail(f"expected the end marker {END_MARKER:08x} (\"ENDB\") after {n_programs} programs")
-        if self.pos != len(self.items):
-            self.fail_at(self.items[self.pos][0], "data after the end marker")
+        if self.peek() is not None:
+            self.fail_at(self.peek()[0], "data after the end marker")
         return bundle

@@ -101,10 +101,39 @@ class BookRun:
         return self.cycles / self.cpu_seconds if self.cpu_seconds > 0 else float("inf")
 
 
+_EXT_ARRAY = re.compile(r"\breg\s*(?:\[[^\]]*\]\s*)?(\w*ext\w*)\s*\[\s*(\d+)\s*:\s*(\d+)\s*\]", re.I)
+
+#: the least speed (simulated cycles per wall second) a watchdog allows the book's RTL in Icarus;
+#: it runs at about 10,000 (docs/results.md), so a run 20 times slower than that is stuck
+WATCHDOG_CYCLES_PER_SECOND = 500
+WATCHDOG_SLACK_SECONDS = 60.0
+
+
+def external_memory_words(testbench: str) -> int | None:
+    """The external memory the book's testbench declares (its largest word array with ``ext`` in its
+    name), or None when no such array is found."""
+    sizes = [abs(int(a) - int(b)) + 1 for _name, a, b in _EXT_ARRAY.findall(testbench)]
+    return max(sizes, default=None)
+
+
+def check_testbench(bundle: Bundle, rtl: Path) -> None:
+    """Refuse, before anything is built, a testbench whose external memory is smaller than the bundle's:
+    its programs would read and write outside it (the book's chip has no address checks) and hang."""
+    words = external_memory_words((rtl / f"{TOP}.v").read_text(errors="replace"))
+    if words is not None and words < bundle.ext_words:
+        raise SimulatorError(f"{rtl / (TOP + '.v')}: the book's testbench holds an external memory of {words} words; "
+                             f"the bundle needs {bundle.ext_words} (raise it to the bundle's ext_words)")
+
+
+def watchdog_seconds(cycles: int) -> float:
+    """The wall time after which a replay of ``cycles`` cycles on the book's RTL is stopped."""
+    return WATCHDOG_SLACK_SECONDS + cycles / WATCHDOG_CYCLES_PER_SECOND
+
 
 
 def run(bundle: Bundle, rtl: Path) -> BookRun:
     """Replay ``bundle`` on the book's RTL in Icarus; the cycles must be the golden model's."""
+    check_testbench(bundle, rtl)
     iverilog, vvp = toolchain.require("iverilog"), toolchain.require("vvp")
     sources = sorted(str(p) for p in rtl.glob("*.v"))
     with tempfile.TemporaryDirectory(prefix="ga2_book_") as tmp:
@@ -121,8 +150,15 @@ def run(bundle: Bundle, rtl: Path) -> BookRun:
             with open(os.path.join(tmp, "out", "ga2_programs.hex"), "w") as f:
                 f.write("".join(f"{w:08x}\n" for w in words))
             c0, w0 = cpu_seconds(own=False), time.perf_counter()
-            p = subprocess.run([vvp, "-n", os.path.join(tmp, "book.vvp")], cwd=tmp, capture_output=True,
-                               text=True, errors="replace")
+            limit = watchdog_seconds(bundle.total_cycles)
+            try:        # never without a watchdog: a testbench that does not fit the bundle can hang
+                p = subprocess.run([vvp, "-n", os.path.join(tmp, "book.vvp")], cwd=tmp, capture_output=True,
+                                   text=True, errors="replace", timeout=limit)
+            except subprocess.TimeoutExpired:
+                raise SimulatorError(f"the book's RTL did not finish within {limit:.0f} s (the bundle's "
+                                     f"{bundle.total_cycles} cycles at {WATCHDOG_CYCLES_PER_SECOND} cycles/s and "
+                                     f"{WATCHDOG_SLACK_SECONDS:.0f} s more): stopped; is its testbench built for "
+                                     f"{bundle.ext_words} external words?") from None
             cpu += cpu_seconds(own=False) - c0
             wall += time.perf_counter() - w0
             found = [_PASS.match(line) for line in p.stdout.splitlines()]

@@ -104,11 +104,14 @@ class CampaignSpec:
             parse_sims(",".join(self.sims))
         except SimulatorError as e:
             raise CampaignError(f"--sims: {e}") from None
+        # the option to blame: --ext-words when it is not the configuration's own size
+        ext_option = (f"--config {self.config.name} (ext_words = {self.ext_words})"
+                      if self.ext_words == self.config.ext_words else f"--ext-words {self.ext_words}")
         if self.ext_words < 16:
-            raise CampaignError(f"--ext-words {self.ext_words}: random programs need an external memory of at "
+            raise CampaignError(f"{ext_option}: random programs need an external memory of at "
                                 f"least 16 words")
         if self.directed and self.ext_words < 512:
-            raise CampaignError(f"--ext-words {self.ext_words}: the directed suite (--directed) needs at least "
+            raise CampaignError(f"{ext_option}: the directed suite (--directed) needs at least "
                                 f"512 words")
         verilog_sims = [n for n in self.sims if n in ("icarus", "verilator", "cxxrtl")]
         for problem in testbench_problems(self.config) if verilog_sims else ():
@@ -125,6 +128,29 @@ class CampaignSpec:
         if self.max_cycles < least:
             raise CampaignError(f"--max-cycles {self.max_cycles}: a program needs at least {least} cycles "
                                 f"(its HALT{' and a faulting instruction' if self.illegal else ''})")
+        # a campaign that compares something: a budget and an instruction memory in which a random
+        # program can do more than HALT (derived from the chip's busy times)
+        from .programs import FAULT_INSTRUCTIONS, useful_program
+        cycles, instructions = useful_program(self.config)
+        if self.max_cycles < cycles:
+            raise CampaignError(f"--max-cycles {self.max_cycles}: every program would be a HALT alone (an LD and "
+                                f"an ST of one word and the HALT take {cycles} cycles on {self.config.name}); "
+                                f"nothing would be compared")
+        # and the programs themselves: a sample made as the campaign makes them, not all HALT alone
+        import random as _random
+        from .programs import random_program
+        rng = _random.Random(self.seed)
+        sample = [random_program(rng, self.ext_words, max_cycles=self.max_cycles, illegal=0.0, config=self.config)[0]
+                  for _ in range(min(self.programs, 20))] if self.config.imem_words >= instructions else []
+        if sample and all(len(code) == 1 for code in sample):
+            raise CampaignError(f"--max-cycles {self.max_cycles}: {len(sample)} of {len(sample)} sample programs are "
+                                f"a HALT alone on {self.config.name} (the generator keeps room for loads and stores "
+                                f"within the budget); nothing would be compared: give a larger --max-cycles")
+        instructions += FAULT_INSTRUCTIONS if self.illegal > 0 else 0
+        if self.config.imem_words < instructions:
+            raise CampaignError(f"--config {self.config.name}: its instruction memory holds {self.config.imem_words} "
+                                f"instructions; a random program that does anything needs {instructions} (an LD, an "
+                                f"ST and the HALT{', and room for a fault' if self.illegal > 0 else ''})")
 
     @property
     def random_pieces(self) -> int:
@@ -251,6 +277,9 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
                     "generate_seconds": round(generate, 3), "sims": {}, "kept": [],
                     "worker": f"{socket.gethostname()}:{os.getpid()}"}
     if task.piece != DIRECTED:       # coverage of the random programs (the directed suite breaks the budget)
+        # programs that are a HALT alone compare nothing but the HALT: counted, so that a campaign of
+        # them is reported as what it is
+        result["halt_only"] = sum(len(entry.code) == 1 for entry in bundle.programs)
         result["coverage"] = dict(coverage_model(spec.ext_words, spec.max_cycles, config=spec.config).count_bundle(bundle))
     for name in spec.sims:
         s0 = time.perf_counter()
@@ -691,6 +720,7 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
     random_programs = sum(r["programs"] for r in finished if r["piece"] != DIRECTED)
     return {
         "programs": sum(r["programs"] for r in finished), "random_programs": random_programs,
+        "halt_only_programs": sum(r.get("halt_only", 0) for r in finished if r["piece"] != DIRECTED),
         "seed": spec.seed, "ext_words": spec.ext_words, "max_cycles": spec.max_cycles,
         **({"config": spec.config.to_dict()} if spec.config != isa.BOOK else {}),
         "cycles": sum(r["cycles"] for r in finished),

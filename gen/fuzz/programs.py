@@ -158,6 +158,9 @@ class _Builder:
         self.code: list[Instruction] = []
         self.cycles = isa.FETCH_ISSUE_CYCLES          # the final HALT
         self.max_cycles = max_cycles
+        #: instructions the program may hold before its HALT (the instruction memory's, less room
+        #: for a fault when :func:`random_program` plants one)
+        self.max_code = config.imem_words - 1
         self.filled: list[Region] = []                # scratchpad regions holding data
         self.results: list[Region] = []               # regions computed, to be stored at the end
 
@@ -174,7 +177,10 @@ class _Builder:
         return out
 
     def fits(self, ins: Instruction, reserve: int = 0) -> bool:
-        return self.cycles + self.iset.cycles(ins) + reserve <= self.max_cycles
+        # room in the cycle budget, and in the instruction memory for this instruction, one more
+        # (a round trip's LD), its result's store and the stores of the results so far
+        return (self.cycles + self.iset.cycles(ins) + reserve <= self.max_cycles
+                and len(self.code) + len(self.results) + 3 <= self.max_code)
 
     def emit(self, ins: Instruction) -> None:
         code, why = self.iset.check(ins, self.ext_words)
@@ -377,6 +383,19 @@ class _Builder:
         return True
 
 
+def useful_program(config: Config = isa.BOOK) -> tuple[int, int]:
+    """(cycles, instructions) of the least program that does anything on the chip ``config``: an LD
+    and an ST of one word and the HALT, by the chip's busy times.  A cycle budget or an instruction
+    memory below it makes every random program a HALT alone (a campaign that compares nothing)."""
+    iset = isa.instruction_set(config)
+    code = [iset.make("LD", dst=0, src=0, len=1), iset.make("ST", src=0, dst=0, len=1), isa.HALT]
+    return sum(iset.cycles(i) for i in code), len(code)
+
+
+#: instructions a planted fault may add to a random program (the fault, and the work after it)
+FAULT_INSTRUCTIONS = 2
+
+
 def min_max_cycles(illegal: float = 0.0) -> int:
     """The least cycle budget a random program fits in: its HALT (and a faulting instruction,
     when programs may be illegal)."""
@@ -411,8 +430,16 @@ def random_program(rng: random.Random, ext_words: int | None = None, *,
         raise ValueError(f"illegal={illegal}: a probability lies in 0..1")
     if max_cycles < min_max_cycles(illegal):
         raise ValueError(f"max_cycles={max_cycles}: a random program needs at least {min_max_cycles(illegal)} cycles")
+    least = useful_program(config)[1] + (FAULT_INSTRUCTIONS if illegal > 0 else 0)
+    if config.imem_words < least:
+        raise ValueError(f"configuration {config.name!r}: a random program that does anything needs "
+                         f"{least} instructions (an LD, an ST and the HALT"
+                         f"{', and room for a fault' if illegal > 0 else ''}); the instruction memory holds "
+                         f"{config.imem_words}")
     fault = illegal > 0 and rng.random() < illegal
     b = _Builder(rng, ext_words, max_cycles - (isa.FETCH_ISSUE_CYCLES if fault else 0), config=config)
+    if fault:
+        b.max_code -= FAULT_INSTRUCTIONS
 
     # Input data somewhere in external memory (sometimes at one of its ends).
     n_in = rng.randint(8, min(320, ext_words // 2))

@@ -41,7 +41,7 @@ from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.formats.memimage import MemoryImage
 from ga2_hdl.formats.results import RunResult, first_mismatch
 
-from .extmem import ExternalMemoryModel, WriteMonitor
+from .extmem import AccessMonitor, ExternalMemoryModel, WriteMonitor
 from .simulator import (BundleReport, SimulatorError, check_bundle_chip, check_vcd, cycle_bound, external_memory_words, timeout_line, vcd_output)
 
 __all__ = ["AmaranthSimulator", "ChipSimulation"]
@@ -68,16 +68,41 @@ class ChipSimulation:
         if self.chip.spad.n_banks > 1:
             watched["spad_last"] = (self.chip.spad.write_en, self.chip.spad.write_last, self.chip.spad.depth)
         self.written = WriteMonitor(watched)
+        ports = self._access_ports(ext_words)
+        self.outside = AccessMonitor(ports, self.chip.cnt_total) if ports else None
         m = Module()
         m.submodules.chip = self.chip
         m.submodules.ext = self.ext
         m.submodules.written = self.written
+        if self.outside is not None:
+            m.submodules.outside = self.outside
         self.top = m
         self._ran = False
         self.timed_out: tuple[int, int, str] | None = None    # (program, bound, where it was) if one hung
         self._ext_rows = [self.ext.memory.data[i] for i in range(ext_words)]
         self._spad_rows = [self.chip.spad.cell(i) for i in range(self.chip.spad.depth)]
         self.build_seconds = time.perf_counter() - t0
+
+    def _access_ports(self, ext_words: int) -> list:
+        """The ports :class:`AccessMonitor` watches: every scratchpad master's read and write port,
+        and the chip's external-memory port, each where its address can reach past the memory (a
+        memory of 2**bits words is the whole address space of a ``bits``-bit port: its addresses
+        wrap, by the port's contract, so nothing is watched there and the simulation pays nothing)."""
+        def reaches_past(addr, words: int) -> bool:
+            return (1 << len(addr)) > words
+
+        depth = self.chip.spad.depth
+        ports = []
+        for master in self.chip.spad.masters:
+            for kind, en, addr, mask in (("read", master.rd_en, master.rd_addr, getattr(master, "rd_mask", None)),
+                                         ("write", master.wr_en, master.wr_addr, getattr(master, "wr_mask", None))):
+                if reaches_past(addr, depth):
+                    ports.append(("scratchpad", kind, en, addr, mask, depth))
+        mask = getattr(self.chip, "ext_mask", None)
+        if reaches_past(self.chip.ext_addr, ext_words):
+            ports.append(("external memory", "read", self.chip.ext_re, self.chip.ext_addr, mask, ext_words))
+            ports.append(("external memory", "write", self.chip.ext_we, self.chip.ext_addr, mask, ext_words))
+        return ports
 
     def _bitmap(self, ctx, name: str) -> int:
         """The written blocks of memory ``name`` (with a wide port's last-lane blocks)."""
@@ -131,9 +156,13 @@ class ChipSimulation:
                 #    watchdog fires)
                 ctx.set(chip.start, 1)
                 ctx.set(self.written.clear, 1)
+                if self.outside is not None:
+                    ctx.set(self.outside.clear, 1)
                 await ctx.tick()
                 ctx.set(chip.start, 0)
                 ctx.set(self.written.clear, 0)
+                if self.outside is not None:
+                    ctx.set(self.outside.clear, 0)
                 bound = cycle_bound(program, config=self.config)
                 halted_edge, expired = await ctx.posedge(chip.halted).delay(bound * CLOCK_PERIOD)
                 if not halted_edge:          # reported as every simulator does: TIMEOUT, then FAIL
@@ -157,6 +186,10 @@ class ChipSimulation:
                     error=ErrorCode(ctx.get(chip.status)),
                     error_pc=ctx.get(chip.status_pc),
                 )
+                if self.outside is not None and ctx.get(self.outside.seen):
+                    result.outside.append(self.outside.describe(ctx.get(self.outside.port),
+                                                                ctx.get(self.outside.address),
+                                                                ctx.get(self.outside.cycle)))
                 results.append(result)
                 if on_result is not None and on_result(i, result) is False:
                     return

@@ -39,7 +39,7 @@ from typing import Sequence
 
 from ga2_hdl.formats.results import first_mismatch
 
-from .simulator import SimulatorError, get_simulator
+from .simulator import RTL_SIMULATORS, SimulatorError, get_simulator
 
 #: the chip's ports by which its scope is recognised in any simulator's waveform
 CHIP_PORTS = ("start", "running", "halted", "cnt_total", "imem_we")
@@ -179,7 +179,11 @@ class Comparison:
     compared: list[str]             #: signals compared (in both waveforms, unambiguous, same width)
     cycles: tuple[int, int]         #: cycles from the start in each waveform
     difference: Difference | None
-    undefined: int = 0              #: (signal, cycle) pairs not compared: x or z on one side only
+    #: (signal, cycle) pairs not counted: x or z on one side where the chip does not read it (see
+    #: :func:`compare`: a register not written since reset, a port whose enable is low)
+    undefined: int = 0
+    #: the first of those, when there is one (``--strict-x`` makes it the difference)
+    first_undefined: Difference | None = None
 
 
 def program_edges(w: Waveform) -> list[int]:
@@ -202,11 +206,32 @@ def _undefined(value: str | None) -> bool:
     return value is None or any(c in "xz" for c in value)
 
 
+#: a data port and the enable that says it is read in a cycle: (data suffix, enable suffix, the
+#: enable's delay in cycles): a synchronous read's data is read the cycle after its enable
+DATA_ENABLES = (("rd__data", "rd__en", 1), ("rd_data", "rd_en", 1), ("wr__data", "wr__en", 0),
+                ("wr_data", "wr_en", 0), ("ext_wdata", "ext_we", 0), ("ext_rdata", "ext_rvalid", 0),
+                ("imem_wdata", "imem_we", 0))
+
+
+def _enable_of(name: str, names) -> tuple[str, int] | None:
+    """The enable (and its delay) of a data port ``name`` when the waveform has it, else None."""
+    for data, enable, delay in DATA_ENABLES:
+        if name.endswith(data) and name[:-len(data)] + enable in names:
+            return name[:-len(data)] + enable, delay
+    return None
+
+
 def compare(a: Waveform, b: Waveform, ignore: Sequence[str] = (), strict_x: bool = False) -> Comparison:
     """The first cycle (then the first signal in name order) at which ``a`` and ``b`` differ.
 
-    An undefined value (x or z: Icarus' four-state logic, or not yet dumped) against a defined
-    one is not a difference unless ``strict_x``; such cases are counted in ``undefined``.
+    Two defined values that differ are a difference.  An x or z on one side (Icarus' four-state
+    logic) is a difference where the chip reads it: on a data port in a cycle its enable says it
+    is read (:data:`DATA_ENABLES`: a memory's read data the cycle after its read enable, write
+    data with its write enable, the external port's data with its valid or write enable), so
+    that the read of a word outside a memory is found where the x enters the chip.  Any other x
+    (a register not written since reset, a port nobody reads in that cycle, a combinational value
+    computed from one) is not a difference unless ``strict_x``: such cases are counted in
+    ``undefined``, the first kept in ``first_undefined``.
     """
     ea, eb = program_edges(a), program_edges(b)
     n = min(len(ea), len(eb))
@@ -214,7 +239,15 @@ def compare(a: Waveform, b: Waveform, ignore: Sequence[str] = (), strict_x: bool
     names = sorted(s for s in set(a.changes) & set(b.changes)
                    if a.widths[s] == b.widths[s] and s != "clk" and not any(p.search(s) for p in patterns))
     best: Difference | None = None
+    first_undefined: Difference | None = None
     undefined = 0
+
+    def read(w: Waveform, edges: list[int], name: str, k: int) -> bool:
+        enable = _enable_of(name, w.changes)
+        if enable is None or k - enable[1] < 0:
+            return False
+        return w.value_before(enable[0], edges[k - enable[1]]) == "1"
+
     for s in names:
         # the first edge at which the values differ must be an edge at or just after a change
         # in one of them, so only those edges are looked at
@@ -228,14 +261,20 @@ def compare(a: Waveform, b: Waveform, ignore: Sequence[str] = (), strict_x: bool
             if best is not None and k > best.cycle:
                 break
             va, vb = a.value_before(s, ea[k]), b.value_before(s, eb[k])
-            if va != vb and not strict_x and (_undefined(va) or _undefined(vb)):
-                undefined += 1
+            if va == vb:
                 continue
-            if va != vb:
-                if best is None or k < best.cycle:
-                    best = Difference(k, s, (va, vb), (ea[k], eb[k]))
-                break
-    return Comparison(names, (len(ea), len(eb)), best, undefined)
+            found = Difference(k, s, (va, vb), (ea[k], eb[k]))
+            unknown = [_undefined(va), _undefined(vb)]
+            if any(unknown) and not strict_x and not any(
+                    u and read(w, edges, s, k) for u, w, edges in zip(unknown, (a, b), (ea, eb))):
+                undefined += 1
+                if first_undefined is None or (k, s) < (first_undefined.cycle, first_undefined.signal):
+                    first_undefined = found
+                continue
+            if best is None or k < best.cycle:
+                best = found
+            break
+    return Comparison(names, (len(ea), len(eb)), best, undefined, first_undefined)
 
 
 @dataclass
@@ -245,21 +284,39 @@ class DiffReport:
     vcds: tuple[str, str]
     results: tuple                     #: each simulator's RunResult
 
+    @property
+    def end_difference(self):
+        """The first difference of the two end states (status, counters, memory; unknown values
+        included), or None."""
+        return first_mismatch(self.results[0], self.results[1])
+
+    @property
+    def differs(self) -> bool:
+        """The two simulators differ: in a signal, or in the end state."""
+        return self.comparison.difference is not None or self.end_difference is not None
+
     def lines(self) -> list[str]:
         a, b = self.simulators
         c = self.comparison
         out = [f"compared {len(c.compared)} signals of the chip over {min(c.cycles)} cycles from the start "
                f"({a}: {c.cycles[0]} cycles in its waveform, {b}: {c.cycles[1]})"]
         if c.undefined:
-            out.append(f"{c.undefined} times a signal was x or z in one waveform only (Icarus' four-state logic): "
-                       f"not counted as differences (--strict-x counts them)")
+            out.append(f"{c.undefined} times a signal was x or z in one waveform where the chip does not read it (not "
+                       f"written since reset, or a port whose enable is low): not counted as differences "
+                       f"(--strict-x counts them; the first: {c.first_undefined.line(self.simulators)})")
         if c.difference is None:
-            out.append(f"no difference: every compared signal has the same value at every cycle in {a} and {b}")
+            out.append(f"no difference in any compared signal: each has the same value at every cycle in {a} and {b}")
         else:
             out.append(c.difference.line(self.simulators))
-        end = first_mismatch(self.results[0], self.results[1])
+        end = self.end_difference
         out.append(f"end state: the same in {a} and {b} (status, counters, memory)" if end is None else
                    f"end state differs: {end} (expected: {a}, got: {b})")
+        if end is not None and c.difference is None:
+            out.append("the waveforms show no difference in the signals compared, but the end states differ: "
+                       "the cause is in a signal not compared (see --ignore, and the names only one simulator has)")
+        for name, result in zip(self.simulators, self.results):
+            for line in getattr(result, "outside", []):
+                out.append(f"{name}: access outside a memory: {line}")
         return out
 
 
@@ -275,7 +332,8 @@ def diff_sims(program, ext: Sequence[int], simulators: Sequence[str], *, ext_wor
     if len(simulators) != 2 or simulators[0] == simulators[1]:
         raise SimulatorError(f"diff-sims compares two different simulators, not {', '.join(simulators) or 'none'}")
     if "golden" in simulators:
-        raise SimulatorError("the golden model has no signals to compare: name two RTL simulators")
+        raise SimulatorError("the golden model has no signals to compare: name two of "
+                             + ", ".join(RTL_SIMULATORS))
     chip = {} if config is None else {"config": config}
     sims = [(sim_objects or {}).get(n) or get_simulator(n, **chip) for n in simulators]
     with tempfile.TemporaryDirectory(prefix="ga2_diff_") as tmp:

@@ -243,3 +243,59 @@ class WriteMonitor(wiring.Component):
                 with m.If(en):
                     m.d.sync += self.blocks[name].bit_select(addr >> self.shift, 1).eq(1)
         return m
+
+
+class AccessMonitor(wiring.Component):
+    """The first access outside a memory since ``clear`` (simulation aid).
+
+    A read or a write outside a memory is undefined on the chip (a four-state simulator gives x,
+    Amaranth's simulator a zero): the monitor watches memory ports and latches the first such
+    access, so that a run can report it instead of the value it happened to give.
+
+    Parameters
+    ----------
+    ports : list of (memory, kind, en, addr, mask, words)
+        Each watched port: the memory's name (``"scratchpad"``), ``"read"`` or ``"write"``, its
+        enable and address, its lane mask (None for a one-word port; lane i reaches ``addr + i``
+        when bit i is set) and the memory's size in words.
+    cycle : Value
+        What to latch as the access's time (the chip's ``cnt_total``).
+
+    Attributes
+    ----------
+    seen, port, address, cycle : Signal
+        Whether an access outside was seen; which port (an index of ``ports``), the first word
+        address outside the memory, and ``cycle`` then.
+    """
+
+    def __init__(self, ports, cycle):
+        self.ports = list(ports)
+        self.time = cycle
+        self.seen = Signal(name="outside_seen")
+        self.port = Signal(range(max(2, len(self.ports))), name="outside_port")
+        self.address = Signal(max(len(p[3]) for p in self.ports) + 8, name="outside_address")
+        self.cycle = Signal(len(cycle), name="outside_cycle")
+        super().__init__({"clear": In(1)})
+
+    def describe(self, port: int, address: int, cycle: int) -> str:
+        memory_name, kind, _en, _addr, _mask, words = self.ports[port]
+        return (f"{memory_name} {kind} of word {address}, outside the {words}-word {memory_name}, "
+                f"at total={cycle}")
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.clear):
+            m.d.sync += self.seen.eq(0)
+        with m.Elif(~self.seen):
+            first = True
+            for index, (_name, _kind, en, addr, mask, words) in enumerate(self.ports):
+                lanes = 1 if mask is None else len(mask)
+                for lane in range(lanes):
+                    hit = en & ((addr + lane) >= words)
+                    if mask is not None:
+                        hit = hit & mask[lane]
+                    with (m.If if first else m.Elif)(hit):
+                        m.d.sync += [self.seen.eq(1), self.port.eq(index), self.address.eq(addr + lane),
+                                     self.cycle.eq(self.time)]
+                    first = False
+        return m

@@ -185,6 +185,11 @@ def vcd_output(vcd: str | os.PathLike | None) -> Iterator[VcdTarget]:
     try:
         yield target
         if os.path.getsize(target.tmp) > 0:
+            # a temporary file is made 0600; a waveform is an ordinary output file (0644 less the umask,
+            # as atomic_write makes every other)
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(target.tmp, 0o644 & ~mask)
             os.replace(target.tmp, vcd)
             target.written = True
     finally:
@@ -207,7 +212,14 @@ def parse_sims(text: str) -> list[str]:
     for n in names:
         if n not in SIMULATORS:
             raise SimulatorError(f"unknown simulator {n!r}; choose from {', '.join(SIMULATORS)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:            # the same simulator twice compares it with itself and doubles the work
+        raise SimulatorError(f"{', '.join(twice)} named more than once; name each simulator once")
     return names
+
+
+#: the simulators that have signals (a waveform): every one but the instruction-level golden model
+RTL_SIMULATORS: tuple[str, ...] = tuple(n for n in SIMULATORS if n != "golden")
 
 
 def replay_with(sim: Simulator, bundle, run_one: Callable[[int], RunResult],

@@ -268,8 +268,10 @@ class _VerilogSimulator:
         return self._replay(bundle, vcd=vcd, vcd_program=vcd_program, progress=progress)
 
     def _replay(self, bundle, *, vcd: str | None, vcd_program: int | None,
-                progress: Callable[[int, int], None] | None, ext_all: bool = False) -> BundleReport:
-        """``run_bundle``; with ``ext_all`` the testbench dumps every program's whole final memory."""
+                progress: Callable[[int, int], None] | None, ext_all: bool = False,
+                plusargs: Sequence[str] = ()) -> BundleReport:
+        """``run_bundle``; with ``ext_all`` the testbench dumps every program's whole final memory;
+        ``plusargs`` go to the simulation's command line."""
         check_bundle_chip(self, bundle)
         t0 = time.perf_counter()
         n = len(bundle.programs)
@@ -291,6 +293,7 @@ class _VerilogSimulator:
             args = [f"+bundle={bundle_path}", f"+bundle_words={words}", f"+ext_out={ext_path}"]
             if ext_all:
                 args.append("+ext_all")
+            args += list(plusargs)
             # the watchdog comes from the programs (as in every simulator), never from the expectations
             bound = self.timeout_cycles or max((cycle_bound(p.code, config=self.config) for p in bundle.programs),
                                                default=0)
@@ -304,24 +307,25 @@ class _VerilogSimulator:
             dumps = _read_ext_dump(ext_path, bundle.ext_words) if ext_path.exists() else {}
 
         results: list[RunResult] = []
-        undefined: dict[int, str] = {}
-        for i, (status, pc, counters) in enumerate(status_lines):
+        for i, (status, pc, counters, unknown_counters) in enumerate(status_lines):
             message = ""
+            undefined: dict[int, str] = {}
             if i in dumps:
                 ext, undefined = dumps[i]
                 if undefined:
-                    message = (f"{len(undefined)} undefined (x) words in the final memory, "
+                    message = (f"{len(undefined)} unknown (x or z) words in the final memory, "
                                f"the first at ext[{min(undefined)}]")
             else:
                 # not dumped: the testbench compared this program's memory word by word itself and
                 # went on; what the chip wrote was not read back, so it is reported as unobserved
                 # (None), never filled in from the expectation
                 ext = None
-            results.append(RunResult(counters, ext, _error_code(status), pc, message))
+            results.append(RunResult(counters, ext, _error_code(status), pc, message, unknown=undefined,
+                                     unknown_counters=unknown_counters))
         mismatch = None
         if results:
             last = len(results) - 1
-            mismatch = _first_mismatch(bundle.programs[last].expected, results[last], last, undefined)
+            mismatch = _first_mismatch(bundle.programs[last].expected, results[last], last)
         report = BundleReport(self.name, n, results, mismatch, time.perf_counter() - t0,
                               build_seconds=setup, compile_seconds=build.compile_seconds)
         report.notes += [
@@ -477,9 +481,47 @@ class VerilatorSimulator(_VerilogSimulator):
     name = "verilator"
     min_bundle_cap = 1 << 20     # 4 MB in the model; one build serves bundles up to a million words
 
-    def __init__(self, *args, jobs: int | None = None, **kwargs):
+    #: the seeds of the two runs of an x check (any two different ones)
+    X_CHECK_SEEDS = (1, 2)
+
+    def __init__(self, *args, jobs: int | None = None, x_check: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+        #: run_program marks the words and counters that come from x, by Verilator's own rule for
+        #: them (see :meth:`run_program`); replays do not (they compare with the golden model)
+        self.x_check = x_check
+
+    def run_program(self, program: Sequence[Instruction], ext: Sequence[int], *,
+                    ext_words: int | None = None, vcd: str | None = None) -> RunResult:
+        """Run one program; with ``x_check`` (and no waveform), mark what came from an x.
+
+        Verilator is two-state: an x (a read outside an array, an unset variable) becomes a
+        constant by its own rule.  Built with ``--x-assign unique --x-initial unique`` those constants
+        are drawn at start-up from ``+verilator+seed``; the program runs twice with two seeds, and a
+        final word or counter that differs between the runs came from an x: it is reported as
+        unknown, as Icarus reports its x (the first run's values stay in ``ext`` as placeholders).
+        """
+        if not self.x_check or vcd is not None:
+            return super().run_program(program, ext, ext_words=ext_words, vcd=vcd)
+        words = external_memory_words(ext_words, self.ext_words, config=self.config)
+        one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
+        runs = []
+        for seed in self.X_CHECK_SEEDS:
+            report = self._replay(one, vcd=None, vcd_program=None, progress=None, ext_all=True,
+                                  plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed}"])
+            if not report.results:
+                raise SimulatorError(f"{self.name}: the program did not finish: {report.line()}; "
+                                     + "; ".join(report.messages))
+            runs.append(report.results[0])
+        first, second = runs
+        first.unknown = {a: f"varies with the seed: {x:08x}, {y:08x}"
+                         for a, (x, y) in enumerate(zip(first.ext, second.ext)) if x != y}
+        first.unknown_counters = {n: f"varies with the seed: {x}, {y}" for n, x, y in
+                                  zip(isa.COUNTER_NAMES, first.counters, second.counters) if x != y}
+        if first.unknown:
+            first.message = (f"{len(first.unknown)} words of the final memory vary with Verilator's seed for x, "
+                             f"the first at ext[{min(first.unknown)}]")
+        return first
 
     def tools(self) -> list[str]:
         return ["verilator", "g++", "make"]
@@ -504,6 +546,8 @@ class VerilatorSimulator(_VerilogSimulator):
                  "--output-split-cfuncs", str(self.SPLIT_CFUNCS), *self.MAKE_VARIABLES]
         if trace:
             flags.append("--trace")
+        if self.x_check:          # a build of its own: x drawn from +verilator+seed (see run_program)
+            flags += ["--x-assign", "unique", "--x-initial", "unique"]
         return flags
 
     def chip_text(self, exported: verilog.Export, trace: bool = False) -> str:
@@ -609,15 +653,23 @@ def _stamp_command(meta: dict | None, directory: Path) -> list[str] | None:
     return [str(c).replace("{dir}", str(directory)) for c in meta["command"]]
 
 
-def _parse_result(line: str, expected_index: int) -> tuple[int, int, list[int]]:
+def _parse_result(line: str, expected_index: int) -> tuple[int, int, list[int], dict[str, str]]:
+    """A RESULT line: (status, pc, counters, the counters that were x or z with their text)."""
     parts = line.split()
+    unknown = {}
+    values = []
     try:
-        values = [int(p) for p in parts[1:]]
+        for i, p in enumerate(parts[1:]):
+            if any(c in p for c in "xXzZ") and 3 <= i < 3 + len(isa.COUNTER_NAMES):
+                unknown[isa.COUNTER_NAMES[i - 3]] = p      # kept as a placeholder 0, reported as unknown
+                values.append(0)
+            else:
+                values.append(int(p))
     except ValueError:
-        raise SimulatorError(f"malformed testbench line (undefined values?): {line!r}") from None
+        raise SimulatorError(f"the chip's status or status_pc was undefined (x or z) at halt: {line!r}") from None
     if len(values) != 3 + len(isa.COUNTER_NAMES) or values[0] != expected_index:
         raise SimulatorError(f"malformed testbench line (expected program {expected_index}): {line!r}")
-    return values[1], values[2], values[3:]
+    return values[1], values[2], values[3:], unknown
 
 
 def _error_code(status: int) -> ErrorCode | int:
@@ -627,18 +679,12 @@ def _error_code(status: int) -> ErrorCode | int:
         return status        # not an ErrorCode: kept as a number, reported as such
 
 
-def _first_mismatch(expected: RunResult, got: RunResult, program: int,
-                    undefined: dict[int, str]) -> Mismatch | None:
-    """first_mismatch, also for what an int cannot hold: a status without a name, x words."""
+def _first_mismatch(expected: RunResult, got: RunResult, program: int) -> Mismatch | None:
+    """first_mismatch, also for a status without a name (x words and counters are in ``got``)."""
     if not isinstance(got.error, ErrorCode):
         return Mismatch("status", "error", f"{expected.error.name}@{expected.error_pc}",
                         f"?@{got.error_pc}", program)
-    found = first_mismatch(expected, got, program=program, memory=got.ext is not None)
-    first_x = min(undefined, default=None)
-    if first_x is not None and (found is None or found.where.startswith("ext[") and
-                                int(found.where[4:-1]) >= first_x):
-        return Mismatch("memory", f"ext[{first_x}]", expected.ext[first_x], "0x" + undefined[first_x], program)
-    return found
+    return first_mismatch(expected, got, program=program, memory=got.ext is not None)
 
 
 def _read_ext_dump(path: Path, ext_words: int) -> dict[int, tuple[list[int], dict[int, str]]]:
@@ -659,8 +705,8 @@ def _read_ext_dump(path: Path, ext_words: int) -> dict[int, tuple[list[int], dic
                     current = ([0] * ext_words, {})
                     dumps[int(parts[1])] = current
                 elif current is not None and len(parts) == 2:
-                    addr, value = int(parts[0]), parts[1].lower()
-                    if any(c in value for c in "xz"):
+                    addr, value = int(parts[0]), parts[1]
+                    if any(c in value for c in "xXzZ"):
                         current[1][addr] = value
                     else:
                         current[0][addr] = int(value, 16)

@@ -318,7 +318,6 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path, capsys):
         (["bundle", "info", str(tmp_path / "empty.bundle")], ["empty.bundle", "empty"]),
         (["replay", str(tmp_path / "empty.bundle"), "--sims", "golden"], ["empty.bundle"]),
         (["golden", src, "--ext", str(tmp_path / "badmem.hex")], ["badmem.hex:2"]),
-        (["golden", bundle, "--json"], ["--json", "bundle"]),
         (["golden", bundle, "--dump-ext", str(tmp_path / "x.hex")], ["--dump-ext", "bundle"]),
         (["golden", bundle, "--ext-words", "16"], ["--ext-words", "bundle"]),
         (["bundle", "directed", "--ext-words", "16", "-o", str(tmp_path / "d.bundle")], ["--ext-words", "512"]),

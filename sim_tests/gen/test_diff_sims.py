@@ -120,3 +120,55 @@ def test_cycles_are_counted_from_start_whatever_the_waveform_begins_with(tmp_pat
     assert (c.difference.cycle, c.difference.signal, c.difference.values) == (7, "dma.busy", ("3", "9"))
     assert c.cycles == (12, 12)
     assert diffsims.compare(wa, diffsims.read_vcd(str(a))).difference is None
+
+
+def test_the_issues_case_exits_1_and_names_the_first_x_after_reset(tmp_path, capsys):
+    """Issue 26: an extension whose engine reads spad[6144] of a 6,144-word scratchpad.  Verilator
+    reads a number there, Icarus x; the end states differ, so the command exits 1, and the first
+    difference named is the x that the read brings in during the program, not the x of a signal
+    never written since reset (cycle 0's dma.ext_wdata), which --strict-x alone counts."""
+    import sys
+    from pathlib import Path
+    here = Path(__file__).resolve().parent
+    for p in (here.parents[1] / "examples", here):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+    from ga2_hdl.formats import asm
+    from sim_tests.gen.test_unknowns import CHIP, IMAGE, LAST, SOURCE
+    program = asm.assemble(SOURCE, config=CHIP)
+    report = diffsims.diff_sims(program, IMAGE, ["verilator", "icarus"], config=CHIP)
+    diff = report.comparison.difference
+    assert diff is not None and diff.cycle > 0, report.lines()
+    assert diff.signal.endswith("rd_data") or diff.signal.endswith("rd__data"), report.lines()
+    assert "x" in diff.values[1] and "x" not in diff.values[0]
+    assert report.comparison.first_undefined is not None and report.comparison.first_undefined.cycle == 0
+    assert report.differs
+    assert f"end state differs: ext[{LAST}]: expected 0x00000000, got unknown (xxxxxxxx) " \
+           f"(expected: verilator, got: icarus)" in report.lines()
+    strict = diffsims.diff_sims(program, IMAGE, ["verilator", "icarus"], config=CHIP, strict_x=True)
+    assert strict.comparison.difference.cycle == 0          # what --strict-x asks for: x since reset too
+
+
+def test_the_command_exits_1_when_only_the_end_states_differ(tmp_path, capsys, monkeypatch):
+    # waveforms the same in every compared signal but end states that differ: still a difference
+    real = diffsims.compare
+    monkeypatch.setattr(diffsims, "compare", lambda *a, **k: diffsims.Comparison(real(*a, **k).compared, (1, 1), None))
+    bundle = Bundle.from_programs([("p", PROGRAM, EXT)], ext_words=8192)
+    path = tmp_path / "b.hex"
+    bundle.write(path)
+    monkeypatch.setattr(diffsims, "get_simulator", lambda name, **k: PlantedImage(name, 2, 99) if name == "icarus"
+                        else get_simulator(name, **k))
+    assert main(["diff-sims", str(path), "--sims", "amaranth,icarus"]) == 1
+    out = capsys.readouterr().out
+    assert "end state differs: ext[2]" in out and "no difference in any compared signal" in out
+
+
+def test_the_help_lists_only_the_simulators_it_accepts(capsys):
+    try:
+        main(["diff-sims", "--help"])
+    except SystemExit:
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert "of amaranth, icarus, verilator, cxxrtl" in text and "golden, " not in text
+    assert main(["replay", __file__, "--sims", "icarus,icarus"]) != 0       # refused while parsing
+    assert "icarus named more than once" in capsys.readouterr().err

@@ -369,8 +369,12 @@ module ga2_tb (
                 for (i = 0; i < 5 && !differs; i = i + 1)
                     if (got_counter[i] !== exp_counter[i]) begin
                         differs = 1'b1;
-                        $display("MISMATCH: program %0d: counter %0s: expected %0d, got %0d",
-                                 prog, counter_name(i), exp_counter[i], got_counter[i]);
+                        if (^got_counter[i] === 1'bx)     // x or z: an unknown value, never a number
+                            $display("MISMATCH: program %0d: counter %0s: expected %0d, got unknown (%0d)",
+                                     prog, counter_name(i), exp_counter[i], got_counter[i]);
+                        else
+                            $display("MISMATCH: program %0d: counter %0s: expected %0d, got %0d",
+                                     prog, counter_name(i), exp_counter[i], got_counter[i]);
                     end
                 // the expected final memory into expm; compare where a word can differ
                 n_runs = words[exp_final];
@@ -412,7 +416,10 @@ module ga2_tb (
                     expw = (a >= run_start) ? words[k + 2 + a - run_start] : 32'd0;
                     if (mem[a] !== expw) begin
                         differs = 1'b1;
-                        $display("MISMATCH: program %0d: ext[%0d]: expected 0x%h, got 0x%h", prog, a, expw, mem[a]);
+                        if (^mem[a] === 1'bx)             // x or z: an unknown value, never a number
+                            $display("MISMATCH: program %0d: ext[%0d]: expected 0x%h, got unknown (%h)", prog, a, expw, mem[a]);
+                        else
+                            $display("MISMATCH: program %0d: ext[%0d]: expected 0x%h, got 0x%h", prog, a, expw, mem[a]);
                     end
                 end
                 if (suspect && !differs) begin
