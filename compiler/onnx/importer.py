@@ -10,24 +10,24 @@ run before any calibration, compilation or simulation.
 
 What each ONNX node becomes (``B`` rows; ``K``, ``N`` the product's sizes):
 
-=========================  ==================================================================
-MatMul(x, W)               ``matmul``: one MM per output tile, one RQ (W a constant ``K x N``)
-Gemm(x, W, C)              ``matmul`` (``transB``: the MM's transposed B), then Add of ``C``;
-                           ``alpha`` and ``beta`` are folded into the constants
-Add(x, c) / Add(c, x)      ``add`` of a ``B``-row weight holding ``c`` broadcast to a row
-Add(x, y)                  ``add`` (a residual): two tensors of the same shape
-Relu(x)                    fused into the MatMul's requantizer, or one RQ after an Add
-Softmax(x, last axis)      ``softmax`` (SM per row, RQ to 1/127); its input is first rescaled
-                           to the unit's 1/16 (one RQ) when something else reads it too
-ArgMax(x, last axis)       ``argmax`` (AMAX per row); of a Softmax, it reads the Softmax's
-                           input (a softmax keeps each row's order, and the scores at their
-                           own scale cannot saturate into ties)
-Flatten, Reshape           views, when the batch axis stays the first and the features stay
-                           in row-major order
-Identity, Cast (same type) nothing (an alias)
-ArrayFeatureExtractor,     on the host, after an ArgMax: a label table, a reshape, a cast of
-Cast, Reshape, ... (tail)  the labels
-=========================  ==================================================================
+============================  ==================================================================
+MatMul(x, W)                  ``matmul``: one MM per output tile, one RQ (W a constant ``K x N``)
+Gemm(x, W, C)                 ``matmul`` (``transB``: the MM's transposed B), then Add of ``C``;
+                              ``alpha`` and ``beta`` are folded into the constants
+Add(x, c) / Add(c, x)         ``add`` of a ``B``-row weight holding ``c`` broadcast to a row
+Add(x, y)                     ``add`` (a residual): two tensors of the same shape
+Relu(x)                       fused into the MatMul's requantizer, or one RQ after an Add
+Softmax(x, last axis)         ``softmax`` (SM per row, RQ to 1/127); its input is first rescaled
+                              to the unit's 1/16 (one RQ) when something else reads it too
+ArgMax(x, last axis)          ``argmax`` (AMAX per row); of a Softmax, it reads the Softmax's
+                              input (a softmax keeps each row's order, and the scores at their
+                              own scale cannot saturate into ties)
+Flatten, Reshape              views, when the batch axis stays the first and the features stay
+                              in row-major order
+Identity, Cast (same type)    nothing (an alias)
+ArrayFeatureExtractor,        on the host, after an ArgMax: a label table, a reshape, a cast of
+Cast, Reshape, ... (tail)     the labels
+============================  ==================================================================
 
 Everything else is refused, naming the node, its op and why.
 """

@@ -277,7 +277,7 @@ class OnnxRun:
     predictions: np.ndarray
     reference_predictions: np.ndarray
     labels: np.ndarray | None
-    output_errors: dict[str, dict]         #: float outputs: mean and max |chip - float|, relative RMS
+    output_errors: dict[str, dict]         #: float outputs: mean and max ``|chip - float|``, relative RMS
     prediction_note: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
 

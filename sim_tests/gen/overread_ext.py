@@ -16,7 +16,7 @@ from ga2_hdl.rtl.layout import UnitSignature, spad_addr_bits
 
 import relu_ext
 
-OP_CODE = 13          # free: the book uses 0..7, examples/relu_ext.py 8, sim_tests/hdl/test_extension.py 9..11
+OP_CODE = 13          # free: the book uses 0..7, examples/relu_ext.py 8, sim_tests/hdl/test_extension.py 9..11, test_decoder.py 12
 MNEMONIC = "OVERREAD"
 
 

@@ -94,7 +94,7 @@ def test_unit_ops():
 _FLAGGED = """
 from ga2_hdl.isa import Extension, Operand, OpSpec, Region, Unit
 def ops(config):
-    return (OpSpec(13, "PICK", Unit.VECTOR,      # a code no other test extension uses: one process loads them all
+    return (OpSpec(12, "PICK", Unit.VECTOR,   # free: relu_ext 8, test_extension 9..11, overread_ext 13 (one process loads them all)
                    (Operand("dst", "a"), Operand("src", "b"), Operand("len", "c"), Operand("sel", "fl", 0, 1)),
                    "copy from src, or from dst + 8", "len + 1", lambda i: i.len + 1,
                    lambda i: (Region("spad", i.dst, i.len, "dst"),
