@@ -226,7 +226,7 @@ def _keep_bundle(spec, path: str) -> None:
 
 
 def cmd_bundle_directed(args) -> int:
-    from gen.fuzz.programs import directed_suite
+    from gen.fuzz.directed import directed_suite
     ext_words = args.config.ext_words if args.ext_words is None else args.ext_words
     bundle = Bundle.from_programs(generated(directed_suite, ext_words, config=args.config), ext_words,
                                   config=args.config)

@@ -137,7 +137,8 @@ def bench_bundle(random_programs: int, seed: int, ext_words: int | None, config=
     """The fixed benchmark bundle for the chip ``config``: the directed suite of gen/fuzz/programs.py, or
     seeded random programs."""
     from ga2_hdl.formats.bundle import Bundle
-    from gen.fuzz.programs import directed_suite, random_bundle
+    from gen.fuzz.programs import random_bundle
+    from gen.fuzz.directed import directed_suite
     from .cmd_fuzz import generated
     ext_words = config.ext_words if ext_words is None else ext_words
     if random_programs:

@@ -49,7 +49,8 @@ from ga2_hdl.support.safe_io import atomic_write
 from ga2_hdl.isa import ErrorCode, Instruction
 
 from . import coverage as cov
-from .programs import directed_bundle, random_bundle
+from .programs import random_bundle
+from .directed import directed_bundle
 from ..sim.verilog_sim import testbench_problems
 from ..support.cpu import cpu_seconds
 from ..support import runner
@@ -117,7 +118,7 @@ class CampaignSpec:
         for problem in testbench_problems(self.config) if verilog_sims else ():
             raise CampaignError(f"--config {self.config.name}: {', '.join(verilog_sims)}: {problem}")
         if self.directed:
-            from .programs import directed_suite
+            from .directed import directed_suite
             try:
                 directed_suite(self.ext_words, config=self.config)
             except ValueError as e:

@@ -575,7 +575,8 @@ def _unbroken_chip(bundle_path: str, base: Path | None = None):
 def chip_bundle():
     """The directed suite and the fixed random programs, with the golden model's expectations."""
     from ga2_hdl.formats.bundle import Bundle
-    from ..fuzz.programs import directed_suite, random_bundle
+    from ..fuzz.programs import random_bundle
+    from ..fuzz.directed import directed_suite
     programs = [(f"directed suite: {name}", code, ext) for name, code, ext in directed_suite()]
     randoms = random_bundle(RANDOM_PROGRAMS, seed=RANDOM_SEED)
     programs += [(f"random program {i} (seed {RANDOM_SEED})", p.code, list(p.ext))

@@ -53,7 +53,7 @@ def test_the_figure_names_the_chip_and_keeps_the_books_ticks_on_the_axis(monkeyp
 def test_golden_of_a_bundle_with_json_gives_one_object_per_program(tmp_path, capsys):
     import json
     from ga2_cli.main import main
-    from gen.fuzz.programs import directed_suite
+    from gen.fuzz.directed import directed_suite
     bundle = Bundle.from_programs(directed_suite(8192)[:5], 8192)
     path = tmp_path / "b.hex"
     bundle.write(path)

@@ -9,7 +9,8 @@ from ga2_cli.main import main as ga2
 from ga2_hdl import golden, isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.isa import ErrorCode
-from gen.fuzz.programs import DEFAULT_MAX_CYCLES, directed_suite, fuzz, random_bundle, random_program
+from gen.fuzz.programs import DEFAULT_MAX_CYCLES, fuzz, random_bundle, random_program
+from gen.fuzz.directed import directed_suite
 from gen.sim.simulator import SimulatorError
 
 

@@ -68,7 +68,7 @@ def test_amaranth_names_the_read_outside_the_scratchpad():
     m = first_mismatch(want, got)
     assert m.what == "access" and "word 6144, outside the 6144-word scratchpad" in str(m)
     # the book's programs read nothing outside: the directed suite's first program stays clean
-    from gen.fuzz.programs import directed_suite
+    from gen.fuzz.directed import directed_suite
     name, code, ext = directed_suite(8192)[0]
     assert get_simulator("amaranth").run_program(code, ext).outside == []
 
@@ -112,7 +112,7 @@ def test_verilator_marks_the_word_that_came_from_x_by_its_own_rule():
     assert str(first_mismatch(golden.run(program, IMAGE, config=CHIP), got)).startswith(
         f"ext[{LAST}]: expected 0x00000008, got unknown (varies with the seed: ")
     # a program that reads nothing outside: nothing varies
-    from gen.fuzz.programs import directed_suite
+    from gen.fuzz.directed import directed_suite
     for name, code, ext in directed_suite(8192)[3:5]:
         clean = get_simulator("verilator", x_check=True).run_program(code, ext)
         assert clean.unknown == {} and first_mismatch(golden.run(code, ext), clean) is None, name

@@ -122,7 +122,7 @@ def test_the_commands_take_the_extended_configuration(tmp_path, capsys):
 
 
 def test_the_directed_suite_has_the_extension_programs():
-    from gen.fuzz.programs import directed_suite
+    from gen.fuzz.directed import directed_suite
     names = [n for n, _, _ in directed_suite(8192, config=RELU)]
     assert names[-4:] == ["ext_relu_least", "ext_relu_0", "ext_relu_1", "ext_relu_2"]
     assert not any(n.startswith("ext_") for n, _, _ in directed_suite(8192))
@@ -149,7 +149,8 @@ def test_a_mismatching_program_using_the_extension_can_be_shrunk():
 def test_golden_equals_amaranth_icarus_and_verilator_on_programs_using_the_extension():
     """The chip with RELU, built from the configuration: every simulator agrees with the golden
     model, memory and counters, on the extension's directed programs and random programs using it."""
-    from gen.fuzz.programs import _extension_cases, random_program
+    from gen.fuzz.programs import random_program
+    from gen.fuzz.directed import _extension_cases
     from gen.sim.simulator import get_simulator
     from ga2_hdl.formats.bundle import Bundle
     iset = isa.instruction_set(RELU)
@@ -167,7 +168,7 @@ def test_golden_equals_amaranth_icarus_and_verilator_on_programs_using_the_exten
 
 
 def test_a_bundle_of_the_extended_chip_records_it(tmp_path):
-    from gen.fuzz.programs import _extension_cases          # the directed suite's programs for RELU
+    from gen.fuzz.directed import _extension_cases          # the directed suite's programs for RELU
     from ga2_hdl.formats.bundle import Bundle
     bundle = Bundle.from_programs(_extension_cases(8192, RELU), 8192, config=RELU)
     path = tmp_path / "relu.bundle"

@@ -160,7 +160,8 @@ def book_counters(program):
 
 
 def test_cycle_counts_equal_the_books_model():
-    from gen.fuzz.programs import directed_suite, random_program
+    from gen.fuzz.programs import random_program
+    from gen.fuzz.directed import directed_suite
     rng = random.Random(70961514463)
     programs = [random_program(rng, 2048) for _ in range(150)]          # the book's early 2048 words
     programs += [(code, ext) for name, code, ext in directed_suite(2048) if not name.startswith("illegal")]

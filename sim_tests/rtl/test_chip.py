@@ -17,7 +17,8 @@ from ga2_hdl.rtl.chip import COUNTER_PORTS, GA2Chip
 from ga2_hdl.config import PRESETS
 from ga2_hdl.isa import HALT, ErrorCode, make
 from gen.sim.extmem import ExternalMemoryModel
-from gen.fuzz.programs import directed_suite, random_bundle
+from gen.fuzz.programs import random_bundle
+from gen.fuzz.directed import directed_suite
 from gen.sim.simulator import get_simulator
 from ga2_hdl.config import PRESETS, Config
 from gen.fuzz import programs as fuzz
@@ -271,7 +272,7 @@ WIDE = ("wide2", "wide4")
 def test_golden_counters_follow_the_configurations_formulas(name):
     config = PRESETS[name]
     iset = isa.instruction_set(config)
-    for title, code, ext in fuzz.directed_suite():
+    for title, code, ext in directed_suite():
         book = golden.run(code, ext)
         wide = golden.run(code, ext, config=config)
         assert wide.ext == book.ext and wide.error == book.error and wide.error_pc == book.error_pc, title
@@ -289,7 +290,7 @@ CHIP_CONFIGS = [PRESETS["wide4"], Config(name="p2w4", spad_ports=2, ext_port_wor
 @pytest.mark.parametrize("config", CHIP_CONFIGS, ids=lambda c: c.name)
 def test_chip_runs_directed_programs(config):
     names = ("ld_st_12", "mm_3x5x2", "mm_3x5x2_tb", "rq_20", "vadd_20", "amax_20", "len1_all", "mm_strides")
-    chosen = [p for p in fuzz.directed_suite() if p[0] in names]
+    chosen = [p for p in directed_suite() if p[0] in names]
     bundle = Bundle.from_programs(chosen, config=config)
     assert len(bundle.programs) == len(names)
     report = get_simulator("amaranth", config=config).run_bundle(bundle)
