@@ -11,7 +11,7 @@ in any order.  Running a piece (:func:`run_piece`) means
 * replaying it in every simulator of the campaign; a simulator's replay stops
   at a mismatch, so the rest of the piece is replayed after it and every
   mismatching program is found;
-* shrinking each mismatching program (:func:`shrink`: fewer instructions,
+* shrinking each mismatching program (:func:`gen.fuzz.shrink.shrink`: fewer instructions,
   smaller lengths and shapes, external memory only where it is used) while it
   still mismatches in that simulator, and returning it as a one-program bundle;
 * counting its functional coverage (:mod:`gen.fuzz.coverage`).
@@ -46,11 +46,11 @@ from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 from ga2_hdl.support.safe_io import atomic_write
-from ga2_hdl.isa import ErrorCode, Instruction
 
 from . import coverage as cov
 from .programs import random_bundle
 from .directed import directed_bundle
+from .shrink import DEFAULT_SHRINK_SECONDS, Shrunk, shrink  # noqa: F401  (re-exported: the campaign's API)
 from ..sim.verilog_sim import testbench_problems
 from ..support.cpu import cpu_seconds
 from ..support import runner
@@ -59,7 +59,6 @@ FORMAT = "ga2-fuzz-campaign"
 VERSION = 1
 DEFAULT_PIECE_SIZE = 100
 DEFAULT_ILLEGAL = 0.05
-DEFAULT_SHRINK_SECONDS = 120.0
 #: a simulator that mismatches this many programs of one piece is not replayed further in it
 MAX_MISMATCHES_PER_PIECE = 10
 DIRECTED = "directed"
@@ -322,124 +321,6 @@ def _one_program_text(bundle: Bundle, k: int) -> str:
     return Bundle(bundle.ext_words, [bundle.programs[k]], bundle.config).to_text()
 
 
-# ----------------------------------------------------------------------------- shrinking
-
-@dataclass
-class Shrunk:
-    bundle: Bundle            #: one program, still mismatching
-    mismatch: str
-    seconds: float
-    rounds: int
-    complete: bool            #: no smaller candidate mismatches (False: the time ran out)
-
-    @property
-    def programs(self):
-        return self.bundle.programs
-
-
-@functools.lru_cache(maxsize=None)
-def _sizes(op: int, config: Config) -> tuple[str, ...]:
-    """Operands of op ``op`` on the chip ``config`` whose least legal value is 1: lengths and shapes
-    (from the ISA's probe)."""
-    spec = isa.instruction_set(config).spec(op)
-    return tuple(o.name for o in spec.operands
-                 if cov.operand_range(spec, o.name, config.ext_words, config=config)[0] == 1)
-
-
-def _candidates(code: list[Instruction], ext: list[int], ext_words: int, *,
-                config: Config) -> Iterator[tuple[list[Instruction], list[int]]]:
-    """Smaller variants of a program, most reduced first: halves and single instructions removed,
-    lengths and shapes halved or set to 1 (the instruction's verdict under the chip ``config``'s
-    check kept), external memory zeroed where no instruction touches it."""
-    iset = isa.instruction_set(config)
-    body, halt = code[:-1], code[-1:]
-    n = len(body)
-    size = n // 2
-    while size >= 1:                    # halves, quarters, ... single instructions
-        for lo in range(0, n, size):
-            if size < n:
-                yield body[:lo] + body[lo + size:] + halt, ext
-        size //= 2
-    for i, ins in enumerate(body):
-        if ins.op not in iset.by_code:
-            continue
-        spec = iset.spec(ins.op)
-        verdict = iset.check(ins, ext_words)[0]
-        values = ins.operands()
-        for name in _sizes(ins.op, config):
-            for v in (1, values[name] // 2):
-                if 1 <= v < values[name]:
-                    try:
-                        smaller = iset.make(spec.mnemonic, **{**values, name: v})
-                    except isa.IsaError:
-                        continue
-                    smaller = Instruction(**{**{f.name: getattr(smaller, f.name) for f in isa.FIELDS},
-                                             **_unused_bits(ins, smaller)})
-                    if iset.check(smaller, ext_words)[0] == verdict:
-                        yield body[:i] + [smaller] + body[i + 1:] + halt, ext
-    used = [False] * ext_words
-    for ins in body:
-        if ins.op in iset.by_code and iset.check(ins, ext_words)[0] == ErrorCode.OK:
-            for r in iset.spec(ins.op).regions(ins):
-                if r.memory == "ext":
-                    used[r.start:r.end] = [True] * r.length
-    zeroed = [w if used[a] else 0 for a, w in enumerate(ext)]
-    if zeroed != ext:
-        yield code, zeroed
-
-
-def _unused_bits(old: Instruction, new: Instruction) -> dict:
-    """Keep the bits of ``old`` that no operand of its operation uses (junk the hardware ignores)."""
-    spec = old.spec
-    used = {f.name: 0 for f in isa.FIELDS if f.name != "op"}
-    for o in spec.operands:
-        used[o.field] |= ((1 << o.bits) - 1) << o.lsb
-    return {name: (getattr(new, name) & mask) | (getattr(old, name) & ~mask & isa.FIELD[name].mask)
-            for name, mask in used.items()}
-
-
-def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int, *,
-           seconds: float = DEFAULT_SHRINK_SECONDS, batch: int = 8) -> Shrunk:
-    """The smallest variant of a mismatching program that ``sim`` still gets wrong.
-
-    Greedy: each round replays candidates ordered from the most reduced (:func:`_candidates`),
-    in bundles of ``batch``, then twice as many, ...; the simulator stops at the first one it
-    gets wrong, which becomes the program of the next round.  Ends when no candidate
-    mismatches (the result is then 1-minimal for these reductions) or after ``seconds``.
-    """
-    t0 = time.perf_counter()
-    config = getattr(sim, "config", isa.BOOK)        # the chip the simulator builds
-    code, ext = list(code), list(ext)
-    current = Bundle.from_programs([("mismatch", code, ext)], ext_words, config=config)
-    first = sim.run_bundle(current).mismatch
-    if first is None:
-        raise ValueError(f"{sim.name} does not mismatch the program to shrink")
-    mismatch = str(first).split(": ", 1)[-1]
-    rounds, complete = 0, False
-    while time.perf_counter() - t0 < seconds:
-        rounds += 1
-        candidates = _candidates(code, ext, ext_words, config=config)
-        size, found = batch, None
-        while found is None and time.perf_counter() - t0 < seconds:
-            items = [(f"candidate {k}", c, e) for k, (c, e) in zip(range(size), candidates)]
-            if not items:
-                break
-            trial = Bundle.from_programs(items, ext_words, config=config)
-            rep = sim.run_bundle(trial)
-            if rep.mismatch is not None:
-                found = trial.programs[rep.mismatch.program or 0], rep.mismatch
-            size *= 2
-        if found is None:
-            complete = time.perf_counter() - t0 < seconds
-            break
-        entry, why = found
-        code, ext = list(entry.code), list(entry.ext)
-        mismatch = str(why).split(": ", 1)[-1]
-    name = f"shrunk mismatch in {sim.name}: {len(code) - 1} instructions and HALT"
-    return Shrunk(Bundle.from_programs([(name, code, ext)], ext_words, config=config), mismatch,
-                  time.perf_counter() - t0, rounds, complete)
-
-
 # ----------------------------------------------------------------------------- the directory
 
 class CampaignDir:
@@ -558,7 +439,7 @@ class DaskRunner(runner.DaskRunner):
 # ----------------------------------------------------------------------------- the campaign
 
 @dataclass
-class Progress:
+class CampaignProgress:
     """What the campaign reports as pieces finish."""
     pieces_done: int
     pieces_total: int
@@ -593,7 +474,7 @@ def _duration(s: float) -> str:
 
 
 def run_campaign(spec: CampaignSpec, directory: str | os.PathLike, runner=None, *,
-                 progress: Callable[[Progress], None] | None = None) -> dict:
+                 progress: Callable[[CampaignProgress], None] | None = None) -> dict:
     """Run (or resume) the campaign ``spec`` in ``directory``; the report (see :func:`report`).
 
     A directory holding a campaign must hold this one (same parameters).  Pieces already
@@ -654,7 +535,7 @@ def _run(spec: CampaignSpec, d: CampaignDir, runner, progress) -> dict:
                 errors[task.file_name] = result
                 state["errors"] += 1
             if progress:
-                progress(Progress(len(results), len(tasks), state["done"], programs_total, state["mismatches"],
+                progress(CampaignProgress(len(results), len(tasks), state["done"], programs_total, state["mismatches"],
                                   state["errors"], time.perf_counter() - t0, state["now"]))
     finally:
         if previous is not None:
@@ -764,6 +645,6 @@ def results_table(rep: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CampaignSpec", "CampaignError", "CampaignDir", "PieceTask", "LocalRunner", "DaskRunner", "Progress",
+__all__ = ["CampaignSpec", "CampaignError", "CampaignDir", "PieceTask", "LocalRunner", "DaskRunner", "CampaignProgress", "Shrunk",
            "run_campaign", "run_piece", "shrink", "replay_all", "report", "results_table", "coverage_table",
            "piece_seed", "DASK_MISSING"]
