@@ -19,6 +19,7 @@ from ga2_hdl import golden, isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.isa import ErrorCode, make
 from gen.fuzz import programs as fuzz
+from gen.fuzz.directed import directed_bundle
 from gen.sim.simulator import SimulatorError, get_simulator
 
 RANDOM_SEED = 20240611
@@ -27,7 +28,7 @@ RANDOM_PROGRAMS = 4
 
 def directed_and_random() -> Bundle:
     """The fuzzer's directed suite, then a few random programs."""
-    directed = fuzz.directed_bundle()
+    directed = directed_bundle()
     extra = fuzz.random_bundle(RANDOM_PROGRAMS, RANDOM_SEED, directed.ext_words)
     return Bundle(directed.ext_words, directed.programs + extra.programs)
 

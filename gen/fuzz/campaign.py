@@ -51,7 +51,7 @@ from . import coverage as cov
 from .programs import random_bundle
 from .directed import directed_bundle
 from .shrink import DEFAULT_SHRINK_SECONDS, Shrunk, shrink  # noqa: F401  (re-exported: the campaign's API)
-from ..sim.verilog_sim import testbench_problems
+from ..sim.testbench import testbench_problems
 from ..support.cpu import cpu_seconds
 from ..support import runner
 

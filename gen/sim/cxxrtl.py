@@ -25,7 +25,8 @@ from ga2_hdl.isa import ErrorCode
 
 from ..support import toolchain
 from ..verilog import export as verilog
-from .verilog_sim import TB_DIR, _VerilogSimulator, testbench_problems
+from .testbench import TB_DIR, testbench_problems
+from .verilog_sim import _VerilogSimulator
 from .simulator import WATCHDOG_FACTOR, WATCHDOG_SLACK, SimulatorError
 
 DRIVER = TB_DIR / "cxxrtl_driver.cpp"

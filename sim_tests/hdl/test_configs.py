@@ -27,6 +27,7 @@ from ga2_hdl.config import PRESETS, Config
 from ga2_hdl.rtl.decoder import IssueCheck
 from ga2_hdl.formats.files import FileFormatError
 from gen.fuzz import coverage, programs as fuzz
+from gen.fuzz.directed import directed_bundle
 from gen.sim.simulator import SimulatorError, cycle_bound, get_simulator
 
 #: the non-book configurations the generator is checked on
@@ -39,7 +40,7 @@ SEED = 12
 @functools.lru_cache(maxsize=None)
 def _bundles(config: Config) -> tuple[Bundle, Bundle]:
     """The directed suite and a few random programs (a quarter of them faulting) made for ``config``."""
-    return fuzz.directed_bundle(config=config), fuzz.random_bundle(RANDOM, SEED, illegal=0.25, config=config)
+    return directed_bundle(config=config), fuzz.random_bundle(RANDOM, SEED, illegal=0.25, config=config)
 
 
 #: the directed programs whose behaviour depends on the configuration: the largest tiles, the shape
@@ -136,7 +137,7 @@ def test_book_programs_and_budget_are_the_books():
     assert fuzz.default_max_cycles(config=isa.BOOK) == fuzz.DEFAULT_MAX_CYCLES
     a, b = fuzz.random_bundle(20, 3), fuzz.random_bundle(20, 3, config=Config.book())
     assert a.to_text() == b.to_text()
-    assert "// config" not in a.to_text() and "// config" not in fuzz.directed_bundle().to_text()
+    assert "// config" not in a.to_text() and "// config" not in directed_bundle().to_text()
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
@@ -194,7 +195,7 @@ def test_a_bundle_remembers_its_chip():
 
 
 def test_a_bundle_for_another_chip_is_refused_naming_the_differences():
-    bundle = fuzz.directed_bundle(config=PRESETS["array8"])
+    bundle = directed_bundle(config=PRESETS["array8"])
     for sim in ("golden", "icarus"):      # refused before anything is built or run
         with pytest.raises(SimulatorError, match=r"made for configuration 'array8'.*'book'.*array=8 \(chip: 4\)"):
             get_simulator(sim).run_bundle(bundle)
