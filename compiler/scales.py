@@ -44,8 +44,8 @@ from .errors import CompileError
 from .graph import Graph, IntMatrix, Matrix
 from .reference import evaluate
 
-#: the softmax unit's input format: int8 scores are real x/16
-SOFTMAX_INPUT_SCALE = 1 / 16
+#: the softmax unit's input format: an int8 score x is the real x / isa.SM_SCORE_DIVISOR (16)
+SOFTMAX_INPUT_SCALE = 1 / isa.SM_SCORE_DIVISOR
 #: the scale softmax probabilities are requantized to
 SOFTMAX_OUTPUT_SCALE = 1 / isa.INT8_MAX
 #: the scale of a softmax kept as the unit's Q0.16 words (``Graph.softmax(a, q16=True)``)

@@ -21,6 +21,7 @@ FETCH_ISSUE_CYCLES = 2         #: every instruction, HALT included, costs fetch 
 INT8_MIN, INT8_MAX = -127, 127 #: -128 is never produced by any unit
 Q16_ONE = 1 << 16              #: probabilities are Q0.16: 65536 = 1.0
 EXP_TABLE_SIZE = 256
+SM_SCORE_DIVISOR = 16          #: SM reads an int8 score x as the real value x / 16
 DIV_BITS = 40                  #: width of the softmax unit's unsigned divider
 SOFTMAX_NUMERATOR = 1 << 38    #: r = floor(2**38 / S)
 SOFTMAX_OUT_SHIFT = 22         #: p = (e * r + 2**21) >> 22
@@ -28,7 +29,7 @@ SOFTMAX_OUT_SHIFT = 22         #: p = (e * r + 2**21) >> 22
 
 def _exp_table() -> tuple[int, ...]:
     # T[d] = round(65535 * exp(-d/16)), ties up (no entry is near a tie).
-    return tuple(int(math.floor(65535 * math.exp(-d / 16) + 0.5)) for d in range(EXP_TABLE_SIZE))
+    return tuple(int(math.floor(65535 * math.exp(-d / SM_SCORE_DIVISOR) + 0.5)) for d in range(EXP_TABLE_SIZE))
 
 
 EXP_TABLE: tuple[int, ...] = _exp_table()
