@@ -9,7 +9,8 @@ The optional extra ``pip install -e '.[onnx]'`` brings ``onnx`` and ``onnxruntim
 See docs/onnx.md.
 """
 from .errors import INSTALL_HINT, OnnxError, OnnxMissing, require
-from .importer import Imported, NodeReport, import_model, load_model
+from .importer import Imported, import_model, load_model
+from .values import NodeReport
 
 __all__ = ["INSTALL_HINT", "Imported", "NodeReport", "OnnxError", "OnnxMissing", "import_model", "load_model",
            "require"]

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -27,7 +26,8 @@ from ..interpret import interpret
 from ..program import Program, compile_graph, execute, ext_image
 from ..scales import calibrate
 from .errors import OnnxError, require
-from .importer import Built, Imported
+from .importer import Imported
+from .values import Built
 
 #: batch sizes tried by default: 1, then multiples of the array's rows up to this many rows
 MAX_BATCH = 64
