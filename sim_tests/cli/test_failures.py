@@ -276,7 +276,7 @@ def test_a_bad_option_stops_the_command_before_any_work(argv, flag, tmp_path, ca
     out.mkdir()
     fields = {"src": src, "mem": mem, "bundle": bundle, "out": out, "missing": tmp_path / "no" / "dir"}
     worked = []
-    for module, name in (("gen.fuzz.programs", "random_bundle"), ("gen.fuzz.programs", "fuzz"), ("gen.fuzz.programs", "directed_suite"),
+    for module, name in (("gen.fuzz.programs", "random_bundle"), ("gen.fuzz.programs", "fuzz"), ("gen.fuzz.directed", "directed_suite"),
                          ("ga2_hdl.golden", "run")):
         monkeypatch.setattr(f"{module}.{name}", lambda *a, **k: worked.append(name))
     code = main([a.format(**fields) for a in argv])

@@ -131,12 +131,12 @@ def test_the_directed_suite_has_the_extension_programs():
 def test_a_mismatching_program_using_the_extension_can_be_shrunk():
     """The campaign's shrinker makes its smaller variants under the chip's own instruction set: an
     extension's op has its lengths halved too, and every variant keeps each instruction's verdict."""
-    from gen.fuzz import campaign, programs as fuzz
+    from gen.fuzz import programs as fuzz, shrink
     iset = isa.instruction_set(RELU)
     rng = random.Random(3)
     code, ext = next((c, e) for c, e in (fuzz.random_program(rng, config=RELU, max_cycles=1500)
                                          for _ in range(100)) if _uses(c, "RELU", iset))
-    variants = list(campaign._candidates(code, ext, RELU.ext_words, config=RELU))
+    variants = list(shrink._candidates(code, ext, RELU.ext_words, config=RELU))
     relu = iset.by_name["RELU"].code
     shrunk = [c for c, _ in variants if len(c) == len(code) and c != code
               and any(a.op == relu and a != b for a, b in zip(c, code))]
