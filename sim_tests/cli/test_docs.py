@@ -158,6 +158,7 @@ def test_the_wide_busy_table_in_chip_md_is_the_isa_formulas():
                 assert stated == iset.busy(ins), f"chip.md: {op} `{formula}` on {name} is not `{spec.busy_formula}`"
 
 
+@pytest.mark.slow              # CI builds the site itself (.ci/run: make docs), warnings as errors
 def test_the_site_builds_without_warnings(tmp_path):
     """`make docs`: every page of docs/ and the API reference, warnings as errors (a broken link,
     a heading out of order, a docstring docutils cannot read: each fails the build)."""
