@@ -288,11 +288,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
                 "r.land.valid.eq(0) -> r.land.valid.eq(1)", _MM_LANDING_KEPT),
-    # the same edit made by the enable operator (the valid bit's default stuck at 1): the same mutated source
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
-                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
-                "0 -> 1", "the landing register's valid default stuck at 1, the same source as the change "
-                "r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
                 "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
                 "r.land.valid.eq(0), -> ",
@@ -404,9 +399,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "n >= N, which reach only processing elements of columns the write-back never selects (B "
                 "flows down the columns), or steps k >= K, never streamed.  From the last B chunk on the "
                 "landing stays at that position, as with its valid bit stuck at 1: " + _MM_LANDING_WIDE),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
-                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0), [1]",
-                "0 -> 1", "the enable form of r.land.valid.eq(0) -> r.land.valid.eq(1): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
                 "self.ports > 1 -> self.ports > 0", _MM_WIDE_FIELDS),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",

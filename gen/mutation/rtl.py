@@ -340,16 +340,28 @@ def spread(mutants: list[Mutant], n: int | None) -> list[Mutant]:
 
 
 def generate(units: list[str] | None = None) -> list[Mutant]:
-    """Every mutant of the given RTL units (default: all), in file order, with equivalence arguments."""
+    """Every mutant of the given RTL units (default: all), in file order, with equivalence arguments.
+
+    Two edits that make the same copy of the source (the ``constant`` and ``enable`` operators both
+    turning an enable's 1 into 0) are one mutant, judged once."""
+    from ga2_hdl.support.mutation import apply
     from .equivalents import argument_for
     chosen = units or rtl_files()
     mutants = []
     for unit in chosen:
+        source = (HDL_DIR / f"{unit}.py").read_text()
+        made: dict[str, int] = {}          # the mutated source -> its mutant's index: one verdict per copy
         for m in _Generator(unit).run():
             argument = argument_for(m)
             if argument:
                 m = Mutant(m.file, m.old, m.new, line=m.line, offset=m.offset, operator=m.operator,
                            context=m.context, equivalent=argument)
+            text = apply(source, m)
+            if text in made:               # two operators made the same edit (a constant that is an enable)
+                if m.equivalent and not mutants[made[text]].equivalent:
+                    mutants[made[text]] = m
+                continue
+            made[text] = len(mutants)
             mutants.append(m)
     return mutants
 

@@ -105,6 +105,8 @@ def test_rtl_mutants_are_generated_from_every_unit_and_apply():
         assert mutation.line_of(sources[mutate_rtl.unit_of(m)], m) == m.line
     keys = [(m.file, m.offset, m.new) for m in mutants]
     assert len(keys) == len(set(keys))
+    copies = [(m.file, mutation.apply(sources[mutate_rtl.unit_of(m)], m)) for m in mutants]
+    assert len(copies) == len(set(copies))                               # each copy of a source judged once
     # one of each kind, in the DMA: its FSM-less control still has every other operator
     dma = {m.operator for m in mutate_rtl.generate(["dma"])}
     assert dma >= {"compare", "constant", "width", "swap", "drop", "enable"}
