@@ -29,7 +29,6 @@ from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction, OpSpec, make
 
-SPAD = isa.SPAD_WORDS             #: the book chip's scratchpad (a configuration's own: config.spad_words)
 #: the generator's choice, not an ISA limit: a random MM's C spans at most this many full tiles'
 #: words (4 x 4 x 4 = 64 on the book chip), so that its program keeps room for other operands; a
 #: longer C (a large ldc) is still legal and reached by the directed suite's MM at the extremes
@@ -98,7 +97,7 @@ def _pick(rng: random.Random, lo: int, hi: int, edge: float = EDGE) -> int:
     return rng.randint(lo, hi)
 
 
-def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit: int = SPAD,
+def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit: int,
                 edge: float = EDGE) -> int | None:
     """A random start for ``length`` words inside 0..limit-1, disjoint from every region in ``avoid``
     (at one end of the memory with probability ``edge``, when that end is free)."""
@@ -117,9 +116,9 @@ def _free_start(rng: random.Random, length: int, avoid: Sequence[Region], limit:
     return None
 
 
-def _source_start(rng: random.Random, span: int, filled: Sequence[Region], spad: int = SPAD) -> int:
+def _source_start(rng: random.Random, span: int, filled: Sequence[Region], spad: int) -> int:
     """A start for a source of ``span`` words, usually where loaded or computed data lies,
-    sometimes at an end of the scratchpad (of ``spad`` words)."""
+    sometimes at an end of the scratchpad (of ``spad`` words: the configuration's)."""
     SPAD = spad
     if rng.random() < EDGE:
         return rng.choice([0, SPAD - span])
@@ -337,16 +336,16 @@ class _Builder:
                     return False
                 start = rng.randrange(0, self.ext_words - r.length + 1)
             elif r.role != "dst":
-                if r.length > SPAD:
+                if r.length > self.spad:
                     return False
-                start = _source_start(rng, r.length, self.filled)
+                start = _source_start(rng, r.length, self.filled, self.spad)
                 sources.append((start, r.length))
             else:
                 same = [s for s in sources if s[1] == r.length]
                 if spec.disjoint_or_same and same and rng.random() < 0.3:
                     start = rng.choice(same)[0]
                 else:
-                    start = _free_start(rng, r.length, sources)
+                    start = _free_start(rng, r.length, sources, limit=self.spad)
                     if start is None:
                         return False
                 result = (start, r.length)
