@@ -23,6 +23,9 @@ control contract (docs/chip.md, "Unit control contract") on every cycle, raising
   drives rd_en = wr_en = 0 in the start cycle and while idle;
 * it never reads and writes the same address in the same cycle;
 * the scratchpad never sees two masters at once (its ``conflict`` flag);
+* every word it reads lies in one of the instruction's regions, and every word it writes in a
+  region the instruction writes, by the operation's declared regions (``OpSpec.regions``): an
+  engine that strays outside its operands (an extension's, say) is named with the cycle and the word;
 * ``busy`` (every unit has it, ga2_hdl/rtl/layout.py ``UnitSignature``) is high
   exactly in cycles t+1 .. t+W (the cycle of ``done`` included) and low in the
   start cycle and while idle.
@@ -148,6 +151,26 @@ def _lanes(ctx, spad, en, addr, mask) -> set[int]:
 Job = tuple
 
 
+def _regions_of(iset, ins: isa.Instruction) -> tuple[set[int], set[int]]:
+    """The scratchpad words ``ins`` may read (any of its regions: a unit may read back what it wrote,
+    as SM reads its exponentials from dst) and may write (its written regions), by its operation's
+    declared regions."""
+    reads: set[int] = set()
+    writes: set[int] = set()
+    for r in iset.spec(ins.op).accesses(ins):
+        if r.memory == "spad":
+            reads.update(range(r.start, r.start + r.length))
+            if r.write:
+                writes.update(range(r.start, r.start + r.length))
+    return reads, writes
+
+
+def _describe_regions(iset, ins: isa.Instruction, write: bool) -> str:
+    found = [f"{r.role} {r.start}..{r.start + r.length - 1}" for r in iset.spec(ins.op).accesses(ins)
+             if r.memory == "spad" and (r.write or not write)]
+    return ", ".join(found) or "none"
+
+
 def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
              setup: Callable | None = None, finish: Callable | None = None,
              monitor: Callable | None = None) -> list[int]:
@@ -184,6 +207,8 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
     busy_port = getattr(harness.unit, "busy", None) if "busy" in harness.unit.signature.members else None
     busy_times: list[int] = []
 
+    allowed: dict = {}                   # instruction -> the words its regions let it read, write
+
     async def bench(ctx):
         if setup:
             setup(ctx)
@@ -207,6 +232,16 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
                         raise ContractError(f"{ins}: {name}_mask set without {name}_en in cycle t+{cycle}")
             if ctx.get(harness.spad.conflict):
                 raise ContractError(f"{ins}: two scratchpad masters in cycle t+{cycle}")
+            if ins not in allowed:
+                allowed[ins] = _regions_of(iset, ins)
+            reads, writes = allowed[ins]
+            for kind, en, addr, mask, words in (("read", spad.rd_en, spad.rd_addr, getattr(spad, "rd_mask", None), reads),
+                                                ("write", spad.wr_en, spad.wr_addr, getattr(spad, "wr_mask", None), writes)):
+                outside = sorted(_lanes(ctx, spad, en, addr, mask) - words)
+                if outside:
+                    raise ContractError(f"{ins}: scratchpad {kind} of word {outside[0]} in cycle t+{cycle}, outside "
+                                        f"the words the instruction's regions let it {kind} (ISA: "
+                                        f"{_describe_regions(iset, ins, kind == 'write')})")
             if monitor:
                 monitor(ctx, ins, cycle)
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from ga2_hdl import golden
+from ga2_hdl import golden, isa
 from ga2_hdl.config import Config
 from ga2_hdl.formats import asm
 from ga2_hdl.formats.bundle import Bundle
@@ -116,3 +116,20 @@ def test_verilator_marks_the_word_that_came_from_x_by_its_own_rule():
     for name, code, ext in directed_suite(8192)[3:5]:
         clean = get_simulator("verilator", x_check=True).run_program(code, ext)
         assert clean.unknown == {} and first_mismatch(golden.run(code, ext), clean) is None, name
+
+
+def test_the_unit_bench_names_an_engine_that_reads_outside_its_regions():
+    """The contract bench checks an engine against its operation's declared regions: the over-reading
+    RELU reads src[len] (inside the scratchpad, outside src), which the bench names by word and cycle;
+    the correct RELU engine, on the same program, passes."""
+    from gen.sim.unit_bench import ContractError, run_program
+    import overread_ext
+    import relu_ext
+    config = Config(name="overread_bench", extensions=("overread_ext", "relu_ext"))
+    iset = isa.instruction_set(config)
+    good = iset.make("RELU", dst=100, src=10, len=4)
+    final, busy = run_program(lambda: relu_ext.ReluEngine(config=config), [0] * 10 + [5, -3, 0, 7], [good])
+    assert busy == [iset.busy(good)]
+    bad = iset.make(overread_ext.MNEMONIC, dst=100, src=10, len=4)
+    with pytest.raises(ContractError, match=r"read of word 14 .*outside"):
+        run_program(lambda: overread_ext.OverreadEngine(config=config), [0] * 10 + [5, -3, 0, 7], [bad])
