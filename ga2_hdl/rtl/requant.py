@@ -23,6 +23,11 @@ Structure (two stages, one register between them)
 
 So ``q`` is valid :attr:`Requantizer.LATENCY` = 1 cycle after its operands; a
 new set of operands may arrive every cycle.
+
+``Requantizer(magnitude_stage=True)`` registers the sign and the magnitude first (a stage 0
+in the cycle the operands arrive), so the multiplier starts from a register: LATENCY = 2.
+The book's RQ engine uses it (it reads its first element in the start cycle, so the extra
+stage costs no cycle: docs/fpga.md).
 """
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -64,23 +69,37 @@ class Requantizer(wiring.Component):
     relu: In(1)
     q: Out(signed(Q_BITS))
 
+    def __init__(self, *, magnitude_stage: bool = False):
+        self.magnitude_stage = magnitude_stage
+        self.LATENCY = type(self).LATENCY + int(magnitude_stage)
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
 
-        # ---- stage 1: magnitude times mantissa
         negative = self.acc < 0
         magnitude = Signal(ACC_BITS)
         m.d.comb += magnitude.eq(Mux(negative, -self.acc, self.acc))  # 2**31 fits unsigned
+        mantissa, shift, relu = self.mantissa, self.shift, self.relu
+        if self.magnitude_stage:
+            # ---- stage 0: the sign and the magnitude (and the other operands), registered
+            staged = [Signal(1, name="negative_0"), Signal(ACC_BITS, name="magnitude_0"),
+                      Signal(MANTISSA_BITS, name="mantissa_0"), Signal(SHIFT_BITS, name="shift_0"),
+                      Signal(1, name="relu_0")]
+            m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, magnitude, mantissa, shift, relu))]
+            negative, magnitude, mantissa, shift, relu = staged
+
+        # ---- stage 1: magnitude times mantissa
 
         product = Signal(PRODUCT_BITS)
         negative_r = Signal()
         shift_r = Signal(SHIFT_BITS)
         relu_r = Signal()
         m.d.sync += [
-            product.eq(magnitude * self.mantissa),
+            product.eq(magnitude * mantissa),
             negative_r.eq(negative),
-            shift_r.eq(self.shift),
-            relu_r.eq(self.relu),
+            shift_r.eq(shift),
+            relu_r.eq(relu),
         ]
 
         # ---- stage 2: round, saturate, sign, relu

@@ -14,12 +14,14 @@ phase         what happens                                                cycles
 ============  ==========================================================  ============
 MAX           read src[i]; the next cycle compare with the running max    len + 1
 EXP           read src[i]; next cycle look up T[m - x] in the ROM (sync    len + 2
-              read); the cycle after, write e to dst[i] and add it to S
+              read); the cycle after, write e to dst[i] and register it,
+              added to S the cycle after (the last in DIV_START)
 DIV           start the divider on (2**38, S); it answers 40 cycles later  1 + 40
               (one quotient bit per cycle); r is latched in that cycle
-SCALE         read e from dst[i]; next cycle multiply e * r (registered);  len + 3
-              next cycle add 2**21 and shift by 22 (registered); then
-              write p to dst[i]
+SCALE         read e from dst[i] (from the division's last cycle on, one   len + 3
+              element ahead); register it; next cycle multiply e * r
+              (registered); next cycle add 2**21 and shift by 22
+              (registered); then write p to dst[i]
 ============  ==========================================================  ============
 
 Each pass streams ``len`` reads in consecutive cycles through a pipeline of
@@ -70,6 +72,9 @@ P_BITS = ((isa.EXP_TABLE[0] * (isa.SOFTMAX_NUMERATOR // isa.EXP_TABLE[0])
 DIV_PHASE_CYCLES = 1 + isa.DIV_BITS
 #: pipeline depths of the three passes (read to write / to last use)
 MAX_DEPTH, EXP_DEPTH, SCALE_DEPTH = 1, 2, 3
+#: SCALE reads its first word this many cycles before the pass begins (in the division phase's last
+#: cycle), so its pipeline has a register after the scratchpad's output at the same cycles
+SCALE_READ_AHEAD = 1
 
 
 def busy_cycles(length: int) -> int:
@@ -114,13 +119,14 @@ class SoftmaxUnit(wiring.Component):
         reading = Signal()                             # a read is issued this cycle
         read_is_last = Signal()
         # stage k valid / carrying the last element: stage 1 = read data on rd_data
-        v1, v2, v3 = Signal(), Signal(), Signal()
-        last1, last2, last3 = Signal(), Signal(), Signal()
+        v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
+        last1, last2, last3, last4 = Signal(), Signal(), Signal(), Signal()
         m.d.comb += read_is_last.eq(rd_index == length - 1)
         m.d.sync += [
             v1.eq(reading), last1.eq(reading & read_is_last),
             v2.eq(v1), last2.eq(last1),
             v3.eq(v2), last3.eq(last2),
+            v4.eq(v3), last4.eq(last3),
         ]
         with m.If(reading):
             m.d.sync += rd_index.eq(rd_index + 1)
@@ -129,6 +135,7 @@ class SoftmaxUnit(wiring.Component):
             # The pass's last element has left its pipeline: restart the counters,
             # and drop what the deeper stages (unused by this pass) copied.
             m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]
+            m.d.sync += [v4.eq(0), last4.eq(0)]
 
         m.d.comb += [self.spad.rd_en.eq(reading), self.spad.wr_addr.eq((dst + wr_index)[:addr_bits])]
 
@@ -136,6 +143,8 @@ class SoftmaxUnit(wiring.Component):
         running_max = Signal(signed(8))
         total = Signal(sum_bits(self.config))
         r = Signal(R_BITS)
+        e_reg, e_pending = Signal(E_BITS), Signal()   # EXP: the ROM's word, added to S a cycle later
+        e_read = Signal(E_BITS)                        # SCALE stage 1: the exponential read back
         product = Signal(PRODUCT_BITS)                 # SCALE stage 2
         prob = Signal(P_BITS)                          # SCALE stage 3
 
@@ -145,7 +154,7 @@ class SoftmaxUnit(wiring.Component):
             with m.State("IDLE"):
                 with m.If(self.start):
                     m.d.sync += [self.busy.eq(1),
-                                 running_max.eq(-(1 << 7)), total.eq(0),   # the smallest int8
+                                 running_max.eq(-(1 << 7)), total.eq(0), e_pending.eq(0),  # the smallest int8
                                  rd_index.eq(0), wr_index.eq(0)]
                     m.next = "MAX"
 
@@ -160,9 +169,15 @@ class SoftmaxUnit(wiring.Component):
             with m.State("EXP"):
                 m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:addr_bits])]
                 # stage 1: the ROM address is driven above; stage 2: its data
+                # (S takes each word from a register, a cycle after the ROM gives it: the ROM's
+                # output feeds only that register and the write; the last word is added in
+                # DIV_START, on its way into the divider)
+                m.d.sync += e_pending.eq(v2)
+                with m.If(e_pending):
+                    m.d.sync += total.eq(total + e_reg)
                 with m.If(v2):
                     m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(exp_table.data)]
-                    m.d.sync += [total.eq(total + exp_table.data), wr_index.eq(wr_index + 1)]
+                    m.d.sync += [e_reg.eq(exp_table.data), wr_index.eq(wr_index + 1)]
                     with m.If(last2):
                         next_pass()
                         m.next = "DIV_START"
@@ -170,24 +185,33 @@ class SoftmaxUnit(wiring.Component):
             with m.State("DIV_START"):
                 m.d.comb += [divider.start.eq(1),
                              divider.numerator.eq(isa.SOFTMAX_NUMERATOR),
-                             divider.denominator.eq(total)]
+                             divider.denominator.eq(total + e_reg)]     # e_pending: the last word
                 m.next = "DIV_WAIT"
 
             with m.State("DIV_WAIT"):
+                m.d.comb += self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])
                 with m.If(divider.done):
+                    # SCALE's first read, a cycle before SCALE: the port is free and the word
+                    # needs no r, which buys the register after the scratchpad's output
+                    m.d.comb += reading.eq(1)
                     m.d.sync += r.eq(divider.quotient[:R_BITS])
                     m.next = "SCALE"
 
             with m.State("SCALE"):
+                # element i: read in cycle i-1 of SCALE, registered (v1), multiplied by r (v2),
+                # rounded (v3), written (v4) in cycle i+3: the same cycles as a pipeline of
+                # depth 3 whose reads start with SCALE
                 m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])]
                 with m.If(v1):
-                    m.d.sync += product.eq(self.spad.rd_data[:E_BITS] * r)
+                    m.d.sync += e_read.eq(self.spad.rd_data[:E_BITS])
                 with m.If(v2):
-                    m.d.sync += prob.eq((product + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT)
+                    m.d.sync += product.eq(e_read * r)
                 with m.If(v3):
+                    m.d.sync += prob.eq((product + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT)
+                with m.If(v4):
                     m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(prob)]
                     m.d.sync += wr_index.eq(wr_index + 1)
-                    with m.If(last3):
+                    with m.If(last4):
                         m.d.comb += self.done.eq(1)
                         m.d.sync += self.busy.eq(0)
                         next_pass()

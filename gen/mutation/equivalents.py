@@ -106,11 +106,11 @@ def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: st
     return hashlib.sha256(text.encode()).hexdigest(), reached
 
 
-_SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under their valid bits (EXP's write "
-                 "under v2, SCALE's under v3), which next_pass clears; a flag set to 1 at the end of a pass "
-                 "is overwritten by the pipeline (last2 <= last1, last3 <= last2) within two cycles, while "
-                 "the valid bits are still 0, and every pass, the next SM included, starts at least two cycles "
-                 "later, so no write, no done and no state change differs")
+_SOFTMAX_LAST = ("the last-element flags of stages 2, 3 and 4 are read only under their valid bits (EXP's write "
+                 "under v2, SCALE's under v4), which next_pass clears; a flag set to 1 at the end of a pass "
+                 "is overwritten by the pipeline (last2 <= last1, last3 <= last2, last4 <= last3) within three "
+                 "cycles, while the valid bits are still 0, and every pass, the next SM included, starts at least "
+                 "three cycles later, so no write, no done and no state change differs")
 _RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**55 - 2**31 < 2**55 and fits in "
                "55 bits (PRODUCT_BITS = 56 is one more than needed); the narrower register holds every value")
 
@@ -354,13 +354,13 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
-                "self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),",
+                "self.spad.rd_addr.eq(self._addr(Mux(now[0], src2, src1), now[1:])),",
                 "src2, src1 -> src1, src2",
                 "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
-                "operands, the number of reads and the busy time are the same, and the write of dst[i] (two "
-                "slots after the second read) still never meets a read of its own address, since src1, src2 "
-                "and dst are each either identical or disjoint (the issue check) and the read it meets is "
-                "element i+1 of one of them; so memory and cycle counts are the same"),
+                "operands (each registered as it arrives), the number of reads and the busy time are the same, "
+                "and the write of dst[i] (three slots after the second read) still never meets a read of its own "
+                "address, since src1, src2 and dst are each either identical or disjoint (the issue check) and "
+                "the read it meets is element i+2 of one of them; so memory and cycle counts are the same"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
                 "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
