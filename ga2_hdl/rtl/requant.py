@@ -17,7 +17,9 @@ Structure (two stages, one register between them)
   as ``((product >> (s - 1)) + 1) >> 1`` for ``s >= 1`` and ``product`` for
   ``s = 0``.  This is ``floor((product + 2**(s-1)) / 2**s)`` without a 63-bit
   adder: the rounding bit is the last bit shifted out.  Then saturate the
-  magnitude at 127, restore the sign (rounding the magnitude makes the result
+  magnitude at 127 (by one compare of the product with the smallest product that
+  saturates, a register stage 1 computes from ``s``, so only the low 8 bits of the
+  shifted product are needed), restore the sign (rounding the magnitude makes the result
   symmetric, ``requant(-a) = -requant(a)``, and -128 cannot occur), and clamp
   negatives to 0 when ``relu`` is set.
 
@@ -29,7 +31,7 @@ in the cycle the operands arrive), so the multiplier starts from a register: LAT
 The book's RQ engine uses it (it reads its first element in the start cycle, so the extra
 stage costs no cycle: docs/fpga.md).
 """
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -95,11 +97,16 @@ class Requantizer(wiring.Component):
         negative_r = Signal()
         shift_r = Signal(SHIFT_BITS)
         relu_r = Signal()
+        # the smallest product that saturates: rounded >= 128 exactly when product >= limit
+        # (2**7 for s = 0; else (product >> (s-1)) >= 255, that is product >= 255 * 2**(s-1)),
+        # so stage 2 needs only 8 bits of the shifted product and one compare
+        limit_r = Signal(8 + (1 << SHIFT_BITS))
         m.d.sync += [
             product.eq(magnitude * mantissa),
             negative_r.eq(negative),
             shift_r.eq(shift),
             relu_r.eq(relu),
+            limit_r.eq(Mux(shift == 0, isa.INT8_MAX + 1, Const(255, 8) << (shift - 1)[:SHIFT_BITS])),
         ]
 
         # ---- stage 2: round, saturate, sign, relu
@@ -111,11 +118,11 @@ class Requantizer(wiring.Component):
             in_half_units = Signal(PRODUCT_BITS)
             m.d.comb += [
                 in_half_units.eq(product >> (shift_r - 1)[:SHIFT_BITS]),
-                rounded.eq((in_half_units + 1) >> 1),
+                rounded.eq((in_half_units[:8] + 1) >> 1),    # below limit: in_half_units <= 254
             ]
 
         saturated = Signal(range(isa.INT8_MAX + 1))
-        m.d.comb += saturated.eq(Mux(rounded > isa.INT8_MAX, isa.INT8_MAX, rounded))
+        m.d.comb += saturated.eq(Mux(product >= limit_r, isa.INT8_MAX, rounded))
 
         with m.If(negative_r & relu_r):
             m.d.comb += self.q.eq(0)

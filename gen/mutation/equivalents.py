@@ -448,31 +448,19 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "again): the change also takes a score equal to running_max, which writes the value the "
                 "register already holds (the first score -128 against the start value -128 included), so "
                 "running_max is the same in every cycle"),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
-                "m.d.comb += saturated.eq(Mux(rounded > isa.INT8_MAX, isa.INT8_MAX, rounded))",
-                "rounded > isa.INT8_MAX -> rounded >= isa.INT8_MAX",
-                "the only value the change treats differently is rounded = INT8_MAX, which the saturation "
-                "then replaces by INT8_MAX: the same value"),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1):", "v1 -> 1",
-                "SCALE's product register (stage 2) is read only under v2, by the rounding stage, and v2 is v1 "
+                "SCALE's e_read register (stage 1) is read only under v2, by the multiply stage, and v2 is v1 "
                 "one cycle later: in every cycle that reads it, the cycle before had v1 = 1 and loaded it "
-                "with the same e * r in the design and in the change.  The change only loads it also in "
+                "with the same word in the design and in the change.  The change only loads it also in "
                 "cycles with v1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
-                "v1 cycle overwrites; outside SCALE the register is not written either way.  So prob, the "
-                "writes, done and the busy time are the same"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & ~second1):", "v1 & ~second1 -> 1",
-                "first_operand is read only through total, and total only through the load of result, in the "
-                "cycles with v1 & second1 (src2[i] on the read data).  Reads are issued in consecutive slots "
-                "while the engine reads (src1[i] in slot 2i, src2[i] in slot 2i + 1, no gap), so the cycle "
-                "before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads src1[i] in the design "
-                "and in the change alike.  The change only loads it also in other cycles, whose value is "
-                "overwritten before any use: result, the writes and the busy time are the same"),
+                "v1 cycle overwrites; outside SCALE the register is not written either way.  So the product, "
+                "prob, the writes, done and the busy time are the same"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & second1):", "v1 & second1 -> 1",
-                "result is read only by the write of dst, under v2, and v2 is v1 & second1 one cycle later: in "
-                "every cycle that writes, the cycle before had v1 & second1 = 1 and loaded result with the "
-                "same clamped sum in the design and in the change.  The change only loads it also in cycles "
-                "with v1 & second1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
-                "such cycle overwrites: the writes, done and the busy time are the same"),
+                "second_operand is read only through total, and total only by the load of result under v2, and "
+                "v2 is v1 & second1 one cycle later: in every cycle that loads result, the cycle before had "
+                "v1 & second1 = 1 and loaded second_operand with the same src2[i] in the design and in the "
+                "change.  The change only loads it also in other cycles, whose value nothing reads before the "
+                "next v1 & second1 cycle overwrites it: result, the writes, done and the busy time are the same"),
     Equivalence("ga2_hdl/rtl/sram.py", "_from_banks",
                 "return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)",
                 "word_bits - 1 -> 1 - word_bits",
