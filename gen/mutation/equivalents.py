@@ -156,16 +156,12 @@ _MM_STREAM_COUNT = ("step counts from 0 (CLEAR) to stream_last = K+M+N-1 <= 64+4
                     "CLEAR and STREAM.  dim_bits = 7 (64.bit_length()), so dim_bits + 1 = 8 bits hold every "
                     "value of step and of stream_last: nothing wraps and the comparisons give the same answers")
 
-_SOFTMAX_STAGE3 = ("v3 and last3 are read only in SCALE (`m.If(v3)`, then `m.If(last3)`), and the pipeline "
-                   "overwrites them every cycle (v3 <= v2, last3 <= last2).  Without next_pass's clear (or with "
-                   "v3 set to 1) they take at the end of MAX and of EXP the copy of stage 2 (or 1), which lives "
-                   "one cycle, the first of EXP or of DIV_START, neither of which reads them; after that they "
-                   "copy v2 and last2, which next_pass did clear; and the division runs 41 cycles with no read "
-                   "(reading = 0), so the pipeline is empty (all 0) when SCALE begins, as in the design.  At the "
-                   "end of SCALE v2 and last2 are already 0 (the last element left stage 2 the cycle before), so "
-                   "the copy is the 0 the clear writes, and a 1 lives only in IDLE's first cycle, which reads "
-                   "neither; the next SM's SCALE is more than 41 cycles later.  No write, no done and no state "
-                   "change differs")
+_SOFTMAX_STAGE3 = ("last3 is read only under v3 (EXP's `m.If(v3)` then `m.If(last3)`), and the pipeline "
+                   "overwrites it every cycle (last3 <= last2).  Without next_pass's clear it takes at the end of "
+                   "MAX and of EXP the copy of last2, which lives one cycle, the first of EXP or of DIV_START, in "
+                   "which v3 is 0 (next_pass clears v3) or unused; after that it copies last2, which next_pass did "
+                   "clear.  At the end of SCALE the copy lives in IDLE's first cycle, which reads neither, and the "
+                   "next SM's EXP is far later.  No write, no done and no state change differs")
 
 _DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the protocol of docs/chip.md, "
               "gen/sim/extmem.py, the Verilog testbench gen/sim/tb/ga2_tb.v, the board's block RAM, whose mux gives "
@@ -251,12 +247,11 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0), -> ",
-                "last2 is read only under v2 (EXP's write, `with m.If(v2)` then `m.If(last2)`) and copied into "
-                "last3, read only under v3 (SCALE).  Without the clear, the stale last2 = 1 left by MAX's last "
-                "element lives one cycle with v2 = 0 (still cleared), and its copy in last3 one cycle more "
-                "with v3 = 0; by SCALE both have been overwritten by the pipeline (last2 <= last1, last3 <= "
-                "last2 every cycle) and cleared again by next_pass at the end of EXP, so no write, no done "
-                "and no state change differs"),
+                "last2 is read only under v2 (MAX's `v2 & last2`) and copied into last3 (read under v3 in EXP) "
+                "and last4 (under v4 in SCALE).  The pipeline assigns last2 <= last1 every cycle, and at the end "
+                "of each pass last1 is already 0 (the pass's last element left stage 1 the cycle before), so "
+                "without the clear last2 takes the same 0 the clear writes; no write, no done and no state "
+                "change differs"),
     Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "next_num_quot = Cat(fits, cur_num_quot[:w - 1])",
                 "w - 1 -> w - 0",
                 "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
@@ -431,19 +426,13 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "unsigned(6): the struct field, and so the hardware, is bit for bit the same", netlist="matrix unit"),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
-                "v3.eq(0), -> ", _SOFTMAX_STAGE3),
-    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
-                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
-                "v3.eq(0) -> v3.eq(1)", _SOFTMAX_STAGE3),
-    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
-                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 ", last3.eq(0) -> ", _SOFTMAX_STAGE3),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate",
-                "m.d.comb += exp_table.addr.eq((running_max - score)[:8])", ":8 -> :9",
+                "m.d.comb += exp_table.addr.eq((running_max - score_r)[:8])", ":8 -> :9",
                 "the table's address port is In(8) (exp_table.ADDR_BITS): assigning the low 9 bits of the "
                 "difference keeps only its low 8, the same address as before", netlist="softmax"),
-    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1 & (score > running_max)):",
-                "score > running_max -> score >= running_max",
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v2 & (score_r > running_max)):",
+                "score_r > running_max -> score_r >= running_max",
                 "the unit keeps only the maximum's value, not where it is (no index; EXP reads every score "
                 "again): the change also takes a score equal to running_max, which writes the value the "
                 "register already holds (the first score -128 against the start value -128 included), so "
