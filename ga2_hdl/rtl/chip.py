@@ -68,12 +68,15 @@ from .matrix_unit import MatrixUnit
 from .sram import Scratchpad
 from .vector_unit import VectorUnit
 
-__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH"]
+__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH", "MIN_BUSY"]
 
 #: the counter output ports, in the ISA's counter order
 COUNTER_PORTS = tuple(f"cnt_{name}" for name in isa.COUNTER_NAMES)
 COUNTER_BITS = 32
 STATUS_PC_BITS = 16
+#: the book sequencer's read-ahead needs every busy time to be at least this (the first half of the
+#: next word's check takes two WAIT cycles: GA2Chip._sequencer)
+MIN_BUSY = 2
 
 #: the execution units, by the ISA's unit kind: their submodule names (and, in this order,
 #: their scratchpad master ports)
@@ -213,7 +216,10 @@ class GA2Chip(wiring.Component):
         are no branches, so in FETCH the instruction memory reads word pc + 1; ISSUE registers
         it (``nxt``), and every WAIT cycle computes the first half of its check
         (:meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`: the regions' starts
-        and ends, the products of sizes and strides) into ``terms_next``.  FETCH then only
+        and ends) into ``terms_next``, over two cycles: the products of sizes and strides into
+        registers (``check_product*``), then the sums.  So WAIT must last at least 2 cycles:
+        every busy time of the book's instruction set is at least 3 (``MIN_BUSY`` = 2 is
+        checked by a test on every operation's smallest legal instruction of every preset).  FETCH then only
         does the second half (the compares and the priority of the rules) and registers the
         verdict; ISSUE acts on it.  Word 0 has no instruction before it: a write to word 0
         loads a copy of it (``word0``) and its first half (``terms_word0``), in the write's own
@@ -230,6 +236,13 @@ class GA2Chip(wiring.Component):
         terms_word0 = Signal(stages.layout, name="terms_word0")
         terms_next = Signal(stages.layout, name="terms_next")
         first = Signal(name="first")                     # the next FETCH is of word 0
+        products = []                                    # the first half's products, registered
+
+        def stage(expr):
+            register = Signal(expr.shape(), name=f"check_product{len(products)}")
+            products.append((register, expr))
+            return register
+
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(cur)
 
@@ -286,7 +299,8 @@ class GA2Chip(wiring.Component):
 
             with m.State("WAIT"):
                 m.d.comb += self.running.eq(1)
-                m.d.sync += [total.eq(total + 1), *stages.assign(terms_next, data.View(INSTRUCTION, nxt))]
+                m.d.sync += [total.eq(total + 1), *stages.assign(terms_next, data.View(INSTRUCTION, nxt), stage)]
+                m.d.sync += [r.eq(e) for r, e in products]
                 for kind, unit in self.units.items():
                     with m.If(current[kind]):
                         m.d.sync += unit_counter[kind].eq(unit_counter[kind] + 1)

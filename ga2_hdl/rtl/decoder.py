@@ -49,16 +49,60 @@ class _HardwareOperands:
 
     Every operand of ``spec`` is an attribute holding its Amaranth value,
     except the operands in ``fixed``, which hold Python ints (used for
-    one-bit flags the rules branch on, such as MM's ``tb``).
+    one-bit flags the rules branch on, such as MM's ``tb``).  With ``stage``,
+    every operand is a :class:`_Staged` value instead, so the rule's products
+    are registered (``stage(expr)`` returns the register).
     """
 
-    def __init__(self, ins, spec: isa.OpSpec, fixed: dict[str, int]):
+    def __init__(self, ins, spec: isa.OpSpec, fixed: dict[str, int], stage=None):
         for o in spec.operands:
-            setattr(self, o.name, fixed[o.name] if o.name in fixed else operand(ins, spec, o.name))
+            value = fixed[o.name] if o.name in fixed else operand(ins, spec, o.name)
+            setattr(self, o.name, value if stage is None or o.name in fixed else _Staged(value, stage))
 
 
-def _hardware_regions(ins, spec: isa.OpSpec) -> list[tuple[str, Value, Value]]:
-    """``spec.regions`` as hardware: [(memory, start, end)] in the ISA's order."""
+class _Staged:
+    """An operand in a rule evaluated over two cycles: sums and differences stay combinational, each
+    product of two operands is registered (``stage``), so a region's end ``start + (rows-1)*stride +
+    cols`` is a multiplier in one cycle and the adders in the next.  Correct while the operands hold
+    their values for both cycles (the sequencer's read-ahead word does)."""
+    __slots__ = ("value", "stage")
+
+    def __init__(self, value, stage):
+        self.value, self.stage = value, stage
+
+    @staticmethod
+    def _raw(x):
+        return x.value if isinstance(x, _Staged) else x
+
+    def __add__(self, other):
+        return _Staged(self.value + self._raw(other), self.stage)
+
+    def __radd__(self, other):
+        return _Staged(self._raw(other) + self.value, self.stage)
+
+    def __sub__(self, other):
+        return _Staged(self.value - self._raw(other), self.stage)
+
+    def __rsub__(self, other):
+        return _Staged(self._raw(other) - self.value, self.stage)
+
+    def __mul__(self, other):
+        return _Staged(self.stage(self.value * self._raw(other)), self.stage)
+
+    __rmul__ = __mul__
+
+    def __bool__(self):
+        raise TypeError("a rule branches on an operand")     # as bool(Value): _hardware_roles' cue
+
+
+def _hardware_regions(ins, spec: isa.OpSpec, stage=None) -> list[tuple[str, Value, Value]]:
+    """``spec.regions`` as hardware: [(memory, start, end)] in the ISA's order (``stage``: its
+    products registered, see :class:`_Staged`)."""
+    if stage is not None:
+        try:
+            return [(memory, start, end) for memory, _role, start, end in _hardware_roles(ins, spec, stage)]
+        except (TypeError, AttributeError):      # a rule with operations _Staged does not carry
+            pass
     return [(memory, start, end) for memory, _role, start, end in _hardware_roles(ins, spec)]
 
 
@@ -69,15 +113,17 @@ def spad_accesses(ins, spec: isa.OpSpec) -> list[tuple[Value, Value, bool]]:
             for memory, role, start, end in _hardware_roles(ins, spec) if memory == "spad"]
 
 
-def _hardware_roles(ins, spec: isa.OpSpec) -> list[tuple[str, str, Value, Value]]:
+def _hardware_roles(ins, spec: isa.OpSpec, stage=None) -> list[tuple[str, str, Value, Value]]:
     """``spec.regions`` as hardware: [(memory, role, start, end)] in the ISA's order.
 
     A rule that branches on an operand (``if i.tb:``) cannot take a hardware
     value; the rule is then evaluated once per value of the one-bit operands
     and the results are multiplexed by those operands.
     """
+    raw = _Staged._raw
     try:
-        return [(r.memory, r.role, r.start, r.end) for r in spec.regions(_HardwareOperands(ins, spec, {}))]
+        return [(r.memory, r.role, raw(r.start), raw(r.end))
+                for r in spec.regions(_HardwareOperands(ins, spec, {}, stage))]
     except TypeError as e:     # Amaranth refuses bool(Value): the rule branches on an operand
         branching = e
     flags = [o for o in spec.operands if o.bits == 1]
@@ -86,7 +132,8 @@ def _hardware_roles(ins, spec: isa.OpSpec) -> list[tuple[str, str, Value, Value]
     variants = {}
     for values in itertools.product((0, 1), repeat=len(flags)):
         fixed = {o.name: v for o, v in zip(flags, values)}
-        variants[values] = spec.regions(_HardwareOperands(ins, spec, fixed))
+        variants[values] = [isa.Region(r.memory, raw(r.start), raw(r.length), r.role)
+                            for r in spec.regions(_HardwareOperands(ins, spec, fixed, stage))]
     shapes = {tuple((r.memory, r.role) for r in rs) for rs in variants.values()}
     if len(shapes) != 1:
         raise ValueError(f"{spec.mnemonic}: the regions differ in number or kind between flag values")
@@ -139,7 +186,7 @@ class CheckStages:
     def _key(spec: isa.OpSpec) -> str:
         return f"op{spec.code}"
 
-    def _op_terms(self, ins, spec: isa.OpSpec) -> tuple[dict[str, Value], list[str]]:
+    def _op_terms(self, ins, spec: isa.OpSpec, stage=None) -> tuple[dict[str, Value], list[str]]:
         """``spec``'s rule operands as hardware values on ``ins``, and its regions' memories."""
         terms: dict[str, Value] = {}
         if spec.ranged:
@@ -151,25 +198,27 @@ class CheckStages:
         for name in spec.lengths:
             terms[f"zero_{name}"] = operand(ins, spec, name) == 0
         memories = []
-        for k, (memory, start, end) in enumerate(_hardware_regions(ins, spec)):
+        for k, (memory, start, end) in enumerate(_hardware_regions(ins, spec, stage)):
             terms[f"start{k}"], terms[f"end{k}"] = start, end
             memories.append(memory)
         return terms, memories
 
-    def terms(self, ins) -> dict:
+    def terms(self, ins, stage=None) -> dict:
         """The first half on the instruction view ``ins``: a dict to assign to a record of
-        :attr:`layout` (``record.eq(stages.terms(ins))`` through :meth:`assign`)."""
+        :attr:`layout` (``record.eq(stages.terms(ins))`` through :meth:`assign`).  ``stage``: a
+        function that registers a product (``stage(expr)`` returns the register), for a first half
+        over two cycles on a word that holds still (:class:`_Staged`)."""
         out = {"op": ins.op}
         for spec in self.iset.ops:
-            terms, _ = self._op_terms(ins, spec)
+            terms, _ = self._op_terms(ins, spec, stage)
             if terms:
                 out[self._key(spec)] = terms
         return out
 
-    def assign(self, record, ins) -> list:
+    def assign(self, record, ins, stage=None) -> list:
         """Statements loading ``record`` (a View of :attr:`layout`) with :meth:`terms` of ``ins``."""
         stmts = []
-        for key, value in self.terms(ins).items():
+        for key, value in self.terms(ins, stage).items():
             if isinstance(value, dict):
                 stmts += [record[key][n].eq(v) for n, v in value.items()]
             else:

@@ -191,9 +191,13 @@ class UnitSignature(wiring.Signature):
       cycles the unit's counter counts (:func:`ga2_hdl.isa.Instruction.busy`);
     * ``done`` is high in cycle t+W only; all the unit's scratchpad writes are
       complete by the end of that cycle;
-    * the unit drives ``spad.rd_en`` and ``spad.wr_en`` only in its busy cycles
-      (an idle unit keeps both low, whatever its address lines hold), which is
-      what lets the scratchpad multiplex its masters with a plain AND-OR.
+    * the unit drives ``spad.wr_en`` only in its busy cycles and ``spad.rd_en`` only
+      in its busy cycles and its start cycle t (an idle unit keeps both low, whatever
+      its address lines hold), which is what lets the scratchpad multiplex its
+      masters with a plain AND-OR: in the start cycle no other unit runs on the
+      book's sequencer (and with overlap every master has ports of its own), and a
+      read changes nothing, so a unit may read its first operand then (the RQ
+      engine does: docs/fpga.md).
 
     ``start`` comes only while the unit is idle and only with an op the unit
     executes (a unit holding several engines routes it by ``ins.op``).

@@ -17,14 +17,21 @@ Structure (two stages, one register between them)
   as ``((product >> (s - 1)) + 1) >> 1`` for ``s >= 1`` and ``product`` for
   ``s = 0``.  This is ``floor((product + 2**(s-1)) / 2**s)`` without a 63-bit
   adder: the rounding bit is the last bit shifted out.  Then saturate the
-  magnitude at 127, restore the sign (rounding the magnitude makes the result
+  magnitude at 127 (by one compare of the product with the smallest product that
+  saturates, a register stage 1 computes from ``s``, so only the low 8 bits of the
+  shifted product are needed), restore the sign (rounding the magnitude makes the result
   symmetric, ``requant(-a) = -requant(a)``, and -128 cannot occur), and clamp
   negatives to 0 when ``relu`` is set.
 
 So ``q`` is valid :attr:`Requantizer.LATENCY` = 1 cycle after its operands; a
 new set of operands may arrive every cycle.
+
+``Requantizer(magnitude_stage=True)`` registers the sign and the magnitude first (a stage 0
+in the cycle the operands arrive), so the multiplier starts from a register: LATENCY = 2.
+The book's RQ engine uses it (it reads its first element in the start cycle, so the extra
+stage costs no cycle: docs/fpga.md).
 """
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -64,23 +71,42 @@ class Requantizer(wiring.Component):
     relu: In(1)
     q: Out(signed(Q_BITS))
 
+    def __init__(self, *, magnitude_stage: bool = False):
+        self.magnitude_stage = magnitude_stage
+        self.LATENCY = type(self).LATENCY + int(magnitude_stage)
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
 
-        # ---- stage 1: magnitude times mantissa
         negative = self.acc < 0
         magnitude = Signal(ACC_BITS)
         m.d.comb += magnitude.eq(Mux(negative, -self.acc, self.acc))  # 2**31 fits unsigned
+        mantissa, shift, relu = self.mantissa, self.shift, self.relu
+        if self.magnitude_stage:
+            # ---- stage 0: the sign and the magnitude (and the other operands), registered
+            staged = [Signal(1, name="negative_0"), Signal(ACC_BITS, name="magnitude_0"),
+                      Signal(MANTISSA_BITS, name="mantissa_0"), Signal(SHIFT_BITS, name="shift_0"),
+                      Signal(1, name="relu_0")]
+            m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, magnitude, mantissa, shift, relu))]
+            negative, magnitude, mantissa, shift, relu = staged
+
+        # ---- stage 1: magnitude times mantissa
 
         product = Signal(PRODUCT_BITS)
         negative_r = Signal()
         shift_r = Signal(SHIFT_BITS)
         relu_r = Signal()
+        # the smallest product that saturates: rounded >= 128 exactly when product >= limit
+        # (2**7 for s = 0; else (product >> (s-1)) >= 255, that is product >= 255 * 2**(s-1)),
+        # so stage 2 needs only 8 bits of the shifted product and one compare
+        limit_r = Signal(8 + (1 << SHIFT_BITS))
         m.d.sync += [
-            product.eq(magnitude * self.mantissa),
+            product.eq(magnitude * mantissa),
             negative_r.eq(negative),
-            shift_r.eq(self.shift),
-            relu_r.eq(self.relu),
+            shift_r.eq(shift),
+            relu_r.eq(relu),
+            limit_r.eq(Mux(shift == 0, isa.INT8_MAX + 1, Const(255, 8) << (shift - 1)[:SHIFT_BITS])),
         ]
 
         # ---- stage 2: round, saturate, sign, relu
@@ -92,11 +118,11 @@ class Requantizer(wiring.Component):
             in_half_units = Signal(PRODUCT_BITS)
             m.d.comb += [
                 in_half_units.eq(product >> (shift_r - 1)[:SHIFT_BITS]),
-                rounded.eq((in_half_units + 1) >> 1),
+                rounded.eq((in_half_units[:8] + 1) >> 1),    # below limit: in_half_units <= 254
             ]
 
         saturated = Signal(range(isa.INT8_MAX + 1))
-        m.d.comb += saturated.eq(Mux(rounded > isa.INT8_MAX, isa.INT8_MAX, rounded))
+        m.d.comb += saturated.eq(Mux(product >= limit_r, isa.INT8_MAX, rounded))
 
         with m.If(negative_r & relu_r):
             m.d.comb += self.q.eq(0)

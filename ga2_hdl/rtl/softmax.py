@@ -9,18 +9,23 @@ writes Q0.16 probabilities to ``dst[0..len)``:
 Structure: four phases, one after the other, on the unit's single scratchpad
 port (one read and one write per cycle at most).
 
-============  ============================================================  ============
-phase         what happens                                                  cycles
-============  ============================================================  ============
-MAX           read src[i]; the next cycle compare with the running max      len + 1
-EXP           read src[i]; next cycle look up T[m - x] in the ROM (sync     len + 2
-              read); the cycle after, write e to dst[i] and add it to S
-DIV           start the divider on (2**38, S); it answers 40 cycles later   1 + 40
+============  =============================================================  ============
+phase         what happens                                                   cycles
+============  =============================================================  ============
+MAX           read src[i] (from the start cycle on, one element ahead);      len + 1
+              register it; the next cycle compare with the running max
+EXP           read src[i] (from MAX's last cycle on, one element ahead);     len + 2
+              register it; next cycle look up T[m - x] in the ROM (sync
+              read); the cycle after, register e; then write it to dst[i]
+              and add it to S (the last word in DIV_START)
+DIV           start the divider on (2**38, S) (and write EXP's last e);      1 + 40
+              it answers 40 cycles later
               (one quotient bit per cycle); r is latched in that cycle
-SCALE         read e from dst[i]; next cycle multiply e * r (registered);   len + 3
-              next cycle add 2**21 and shift by 22 (registered); then
-              write p to dst[i]
-============  ============================================================  ============
+SCALE         read e from dst[i] (from the division's last cycle on, one     len + 3
+              element ahead); register it; next cycle multiply e * r
+              (registered); next cycle add 2**21 and shift by 22
+              (registered); then write p to dst[i]
+============  =============================================================  ============
 
 Each pass streams ``len`` reads in consecutive cycles through a pipeline of
 depth 1, 2 or 3 and ends in the cycle its last element leaves the pipeline,
@@ -34,7 +39,7 @@ the three passes' pipeline depths.  ``done`` is the cycle of the last write.
 The exponentials are parked in ``dst`` between EXP and SCALE, which is what
 lets ``dst == src`` work: every score is read (twice) before its slot is
 overwritten, and in no cycle are the same address read and written (in EXP
-the write trails the read by two elements, in SCALE by three).  Disjoint
+the write trails the read by four elements, in SCALE by four).  Disjoint
 regions work the same way; partially overlapping ones are illegal (the
 sequencer refuses them).
 
@@ -70,6 +75,14 @@ P_BITS = ((isa.EXP_TABLE[0] * (isa.SOFTMAX_NUMERATOR // isa.EXP_TABLE[0])
 DIV_PHASE_CYCLES = 1 + isa.DIV_BITS
 #: pipeline depths of the three passes (read to write / to last use)
 MAX_DEPTH, EXP_DEPTH, SCALE_DEPTH = 1, 2, 3
+#: each pass reads its first word this many cycles before the pass begins (MAX in the start cycle, EXP
+#: in MAX's last cycle, SCALE in the division phase's last cycle), so its pipeline has a register after
+#: the scratchpad's output at the same cycles
+READ_AHEAD = 1
+SCALE_READ_AHEAD = READ_AHEAD
+#: EXP writes each e this many cycles after its pipeline's end (from a register): its last write is in
+#: the division phase's first cycle, which does not use the port
+EXP_WRITE_LAG = 1
 
 
 def busy_cycles(length: int) -> int:
@@ -114,80 +127,116 @@ class SoftmaxUnit(wiring.Component):
         reading = Signal()                             # a read is issued this cycle
         read_is_last = Signal()
         # stage k valid / carrying the last element: stage 1 = read data on rd_data
-        v1, v2, v3 = Signal(), Signal(), Signal()
-        last1, last2, last3 = Signal(), Signal(), Signal()
-        m.d.comb += read_is_last.eq(rd_index == length - 1)
+        v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
+        last1, last2, last3, last4 = Signal(), Signal(), Signal(), Signal()
+        rd_now = Signal(range(spad_words + 1))         # the element read this cycle
+        m.d.comb += [rd_now.eq(rd_index), read_is_last.eq(rd_now == length - 1)]
         m.d.sync += [
             v1.eq(reading), last1.eq(reading & read_is_last),
             v2.eq(v1), last2.eq(last1),
             v3.eq(v2), last3.eq(last2),
+            v4.eq(v3), last4.eq(last3),
         ]
         with m.If(reading):
-            m.d.sync += rd_index.eq(rd_index + 1)
+            m.d.sync += rd_index.eq(rd_now + 1)
 
         def next_pass():
             # The pass's last element has left its pipeline: restart the counters,
             # and drop what the deeper stages (unused by this pass) copied.
             m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]
+            m.d.sync += [v4.eq(0), last4.eq(0)]
 
         m.d.comb += [self.spad.rd_en.eq(reading), self.spad.wr_addr.eq((dst + wr_index)[:addr_bits])]
 
         score = self.spad.rd_data[:8].as_signed()      # stage 1 in MAX and EXP
+        score_r = Signal(signed(8))                    # stage 2 in MAX and EXP: the score, registered
+        m.d.sync += score_r.eq(score)
         running_max = Signal(signed(8))
         total = Signal(sum_bits(self.config))
         r = Signal(R_BITS)
+        e_reg, e_pending = Signal(E_BITS), Signal()   # EXP: the ROM's word, added to S a cycle later
+        e_read = Signal(E_BITS)                        # SCALE stage 1: the exponential read back
         product = Signal(PRODUCT_BITS)                 # SCALE stage 2
         prob = Signal(P_BITS)                          # SCALE stage 3
 
-        m.d.comb += exp_table.addr.eq((running_max - score)[:8])   # 0 .. 255 since max >= x
+        m.d.comb += exp_table.addr.eq((running_max - score_r)[:8])   # 0 .. 255 since max >= x
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
                     m.d.sync += [self.busy.eq(1),
-                                 running_max.eq(-(1 << 7)), total.eq(0),   # the smallest int8
+                                 running_max.eq(-(1 << 7)), total.eq(0), e_pending.eq(0),  # the smallest int8
                                  rd_index.eq(0), wr_index.eq(0)]
+                    m.d.sync += rd_index.eq(1)         # (the read of element 0, below)
                     m.next = "MAX"
+                # MAX reads element 0 in the start cycle (the port is free, a read changes nothing),
+                # so each pass has a register after the scratchpad's output at the same cycles
+                m.d.comb += [reading.eq(self.start), self.spad.rd_addr.eq((src + rd_now)[:addr_bits])]
 
             with m.State("MAX"):
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:addr_bits])]
-                with m.If(v1 & (score > running_max)):
-                    m.d.sync += running_max.eq(score)
-                with m.If(v1 & last1):
+                # element i: read in cycle i-1 of MAX (element 0 in the start cycle), registered
+                # (stage 1), compared with the running max (stage 2): the pass ends in cycle len
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_now)[:addr_bits])]
+                with m.If(v2 & (score_r > running_max)):
+                    m.d.sync += running_max.eq(score_r)
+                with m.If(v2 & last2):
                     next_pass()
+                    # EXP's first read, in MAX's last cycle (the port is free then)
+                    m.d.comb += [reading.eq(1), rd_now.eq(0)]
+                    m.d.sync += rd_index.eq(1)
                     m.next = "EXP"
 
             with m.State("EXP"):
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_index)[:addr_bits])]
-                # stage 1: the ROM address is driven above; stage 2: its data
-                with m.If(v2):
-                    m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(exp_table.data)]
-                    m.d.sync += [total.eq(total + exp_table.data), wr_index.eq(wr_index + 1)]
-                    with m.If(last2):
+                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_now)[:addr_bits])]
+                # stage 1: the score registered; stage 2: the ROM address is driven above; stage 3: its data
+                # (S takes each word from a register, a cycle after the ROM gives it: the ROM's
+                # output feeds only that register and the write; the last word is added in
+                # DIV_START, on its way into the divider)
+                # (the ROM's word is registered (e_reg) and written to dst, and added to S, from the
+                # register a cycle later: the ROM's output feeds only that register; the last word
+                # is written and added in DIV_START, on its way into the divider)
+                m.d.sync += e_pending.eq(v3)
+                with m.If(e_pending):
+                    m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(e_reg)]
+                    m.d.sync += [total.eq(total + e_reg), wr_index.eq(wr_index + 1)]
+                with m.If(v3):
+                    m.d.sync += e_reg.eq(exp_table.data)
+                    with m.If(last3):
                         next_pass()
                         m.next = "DIV_START"
 
             with m.State("DIV_START"):
                 m.d.comb += [divider.start.eq(1),
                              divider.numerator.eq(isa.SOFTMAX_NUMERATOR),
-                             divider.denominator.eq(total)]
+                             divider.denominator.eq(total + e_reg),     # e_pending: the last word
+                             self.spad.wr_en.eq(1), self.spad.wr_data.eq(e_reg),
+                             self.spad.wr_addr.eq((dst + length - 1)[:addr_bits])]
                 m.next = "DIV_WAIT"
 
             with m.State("DIV_WAIT"):
+                m.d.comb += self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])
                 with m.If(divider.done):
+                    # SCALE's first read, a cycle before SCALE: the port is free and the word
+                    # needs no r, which buys the register after the scratchpad's output
+                    m.d.comb += reading.eq(1)
                     m.d.sync += r.eq(divider.quotient[:R_BITS])
                     m.next = "SCALE"
 
             with m.State("SCALE"):
+                # element i: read in cycle i-1 of SCALE, registered (v1), multiplied by r (v2),
+                # rounded (v3), written (v4) in cycle i+3: the same cycles as a pipeline of
+                # depth 3 whose reads start with SCALE
                 m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])]
                 with m.If(v1):
-                    m.d.sync += product.eq(self.spad.rd_data[:E_BITS] * r)
+                    m.d.sync += e_read.eq(self.spad.rd_data[:E_BITS])
                 with m.If(v2):
-                    m.d.sync += prob.eq((product + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT)
+                    m.d.sync += product.eq(e_read * r)
                 with m.If(v3):
+                    m.d.sync += prob.eq((product + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT)
+                with m.If(v4):
                     m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(prob)]
                     m.d.sync += wr_index.eq(wr_index + 1)
-                    with m.If(last3):
+                    with m.If(last4):
                         m.d.comb += self.done.eq(1)
                         m.d.sync += self.busy.eq(0)
                         next_pass()

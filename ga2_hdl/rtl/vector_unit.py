@@ -10,7 +10,7 @@ engine drives ``rd_en = wr_en = 0``, so the unit is quiet whenever it is idle.
 
 Every engine streams its operands through a short pipeline: the read of
 element i is issued in cycle t+1+i (t = the start cycle; one element per
-cycle, or per two cycles for VADD), its data comes back the next cycle (the
+cycle, or per two cycles for VADD; one cycle earlier for RQ and VADD, below), its data comes back the next cycle (the
 scratchpad read is synchronous), and the element's result is written a fixed
 number of cycles later.  ``done`` is high in the cycle of the last write, so
 the busy time W is the number of read cycles plus the pipeline depth:
@@ -18,11 +18,12 @@ the busy time W is the number of read cycles plus the pipeline depth:
 =====  ===========================================================  ==========
 op     pipeline after the read of the last element                  W
 =====  ===========================================================  ==========
-RQ     data arrives, multiply (Requantizer stage 1, registered);     len + 2
-       round, saturate and write (stage 2)
-VADD   2 reads per element (src1[i], then src2[i]: one read port);  2*len + 2
-       src2[i] arrives and is added to src1[i] and clamped
-       (registered); write
+RQ     data arrives: sign and magnitude registered (the read is      len + 2
+       issued one cycle early, in the start cycle); multiply
+       (registered); round, saturate and write
+VADD   2 reads per element (src1[i], then src2[i]: one read port;   2*len + 2
+       the first in the start cycle); src2[i] arrives and is
+       registered; added to src1[i] and clamped (registered); write
 AMAX   data arrives and is registered (the SRAM output feeds no     len + 3
        logic); compare with the best so far; write the index
 SM     see :mod:`ga2_hdl.rtl.softmax`: three passes and a division      3*len + 47
@@ -30,8 +31,11 @@ SM     see :mod:`ga2_hdl.rtl.softmax`: three passes and a division      3*len + 
 
 Identical source and destination regions work for RQ, SM and VADD: each
 element is read before it is written and no cycle reads and writes the same
-address (RQ writes element i while reading i+2; VADD writes element i while
-reading src2[i+1]).  AMAX writes its single result word after its last read,
+address (RQ writes element i while reading i+3; VADD writes element i while
+reading src1[i+2]).  RQ and VADD read their first word in the start cycle (the
+unit contract allows a read there: the scratchpad is free, and a read changes
+nothing), which gives each a register after the scratchpad's output at the
+same busy times (docs/fpga.md).  AMAX writes its single result word after its last read,
 so its destination may lie anywhere, inside the source too.
 
 Operands come from ``ins`` through the ISA's operand definitions
@@ -114,47 +118,52 @@ class _Engine(wiring.Component):
 class RequantizeEngine(_Engine):
     """RQ dst src len m s relu: dst[i] = requantize(int32 src[i]).  W = len + 2.
 
-    cycle t+1+i: read src[i];  t+2+i: the Requantizer's multiply stage;
-    t+3+i: its rounding stage, and the write of dst[i].  done with the last write.
+    cycle t+i: read src[i] (the first in the start cycle t itself: the scratchpad is free then,
+    since nothing else runs, and a read changes nothing);  t+1+i: the data arrives and the
+    Requantizer's magnitude stage registers it;  t+2+i: its multiply stage;  t+3+i: its
+    rounding stage, and the write of dst[i].  done with the last write.  (Reading one cycle
+    before the first busy cycle buys the register after the scratchpad's output, so the
+    multiplier starts from a register, in the same cycles: docs/fpga.md.)
     """
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.requantizer = rq = Requantizer()
-        assert Requantizer.LATENCY == 1
+        m.submodules.requantizer = rq = Requantizer(magnitude_stage=True)
+        assert rq.LATENCY == 2
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
 
         rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
         reading = Signal()
-        v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()  # data on rd_data; q valid
+        v1, last1, v2, last2, v3, last3 = (Signal() for _ in range(6))  # data on rd_data; magnitude; q valid
 
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), rd_index.eq(0), wr_index.eq(0)]
+            m.d.sync += [self.busy.eq(1), rd_index.eq(1), wr_index.eq(0)]
+        index = Mux(self.start, 0, rd_index)
         m.d.comb += [
-            reading.eq(self.busy & (rd_index < length)),
+            reading.eq(self.start | (self.busy & (rd_index < length))),   # (len >= 1: the issue check)
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(src, rd_index)),
+            self.spad.rd_addr.eq(self._addr(src, index)),
             rq.acc.eq(self.spad.rd_data.as_signed()),
             rq.mantissa.eq(operand(self.ins, "RQ", "m")),
             rq.shift.eq(operand(self.ins, "RQ", "s")),
             rq.relu.eq(operand(self.ins, "RQ", "relu")),
         ]
-        m.d.sync += [v1.eq(reading), last1.eq(reading & (rd_index == length - 1)),
-                     v2.eq(v1), last2.eq(last1)]
-        with m.If(reading):
+        m.d.sync += [v1.eq(reading), last1.eq(reading & (index == length - 1)),
+                     v2.eq(v1), last2.eq(last1), v3.eq(v2), last3.eq(last2)]
+        with m.If(reading & ~self.start):
             m.d.sync += rd_index.eq(rd_index + 1)
 
-        self._write(m, v2, last2, dst, wr_index, rq.q)
+        self._write(m, v3, last3, dst, wr_index, rq.q)
         return m
 
 
 class AddEngine(_Engine):
     """VADD dst src1 src2 len: dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127).  W = 2*len + 2.
 
-    One read port, so element i takes two read slots: cycle t+1+2i reads
-    src1[i], t+2+2i reads src2[i]; src1[i] is held when it arrives; when
-    src2[i] arrives the sum is clamped into a register, written in t+4+2i.
-    done with the last write.
+    One read port, so element i takes two read slots: cycle t+2i reads src1[i] (the first in
+    the start cycle t itself, as the RQ engine), t+1+2i reads src2[i]; each word is registered
+    when it arrives; the cycle after src2[i]'s, the sum is clamped into a register, written in
+    t+4+2i.  done with the last write.
     """
 
     def elaborate(self, platform):
@@ -166,34 +175,39 @@ class AddEngine(_Engine):
         wr_index = Signal(_index(self.config))
         reading = Signal()
         v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
-        v2, last2 = Signal(), Signal()                      # a sum is ready to write
+        v2, last2 = Signal(), Signal()                      # both operands of an element registered
+        v3, last3 = Signal(), Signal()                      # a sum is ready to write
         first_operand = Signal(signed(8))
+        second_operand = Signal(signed(8))
         total = Signal(signed(9))
         clamped = Signal(signed(8))
 
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), slot.eq(0), wr_index.eq(0)]
+            m.d.sync += [self.busy.eq(1), slot.eq(1), wr_index.eq(0)]
+        now = Mux(self.start, 0, slot)                      # the slot read this cycle
         m.d.comb += [
-            reading.eq(self.busy & (slot < 2 * length)),
+            reading.eq(self.start | (self.busy & (slot < 2 * length))),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),
+            self.spad.rd_addr.eq(self._addr(Mux(now[0], src2, src1), now[1:])),
         ]
-        m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == 2 * length - 1))]
-        with m.If(reading):
+        m.d.sync += [v1.eq(reading), second1.eq(now[0]), last1.eq(reading & (now == 2 * length - 1))]
+        with m.If(reading & ~self.start):
             m.d.sync += slot.eq(slot + 1)
 
         m.d.comb += [
-            total.eq(first_operand + _int8(self.spad.rd_data)),
+            total.eq(first_operand + second_operand),
             clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),
         ]
-        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1)]
+        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1), v3.eq(v2), last3.eq(last2)]
         with m.If(v1 & ~second1):
             m.d.sync += first_operand.eq(_int8(self.spad.rd_data))
-        result = Signal(signed(8))
         with m.If(v1 & second1):
+            m.d.sync += second_operand.eq(_int8(self.spad.rd_data))
+        result = Signal(signed(8))
+        with m.If(v2):
             m.d.sync += result.eq(clamped)
 
-        self._write(m, v2, last2, dst, wr_index, result)
+        self._write(m, v3, last3, dst, wr_index, result)
         return m
 
 

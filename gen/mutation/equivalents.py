@@ -106,11 +106,11 @@ def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: st
     return hashlib.sha256(text.encode()).hexdigest(), reached
 
 
-_SOFTMAX_LAST = ("the last-element flags of stages 2 and 3 are read only under their valid bits (EXP's write "
-                 "under v2, SCALE's under v3), which next_pass clears; a flag set to 1 at the end of a pass "
-                 "is overwritten by the pipeline (last2 <= last1, last3 <= last2) within two cycles, while "
-                 "the valid bits are still 0, and every pass, the next SM included, starts at least two cycles "
-                 "later, so no write, no done and no state change differs")
+_SOFTMAX_LAST = ("the last-element flags of stages 2, 3 and 4 are read only under their valid bits (EXP's write "
+                 "under v2, SCALE's under v4), which next_pass clears; a flag set to 1 at the end of a pass "
+                 "is overwritten by the pipeline (last2 <= last1, last3 <= last2, last4 <= last3) within three "
+                 "cycles, while the valid bits are still 0, and every pass, the next SM included, starts at least "
+                 "three cycles later, so no write, no done and no state change differs")
 _RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**55 - 2**31 < 2**55 and fits in "
                "55 bits (PRODUCT_BITS = 56 is one more than needed); the narrower register holds every value")
 
@@ -156,16 +156,12 @@ _MM_STREAM_COUNT = ("step counts from 0 (CLEAR) to stream_last = K+M+N-1 <= 64+4
                     "CLEAR and STREAM.  dim_bits = 7 (64.bit_length()), so dim_bits + 1 = 8 bits hold every "
                     "value of step and of stream_last: nothing wraps and the comparisons give the same answers")
 
-_SOFTMAX_STAGE3 = ("v3 and last3 are read only in SCALE (`m.If(v3)`, then `m.If(last3)`), and the pipeline "
-                   "overwrites them every cycle (v3 <= v2, last3 <= last2).  Without next_pass's clear (or with "
-                   "v3 set to 1) they take at the end of MAX and of EXP the copy of stage 2 (or 1), which lives "
-                   "one cycle, the first of EXP or of DIV_START, neither of which reads them; after that they "
-                   "copy v2 and last2, which next_pass did clear; and the division runs 41 cycles with no read "
-                   "(reading = 0), so the pipeline is empty (all 0) when SCALE begins, as in the design.  At the "
-                   "end of SCALE v2 and last2 are already 0 (the last element left stage 2 the cycle before), so "
-                   "the copy is the 0 the clear writes, and a 1 lives only in IDLE's first cycle, which reads "
-                   "neither; the next SM's SCALE is more than 41 cycles later.  No write, no done and no state "
-                   "change differs")
+_SOFTMAX_STAGE3 = ("last3 is read only under v3 (EXP's `m.If(v3)` then `m.If(last3)`), and the pipeline "
+                   "overwrites it every cycle (last3 <= last2).  Without next_pass's clear it takes at the end of "
+                   "MAX and of EXP the copy of last2, which lives one cycle, the first of EXP or of DIV_START, in "
+                   "which v3 is 0 (next_pass clears v3) or unused; after that it copies last2, which next_pass did "
+                   "clear.  At the end of SCALE the copy lives in IDLE's first cycle, which reads neither, and the "
+                   "next SM's EXP is far later.  No write, no done and no state change differs")
 
 _DMA_WDATA = ("ext_wdata only matters with ext_we: every external memory (the protocol of docs/chip.md, "
               "gen/sim/extmem.py, the Verilog testbench gen/sim/tb/ga2_tb.v, the board's block RAM, whose mux gives "
@@ -251,12 +247,11 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 "last2.eq(0), -> ",
-                "last2 is read only under v2 (EXP's write, `with m.If(v2)` then `m.If(last2)`) and copied into "
-                "last3, read only under v3 (SCALE).  Without the clear, the stale last2 = 1 left by MAX's last "
-                "element lives one cycle with v2 = 0 (still cleared), and its copy in last3 one cycle more "
-                "with v3 = 0; by SCALE both have been overwritten by the pipeline (last2 <= last1, last3 <= "
-                "last2 every cycle) and cleared again by next_pass at the end of EXP, so no write, no done "
-                "and no state change differs"),
+                "last2 is read only under v2 (MAX's `v2 & last2`) and copied into last3 (read under v3 in EXP) "
+                "and last4 (under v4 in SCALE).  The pipeline assigns last2 <= last1 every cycle, and at the end "
+                "of each pass last1 is already 0 (the pass's last element left stage 1 the cycle before), so "
+                "without the clear last2 takes the same 0 the clear writes; no write, no done and no state "
+                "change differs"),
     Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "next_num_quot = Cat(fits, cur_num_quot[:w - 1])",
                 "w - 1 -> w - 0",
                 "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
@@ -349,13 +344,13 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
-                "self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), slot[1:])),",
+                "self.spad.rd_addr.eq(self._addr(Mux(now[0], src2, src1), now[1:])),",
                 "src2, src1 -> src1, src2",
                 "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
-                "operands, the number of reads and the busy time are the same, and the write of dst[i] (two "
-                "slots after the second read) still never meets a read of its own address, since src1, src2 "
-                "and dst are each either identical or disjoint (the issue check) and the read it meets is "
-                "element i+1 of one of them; so memory and cycle counts are the same"),
+                "operands (each registered as it arrives), the number of reads and the busy time are the same, "
+                "and the write of dst[i] (three slots after the second read) still never meets a read of its own "
+                "address, since src1, src2 and dst are each either identical or disjoint (the issue check) and "
+                "the read it meets is element i+2 of one of them; so memory and cycle counts are the same"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
                 "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
@@ -423,48 +418,30 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "unsigned(6): the struct field, and so the hardware, is bit for bit the same", netlist="matrix unit"),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
                 "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
-                "v3.eq(0), -> ", _SOFTMAX_STAGE3),
-    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
-                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
-                "v3.eq(0) -> v3.eq(1)", _SOFTMAX_STAGE3),
-    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
-                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
                 ", last3.eq(0) -> ", _SOFTMAX_STAGE3),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate",
-                "m.d.comb += exp_table.addr.eq((running_max - score)[:8])", ":8 -> :9",
+                "m.d.comb += exp_table.addr.eq((running_max - score_r)[:8])", ":8 -> :9",
                 "the table's address port is In(8) (exp_table.ADDR_BITS): assigning the low 9 bits of the "
                 "difference keeps only its low 8, the same address as before", netlist="softmax"),
-    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1 & (score > running_max)):",
-                "score > running_max -> score >= running_max",
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v2 & (score_r > running_max)):",
+                "score_r > running_max -> score_r >= running_max",
                 "the unit keeps only the maximum's value, not where it is (no index; EXP reads every score "
                 "again): the change also takes a score equal to running_max, which writes the value the "
                 "register already holds (the first score -128 against the start value -128 included), so "
                 "running_max is the same in every cycle"),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
-                "m.d.comb += saturated.eq(Mux(rounded > isa.INT8_MAX, isa.INT8_MAX, rounded))",
-                "rounded > isa.INT8_MAX -> rounded >= isa.INT8_MAX",
-                "the only value the change treats differently is rounded = INT8_MAX, which the saturation "
-                "then replaces by INT8_MAX: the same value"),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v1):", "v1 -> 1",
-                "SCALE's product register (stage 2) is read only under v2, by the rounding stage, and v2 is v1 "
+                "SCALE's e_read register (stage 1) is read only under v2, by the multiply stage, and v2 is v1 "
                 "one cycle later: in every cycle that reads it, the cycle before had v1 = 1 and loaded it "
-                "with the same e * r in the design and in the change.  The change only loads it also in "
+                "with the same word in the design and in the change.  The change only loads it also in "
                 "cycles with v1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
-                "v1 cycle overwrites; outside SCALE the register is not written either way.  So prob, the "
-                "writes, done and the busy time are the same"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & ~second1):", "v1 & ~second1 -> 1",
-                "first_operand is read only through total, and total only through the load of result, in the "
-                "cycles with v1 & second1 (src2[i] on the read data).  Reads are issued in consecutive slots "
-                "while the engine reads (src1[i] in slot 2i, src2[i] in slot 2i + 1, no gap), so the cycle "
-                "before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads src1[i] in the design "
-                "and in the change alike.  The change only loads it also in other cycles, whose value is "
-                "overwritten before any use: result, the writes and the busy time are the same"),
+                "v1 cycle overwrites; outside SCALE the register is not written either way.  So the product, "
+                "prob, the writes, done and the busy time are the same"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & second1):", "v1 & second1 -> 1",
-                "result is read only by the write of dst, under v2, and v2 is v1 & second1 one cycle later: in "
-                "every cycle that writes, the cycle before had v1 & second1 = 1 and loaded result with the "
-                "same clamped sum in the design and in the change.  The change only loads it also in cycles "
-                "with v1 & second1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
-                "such cycle overwrites: the writes, done and the busy time are the same"),
+                "second_operand is read only through total, and total only by the load of result under v2, and "
+                "v2 is v1 & second1 one cycle later: in every cycle that loads result, the cycle before had "
+                "v1 & second1 = 1 and loaded second_operand with the same src2[i] in the design and in the "
+                "change.  The change only loads it also in other cycles, whose value nothing reads before the "
+                "next v1 & second1 cycle overwrites it: result, the writes, done and the busy time are the same"),
     Equivalence("ga2_hdl/rtl/sram.py", "_from_banks",
                 "return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)",
                 "word_bits - 1 -> 1 - word_bits",

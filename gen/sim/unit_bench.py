@@ -19,8 +19,9 @@ control contract (docs/chip.md, "Unit control contract") on every cycle, raising
 * ``done`` is high exactly once, in cycle t + W (t = the start cycle), and
   never later than the ISA's busy time (the run stops there, so a
   unit that never answers fails at once instead of after a long wait);
-* the unit touches the scratchpad only in its busy cycles t+1 .. t+W, and
-  drives rd_en = wr_en = 0 in the start cycle and while idle;
+* the unit writes the scratchpad only in its busy cycles t+1 .. t+W and reads it only
+  in those and the start cycle t (a read changes nothing, and the sequencer runs nothing
+  else then), and drives rd_en = wr_en = 0 while idle;
 * it never reads and writes the same address in the same cycle;
 * the scratchpad never sees two masters at once (its ``conflict`` flag);
 * every word it reads lies in one of the instruction's regions, and every word it writes in a
@@ -213,9 +214,9 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
         if setup:
             setup(ctx)
 
-        def watch(cycle: int, busy: bool, ins: isa.Instruction):
+        def watch(cycle: int, busy: bool, ins: isa.Instruction, start: bool = False):
             rd_en, wr_en = ctx.get(spad.rd_en), ctx.get(spad.wr_en)
-            if not busy and (rd_en or wr_en):
+            if not busy and (wr_en or (rd_en and not start)):
                 raise ContractError(f"{ins}: scratchpad {'read' if rd_en else 'write'} in cycle t+{cycle}, "
                                     f"outside the busy cycles")
             if rd_en and wr_en and not wide and ctx.get(spad.rd_addr) == ctx.get(spad.wr_addr):
@@ -259,7 +260,7 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
             ctx.set(harness.start, 1)
             if ctx.get(harness.done):
                 raise ContractError(f"{ins}: done in the start cycle")
-            watch(0, False, ins)
+            watch(0, False, ins, start=True)
             busy_is(0, 0, ins)
             await ctx.tick()
             ctx.set(harness.start, 0)

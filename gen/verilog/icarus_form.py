@@ -68,6 +68,7 @@ _KEYWORDS = {"if", "else", "begin", "end", "case", "casez", "casex", "endcase", 
 #: a merged register block of the export (``merge_clocked_blocks``): only ``q <= \$n ;`` statements
 _REGISTER_BLOCK = re.compile(r"  always @\(posedge (\S+)\) begin\n((?:    [^\n]*\n)+?)  end\n")
 _REGISTER_STATEMENT = re.compile(rf"    ([^\n]+?) <= ({_IDENT});\n")
+_REGISTER_ALONE = re.compile(rf"  always @\(posedge (\S+)\)\n    ([^\n]+?) <= ({_IDENT});\n")
 #: any clocked block with a ``begin ... end`` body
 _CLOCKED = re.compile(r"  always @\(posedge (\S+)\) begin\n((?:    [^\n]*\n)*?)  end\n")
 #: a combinational process, as Yosys writes it (the first statement reads the time-0 trigger)
@@ -116,7 +117,10 @@ def event_gated(text: str) -> str:
             return block.group(0)
         clock = block.group(1)
         return "".join(f"  always begin @(posedge {clock}); {q} <= {n}; @({n}); end\n" for q, n in statements)
-    return _REGISTER_BLOCK.sub(gated, text)
+    text = _REGISTER_BLOCK.sub(gated, text)
+    # a register Yosys writes alone, without begin ... end: the same rewrite
+    return _REGISTER_ALONE.sub(lambda r: f"  always begin @(posedge {r.group(1)}); {r.group(2)} <= {r.group(3)}; "
+                                         f"@({r.group(3)}); end\n", text)
 
 
 #: a read port with neither enable nor write: ``always @(posedge clk) begin q <= mem[addr]; end``

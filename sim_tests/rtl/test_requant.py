@@ -19,9 +19,20 @@ M_MAX = (1 << MANTISSA_BITS) - 1
 S_MAX = (1 << SHIFT_BITS) - 1
 
 
+#: the requantizer with and without its magnitude stage (LATENCY 2 and 1)
+STAGES = (False, True)
+_STAGED = [False]          # which one simulate() builds (the autouse fixture below sets it)
+
+
+@pytest.fixture(autouse=True, params=STAGES, ids=("two_stages", "magnitude_stage"))
+def _requantizer_kind(request):
+    _STAGED[0] = request.param
+    yield
+
+
 def simulate(cases):
     """Feed (acc, m, s, relu) cases one per cycle; return the q of each."""
-    dut = Requantizer()
+    dut = Requantizer(magnitude_stage=_STAGED[0])
     results = []
 
     async def bench(ctx):

@@ -133,7 +133,8 @@ def test_busy_time_formula_from_structure():
     lasts len + MAX_DEPTH cycles; EXP reads src again and writes e to dst, lasting len + EXP_DEPTH;
     the division takes DIV_PHASE_CYCLES with the port quiet; SCALE reads dst and writes p, ending
     with done at t + len + SCALE_DEPTH after it began.  So the constants of busy_cycles are the RTL's."""
-    from ga2_hdl.rtl.softmax import DIV_PHASE_CYCLES, EXP_DEPTH, MAX_DEPTH, SCALE_DEPTH, SoftmaxUnit
+    from ga2_hdl.rtl.softmax import (DIV_PHASE_CYCLES, EXP_DEPTH, EXP_WRITE_LAG, MAX_DEPTH, READ_AHEAD,
+                                     SCALE_DEPTH, SCALE_READ_AHEAD, SoftmaxUnit)
     from sim_tests.spad_harness import SpadHarness, run_jobs
 
     for n in (1, 2, 100, 4096):
@@ -158,13 +159,16 @@ def test_busy_time_formula_from_structure():
         max_pass = n + MAX_DEPTH
         exp_pass = n + EXP_DEPTH
         scale_start = max_pass + exp_pass + DIV_PHASE_CYCLES     # the SCALE pass begins after this cycle
-        # MAX: reads of src in t+1 .. t+n; EXP: reads of src again from the cycle after MAX ends
-        assert reads[:n] == [(1 + i, a) for i, a in enumerate(src)], ins
-        assert reads[n:2 * n] == [(max_pass + 1 + i, a) for i, a in enumerate(src)], ins
-        # EXP writes e to dst, its last write in the last cycle of the pass
-        assert [a for _, a in writes[:n]] == dst and writes[n - 1][0] == max_pass + exp_pass, ins
-        # the division: the port is quiet until SCALE reads dst from the cycle after it
-        assert reads[2 * n:] == [(scale_start + 1 + i, a) for i, a in enumerate(dst)], ins
+        # MAX: reads of src in t+1 .. t+n, READ_AHEAD cycles early (from the start cycle); EXP: reads of
+        # src again from the cycle after MAX ends, as early (from MAX's last cycle)
+        assert reads[:n] == [(1 - READ_AHEAD + i, a) for i, a in enumerate(src)], ins
+        assert reads[n:2 * n] == [(max_pass + 1 - READ_AHEAD + i, a) for i, a in enumerate(src)], ins
+        # EXP writes e to dst, its last write EXP_WRITE_LAG cycles after the pass's last cycle (in the
+        # division phase's first, which leaves the port free)
+        assert [a for _, a in writes[:n]] == dst and writes[n - 1][0] == max_pass + exp_pass + EXP_WRITE_LAG, ins
+        # the division: the port is quiet until SCALE reads dst, from SCALE_READ_AHEAD cycles before
+        # the pass begins (the cycle after the division)
+        assert reads[2 * n:] == [(scale_start + 1 - SCALE_READ_AHEAD + i, a) for i, a in enumerate(dst)], ins
         # SCALE writes p to dst, the last write in the cycle of done
         assert [a for _, a in writes[n:]] == dst and writes[-1][0] == scale_start + n + SCALE_DEPTH == w, ins
         assert w == busy_cycles(n) == ins.busy(), ins
