@@ -15,19 +15,19 @@ scratchpad read is synchronous), and the element's result is written a fixed
 number of cycles later.  ``done`` is high in the cycle of the last write, so
 the busy time W is the number of read cycles plus the pipeline depth:
 
-=====  ===========================================================  ==========
-op     pipeline after the read of the last element                  W
-=====  ===========================================================  ==========
-RQ     data arrives: sign and magnitude registered (the read is      len + 2
+=====  ==============================================================  ===========
+op     pipeline after the read of the last element                     W
+=====  ==============================================================  ===========
+RQ     data arrives: sign and magnitude registered (the read is        len + 2
        issued one cycle early, in the start cycle); multiply
        (registered); round, saturate and write
-VADD   2 reads per element (src1[i], then src2[i]: one read port;   2*len + 2
+VADD   2 reads per element (src1[i], then src2[i]: one read port;      2*len + 2
        the first in the start cycle); src2[i] arrives and is
        registered; added to src1[i] and clamped (registered); write
-AMAX   data arrives and is registered (the SRAM output feeds no     len + 3
+AMAX   data arrives and is registered (the SRAM output feeds no        len + 3
        logic); compare with the best so far; write the index
-SM     see :mod:`ga2_hdl.rtl.softmax`: three passes and a division      3*len + 47
-=====  ===========================================================  ==========
+SM     see :mod:`ga2_hdl.rtl.softmax`: three passes and a division     3*len + 47
+=====  ==============================================================  ===========
 
 Identical source and destination regions work for RQ, SM and VADD: each
 element is read before it is written and no cycle reads and writes the same
