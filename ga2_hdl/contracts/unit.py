@@ -20,8 +20,8 @@ Asserted (the unit's side)
     * the scratchpad port is quiet (no read, no write) outside t+1 .. t+W, so in the
       start cycle and whenever the unit is idle;
     * no cycle reads and writes one address (every lane of a wide port);
-    * every word read lies in a region the instruction reads, every word written in a
-      region it writes (:func:`ga2_hdl.rtl.decoder.spad_accesses`, the ISA's regions).
+    * every word read lies in one of the instruction's regions (SM reads back what it
+      wrote to its destination), every word written in a region it writes (:func:`ga2_hdl.rtl.decoder.spad_accesses`, the ISA's regions).
 
 Covered (no proof is vacuous): every op the unit executes completes.
 """
@@ -217,7 +217,8 @@ class UnitContract(Spec):
             m.d.comb += Cover(u.done & (self.held.op == spec.code))
 
     def inside_regions(self, m: Module, p) -> None:
-        """Every word read in a region the instruction reads, every word written in one it writes."""
+        """Every word read in one of the instruction's regions (SM reads back its destination),
+        every word written in a region it writes."""
         for direction, writes in (("rd", False), ("wr", True)):
             addr = getattr(p, f"{direction}_addr")
             for en, off in lanes(p, direction):
@@ -228,6 +229,6 @@ class UnitContract(Spec):
                             with m.Case(spec.code):
                                 inside = Const(0)
                                 for start, end, w in spad_accesses(self.held, spec):
-                                    if w == writes:
+                                    if w or not writes:     # a read may be of any region
                                         inside = inside | ((word >= start) & (word < end))
                                 m.d.comb += Assert(inside)
