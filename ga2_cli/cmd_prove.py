@@ -1,6 +1,6 @@
 """`ga2 prove`: the units' formal contracts (gen/formal/prove.py, ga2_hdl/contracts) through SymbiYosys.
 
-    ga2 prove [--unit NAME|all] [--config NAME|FILE] [--depth CYCLES] [--json FILE] [--keep DIR] [--no-covers]
+    ga2 prove [--unit NAME|all] [--config NAME|FILE] [--depth CYCLES] [--json FILE] [--keep DIR] [--timeout S] [--no-covers]
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def register(subparsers) -> None:
     options.add_json(p, "every property's status")
     p.add_argument("--keep", default="out/prove", metavar="DIR",
                    help="where a counterexample's VCD is kept (default out/prove)")
+    options.add_timeout(p, "solver run", 900.0)
     p.add_argument("--no-covers", action="store_true", help="skip the cover runs (faster; a vacuous proof goes unseen)")
     p.set_defaults(func=_prove)
 
@@ -49,7 +50,7 @@ def _prove(args) -> int:
               flush=True)
 
     records = prove.run(args.config, args.unit, depth=args.depth, keep=args.keep,
-                        covers=not args.no_covers, on_result=show)
+                        covers=not args.no_covers, timeout=args.timeout, on_result=show)
     rep = prove.report(records, config=args.config.name)
     print("totals: " + ", ".join(f"{k} {v}" for k, v in rep["totals"].items()))
     if args.json:

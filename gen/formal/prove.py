@@ -160,10 +160,10 @@ def check_property(prop: Property, config: Config, *, depth: int | None = None, 
 
 
 def run(config: Config, unit: str | None = None, *, depth: int | None = None, keep: str | None = None,
-        covers: bool = True, on_result=None) -> list[dict]:
+        covers: bool = True, timeout: float | None = None, on_result=None) -> list[dict]:
     records = []
     for prop in chosen(unit):
-        rec = check_property(prop, config, depth=depth, keep=keep, covers=covers)
+        rec = check_property(prop, config, depth=depth, keep=keep, covers=covers, timeout=timeout)
         records.append(rec)
         if on_result is not None:
             on_result(rec)
