@@ -30,7 +30,8 @@ class DMAEnvironment(UnitContract):
     def environment(self, m: Module) -> None:
         u = self.unit
         self.key = key = Signal(isa.WORD_BITS)
-        m.d.comb += key.eq(AnyConst(isa.WORD_BITS))
+        if self.formal:
+            m.d.comb += key.eq(AnyConst(isa.WORD_BITS))
         w = getattr(u, "words", 1)
         # scratchpad: the word at rd_addr + i, one cycle later
         rd_addr = Signal.like(u.spad.rd_addr)
@@ -58,15 +59,15 @@ class DMAEnvironment(UnitContract):
 class DMAContract(DMAEnvironment):
     """The unit contract of the DMA (LD and ST)."""
 
-    def __init__(self, unit, config, *, bounds=None, name="contract"):
-        super().__init__(unit, config, ["LD", "ST"], bounds=bounds, name=name)
+    def __init__(self, unit, config, *, bounds=None, name="contract", formal=True):
+        super().__init__(unit, config, ["LD", "ST"], bounds=bounds, name=name, formal=formal)
 
 
 class DMATransfer(DMAEnvironment):
     """Exactly ``len`` words moved, in order, inside both regions (LD and ST)."""
 
-    def __init__(self, unit, config, *, bounds=None, name="transfer"):
-        super().__init__(unit, config, ["LD", "ST"], bounds=bounds, name=name)
+    def __init__(self, unit, config, *, bounds=None, name="transfer", formal=True):
+        super().__init__(unit, config, ["LD", "ST"], bounds=bounds, name=name, formal=formal)
 
     def properties(self, m: Module) -> None:
         u, held, key = self.unit, self.held, self.key
@@ -99,16 +100,16 @@ class DMATransfer(DMAEnvironment):
             with m.If(self.running & (ld if is_ld else ~ld)):
                 # the memories the other direction uses are left alone
                 for en, *_ in other_rd + other_wr:
-                    m.d.comb += Assert(~en)
+                    m.d[self.checks] += Assert(~en)
                 # lanes in order: lane i is word asked + i (a chunk's lanes are its first words)
                 for k, (en, addr, off, base) in enumerate(rd):
                     with m.If(en):
-                        m.d.comb += Assert((addr + off) == base + asked + k)
-                        m.d.comb += Assert(asked + k < length)
+                        m.d[self.checks] += Assert((addr + off) == base + asked + k)
+                        m.d[self.checks] += Assert(asked + k < length)
                 for k, (en, addr, off, base) in enumerate(wr):
                     with m.If(en):
-                        m.d.comb += Assert((addr + off) == base + moved + k)
-                        m.d.comb += Assert(moved + k < length)
+                        m.d[self.checks] += Assert((addr + off) == base + moved + k)
+                        m.d[self.checks] += Assert(moved + k < length)
                 m.d.sync += [asked.eq(asked + count(e for e, *_ in rd)),
                              moved.eq(moved + count(e for e, *_ in wr))]
                 # the data written is the source word (key + its address)
@@ -117,8 +118,8 @@ class DMATransfer(DMAEnvironment):
                     data = (u.spad.wr_data if is_ld else u.ext_wdata)
                     lane = data if w == 1 else data[off]
                     with m.If(en):
-                        m.d.comb += Assert(lane == (key + src_base + moved + k)[:isa.WORD_BITS])
+                        m.d[self.checks] += Assert(lane == (key + src_base + moved + k)[:isa.WORD_BITS])
         # lanes of a chunk are used from lane 0 up (no hole): checked by the per-lane addresses above
         with m.If(u.done):
-            m.d.comb += [Assert(asked == length), Assert(moved == length)]
+            m.d[self.checks] += [Assert(asked == length), Assert(moved == length)]
         m.d.comb += [Cover(u.done & ld & (length == 2)), Cover(u.done & ~ld & (length == 2))]

@@ -132,8 +132,16 @@ class UnitContract(Spec):
         The report's name.
     """
 
-    def __init__(self, unit, config: Config, ops, *, bounds=None, name="contract"):
+    def __init__(self, unit, config: Config, ops, *, bounds=None, name="contract", formal: bool = True):
         super().__init__()
+        #: False: the same assertions in Amaranth's simulator, with ``start``, ``fresh`` and
+        #: ``rd_data`` driven by a testbench instead of the solver's free values
+        self.formal = formal
+        #: the domain of the assertions: comb for the solver (checked in every step); sync in
+        #: the simulator (checked at the clock edge, on settled values: a comb assertion there
+        #: would also see the delta cycles between one register's update and the logic after it)
+        self.checks = "comb" if formal else "sync"
+        self.rd_data = None
         self.unit = unit
         self.config = config
         self.iset = isa.instruction_set(config)
@@ -150,7 +158,14 @@ class UnitContract(Spec):
     def environment(self, m: Module) -> None:
         """Drive the unit's other inputs (the scratchpad's read data, the external memory)."""
         u = self.unit
-        m.d.comb += u.spad.rd_data.eq(AnySeq(len(Value.cast(u.spad.rd_data))))
+        width = len(Value.cast(u.spad.rd_data))
+        self.rd_data = Signal(width)
+        if self.formal:
+            m.d.comb += self.rd_data.eq(AnySeq(width))
+        else:
+            self.tb_rd_data = Signal(width)
+            m.d.sync += self.rd_data.eq(self.tb_rd_data)
+        m.d.comb += u.spad.rd_data.eq(self.rd_data)
 
     def ins(self):
         """The instruction the unit sees this cycle: the fresh one in the start cycle, else the held one."""
@@ -161,9 +176,14 @@ class UnitContract(Spec):
         m.submodules.unit = u
         m.submodules.check = check = IssueCheck(config=self.config)
         ins_now = Signal(INSTRUCTION)
+        if self.formal:
+            m.d.comb += [self.fresh.eq(AnySeq(INSTRUCTION.size)), self.start.eq(AnySeq(1))]
+        else:
+            # a testbench sets these before a clock edge; registered, they change with the unit's
+            # registers, so no comb assertion sees a mixed state between the edge and the testbench
+            self.tb_start, self.tb_fresh = Signal(), Signal(INSTRUCTION)
+            m.d.sync += [self.start.eq(self.tb_start), self.fresh.eq(self.tb_fresh)]
         m.d.comb += [
-            self.fresh.eq(AnySeq(INSTRUCTION.size)),
-            self.start.eq(AnySeq(1)),
             ins_now.eq(self.ins()),
             u.ins.eq(ins_now),
             u.start.eq(self.start),
@@ -180,7 +200,7 @@ class UnitContract(Spec):
                     ok = ok & (decoder.operand(self.fresh, spec, o.name) <= self.bounds[o.name])
             legal_op = legal_op | ok
         with m.If(self.start):
-            m.d.comb += Assume(~self.running & legal_op & (check.error == isa.ErrorCode.OK))
+            m.d[self.checks] += Assume(~self.running & legal_op & (check.error == isa.ErrorCode.OK))
         with m.If(self.start):
             m.d.sync += [self.running.eq(1), self.elapsed.eq(1), self.held.eq(self.fresh)]
         with m.Elif(self.running):
@@ -200,16 +220,16 @@ class UnitContract(Spec):
                 with m.Case(spec.code):
                     m.d.comb += busy_time.eq(hardware_busy(self.held, spec))
         finishing = self.running & (self.elapsed == busy_time)
-        m.d.comb += [
+        m.d[self.checks] += [
             Assert(u.done == finishing),                 # done in t+W exactly, once per start
             Assert(u.busy == self.running),              # busy t+1 .. t+W
         ]
         p = u.spad
         with m.If(~self.running):                        # quiet in the start cycle and when idle
-            m.d.comb += [Assert(~p.rd_en), Assert(~p.wr_en)]
+            m.d[self.checks] += [Assert(~p.rd_en), Assert(~p.wr_en)]
         for (r_en, r_off), (w_en, w_off) in itertools.product(lanes(p, "rd"), lanes(p, "wr")):
             with m.If(r_en & w_en):
-                m.d.comb += Assert((p.rd_addr + r_off)[:len(p.rd_addr)] != (p.wr_addr + w_off)[:len(p.wr_addr)])
+                m.d[self.checks] += Assert((p.rd_addr + r_off)[:len(p.rd_addr)] != (p.wr_addr + w_off)[:len(p.wr_addr)])
         self.inside_regions(m, p)
 
         # ---- covers: every op completes (the assumptions leave each one possible)
@@ -231,4 +251,4 @@ class UnitContract(Spec):
                                 for start, end, w in spad_accesses(self.held, spec):
                                     if w or not writes:     # a read may be of any region
                                         inside = inside | ((word >= start) & (word < end))
-                                m.d.comb += Assert(inside)
+                                m.d[self.checks] += Assert(inside)

@@ -55,3 +55,31 @@ def check_mutant(mutant: Mutant, key: str, config: str = "book", *, depth: int |
         if line is None:
             return {"status": "error", "detail": (err.strip().splitlines() or ["no result"])[-1]}
         return json.loads(line[len("RESULT "):])
+
+
+_SIM_CHILD = """
+import sys
+from ga2_hdl.config import load
+from gen.formal.simcheck import simulate_contract
+try:
+    simulate_contract(sys.argv[1], load(sys.argv[2]), instructions=int(sys.argv[3]))
+except AssertionError as e:
+    print("RESULT failed " + str(e).splitlines()[0] if str(e) else "RESULT failed")
+else:
+    print("RESULT passed")
+"""
+
+
+def simulate_mutant(mutant: Mutant, unit: str, config: str = "book", *, instructions: int = 12,
+                    timeout: float = 300.0) -> str:
+    """The unit's contract in Amaranth's simulator on a copy with ``mutant``: ``failed ...`` or ``passed``."""
+    from gen.mutation.rtl import make_copy
+    from gen.support.toolchain import child
+    with tempfile.TemporaryDirectory(prefix="ga2-formal-mutant-") as tmp:
+        root = make_copy(mutant, Path(tmp) / "copy")
+        env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+        with child([sys.executable, "-c", _SIM_CHILD, unit, config, str(instructions)], cwd=root, env=env,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            out, err = proc.communicate(timeout=timeout)
+        line = next((ln for ln in out.splitlines() if ln.startswith("RESULT ")), None)
+        return line[len("RESULT "):] if line else "error " + ((err.strip().splitlines() or ["no result"])[-1])

@@ -155,3 +155,53 @@ def test_busy_time_in_hardware_is_the_isas():
 
         sim.add_testbench(bench)
         sim.run()
+
+
+# ------------------------------------------------------------------ the command
+def test_prove_without_the_tools_says_what_to_install(monkeypatch, capsys):
+    from ga2_cli.main import main
+    monkeypatch.setattr(sby, "_tool", lambda name: None)
+    assert main(["prove", "--unit", "requant"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ".[formal]" in err[0], err
+
+
+def test_prove_refuses_an_unknown_unit_in_one_line(capsys):
+    from ga2_cli.main import main
+    if sby.tools_problem() is not None:
+        pytest.skip(sby.tools_problem())
+    assert main(["prove", "--unit", "nosuch"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nosuch" in err[0] and "requant" in err[0], err
+
+
+@needs_tools
+def test_prove_writes_the_json(tmp_path, capsys):
+    import json
+    from ga2_cli.main import main
+    out = tmp_path / "p.json"
+    assert main(["prove", "--unit", "requant", "--json", str(out), "--keep", str(tmp_path)]) == 0
+    rep = json.loads(out.read_text())
+    [rec] = rep["properties"]
+    assert (rec["unit"], rec["name"], rec["status"], rec["covers"]) == ("requant", "formula", "proven", "reached")
+    assert rec["seconds"] > 0 and rep["config"] == "book"
+    assert "requant.formula" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the same assertions in simulation
+SIM_PLANTED = {"rq": PLANTED["rq.contract"], "vadd": PLANTED["vadd.contract"], "amax": PLANTED["amax.contract"],
+               "dma": PLANTED["dma.contract"], "sm": PLANTED["sm.contract"]}
+
+
+@pytest.mark.parametrize("config", ["book", "wide2"])
+@pytest.mark.parametrize("unit", list(SIM_PLANTED))
+def test_contract_holds_in_amaranths_simulator(unit, config):
+    """The contract's own Assert statements, checked by Amaranth's simulator on random legal
+    instructions of lengths up to 20 (beyond the bounded proofs' sizes)."""
+    from gen.formal.simcheck import simulate_contract
+    simulate_contract(unit, load_config(config), instructions=12, seed=5)
+
+
+@pytest.mark.parametrize("unit", list(SIM_PLANTED))
+def test_contract_in_simulation_rejects_the_planted_mutant(unit):
+    assert mutants.simulate_mutant(mutants.find(*SIM_PLANTED[unit]), unit).startswith("failed")
