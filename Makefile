@@ -13,7 +13,7 @@ setup: $(STAMP) simulators
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,cluster,docs,onnx]'
+	$(PY) -m pip install --quiet -e '.[test,cluster,docs,onnx,formal]'
 	touch $(STAMP)
 
 # Icarus Verilog and Verilator come from Debian's packages.

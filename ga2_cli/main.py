@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "ga2_cli.cmd_explore",    # explore
     "ga2_cli.cmd_layers",     # layers
     "ga2_cli.cmd_onnx",       # onnx run, onnx info
+    "ga2_cli.cmd_prove",      # prove
 )
 
 

@@ -1,0 +1,177 @@
+"""`ga2 prove`: every unit's contracts (ga2_hdl/contracts) on one configuration, and the report.
+
+:data:`PROPERTIES` lists the properties: the unit, the property's name, how to build
+its spec for a configuration, the mode (``prove``: k-induction; ``bmc``: a bounded
+check) and the depth in clock cycles (long enough for whole instructions of the
+bounded sizes, and one more start).  Each spec also runs once in ``cover`` mode, so
+that a proof whose assumptions exclude what it is about cannot pass unnoticed: a
+Cover not reached is a failure of the property.
+
+:func:`run` checks the chosen properties one at a time (the solver is CPU heavy) and
+returns one record per property: unit, name, status (``proven``, ``bounded`` with its
+depth, ``failed`` with the counterexample's VCD), the covers' status, seconds.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ga2_hdl import isa
+from ga2_hdl.config import Config
+
+from . import sby
+
+#: the sizes every bounded contract assumes (whole instructions fit in the depth)
+BOUNDS = {"len": 3, "M": 2, "K": 2, "N": 2}
+
+
+@dataclass(frozen=True)
+class Property:
+    unit: str
+    name: str
+    build: Callable[[Config], object]        #: config -> spec
+    mode: str                                #: prove / bmc
+    depth: Callable[[Config], int]           #: config -> clock cycles
+    doc: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.unit}.{self.name}"
+
+
+def _worst(config: Config, mnemonic: str, bounds=BOUNDS) -> int:
+    """The busy time of the op at the bounded sizes' largest (ISA's busy function)."""
+    spec = isa.instruction_set(config).by_name[mnemonic]
+    values = {o.name: min(bounds.get(o.name, 0), (1 << o.bits) - 1) for o in spec.operands}
+    if mnemonic == "MM":
+        values.update(lda=values["K"], ldb=values["N"], ldc=values["N"])
+    iset = isa.instruction_set(config)
+    ins = iset.make(mnemonic, **{k: v for k, v in values.items() if v or k in ("tb",)})
+    return iset.busy(ins)
+
+
+def _engine(mnemonic):
+    def build(config):
+        from ga2_hdl.contracts.unit import UnitContract
+        from ga2_hdl.rtl.vector_unit import VectorUnit
+        cls = VectorUnit.engines_of(config)[mnemonic]
+        bounds = SM_BOUNDS if mnemonic == "SM" else BOUNDS
+        return UnitContract(cls(config=config), config, [mnemonic], bounds=bounds, name="contract")
+    return build
+
+
+def _dma(kind):
+    def build(config):
+        from ga2_hdl.contracts import dma
+        from ga2_hdl.rtl.dma import DMA
+        return getattr(dma, kind)(DMA(config=config), config, bounds=BOUNDS)
+    return build
+
+
+#: the matrix unit's bounded sizes (its busy time grows with M*K, K*N and M*N)
+MM_BOUNDS = {"M": 1, "K": 2, "N": 1}
+#: SM's (its busy time is 3*len + 47: the divider's 40 cycles)
+SM_BOUNDS = {"len": 1}
+
+
+def _matrix(config):
+    from ga2_hdl.contracts.unit import UnitContract
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    return UnitContract(MatrixUnit(config=config), config, ["MM"], bounds=MM_BOUNDS, name="contract")
+
+
+def _requant(config):
+    from ga2_hdl.contracts.requant import RequantizerSpec
+    return RequantizerSpec()
+
+
+def _divider(width):
+    def build(config):
+        from ga2_hdl.contracts.divider import DividerSpec
+        return DividerSpec(width)
+    return build
+
+
+def _two(mnemonic, extra=2):
+    """Depth for two whole instructions back to back (start, W cycles, the next start)."""
+    return lambda config: 2 * (_worst(config, mnemonic) + 1) + extra
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("dma", "contract", _dma("DMAContract"), "bmc",
+             lambda c: 2 * (max(_worst(c, "LD"), _worst(c, "ST")) + 1) + 2,
+             "the unit contract for LD and ST, len <= 3"),
+    Property("dma", "transfer", _dma("DMATransfer"), "bmc",
+             lambda c: 2 * (max(_worst(c, "LD"), _worst(c, "ST")) + 1) + 2,
+             "exactly len words moved, in order, inside both regions, len <= 3"),
+    Property("requant", "formula", _requant, "prove", lambda c: 2,
+             "q = isa.requantize(acc, m, s, relu) for every operand"),
+    Property("divider", "quotient_remainder_8bit", _divider(8), "prove", lambda c: 12,
+             "the divider generator at 8 bits: quotient and remainder for every input, k-induction "
+             "over its steps (40 bits: not closed in this session's time, see the report)"),
+    Property("rq", "contract", _engine("RQ"), "bmc", _two("RQ"), "RQ's engine, len <= 3"),
+    Property("vadd", "contract", _engine("VADD"), "bmc", _two("VADD"), "VADD's engine, len <= 3"),
+    Property("amax", "contract", _engine("AMAX"), "bmc", _two("AMAX"), "AMAX's engine, len <= 3"),
+    Property("sm", "contract", _engine("SM"), "bmc", lambda c: _worst(c, "SM", SM_BOUNDS) + 3,
+             "SM's engine, len = 1, one instruction"),
+    Property("matrix", "contract", _matrix, "bmc", lambda c: _worst(c, "MM", MM_BOUNDS) + 3,
+             "the matrix unit, M = N = 1, K <= 2, one instruction"),
+)
+
+UNITS = tuple(dict.fromkeys(p.unit for p in PROPERTIES))
+
+
+def chosen(unit: str | None) -> list[Property]:
+    if unit in (None, "all"):
+        return list(PROPERTIES)
+    if unit not in UNITS:
+        raise ValueError(f"--unit {unit}: not a unit with contracts; units: {', '.join(UNITS)}, all")
+    return [p for p in PROPERTIES if p.unit == unit]
+
+
+def check_property(prop: Property, config: Config, *, depth: int | None = None, keep: str | None = None,
+                   covers: bool = True, timeout: float | None = None) -> dict:
+    """One property: its proof (or bounded check) and its covers; the report's record."""
+    cycles = depth if depth is not None else prop.depth(config)
+    start = time.monotonic()
+    verdict = sby.check(prop.build(config), mode=prop.mode, depth=cycles, keep=keep,
+                        name=f"{prop.unit}.{prop.name}", timeout=timeout)
+    record = {"unit": prop.unit, "name": prop.name, "config": config.name, "mode": prop.mode,
+              "status": verdict.status, "depth": cycles, "seconds": round(verdict.seconds, 2)}
+    if verdict.status == "failed":
+        record["vcd"] = verdict.vcd
+    if verdict.detail:
+        record["detail"] = verdict.detail
+    if covers:
+        cover = sby.check(prop.build(config), mode="cover", depth=cycles, keep=keep,
+                          name=f"{prop.unit}.{prop.name}.cover", timeout=timeout)
+        record["covers"] = cover.status
+        if cover.status != "reached":
+            record["cover_detail"] = cover.detail
+            if cover.vcd:
+                record["cover_vcd"] = cover.vcd
+            if record["status"] != "failed":
+                record["status"] = "failed"
+                record.setdefault("detail", f"vacuous: a cover was not reached ({cover.detail})")
+    record["seconds"] = round(time.monotonic() - start, 2)
+    return record
+
+
+def run(config: Config, unit: str | None = None, *, depth: int | None = None, keep: str | None = None,
+        covers: bool = True, timeout: float | None = None, on_result=None) -> list[dict]:
+    records = []
+    for prop in chosen(unit):
+        rec = check_property(prop, config, depth=depth, keep=keep, covers=covers, timeout=timeout)
+        records.append(rec)
+        if on_result is not None:
+            on_result(rec)
+    return records
+
+
+def report(records: list[dict], **extra) -> dict:
+    counts = {}
+    for r in records:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return {"properties": records, "totals": counts, **extra}

@@ -1,0 +1,235 @@
+"""The formal contracts (ga2_hdl/contracts) through SymbiYosys: they hold, their covers are reached,
+and each is shown able to fail on a mutant from the mutation engine; the clock/reset pitfall.
+
+Needs the optional extra ``formal`` (``pip install -e '.[formal]'``; ``make test`` installs it):
+without it every test here is skipped with that reason.  The fast properties run in the
+default suite; the DMA's, the matrix unit's, SM's and the divider's take 25-60 s each
+(load 4-6 on 2 cores) and are marked slow.
+"""
+import random
+
+import pytest
+from amaranth.hdl import Assert, Module, Mux, Signal, signed
+from amaranth.sim import Simulator
+
+from ga2_hdl import isa
+from ga2_hdl.config import Config, load as load_config
+from ga2_hdl.contracts.base import Spec
+from gen.formal import mutants, prove, sby
+
+needs_tools = pytest.mark.skipif(sby.tools_problem() is not None, reason=str(sby.tools_problem()))
+BOOK = Config.book()
+FAST = ("requant.formula", "rq.contract", "vadd.contract", "amax.contract")
+PROPS = {p.key: p for p in prove.PROPERTIES}
+
+#: one planted mutant per property, from the mutation engine: (file, change, context)
+PLANTED = {
+    "requant.formula": ("ga2_hdl/rtl/requant.py", "in_half_units + 1 -> in_half_units + 2", ""),
+    "rq.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index < length -> rd_index <= length",
+                    "RequantizeEngine.elaborate"),
+    "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine.elaborate"),
+    "amax.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index == length - 1 -> rd_index != length - 1",
+                      "ArgmaxEngine.elaborate"),
+    "dma.contract": ("ga2_hdl/rtl/dma.py", "self.busy.eq(0) -> self.busy.eq(1)", ""),
+    "dma.transfer": ("ga2_hdl/rtl/dma.py", "requested + 1 -> requested + 2", ""),
+    "sm.contract": ("ga2_hdl/rtl/softmax.py", "rd_index == length - 1 -> rd_index != length - 1", ""),
+    "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
+    "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
+                                        "brought_down >= cur_divisor -> brought_down > cur_divisor", ""),
+}
+
+
+def _marks(key):
+    return [needs_tools] + ([] if key in FAST else [pytest.mark.slow])
+
+
+def test_every_property_has_a_planted_mutant():
+    assert set(PLANTED) == set(PROPS)
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=_marks(k)) for k in PROPS])
+def test_property_holds_and_covers_are_reached(key, tmp_path):
+    rec = prove.check_property(PROPS[key], BOOK, keep=str(tmp_path))
+    assert rec["status"] in ("proven", "bounded"), rec
+    assert rec["covers"] == "reached", rec
+    if PROPS[key].mode == "prove":
+        assert rec["status"] == "proven", rec
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=_marks(k)) for k in PROPS])
+def test_planted_mutant_is_rejected(key):
+    mutant = mutants.find(*PLANTED[key])
+    rec = mutants.check_mutant(mutant, key, "book")
+    assert rec["status"] == "failed", (mutant.label, rec)
+    assert rec.get("vcd"), rec
+
+
+# ------------------------------------------------------------------ the pitfalls
+class _Counter(Spec):
+    """Counts 0..9 and wraps; with ``bug`` it goes on to 10 in cycle 10."""
+
+    def __init__(self, bug):
+        super().__init__()
+        self.bug = bug
+
+    def contract(self, m):
+        c = Signal(4)
+        m.d.sync += c.eq(c + 1 if self.bug else Mux(c == 9, 0, c + 1))
+        m.d.comb += Assert(c <= 9)
+
+
+@needs_tools
+def test_clock_and_reset_left_out_of_the_ports_pass_vacuously():
+    assert sby.check(_Counter(True), mode="bmc", depth=14, name="c").status == "failed"
+    # the pitfall: the same bug, the clock and reset not among the ports: nothing ever ticks
+    assert sby.check(_Counter(True), mode="bmc", depth=14, name="c", clock=False).status == "bounded"
+    assert sby.check(_Counter(False), mode="prove", depth=4, name="c").status == "proven"
+
+
+@needs_tools
+@pytest.mark.parametrize("multiclock", [False, True])
+def test_depth_is_in_clock_cycles(multiclock):
+    # the bug shows in cycle 10: 10 cycles (0..9) see nothing, 11 see it, whatever the clocking
+    # (with multiclock on the runner asks SBY for twice the steps)
+    assert sby.check(_Counter(True), mode="bmc", depth=11, name="c", multiclock=multiclock).status == "failed"
+    if not multiclock:
+        assert sby.check(_Counter(True), mode="bmc", depth=10, name="c").status == "bounded"
+
+
+def test_missing_tools_are_named_in_one_line(monkeypatch):
+    monkeypatch.setattr(sby, "_tool", lambda name: None)
+    problem = sby.tools_problem()
+    assert problem is not None and "\n" not in problem and ".[formal]" in problem
+
+
+# ------------------------------------------------------------------ the references are the ISA's
+def test_requantizer_reference_is_the_isa_formula():
+    from ga2_hdl.contracts.requant import reference
+    from ga2_hdl.rtl.requant import PRODUCT_BITS
+    m = Module()
+    product, negative, shift, relu = Signal(PRODUCT_BITS), Signal(), Signal(6), Signal()
+    q = reference(m, product, negative, shift, relu)
+    rng = random.Random(7)
+    cases = [(acc, mant, s, r) for acc in (0, 1, -1, 2**31 - 1, -2**31, 127, -128, 300)
+             for mant in (0, 1, 2**23, 2**24 - 1) for s in (0, 1, 2, 23, 31, 63) for r in (0, 1)]
+    cases += [(rng.randrange(-2**31, 2**31), rng.randrange(2**24), rng.randrange(64), rng.randrange(2))
+              for _ in range(300)]
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for acc, mant, s, r in cases:
+            ctx.set(product, abs(acc) * mant)
+            ctx.set(negative, acc < 0)
+            ctx.set(shift, s)
+            ctx.set(relu, r)
+            assert ctx.get(q) == isa.requantize(acc, mant, s, bool(r)), (acc, mant, s, r)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_busy_time_in_hardware_is_the_isas():
+    """hardware_busy evaluates the ISA's busy function on hardware operands: equal to Instruction.busy."""
+    from ga2_hdl.contracts.unit import hardware_busy
+    from ga2_hdl.rtl.layout import INSTRUCTION
+    for config in (BOOK, load_config("wide4")):
+        iset = isa.instruction_set(config)
+        m = Module()
+        ins = Signal(INSTRUCTION)
+        outs = {s.mnemonic: hardware_busy(ins, s) for s in iset.ops if s.mnemonic != "HALT"}
+        rng = random.Random(3)
+        samples = []
+        for s in iset.ops:
+            if s.mnemonic == "HALT":
+                continue
+            for _ in range(20):
+                ops = {o.name: rng.randrange(1, 1 << min(o.bits, 6)) if o.bits > 1 else rng.randrange(2)
+                       for o in s.operands}
+                samples.append((s.mnemonic, iset.make(s.mnemonic, **ops)))
+        sim = Simulator(m)
+
+        async def bench(ctx):
+            for name, i in samples:
+                ctx.set(ins.as_value(), i.encode())
+                assert ctx.get(outs[name]) == iset.busy(i), (config.name, str(i))
+
+        sim.add_testbench(bench)
+        sim.run()
+
+
+# ------------------------------------------------------------------ the command
+def test_prove_without_the_tools_says_what_to_install(monkeypatch, capsys):
+    from ga2_cli.main import main
+    monkeypatch.setattr(sby, "_tool", lambda name: None)
+    assert main(["prove", "--unit", "requant"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ".[formal]" in err[0], err
+
+
+def test_prove_refuses_an_unknown_unit_in_one_line(capsys):
+    from ga2_cli.main import main
+    if sby.tools_problem() is not None:
+        pytest.skip(sby.tools_problem())
+    assert main(["prove", "--unit", "nosuch"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nosuch" in err[0] and "requant" in err[0], err
+
+
+@needs_tools
+def test_prove_writes_the_json(tmp_path, capsys):
+    import json
+    from ga2_cli.main import main
+    out = tmp_path / "p.json"
+    assert main(["prove", "--unit", "requant", "--json", str(out), "--keep", str(tmp_path)]) == 0
+    rep = json.loads(out.read_text())
+    [rec] = rep["properties"]
+    assert (rec["unit"], rec["name"], rec["status"], rec["covers"]) == ("requant", "formula", "proven", "reached")
+    assert rec["seconds"] > 0 and rep["config"] == "book"
+    assert "requant.formula" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the same assertions in simulation
+SIM_PLANTED = {"rq": PLANTED["rq.contract"], "vadd": PLANTED["vadd.contract"], "amax": PLANTED["amax.contract"],
+               "dma": PLANTED["dma.contract"], "sm": PLANTED["sm.contract"]}
+
+
+@pytest.mark.parametrize("config", ["book", "wide2"])
+@pytest.mark.parametrize("unit", list(SIM_PLANTED))
+def test_contract_holds_in_amaranths_simulator(unit, config):
+    """The contract's own Assert statements, checked by Amaranth's simulator on random legal
+    instructions of lengths up to 20 (beyond the bounded proofs' sizes)."""
+    from gen.formal.simcheck import simulate_contract
+    simulate_contract(unit, load_config(config), instructions=12, seed=5)
+
+
+@pytest.mark.parametrize("unit", list(SIM_PLANTED))
+def test_contract_in_simulation_rejects_the_planted_mutant(unit):
+    assert mutants.simulate_mutant(mutants.find(*SIM_PLANTED[unit]), unit).startswith("failed")
+
+
+# ------------------------------------------------------------------ the Icarus form, proven equal to the export
+@needs_tools
+@pytest.mark.parametrize("unit", ["divider", "requant", "dma"])
+def test_icarus_form_is_equivalent_to_the_export(unit):
+    from gen.formal.equiv import icarus_form_of, prove_equivalent
+    from ga2_hdl.rtl.divider import Divider
+    from ga2_hdl.rtl.dma import DMA
+    from ga2_hdl.rtl.requant import Requantizer
+    make = {"divider": lambda: Divider(), "requant": lambda: Requantizer(), "dma": lambda: DMA(config=BOOK)}[unit]
+    gold, gate = icarus_form_of(make())
+    assert gold != gate
+    rec = prove_equivalent(gold, gate)
+    assert rec["status"] == "proven", rec
+
+
+@needs_tools
+def test_a_planted_difference_in_the_icarus_form_fails_the_equivalence():
+    from gen.formal.equiv import icarus_form_of, prove_equivalent
+    from ga2_hdl.rtl.divider import Divider
+    gold, gate = icarus_form_of(Divider())
+    import re
+    # the step counter's decrement, as the form writes it: count down by 0 instead of 1
+    planted, n = re.subn(r"(steps_left - (?:\(\*[^*]*\*\) )?)1'h1;", r"\g<1>1'h0;", gate, count=1)
+    assert n == 1, "the planted difference found no place in the form (the form changed)"
+    rec = prove_equivalent(gold, planted)
+    assert rec["status"] == "failed" and "Unproven" in rec["detail"], rec
