@@ -11,10 +11,12 @@ The rooms, bottom to top (each may import the rooms listed for it in :data:`MAY_
 * ``ga2_hdl``: the configuration, the instruction set, the golden model, the file formats and
   the plumbing every layer may use (``ga2_hdl.config``, ``.isa``, ``.golden``, ``.formats``,
   ``.support``). Plain Python: no Amaranth.
-* ``ga2_hdl.rtl``: the Amaranth units and the chip, on the ISA.
+* ``ga2_hdl.rtl``: the Amaranth units and the chip, on the ISA; ``ga2_hdl.contracts``: the
+  units' formal contracts (Amaranth assertions around a unit).
 * ``compiler``: Capra, on the ISA and the golden model; no Amaranth, no RTL.
 * ``gen.support``, ``gen.verilog``, ``gen.sim``: the tools, the export, the simulators.
-* ``gen.fuzz``, ``gen.mutation``, ``gen.fpga``, ``gen.bench``: flows built on the simulators.
+* ``gen.fuzz``, ``gen.mutation``, ``gen.fpga``, ``gen.bench``: flows built on the simulators;
+  ``gen.formal`` (the proofs, whose planted mutants come from the mutation engine) above them.
 * ``spec`` (with ``spec.beyond``, ``spec.studies``): the workload; it reaches the chip only
   through the simulator interface (``gen.sim``), never through the RTL.
 * ``ga2_cli``: the command; nothing imports it.
@@ -33,6 +35,7 @@ _TOOLS = _CORE | {"ga2_hdl.rtl", "gen.support", "gen.verilog", "gen.sim", "amara
 MAY_IMPORT: dict[str, set[str]] = {
     "ga2_hdl": set(),
     "ga2_hdl.rtl": _CORE | {"amaranth"},
+    "ga2_hdl.contracts": _CORE | {"ga2_hdl.rtl", "amaranth"},
     "compiler": _CORE,
     "gen.support": _CORE,
     "gen.verilog": _CORE | {"ga2_hdl.rtl", "gen.support", "amaranth"},
@@ -41,11 +44,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "gen.mutation": _TOOLS | {"gen.fuzz"},
     "gen.fpga": _TOOLS,
     "gen.bench": _TOOLS,
+    "gen.formal": _TOOLS | {"ga2_hdl.contracts", "gen.mutation"},
     "spec": _CORE | {"compiler", "gen.sim", "gen.support", "spec.beyond"},
     "spec.beyond": _CORE | {"compiler", "gen.sim", "gen.support", "spec"},
     "spec.studies": _CORE | {"compiler", "gen.sim", "gen.support", "spec", "spec.beyond"},
-    "ga2_cli": {"ga2_hdl", "ga2_hdl.rtl", "compiler", "spec", "spec.beyond", "spec.studies", "gen.support",
-                "gen.verilog", "gen.sim", "gen.fuzz", "gen.mutation", "gen.fpga", "gen.bench", "amaranth"},
+    "ga2_cli": {"ga2_hdl", "ga2_hdl.rtl", "ga2_hdl.contracts", "compiler", "spec", "spec.beyond", "spec.studies",
+                "gen.support", "gen.verilog", "gen.sim", "gen.fuzz", "gen.mutation", "gen.fpga", "gen.bench",
+                "gen.formal", "amaranth"},
 }
 #: rooms of ga2_hdl that are one layer with it (plain Python, no Amaranth)
 _CORE_PARTS = ("ga2_hdl.config", "ga2_hdl.isa", "ga2_hdl.golden", "ga2_hdl.formats", "ga2_hdl.support")
@@ -69,7 +74,7 @@ def room_of(module: str) -> str | None:
     if parts[0] not in PACKAGES:
         return None
     if parts[0] == "ga2_hdl":
-        return "ga2_hdl.rtl" if parts[1:2] == ["rtl"] else "ga2_hdl"
+        return f"ga2_hdl.{parts[1]}" if parts[1:2] in (["rtl"], ["contracts"]) else "ga2_hdl"
     if parts[0] in ("gen", "spec") and len(parts) > 1:
         room = ".".join(parts[:2])
         if room in MAY_IMPORT:
@@ -129,7 +134,7 @@ def violations(root: Path | str) -> list[str]:
 
 #: where each room is drawn: (column, row); row 0 at the bottom
 _PLACES = {
-    "ga2_hdl": (3.0, 0.0), "amaranth": (-0.6, 0.4),
+    "ga2_hdl": (3.0, 0.0), "amaranth": (-0.6, 0.4), "ga2_hdl.contracts": (-0.4, 1.9), "gen.formal": (0.6, 3.4),
     "ga2_hdl.rtl": (0.6, 1.1), "compiler": (5.6, 1.4), "gen.support": (3.0, 1.7),
     "gen.verilog": (0.6, 2.3), "gen.sim": (2.2, 3.0), "spec": (5.0, 3.0),
     "gen.fuzz": (0.0, 4.2), "gen.mutation": (1.3, 4.2), "gen.fpga": (2.6, 4.2), "gen.bench": (3.9, 4.2),
