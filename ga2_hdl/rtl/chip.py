@@ -18,19 +18,17 @@ Block diagram::
 Sequencer.  ``start`` (while not running) clears the counters and status,
 sets pc = 0, and the next cycle is the first FETCH.
 
-* FETCH (1 cycle): the word ``pc`` is on the instruction memory's output: it
-  was read one cycle earlier, when the next pc became known (the start cycle
-  reads word 0, the cycle a unit raises ``done`` reads word pc + 1: there are
-  no branches).  Decode and check it (:class:`ga2_hdl.rtl.decoder.IssueCheck`,
-  exactly :func:`ga2_hdl.isa.check`) and register the verdict.  The read
-  port is enabled only in those two cycles, so its output holds the word,
-  unchanged, until the unit is done: that is how ``ins`` stays stable.
+* FETCH (1 cycle): the word ``pc`` and the first half of its check are ready:
+  they were made while the instruction before it ran (there are no branches:
+  FETCH reads word pc + 1, ISSUE registers it, WAIT computes the first half of
+  its check: :class:`ga2_hdl.rtl.decoder.CheckStages`, exactly
+  :func:`ga2_hdl.isa.check`), or, for word 0, when word 0 was written.  FETCH
+  does the second half and registers the verdict (see :meth:`GA2Chip._sequencer`
+  and docs/fpga.md).
 * ISSUE (1 cycle): act on the registered verdict.  HALT: halt with status OK.
   A failing check: halt with its :class:`~ga2_hdl.isa.ErrorCode`; the
   instruction does nothing and is not counted.  Otherwise pulse ``start`` of
-  the op's unit.  (Deciding from registers keeps the instruction memory's
-  read, the decode and the check's multipliers out of the path to the units'
-  start logic: the same cycles, a faster clock; see docs/fpga.md.)
+  the op's unit, which takes the instruction from a register (``cur``).
 * WAIT (the unit's W busy cycles): count them in the unit's counter; on the
   unit's ``done`` (cycle t+W), pc += 1, instructions += 1, next is FETCH.
 

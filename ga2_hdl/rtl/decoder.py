@@ -55,9 +55,39 @@ class _HardwareOperands:
     """
 
     def __init__(self, ins, spec: isa.OpSpec, fixed: dict[str, int], stage=None):
+        ranged = {o.name: o.legal for o in spec.ranged}
         for o in spec.operands:
             value = fixed[o.name] if o.name in fixed else operand(ins, spec, o.name)
-            setattr(self, o.name, value if stage is None or o.name in fixed else _Staged(value, stage))
+            if stage is not None and o.name not in fixed:
+                if o.name in ranged:
+                    # a shaped operand outside its range fails BAD_SHAPE, which the check puts
+                    # before every region rule: its regions may use any value, so its legal bits
+                    value = value[:max(1, ranged[o.name][1].bit_length())]
+                value = _Staged(value, stage)
+            setattr(self, o.name, value)
+
+
+#: a product whose narrower factor has at most this many bits is built of shifts and adds (logic, not
+#: one of the part's few multiplier blocks)
+SHIFT_ADD_BITS = 8
+
+
+def _shift_add(a: Value, b: Value) -> Value:
+    """``a * b`` (unsigned or signed), as a sum of shifted copies of the wider factor when the narrower
+    has at most SHIFT_ADD_BITS bits; else a multiplier."""
+    a, b = Value.cast(a), Value.cast(b)
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) > SHIFT_ADD_BITS:
+        return a * b
+    n = len(a)
+    total = Const(0, 1)
+    for i in range(n):
+        if a.shape().signed and i == n - 1:
+            total = total - Mux(a[i], b << i, 0)        # a two's-complement factor's top bit weighs -2**(n-1)
+        else:
+            total = total + Mux(a[i], b << i, 0)
+    return total
 
 
 class _Staged:
@@ -87,7 +117,7 @@ class _Staged:
         return _Staged(self._raw(other) - self.value, self.stage)
 
     def __mul__(self, other):
-        return _Staged(self.stage(self.value * self._raw(other)), self.stage)
+        return _Staged(self.stage(_shift_add(self.value, Value.cast(self._raw(other)))), self.stage)
 
     __rmul__ = __mul__
 
