@@ -17,8 +17,10 @@ Asserted (the unit's side)
       time of the instruction (:attr:`ga2_hdl.isa.OpSpec.busy`, evaluated on the
       instruction's fields as hardware values): once per start, never else;
     * ``busy`` is high in cycles t+1 .. t+W exactly;
-    * the scratchpad port is quiet (no read, no write) outside t+1 .. t+W, so in the
-      start cycle and whenever the unit is idle;
+    * the unit writes the scratchpad only in t+1 .. t+W and reads it only there and in the
+      start cycle t (nothing else runs then, and a read changes nothing: how RQ, VADD and SM
+      take a register after the scratchpad's output at the book's busy times); idle, the port
+      is quiet;
     * no cycle reads and writes one address (every lane of a wide port);
     * every word read lies in one of the instruction's regions (SM reads back what it
       wrote to its destination), every word written in a region it writes (:func:`ga2_hdl.rtl.decoder.spad_accesses`, the ISA's regions).
@@ -175,7 +177,7 @@ class UnitContract(Spec):
         u = self.unit
         m.submodules.unit = u
         m.submodules.check = check = IssueCheck(config=self.config)
-        ins_now = Signal(INSTRUCTION)
+        ins_now = self.ins_now = Signal(INSTRUCTION)
         if self.formal:
             m.d.comb += [self.fresh.eq(AnySeq(INSTRUCTION.size)), self.start.eq(AnySeq(1))]
         else:
@@ -225,8 +227,10 @@ class UnitContract(Spec):
             Assert(u.busy == self.running),              # busy t+1 .. t+W
         ]
         p = u.spad
-        with m.If(~self.running):                        # quiet in the start cycle and when idle
-            m.d[self.checks] += [Assert(~p.rd_en), Assert(~p.wr_en)]
+        with m.If(~self.running):                        # no write in the start cycle or when idle
+            m.d[self.checks] += Assert(~p.wr_en)
+        with m.If(~self.running & ~self.start):          # a read in the start cycle, never when idle
+            m.d[self.checks] += Assert(~p.rd_en)
         for (r_en, r_off), (w_en, w_off) in itertools.product(lanes(p, "rd"), lanes(p, "wr")):
             with m.If(r_en & w_en):
                 m.d[self.checks] += Assert((p.rd_addr + r_off)[:len(p.rd_addr)] != (p.wr_addr + w_off)[:len(p.wr_addr)])
@@ -238,17 +242,18 @@ class UnitContract(Spec):
 
     def inside_regions(self, m: Module, p) -> None:
         """Every word read in one of the instruction's regions (SM reads back its destination),
-        every word written in a region it writes."""
+        every word written in a region it writes: the regions of the instruction the unit sees
+        (the started one in the start cycle, the held one after)."""
         for direction, writes in (("rd", False), ("wr", True)):
             addr = getattr(p, f"{direction}_addr")
             for en, off in lanes(p, direction):
                 word = addr + off                         # no wrap: a region never wraps either
                 with m.If(en):
-                    with m.Switch(self.held.op):
+                    with m.Switch(self.ins_now.op):
                         for spec in self.specs:
                             with m.Case(spec.code):
                                 inside = Const(0)
-                                for start, end, w in spad_accesses(self.held, spec):
+                                for start, end, w in spad_accesses(self.ins_now, spec):
                                     if w or not writes:     # a read may be of any region
                                         inside = inside | ((word >= start) & (word < end))
                                 m.d[self.checks] += Assert(inside)

@@ -24,7 +24,7 @@ PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
 PLANTED = {
-    "requant.formula": ("ga2_hdl/rtl/requant.py", "in_half_units + 1 -> in_half_units + 2", ""),
+    "requant.formula": ("ga2_hdl/rtl/requant.py", "in_half_units[:8] + 1 -> in_half_units[:8] + 2", ""),
     "rq.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index < length -> rd_index <= length",
                     "RequantizeEngine.elaborate"),
     "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine.elaborate"),
@@ -32,7 +32,7 @@ PLANTED = {
                       "ArgmaxEngine.elaborate"),
     "dma.contract": ("ga2_hdl/rtl/dma.py", "self.busy.eq(0) -> self.busy.eq(1)", ""),
     "dma.transfer": ("ga2_hdl/rtl/dma.py", "requested + 1 -> requested + 2", ""),
-    "sm.contract": ("ga2_hdl/rtl/softmax.py", "rd_index == length - 1 -> rd_index != length - 1", ""),
+    "sm.contract": ("ga2_hdl/rtl/softmax.py", "rd_index < length -> rd_index <= length", "(dst + rd_index)"),
     "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= cur_divisor -> brought_down > cur_divisor", ""),
