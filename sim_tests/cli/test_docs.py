@@ -184,4 +184,4 @@ def test_extending_md_examples_run(block, capsys, monkeypatch):
     assert code, f"docs/extending.md has no block '# docs/extending.md: {block}'"
     exec(compile(code.group(1), f"docs/extending.md ({block})", "exec"), {"__name__": "docs_example"})
     if block == "the unit bench":        # the broken engine was caught, at the cycle the page says
-        assert "scratchpad read in cycle t+0, outside the busy cycles" in capsys.readouterr().out
+        assert "scratchpad write in cycle t+0, outside the busy cycles" in capsys.readouterr().out

@@ -40,7 +40,7 @@ def _run(seed, fmax):
 
 
 def test_median_of_seeds_and_spread():
-    from ga2_cli.cmd_synth import median_run
+    from gen.fpga.report import median_run
     one = _run(1, 40.0)
     assert median_run([one]) == (one, None)
     runs = [_run(1, 42.2), _run(2, 41.5), _run(3, 41.8)]
