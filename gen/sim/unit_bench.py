@@ -166,6 +166,17 @@ def _regions_of(iset, ins: isa.Instruction) -> tuple[set[int], set[int]]:
     return reads, writes
 
 
+def _check_regions(ctx, spad, iset, ins: isa.Instruction, cycle: int, reads: set[int], writes: set[int]) -> None:
+    """A ContractError when this cycle's scratchpad access strays outside the instruction's regions."""
+    for kind, en, addr, mask, words in (("read", spad.rd_en, spad.rd_addr, getattr(spad, "rd_mask", None), reads),
+                                        ("write", spad.wr_en, spad.wr_addr, getattr(spad, "wr_mask", None), writes)):
+        outside = sorted(_lanes(ctx, spad, en, addr, mask) - words)
+        if outside:
+            raise ContractError(f"{ins}: scratchpad {kind} of word {outside[0]} in cycle t+{cycle}, outside "
+                                f"the words the instruction's regions let it {kind} (ISA: "
+                                f"{_describe_regions(iset, ins, kind == 'write')})")
+
+
 def _describe_regions(iset, ins: isa.Instruction, write: bool) -> str:
     found = [f"{r.role} {r.start}..{r.start + r.length - 1}" for r in iset.spec(ins.op).accesses(ins)
              if r.memory == "spad" and (r.write or not write)]
@@ -235,14 +246,7 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
                 raise ContractError(f"{ins}: two scratchpad masters in cycle t+{cycle}")
             if ins not in allowed:
                 allowed[ins] = _regions_of(iset, ins)
-            reads, writes = allowed[ins]
-            for kind, en, addr, mask, words in (("read", spad.rd_en, spad.rd_addr, getattr(spad, "rd_mask", None), reads),
-                                                ("write", spad.wr_en, spad.wr_addr, getattr(spad, "wr_mask", None), writes)):
-                outside = sorted(_lanes(ctx, spad, en, addr, mask) - words)
-                if outside:
-                    raise ContractError(f"{ins}: scratchpad {kind} of word {outside[0]} in cycle t+{cycle}, outside "
-                                        f"the words the instruction's regions let it {kind} (ISA: "
-                                        f"{_describe_regions(iset, ins, kind == 'write')})")
+            _check_regions(ctx, spad, iset, ins, cycle, *allowed[ins])
             if monitor:
                 monitor(ctx, ins, cycle)
 
