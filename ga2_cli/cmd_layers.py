@@ -17,13 +17,13 @@ def cmd_layers(args) -> int:
     from gen.support import layers
     root = Path(layers.__file__).resolve().parents[2]
     graph = layers.import_graph(root)
-    bad = layers.violations(root)
+    bad = layers.violations(root, graph)
     for line in bad:
         print(line)
     rooms = sorted({i.source for i in graph} | {i.target for i in graph})
     print(f"{len(graph)} imports between {len(rooms)} rooms: "
           + ("every one points down" if not bad else f"{len(bad)} against the rule"))
     if args.png:
-        layers.draw(root, args.png)
+        layers.draw(root, args.png, graph)
         print(f"wrote {args.png}")
     return 1 if bad else 0

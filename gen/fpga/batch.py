@@ -13,6 +13,7 @@ figure), so the local default is one job at a time.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -66,10 +67,7 @@ def run_jobs(jobs: Sequence[Job], runner=None, *,
     """Every job's outcome, as the runner finishes them (default: one at a time in this process,
     with the tools' progress lines; on a pool or a cluster the lines stay with the workers)."""
     runner = runner or LocalRunner(1)
-    in_process = isinstance(runner, LocalRunner) and runner.jobs == 1
-    if in_process:
-        for job in jobs:
-            yield run_job(job, progress)
-        return
-    for _, outcome in runner.map_unordered(run_job, jobs, name="ga2-synth"):
+    in_process = isinstance(runner, LocalRunner) and runner.jobs == 1     # (a one-job pool runs in order, here)
+    task = functools.partial(run_job, progress=progress) if in_process else run_job
+    for _, outcome in runner.map_unordered(task, jobs, name="ga2-synth"):
         yield outcome

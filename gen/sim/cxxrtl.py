@@ -130,7 +130,7 @@ static const int GA2_IMEM_WORDS = {imem_words};
 static const int GA2_SPAD_WORDS = {config.spad_words};
 // the scratchpad's storage: GA2_SPAD_BANKS memories of GA2_SPAD_BANK_ROWS 32-bit words
 static const int GA2_SPAD_BANKS = {banks};
-static const int GA2_SPAD_BANK_ROWS = {-(-config.spad_words // banks)};
+static const int GA2_SPAD_BANK_ROWS = {config.spad_bank_words};
 // words per external-memory request (a wide port has ext_mask)
 #define GA2_EXT_PORT_WORDS {config.ext_port_words}
 static const int GA2_WATCHDOG_FACTOR = {WATCHDOG_FACTOR};

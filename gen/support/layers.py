@@ -126,10 +126,12 @@ def import_graph(root: Path | str) -> list[Import]:
     return found
 
 
-def violations(root: Path | str) -> list[str]:
-    """Every import that :data:`MAY_IMPORT` does not allow: ``file:line: room imports module``."""
+def violations(root: Path | str, graph: list[Import] | None = None) -> list[str]:
+    """Every import that :data:`MAY_IMPORT` does not allow: ``file:line: room imports module``
+    (``graph``: :func:`import_graph` of ``root`` when the caller has read it already)."""
     return [f"{i.file}:{i.line}: {i.source} imports {i.module} ({i.target} is not below {i.source})"
-            for i in import_graph(root) if i.target not in MAY_IMPORT.get(i.source, set())]
+            for i in (import_graph(root) if graph is None else graph)
+            if i.target not in MAY_IMPORT.get(i.source, set())]
 
 
 #: where each room is drawn: (column, row); row 0 at the bottom
@@ -142,9 +144,10 @@ _PLACES = {
 }
 
 
-def draw(root: Path | str, png: Path | str) -> None:
+def draw(root: Path | str, png: Path | str, graph: list[Import] | None = None) -> None:
     """The rooms and the imports between them as a PNG (written atomically): an arrow from a room
-    to each room it imports, red where the import breaks the rule."""
+    to each room it imports, red where the import breaks the rule (``graph`` as for
+    :func:`violations`)."""
     import io
 
     import matplotlib
@@ -154,7 +157,7 @@ def draw(root: Path | str, png: Path | str) -> None:
     from ga2_hdl.support.safe_io import atomic_write
 
     edges: dict[tuple[str, str], int] = {}
-    for i in import_graph(root):
+    for i in (import_graph(root) if graph is None else graph):
         if i.source != "ga2_cli":            # the command imports any room: not drawn, said in the title
             edges[(i.source, i.target)] = edges.get((i.source, i.target), 0) + 1
     fig, ax = plt.subplots(figsize=(11, 7.5))
