@@ -200,6 +200,7 @@ def cmd_synth(args) -> int:
                 if spread:
                     _say(f"  Fmax over seeds {', '.join(str(s) for s in seeds)}: median {spread['median_mhz']:.1f} "
                          f"MHz, {spread['min_mhz']:.1f} .. {spread['max_mhz']:.1f}")
+                _say(f"  {r.memory_line()}")
                 line = r.path_line()
                 if line:
                     _say(f"  {line}")

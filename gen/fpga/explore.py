@@ -86,7 +86,8 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
         rec = {"target": target, "part": part, "fits": True, "lut": r.lut, "ff": r.ff, "ebr": r.ebr,
                "mult": r.mult, "fmax_mhz": r.fmax_mhz, "utilization": r.utilization,
                "critical_path": r.critical_path, "verilog_digest": r.verilog_digest, "tools": r.tools,
-               "synth_seconds": r.synth_seconds, "pnr_seconds": r.pnr_seconds, "cached": r.cached}
+               "synth_seconds": r.synth_seconds, "pnr_seconds": r.pnr_seconds, "cached": r.cached,
+               "memories": r.memories}
         if r.fmax_mhz:
             rec["plain"] = per_second(r.fmax_mhz, e["plain_cycles_per_token"])
             rec["k3_perfect"] = per_second(r.fmax_mhz, e["k3_perfect_cycles_per_token"])

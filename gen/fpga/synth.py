@@ -253,6 +253,9 @@ class SynthResult:
     cached: bool = False
     log_dir: str | None = None
     seed: int = SEED            # nextpnr's placement seed
+    #: every memory of the design and what Yosys mapped it to (:func:`read_memories`); None: not
+    #: known (a result cached before this was recorded, its Yosys log gone)
+    memories: dict[str, str] | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -265,6 +268,14 @@ class SynthResult:
         fmax = f"{self.fmax_mhz:.1f} MHz" if self.fmax_mhz else "no clocked path"
         return (f"{self.unit}: {self.lut} LUT4, {self.ff} FF, {self.ebr} EBR, {self.mult} MULT18X18D, "
                 f"Fmax {fmax}")
+
+    def memory_line(self) -> str:
+        """One line: each memory and where it went (``unknown`` when the log was not kept)."""
+        if self.memories is None:
+            return "memories: unknown (no Yosys log with this result)"
+        if not self.memories:
+            return "memories: none"
+        return "memories: " + ", ".join(f"{n} {k}" for n, k in self.memories.items())
 
     def path_line(self) -> str | None:
         cp = self.critical_path
@@ -344,6 +355,29 @@ def read_cells(stat_json: Path, top: str) -> dict[str, int]:
         mod = next(iter(modules.values()))
     cells = mod.get("num_cells_by_type") or {}
     return {k.lstrip("\\"): int(v) for k, v in sorted(cells.items()) if not k.startswith("$")}
+
+
+#: Yosys's ``memory_libmap`` pass: a memory mapped to a RAM cell, or left to flip-flops and logic
+_MEMORY_MAPPED = re.compile(r"^mapping memory (\S+) via \$__(\w+?)_*$", re.M)
+_MEMORY_FFS = re.compile(r"^using FF mapping for memory (\S+)$", re.M)
+#: what each RAM cell of the ECP5 library is
+MEMORY_CELLS = {"DP16KD": "block RAM", "PDPW16KD": "block RAM", "TRELLIS_DPR16X4": "distributed RAM"}
+FLIP_FLOPS = "flip-flops"
+
+
+def read_memories(yosys_log: str, top: str) -> dict[str, str]:
+    """Every memory Yosys collected in ``top`` and what it became, from ``memory_libmap``'s lines:
+    ``"block RAM (DP16KD)"``, ``"distributed RAM (TRELLIS_DPR16X4)"`` or ``"flip-flops"`` (a
+    memory of no RAM shape the part has: registers and multiplexers).  Names without the top's
+    prefix, in the log's order."""
+    found: dict[tuple[int, str], str] = {}
+    for mo in _MEMORY_MAPPED.finditer(yosys_log):
+        cell = mo.group(2)
+        found[mo.start(), mo.group(1)] = f"{MEMORY_CELLS.get(cell, 'RAM cell')} ({cell})"
+    for mo in _MEMORY_FFS.finditer(yosys_log):
+        found[mo.start(), mo.group(1)] = FLIP_FLOPS
+    prefix = f"{top}."
+    return {(n[len(prefix):] if n.startswith(prefix) else n): kind for (_, n), kind in sorted(found.items())}
 
 
 def _clean(name: str) -> str:
@@ -518,6 +552,8 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             toolchain.touch(final)
             result = SynthResult.from_json(json.loads(result_file.read_text()))
             result.cached, result.log_dir = True, str(final)
+            if result.memories is None and (final / "yosys.log").exists():
+                result.memories = read_memories((final / "yosys.log").read_text(errors="replace"), top)
             if keep_dir:
                 _keep(final, keep_dir)
             return result
@@ -637,4 +673,5 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         ebr=cells.get("DP16KD", 0) + cells.get("PDPW16KD", 0), mult=cells.get("MULT18X18D", 0),
         fmax_mhz=fmax_of(report), cells=cells, utilization=util,
         critical_path=critical_path(report, names), tools=tools, verilog_digest=exported.digest,
-        synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed)
+        synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed,
+        memories=read_memories((work / "yosys.log").read_text(errors="replace"), top))

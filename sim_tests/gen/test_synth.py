@@ -73,6 +73,23 @@ def test_report_reading_names_the_path_in_design_signals():
     assert synth.fmax_of({"fmax": {}}) is None
 
 
+def test_memories_read_from_yosys_libmap_lines():
+    log = ("2.28. Executing MEMORY_LIBMAP pass (mapping memories to cells).\n"
+           "mapping memory ga2_chip.spad.bank0 via $__DP16KD_\n"
+           "using FF mapping for memory ga2_chip.spad.shadow\n"
+           "mapping memory ga2_chip.matrix.a_mem.storage via $__PDPW16KD_\n"
+           "mapping memory ga2_chip.regs via $__TRELLIS_DPR16X4_\n")
+    mems = synth.read_memories(log, "ga2_chip")
+    assert list(mems) == ["spad.bank0", "spad.shadow", "matrix.a_mem.storage", "regs"]   # the log's order
+    assert mems["spad.bank0"] == "block RAM (DP16KD)" and mems["matrix.a_mem.storage"] == "block RAM (PDPW16KD)"
+    assert mems["spad.shadow"] == synth.FLIP_FLOPS
+    assert mems["regs"] == "distributed RAM (TRELLIS_DPR16X4)"
+    assert synth.read_memories("no memories here", "ga2_chip") == {}
+    unknown = synth.SynthResult.from_json({k: None for k in synth.SynthResult.__dataclass_fields__
+                                           if k != "memories"})
+    assert unknown.memories is None and "unknown" in unknown.memory_line()
+
+
 @pytest.mark.slow
 def test_small_unit_synthesises_with_block_ram(tmp_path):
     """The operand row memory (one 64 x 32 memory, byte-lane writes) through Yosys and nextpnr."""
@@ -84,6 +101,7 @@ def test_small_unit_synthesises_with_block_ram(tmp_path):
     assert r.unit == "operand_row_memory" and r.target == "ecp5-25k"
     assert r.ebr >= 1, f"the memory did not become block RAM: {r.cells}"
     assert r.cells.get("TRELLIS_DPR16X4", 0) == 0, "the memory became distributed RAM"
+    assert r.memories and all(k.startswith("block RAM") for k in r.memories.values()), r.memories
     assert 0 < r.ff < 64 * 32, f"{r.ff} flip-flops: the memory was built of registers"
     assert r.lut > 0 and r.mult == 0
     assert r.fmax_mhz is not None and 20 < r.fmax_mhz < 1000
