@@ -1,7 +1,7 @@
 """`ga2 explore`: the design space, cycles per token of the chapter's runs on each configuration.
 
     ga2 explore [--configs NAME,NAME|FILE ...] [--tokens 32] [--json FILE] [--plot FILE.png]
-                [--workers N | --scheduler ADDRESS] [--synth [--synth-target NAME]]
+                [--workers N | --scheduler ADDRESS] [--synth [--synth-target NAME] [--synth-plot FILE.png]]
 
 Every configuration is checked (a preset name or a TOML/JSON file that fits the
 instruction word) before any work starts; see spec/explore.py for what is measured.
@@ -62,6 +62,9 @@ def register(subparsers) -> None:
                         "not yet in the cache on an idle machine")
     p.add_argument("--synth-target", default=None, metavar="NAME",
                    help="the ECP5 part for --synth: ecp5-85k (default, the largest) or ecp5-25k")
+    p.add_argument("--synth-plot", metavar="FILE.png", type=png_file,
+                   help="with --synth: draw area against tokens per second of every synthesised chip (plain and "
+                        "k=3 with the perfect draft), the Pareto front and the book's chip marked, to FILE.png")
     p.add_argument("--no-synth-cache", action="store_true", help="with --synth: run the tools even if cached")
     p.add_argument("--synth-cached-only", action="store_true",
                    help="with --synth: never run the tools; take the cached results (a chip without one is a row "
@@ -82,8 +85,9 @@ def _synth_target(args):
         except synth.SynthError as e:
             raise CommandError(str(e)) from None
         return target
-    if args.synth_target or args.no_synth_cache or args.synth_cached_only:
-        raise CommandError("--synth-target, --no-synth-cache and --synth-cached-only belong to --synth: add --synth")
+    if args.synth_target or args.no_synth_cache or args.synth_cached_only or args.synth_plot:
+        raise CommandError("--synth-target, --synth-plot, --no-synth-cache and --synth-cached-only belong to --synth: "
+                           "add --synth")
     return None
 
 
@@ -202,6 +206,16 @@ def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
         report["figures"] = [args.plot]
     elif args.plot:
         print(f"  no figure written to {args.plot}: no configuration ran")
+    if args.synth_plot and synth_target is not None:
+        from gen.fpga import report as synth_report
+        points = synth_report.explore_points(report)
+        if points:
+            report["pareto_plain"] = synth_report.plot_explore(report, args.synth_plot)
+            report.setdefault("figures", []).append(args.synth_plot)
+            written.append(args.synth_plot)
+            print(f"  Pareto front (area against plain tokens per second): {', '.join(report['pareto_plain'])}")
+        else:
+            print(f"  no figure written to {args.synth_plot}: no configuration has a synthesised chip with an Fmax")
     if args.json:
         atomic_write(args.json, json.dumps(report, indent=2) + "\n")
         written.append(args.json)

@@ -156,3 +156,69 @@ def cached_fmax(config: Config) -> CachedFmax:
     return CachedFmax(None, why_not="no synthesis result cached for this chip"
                 + (f" ({'; '.join(reasons)})" if reasons else "")
                 + f": run ga2 synth --config {config.name} (or ga2 explore --synth) first")
+
+
+def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
+    """The names on the area / tokens-per-second Pareto front of ``points`` (name, area, tokens/s):
+    a point is on it when no other point has at most its area and more tokens per second, or less
+    area and at least its tokens per second. In order of area."""
+    front = []
+    for name, area, tps in sorted(points, key=lambda p: (p[1], -p[2])):
+        dominated = any((a <= area and t > tps) or (a < area and t >= tps)
+                        for n, a, t in points if n != name)
+        if not dominated:
+            front.append(name)
+    return front
+
+
+def explore_points(report: dict, mode: str = "plain") -> list[tuple[str, float, float]]:
+    """(configuration, LUT4, tokens per second) of every configuration of a ``ga2 explore --synth``
+    report whose chip fits and has an Fmax; ``mode``: ``plain`` or ``k3_perfect``."""
+    out = []
+    for e in report["configs"]:
+        r = e.get("synth") or {}
+        if r.get("fits") and r.get("fmax_mhz") and mode in r:
+            out.append((e["name"], float(r["lut"]), float(r[mode]["tokens_per_s"])))
+    return out
+
+
+def plot_explore(report: dict, png: str | Path) -> list[str]:
+    """Area against tokens per second of every synthesised configuration of a ``ga2 explore --synth``
+    report (plain decoding and k=3 with the perfect draft), the plain Pareto front drawn and the
+    book's chip marked; written atomically to ``png``. Returns the plain Pareto front's names."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plain, k3 = explore_points(report, "plain"), explore_points(report, "k3_perfect")
+    if not plain:
+        raise ReportError("no configuration has a synthesised chip with an Fmax: nothing to draw")
+    front = pareto_front(plain)
+    synth = report.get("synth", {})
+    fmax = {e["name"]: e["synth"]["fmax_mhz"] for e in report["configs"]
+            if (e.get("synth") or {}).get("fmax_mhz")}
+    fig, ax = plt.subplots(figsize=(7.2, 4.8))
+    for pts, marker, label in ((plain, "o", "plain decoding"), (k3, "^", "k=3, perfect draft")):
+        ax.scatter([p[1] for p in pts], [p[2] for p in pts], marker=marker, s=50, label=label, alpha=0.8)
+    on_front = sorted((p for p in plain if p[0] in front), key=lambda p: p[1])
+    ax.plot([p[1] for p in on_front], [p[2] for p in on_front], "--", color="C0", lw=1,
+            label="Pareto front (plain)")
+    for name, area, tps in plain:
+        ax.annotate(f"{name} ({fmax[name]:.1f} MHz)", (area, tps), textcoords="offset points",
+                    xytext=(5, -11), fontsize=7)
+    book = [p for p in plain if p[0] == "book"]
+    if book:
+        ax.scatter([book[0][1]], [book[0][2]], s=220, facecolors="none", edgecolors="red", lw=1.5,
+                   label="the book's chip")
+    ax.set_xlabel("area (LUT4 used after place and route)")
+    ax.set_ylabel("tokens per second at Fmax")
+    ax.set_title(f"GA2 configurations on the {synth.get('part', '?')}: area against tokens per second",
+                 fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write(png, buf.getvalue())
+    return front

@@ -153,7 +153,8 @@ def test_explore_synth_without_tools_is_one_line_before_any_work(monkeypatch, ca
 
 
 @pytest.mark.parametrize("argv", [["explore", "--configs", "book", "--synth-target", "ecp5-25k"],
-                                  ["explore", "--configs", "book", "--synth", "--synth-target", "ice40"]])
+                                  ["explore", "--configs", "book", "--synth", "--synth-target", "ice40"],
+                                  ["explore", "--configs", "book", "--synth-plot", "p.png"]])
 def test_explore_synth_options_are_checked_before_any_work(monkeypatch, capsys, argv):
     monkeypatch.setattr(synth, "tool_versions", lambda: {})
     monkeypatch.setattr(explore, "run_explore", lambda *a, **k: pytest.fail("work started"))
@@ -262,3 +263,28 @@ def test_synth_scheduler_that_cannot_be_reached_is_one_line_before_any_work(fake
     assert main(["synth", "--unit", "dma", "--scheduler", "inproc://nowhere"]) == 1      # refused at once
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "--scheduler inproc://nowhere: cannot reach" in err[0]
+
+
+def test_pareto_front_and_explore_figure(tmp_path):
+    from gen.fpga import report as synth_report
+    points = [("book", 6000, 8000), ("wide2", 8000, 7000), ("wide4", 11000, 9800), ("wide8", 17000, 6300),
+              ("twin", 11000, 9800)]
+    # wide2 has more area and fewer tokens than the book; wide8 is beaten by wide4; equal points both stay
+    assert synth_report.pareto_front(points) == ["book", "twin", "wide4"] or \
+        synth_report.pareto_front(points) == ["book", "wide4", "twin"]
+    assert synth_report.pareto_front([("a", 1, 1)]) == ["a"]
+    report = {"synth": {"part": "LFE5U-85F-6BG381C"}, "configs": []}
+    for name, lut, tps in points[:4]:
+        fmax = tps * 8000 / 1e6
+        report["configs"].append({"name": name, "synth": {"fits": True, "lut": lut, "fmax_mhz": fmax,
+                                                          "plain": {"tokens_per_s": tps},
+                                                          "k3_perfect": {"tokens_per_s": 2 * tps}}})
+    report["configs"].append({"name": "array16", "synth": {"fits": False, "reason": "MULT18X18D"}})
+    assert [p[0] for p in synth_report.explore_points(report)] == ["book", "wide2", "wide4", "wide8"]
+    png = tmp_path / "pareto.png"
+    assert synth_report.plot_explore(report, png) == ["book", "wide4"]
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    with pytest.raises(synth_report.ReportError):
+        synth_report.plot_explore({"configs": [report["configs"][-1]]}, tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()
+
