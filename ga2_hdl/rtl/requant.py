@@ -13,15 +13,18 @@ Structure (two stages, one register between them)
   32 x 24 unsigned multiplier, 56-bit product.  The product, the sign, ``s``
   and ``relu`` are registered.
 * Stage 2, the next cycle (combinational from the registers): round the
-  magnitude to nearest, ties up (= away from zero once the sign is put back),
-  as ``((product >> (s - 1)) + 1) >> 1`` for ``s >= 1`` and ``product`` for
-  ``s = 0``.  This is ``floor((product + 2**(s-1)) / 2**s)`` without a 63-bit
-  adder: the rounding bit is the last bit shifted out.  Then saturate the
-  magnitude at 127 (by one compare of the product with the smallest product that
-  saturates, a register stage 1 computes from ``s``, so only the low 8 bits of the
-  shifted product are needed), restore the sign (rounding the magnitude makes the result
-  symmetric, ``requant(-a) = -requant(a)``, and -128 cannot occur), and clamp
-  negatives to 0 when ``relu`` is set.
+  magnitude to nearest, ties up (= away from zero once the sign is put back).
+  Stage 1 registers ``s - 1``, so stage 2 starts with the 8-bit window
+  ``h = (product >> (s - 1))[:8]`` (the product in half units, the rounding bit as
+  its lsb; ``2 * product`` for ``s = 0``): the rounded magnitude is ``h[1:] + h[0]``,
+  which is ``floor((product + 2**(s-1)) / 2**s)`` without a 63-bit adder.  The sign
+  goes back in the same adder (``-(x + c) = ~x + ~c``: the inputs inverted by the
+  sign), so there is no second carry chain for the negation.  The magnitude
+  saturates at 127 by one compare of the product with the smallest product that
+  saturates (a register stage 1 computes from ``s``, clipped to ``2**56``, which no
+  product reaches), so only those 8 bits are needed; rounding the magnitude makes
+  the result symmetric, ``requant(-a) = -requant(a)``, and -128 cannot occur.
+  Negatives become 0 when ``relu`` is set.
 
 So ``q`` is valid :attr:`Requantizer.LATENCY` = 1 cycle after its operands; a
 new set of operands may arrive every cycle.
@@ -31,7 +34,7 @@ in the cycle the operands arrive), so the multiplier starts from a register: LAT
 The book's RQ engine uses it (it reads its first element in the start cycle, so the extra
 stage costs no cycle: docs/fpga.md).
 """
-from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -95,39 +98,47 @@ class Requantizer(wiring.Component):
 
         product = Signal(PRODUCT_BITS)
         negative_r = Signal()
-        shift_r = Signal(SHIFT_BITS)
+        is_zero_r = Signal()                 # s = 0: no rounding, the product itself
+        window_r = Signal(SHIFT_BITS)        # s - 1 (for s >= 1): where the rounding window starts
         relu_r = Signal()
         # the smallest product that saturates: rounded >= 128 exactly when product >= limit
         # (2**7 for s = 0; else (product >> (s-1)) >= 255, that is product >= 255 * 2**(s-1)),
-        # so stage 2 needs only 8 bits of the shifted product and one compare
-        limit_r = Signal(8 + (1 << SHIFT_BITS))
+        # so stage 2 needs only 8 bits of the shifted product and one compare. A limit at or
+        # above 2**PRODUCT_BITS is never reached: it is kept as 2**PRODUCT_BITS, so the compare
+        # is PRODUCT_BITS + 1 bits wide
+        limit_r = Signal(PRODUCT_BITS + 1)
+        full_limit = Signal(8 + (1 << SHIFT_BITS))
+        m.d.comb += full_limit.eq(Mux(shift == 0, isa.INT8_MAX + 1, Const(255, 8) << (shift - 1)[:SHIFT_BITS]))
         m.d.sync += [
             product.eq(magnitude * mantissa),
             negative_r.eq(negative),
-            shift_r.eq(shift),
+            is_zero_r.eq(shift == 0),
+            window_r.eq((shift - 1)[:SHIFT_BITS]),
             relu_r.eq(relu),
-            limit_r.eq(Mux(shift == 0, isa.INT8_MAX + 1, Const(255, 8) << (shift - 1)[:SHIFT_BITS])),
+            limit_r.eq(Mux(full_limit >> PRODUCT_BITS != 0, 1 << PRODUCT_BITS, full_limit)),
         ]
 
         # ---- stage 2: round, saturate, sign, relu
-        rounded = Signal(PRODUCT_BITS)
-        with m.If(shift_r == 0):
-            m.d.comb += rounded.eq(product)
+        # h: the product in half units (product / 2**(s-1), truncated: its lsb is the rounding bit);
+        # below the limit h <= 254, so 8 bits of it are enough. For s = 0 the product itself, with
+        # rounding bit 0: h = 2 * product (below the limit product <= 127).
+        h = Signal(8)
+        with m.If(is_zero_r):
+            m.d.comb += h.eq(Cat(Const(0, 1), product[:7]))
         with m.Else():
-            # product / 2**(s-1), truncated, keeps the rounding bit as its lsb.
-            in_half_units = Signal(PRODUCT_BITS)
-            m.d.comb += [
-                in_half_units.eq(product >> (shift_r - 1)[:SHIFT_BITS]),
-                rounded.eq((in_half_units[:8] + 1) >> 1),    # below limit: in_half_units <= 254
-            ]
-
-        saturated = Signal(range(isa.INT8_MAX + 1))
-        m.d.comb += saturated.eq(Mux(product >= limit_r, isa.INT8_MAX, rounded))
+            m.d.comb += h.eq((product >> window_r)[:8])
+        # the rounded magnitude is r = h[1:] + h[0]; its negation -r = ~h[1:] + ~h[0] (8 bits), so
+        # one adder on inputs inverted by the sign gives the signed result without a second carry
+        # chain for the negation
+        flip = negative_r.replicate(8)
+        signed_r = Signal(signed(8))
+        m.d.comb += signed_r.eq((h[1:] ^ flip) + (h[0] ^ negative_r))
+        saturates = product >= limit_r
 
         with m.If(negative_r & relu_r):
             m.d.comb += self.q.eq(0)
-        with m.Elif(negative_r):
-            m.d.comb += self.q.eq(-saturated)
+        with m.Elif(saturates):
+            m.d.comb += self.q.eq(Mux(negative_r, -isa.INT8_MAX, isa.INT8_MAX))
         with m.Else():
-            m.d.comb += self.q.eq(saturated)
+            m.d.comb += self.q.eq(signed_r)
         return m
