@@ -7,9 +7,11 @@ as an Amaranth expression: ``round_half_away`` on the magnitude ``|acc| * m`` (=
 ISA), the sign put back, the clamp.  A test checks :func:`reference` against
 :func:`ga2_hdl.isa.requantize` itself on the corners and random operands, so the proof's
 reference is the ISA's.  The spec computes the product of the *same* inputs the unit
-multiplies (Yosys merges the two multipliers), so the solver proves everything after
-the multiplier for every value, without the multiplier's equivalence as a problem of its
-own; the magnitude, the rounding, the saturation, the sign and relu are all the spec's.
+multiplies, the ones' complement ``acc ^ sign`` by ``m`` (Yosys merges the two multipliers), and
+asserts ``|acc| = (acc ^ sign) + sign`` for every ``acc`` (so ``|acc| * m`` is that product plus
+``sign * m``), so the solver proves everything after the multiplier for every value, without the
+multiplier's equivalence as a problem of its own; the magnitude, the rounding, the saturation,
+the sign and relu are all the spec's.
 """
 from __future__ import annotations
 
@@ -54,12 +56,17 @@ class RequantizerSpec(Spec):
         m.d.comb += [acc.eq(AnySeq(ACC_BITS)), mant.eq(AnySeq(MANTISSA_BITS)),
                      shift.eq(AnySeq(SHIFT_BITS)), relu.eq(AnySeq(1)),
                      dut.acc.eq(acc), dut.mantissa.eq(mant), dut.shift.eq(shift), dut.relu.eq(relu)]
-        magnitude = Signal(ACC_BITS)
-        m.d.comb += magnitude.eq(Mux(acc < 0, -acc, acc))
+        # the unit multiplies the ones' complement acc ^ sign and adds sign * m (it never negates
+        # acc): the spec asserts |acc| = ones + sign for every acc (no multiplier in it), so
+        # |acc| * m = ones * m + sign * m, and multiplies the same ones, so the two multipliers merge
+        magnitude, ones = Signal(ACC_BITS), Signal(ACC_BITS - 1)
+        m.d.comb += [magnitude.eq(Mux(acc < 0, -acc, acc)),
+                     ones.eq(acc[:ACC_BITS - 1] ^ (acc < 0).replicate(ACC_BITS - 1)),
+                     Assert(ones + (acc < 0) == magnitude)]
         product, negative = Signal(PRODUCT_BITS), Signal()
         shift_r, relu_r, valid = Signal(SHIFT_BITS), Signal(), Signal()
-        m.d.sync += [product.eq(magnitude * mant), negative.eq(acc < 0), shift_r.eq(shift),
-                     relu_r.eq(relu), valid.eq(1)]
+        m.d.sync += [product.eq(ones * mant + Mux(acc < 0, mant, 0)), negative.eq(acc < 0),
+                     shift_r.eq(shift), relu_r.eq(relu), valid.eq(1)]
         expected = reference(m, product, negative, shift_r, relu_r)
         with m.If(valid):
             m.d.comb += Assert(dut.q == expected)

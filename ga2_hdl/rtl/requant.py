@@ -8,10 +8,11 @@ of ``relu``.
 
 Structure (two stages, one register between them)
 
-* Stage 1, the cycle the operands arrive: take the magnitude ``|acc|`` (an
-  unsigned 32-bit value, so -2**31 is fine) and multiply it by ``m``: a
-  32 x 24 unsigned multiplier, 56-bit product.  The product, the sign, ``s``
-  and ``relu`` are registered.
+* Stage 1, the cycle the operands arrive: the magnitude ``|acc|`` times ``m``,
+  without negating ``acc``: ``|acc| = ones + sign`` with ``ones = acc ^ sign`` (one gate
+  per bit, below 2**31), so the product is ``ones * m + sign * m``: a 31 x 24 unsigned
+  multiplier and one add, 56-bit product.  The product, the sign, ``s - 1``,
+  ``s = 0``, ``relu`` and the saturation limit are registered.
 * Stage 2, the next cycle (combinational from the registers): round the
   magnitude to nearest, ties up (= away from zero once the sign is put back).
   Stage 1 registers ``s - 1``, so stage 2 starts with the 8-bit window
@@ -29,7 +30,7 @@ Structure (two stages, one register between them)
 So ``q`` is valid :attr:`Requantizer.LATENCY` = 1 cycle after its operands; a
 new set of operands may arrive every cycle.
 
-``Requantizer(magnitude_stage=True)`` registers the sign and the magnitude first (a stage 0
+``Requantizer(magnitude_stage=True)`` registers the sign and ``ones`` first (a stage 0
 in the cycle the operands arrive), so the multiplier starts from a register: LATENCY = 2.
 The book's RQ engine uses it (it reads its first element in the start cycle, so the extra
 stage costs no cycle: docs/fpga.md).
@@ -82,17 +83,20 @@ class Requantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
+        # |acc| = ones + negative, with ones = acc ^ sign (the ones' complement of a negative acc:
+        # one gate per bit, no carry chain, and below 2**31); the multiply stage adds the missing
+        # negative * m to ones * m, so the unit never negates the accumulator
         negative = self.acc < 0
-        magnitude = Signal(ACC_BITS)
-        m.d.comb += magnitude.eq(Mux(negative, -self.acc, self.acc))  # 2**31 fits unsigned
+        ones = Signal(ACC_BITS - 1)
+        m.d.comb += ones.eq(self.acc[:ACC_BITS - 1] ^ negative.replicate(ACC_BITS - 1))
         mantissa, shift, relu = self.mantissa, self.shift, self.relu
         if self.magnitude_stage:
-            # ---- stage 0: the sign and the magnitude (and the other operands), registered
-            staged = [Signal(1, name="negative_0"), Signal(ACC_BITS, name="magnitude_0"),
+            # ---- stage 0: the sign and the ones' complement (and the other operands), registered
+            staged = [Signal(1, name="negative_0"), Signal(ACC_BITS - 1, name="ones_0"),
                       Signal(MANTISSA_BITS, name="mantissa_0"), Signal(SHIFT_BITS, name="shift_0"),
                       Signal(1, name="relu_0")]
-            m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, magnitude, mantissa, shift, relu))]
-            negative, magnitude, mantissa, shift, relu = staged
+            m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, ones, mantissa, shift, relu))]
+            negative, ones, mantissa, shift, relu = staged
 
         # ---- stage 1: magnitude times mantissa
 
@@ -110,7 +114,7 @@ class Requantizer(wiring.Component):
         full_limit = Signal(8 + (1 << SHIFT_BITS))
         m.d.comb += full_limit.eq(Mux(shift == 0, isa.INT8_MAX + 1, Const(255, 8) << (shift - 1)[:SHIFT_BITS]))
         m.d.sync += [
-            product.eq(magnitude * mantissa),
+            product.eq(ones * mantissa + Mux(negative, mantissa, 0)),      # = |acc| * m
             negative_r.eq(negative),
             is_zero_r.eq(shift == 0),
             window_r.eq((shift - 1)[:SHIFT_BITS]),

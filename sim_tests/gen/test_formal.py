@@ -24,7 +24,7 @@ PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
 PLANTED = {
-    "requant.formula": ("ga2_hdl/rtl/requant.py", "in_half_units[:8] + 1 -> in_half_units[:8] + 2", ""),
+    "requant.formula": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)", ""),
     "rq.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index < length -> rd_index <= length",
                     "RequantizeEngine.elaborate"),
     "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine.elaborate"),
