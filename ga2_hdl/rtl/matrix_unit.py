@@ -8,21 +8,24 @@ Schedule (start in cycle t; S = M*K + K*N, D = K+M+N-2, P = M*N)::
 
     t+1                  LOAD    register the walkers: bases, strides, counts
     t+2 .. t+S+1         STAGE   one scratchpad read per cycle: A row by row, then B
-    t+S+2                DRAIN   the last staged word arrives (scratchpad read latency)
-    t+S+3                CLEAR   zero the array's accumulators and pipeline registers
-    r = t+S+4            STREAM  read step 0 of the operand memories (their read latency)
+    t+S+2                DRAIN   the last staged word arrives (scratchpad read latency);
+                                 the array's accumulators and pipeline registers are cleared
+    r = t+S+3            STREAM  read step 0 of the operand memories (their read latency)
     r+1                          step 0 enters the array's edge register
-    r+2 .. r+D+1                 the D = K+M+N-2 cycles of skewed accumulation
-    r+D+2 .. r+D+P+1     WRITE   select C[m][n] into the write-back register, one per cycle
-    r+D+3 .. r+D+P+2             ... which writes it to the scratchpad the next cycle
-    r+D+P+3                      done
+    r+2                          ... and the first cells' product registers
+    r+3 .. r+D+2                 the D = K+M+N-2 cycles of skewed accumulation
+    r+D+3 .. r+D+P+2     WRITE   select C[m][n] into the write-back register, one per cycle
+    r+D+4 .. r+D+P+3             ... which writes it to the scratchpad the next cycle
+    r+D+P+4                      done
 
 So W = S + D + P + 7: the staging reads (M*K + K*N), the skewed streaming
 (K+M+N-2), the write-back (M*N) and seven cycles of control, one each for
-LOAD, the scratchpad read latency, CLEAR, the operand-memory read latency,
-the array's edge register, the write-back register and the ``done`` pulse.
-These are the reference machine's cycles; a faster configuration could
-overlap CLEAR with staging or start writing back while the corner PEs finish.
+LOAD, the scratchpad read latency (with the array's clear), the operand-memory
+read latency, the array's edge register, its cells' product register, the
+write-back register and the ``done`` pulse.  These are the reference machine's
+cycles: its own seventh cycle cleared the array on its own (CLEAR); here the clear
+shares the cycle of the read latency, and that cycle goes to the product register
+that lets the multipliers run from a register into a register (docs/fpga.md).
 
 Staging uses one address walker for both tiles: an inner index that steps
 the address by 1 and an outer index that steps the row base by a stride.
@@ -128,9 +131,7 @@ class MatrixUnit(wiring.Component):
                 m.next = "STAGE"
             with m.State("STAGE"):
                 self._stage(m, r)
-            with m.State("DRAIN"):
-                m.next = "CLEAR"
-            with m.State("CLEAR"):
+            with m.State("DRAIN"):          # the array is cleared while the last staged word lands
                 m.d.comb += self.array.clear.eq(1)
                 m.d.sync += r.stream.step.eq(0)
                 m.next = "STREAM"
@@ -165,7 +166,7 @@ class MatrixUnit(wiring.Component):
         return SimpleNamespace(
             dims=Signal(data.StructLayout({
                 "last_m": dim, "last_k": dim, "last_n": dim,    # M-1, K-1, N-1
-                "stream_last": unsigned(dim_bits + 2),           # K+M+N-1: the corner's last accumulation
+                "stream_last": unsigned(dim_bits + 2),           # K+M+N: the corner's last accumulation
                 **({"last_n_chunk": dim} if wide else {}),       # the chunk holding column N-1
             }), name="dims"),
             walk=Signal(data.StructLayout({                      # the staging walker
@@ -203,7 +204,7 @@ class MatrixUnit(wiring.Component):
         M, K, N = (_operand(ins, n) for n in ("M", "K", "N"))
         m.d.sync += [
             r.dims.last_m.eq(M - 1), r.dims.last_k.eq(K - 1), r.dims.last_n.eq(N - 1),
-            r.dims.stream_last.eq(K + M + N - 1),
+            r.dims.stream_last.eq(K + M + N - 2 + SystolicArray.EDGE_LATENCY + SystolicArray.MAC_LATENCY),
             r.walk.ptr.eq(_operand(ins, "A")), r.walk.row.eq(_operand(ins, "A")),
             r.walk.stride.eq(_operand(ins, "lda")),
             r.walk.inner.eq(0), r.walk.outer.eq(0),

@@ -12,11 +12,12 @@ by i cycles and column j's by j cycles.  The array does this itself: it
 takes one *unskewed* step per cycle (the whole column A[:, k] and the whole
 row B[k, :]), registers it at the edge, and delays lane i by i further
 registers.  So a step presented in cycle c (with ``valid``) is accumulated by
-PE(i, j) at the end of cycle ``c + 1 + i + j``: the first step reaches
-PE(0, 0) after one cycle and the last step of a K-long product leaves the
+PE(i, j) at the end of cycle ``c + 2 + i + j`` (one edge register, then each
+cell's product register before its accumulator): the first step reaches
+PE(0, 0) after two cycles and the last step of a K-long product leaves the
 M x N corner ``K + M + N - 2`` cycles after the first accumulation began
-(the "skewed streaming" term of the MM busy time), plus the one edge
-register.
+(the "skewed streaming" term of the MM busy time), plus the edge register
+and the product register.
 
 Cycles without ``valid`` feed zeros, which add nothing; ``run`` low freezes
 every register (the matrix unit stops the array outside its streaming
@@ -49,21 +50,24 @@ class ProcessingElement:
     ``state`` is the cell's operand register (a :func:`pe_state` struct): ``a``
     and ``b``, registered for the right and lower neighbours (:attr:`a_out`,
     :attr:`b_out`); ``acc`` is its accumulator register, the running sum.  Each
-    cycle with ``run``: ``a <= a_in``, ``b <= b_in``, ``acc <= acc + a_in * b_in``
-    (truncated to the accumulator width: wrap-around).  ``clear`` zeroes all
-    three and wins over ``run``.
+    cycle with ``run``: ``a <= a_in``, ``b <= b_in``, ``product <= a_in * b_in`` and
+    ``acc <= acc + product`` (truncated to the accumulator width: wrap-around): the
+    multiply and the accumulate in two stages (:attr:`SystolicArray.MAC_LATENCY`), so
+    the multiplier runs from registers into a register (on an ECP5 the multiply alone
+    is most of a cycle).  ``clear`` zeroes all four and wins over ``run``.
     """
 
-    def __init__(self, m: Module, state, acc, a_in, b_in, *, run, clear):
+    def __init__(self, m: Module, state, acc, a_in, b_in, *, run, clear, product):
         self.state = state
         self._acc = acc
         with m.If(clear):
-            m.d.sync += [state.eq(0), acc.eq(0)]
+            m.d.sync += [state.eq(0), acc.eq(0), product.eq(0)]
         with m.Elif(run):
             m.d.sync += [
                 state.a.eq(a_in),
                 state.b.eq(b_in),
-                acc.eq(acc + a_in * b_in),
+                product.eq(a_in * b_in),
+                acc.eq(acc + product),
             ]
 
     @property
@@ -112,12 +116,14 @@ class SystolicArray(wiring.Component):
         ``acc[i*size + j]`` = C[i][j].
 
     A step presented in cycle c is accumulated by PE(i, j) at the end of
-    cycle ``c + EDGE_LATENCY + i + j`` (with ``run`` high throughout).
+    cycle ``c + EDGE_LATENCY + MAC_LATENCY + i + j`` (with ``run`` high throughout).
 
     Attribute ``pes[i][j]``: the :class:`ProcessingElement` cells.
     """
 
     EDGE_LATENCY = 1
+    #: the product register between a cell's multiplier and its accumulator
+    MAC_LATENCY = 1
 
     def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config = isa.BOOK):
         size = config.array if size is None else size
@@ -156,6 +162,7 @@ class SystolicArray(wiring.Component):
         a_edge = self._skew(m, self.a, "a")
         b_edge = self._skew(m, self.b, "b")
         cells = Signal(data.ArrayLayout(pe_state(), n * n), name="cells")
+        products = Signal(data.ArrayLayout(signed(2 * OPERAND.width), n * n), name="products")
         # The accumulators are the output port itself, a register: no wiring between the
         # cells and the port (docs/verilog.md, "Structure and simulator speed").
         pes = [[None] * n for _ in range(n)]
@@ -165,6 +172,6 @@ class SystolicArray(wiring.Component):
                     m, cells[i * n + j], self.acc[i * n + j],
                     a_in=a_edge[i] if j == 0 else pes[i][j - 1].a_out,
                     b_in=b_edge[j] if i == 0 else pes[i - 1][j].b_out,
-                    run=self.run, clear=self.clear)
+                    run=self.run, clear=self.clear, product=products[i * n + j])
         self.pes = pes
         return m

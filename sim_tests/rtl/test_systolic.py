@@ -123,7 +123,8 @@ def test_accumulator_wraps_at_32_bits():
             ctx.set(dut.b[0], 127)
             await ctx.tick()
         ctx.set(dut.valid, 0)
-        await ctx.tick()
+        for _ in range(SystolicArray.EDGE_LATENCY + SystolicArray.MAC_LATENCY):
+            await ctx.tick()
         got["acc"] = ctx.get(dut.acc[0])
 
     sim = Simulator(dut)
@@ -135,7 +136,7 @@ def test_accumulator_wraps_at_32_bits():
 
 
 def test_exact_skew_timing():
-    """PE(i, j) is final exactly at cycle (K-1) + EDGE_LATENCY + i + j after the first step, not before."""
+    """PE(i, j) is final exactly at cycle (K-1) + EDGE_LATENCY + MAC_LATENCY + i + j after the first step, not before."""
     M = N = 4
     K = 6
     rng = np.random.default_rng(3)
@@ -146,9 +147,10 @@ def test_exact_skew_timing():
     c = a @ b
     for i in range(M):
         for j in range(N):
-            final_at = (K - 1) + SystolicArray.EDGE_LATENCY + i + j   # tick index after which it is final
+            final_at = (K - 1) + SystolicArray.EDGE_LATENCY + SystolicArray.MAC_LATENCY + i + j   # final after this tick
             assert trace[final_at][i, j] == c[i, j]
             assert trace[final_at - 1][i, j] != c[i, j]
-    # the whole 4x4 tile is final after K + 1 + (M-1) + (N-1) ticks: the K+M+N-2 of the MM formula
-    # plus the edge register
-    assert (trace[K + (M - 1) + (N - 1)] == c).all()
+    # the whole 4x4 tile is final after K + 2 + (M-1) + (N-1) ticks: the K+M+N-2 of the MM formula
+    # plus the edge register and the product register
+    assert (trace[K + 1 + (M - 1) + (N - 1)] == c).all()
+    assert not (trace[K + (M - 1) + (N - 1)] == c).all()
