@@ -15,11 +15,11 @@ the sign and relu are all the spec's.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cover, Module, Mux, Signal, signed
+from amaranth.hdl import Assert, Const, Cover, Module, Mux, Signal, Value, signed
 from amaranth.hdl._ast import AnySeq
 
 from .. import isa
-from ..rtl.requant import ACC_BITS, MANTISSA_BITS, PRODUCT_BITS, SHIFT_BITS, Requantizer
+from ..rtl.requant import ACC_BITS, MANTISSA_BITS, MULTIPLY_SPLIT, PRODUCT_BITS, SHIFT_BITS, Requantizer
 from .base import Spec
 
 __all__ = ["reference", "RequantizerSpec"]
@@ -41,13 +41,20 @@ def reference(m: Module, product, negative, shift, relu):
 
 
 class RequantizerSpec(Spec):
-    """q(t+1) = isa.requantize(acc(t), m(t), s(t), relu(t)) for every operand."""
+    """q(t+LATENCY) = isa.requantize(acc(t), m(t), s(t), relu(t)) for every operand.
+
+    ``pipelined``: the book RQ engine's form (``magnitude_stage`` and ``split_multiply``,
+    LATENCY 3); else the two-stage form (LATENCY 1).
+    """
 
     name = "formula"
 
-    def __init__(self):
+    def __init__(self, *, pipelined: bool = False):
         super().__init__()
-        self.dut = Requantizer()
+        self.pipelined = pipelined
+        self.dut = Requantizer(magnitude_stage=pipelined, split_multiply=pipelined)
+        if pipelined:
+            self.name = "formula_pipelined"
 
     def contract(self, m: Module) -> None:
         m.submodules.dut = dut = self.dut
@@ -63,14 +70,39 @@ class RequantizerSpec(Spec):
         m.d.comb += [magnitude.eq(Mux(acc < 0, -acc, acc)),
                      ones.eq(acc[:ACC_BITS - 1] ^ (acc < 0).replicate(ACC_BITS - 1)),
                      Assert(ones + (acc < 0) == magnitude)]
-        product, negative = Signal(PRODUCT_BITS), Signal()
-        shift_r, relu_r, valid = Signal(SHIFT_BITS), Signal(), Signal()
-        m.d.sync += [product.eq(ones * mant + Mux(acc < 0, mant, 0)), negative.eq(acc < 0),
-                     shift_r.eq(shift), relu_r.eq(relu), valid.eq(1)]
-        expected = reference(m, product, negative, shift_r, relu_r)
+        negative = acc < 0
+        if self.pipelined:
+            # the same registers and multipliers as the unit's first two stages (they merge with
+            # the unit's): m = m_lo + m_hi * 2**MULTIPLY_SPLIT, so ones * m is the sum below
+            ones_0, mant_0, stage0 = Signal.like(ones), Signal.like(mant), _delayed(m, (negative, shift, relu), 1)
+            m.d.sync += [ones_0.eq(ones), mant_0.eq(mant)]
+            lo, hi = Signal(ACC_BITS - 1 + MULTIPLY_SPLIT), Signal(ACC_BITS - 1 + MANTISSA_BITS - MULTIPLY_SPLIT)
+            corr = Signal(MANTISSA_BITS)
+            m.d.sync += [lo.eq(ones_0 * mant_0[:MULTIPLY_SPLIT]), hi.eq(ones_0 * mant_0[MULTIPLY_SPLIT:]),
+                         corr.eq(Mux(stage0[0], mant_0, 0))]
+            magnitude_times_m = lo + (hi << MULTIPLY_SPLIT) + corr
+            negative, shift, relu = _delayed(m, stage0, 1)
+        else:
+            magnitude_times_m = ones * mant + Mux(negative, mant, 0)
+        product = Signal(PRODUCT_BITS)
+        negative_r, shift_r, relu_r = _delayed(m, (negative, shift, relu), 1)
+        m.d.sync += product.eq(magnitude_times_m)
+        (valid,) = _delayed(m, (Const(1),), self.dut.LATENCY)
+        expected = reference(m, product, negative_r, shift_r, relu_r)
+        negative = negative_r
         with m.If(valid):
             m.d.comb += Assert(dut.q == expected)
         m.d.comb += [Cover(valid & (dut.q == isa.INT8_MAX) & ~negative),
                      Cover(valid & (dut.q == -isa.INT8_MAX)),
                      Cover(valid & negative & relu_r),
                      Cover(valid & (shift_r == 0))]
+
+
+def _delayed(m: Module, values, cycles: int):
+    """``values`` registered ``cycles`` times (each a signal of its own width)."""
+    out = list(values)
+    for _ in range(cycles):
+        regs = [Signal(len(Value.cast(v))) for v in out]
+        m.d.sync += [r.eq(v) for r, v in zip(regs, out)]
+        out = regs
+    return out

@@ -17,7 +17,9 @@ Asserted (the unit's side)
       time of the instruction (:attr:`ga2_hdl.isa.OpSpec.busy`, evaluated on the
       instruction's fields as hardware values): once per start, never else;
     * ``busy`` is high in cycles t+1 .. t+W exactly;
-    * the unit writes the scratchpad only in t+1 .. t+W and reads it only there and in the
+    * the unit writes the scratchpad only in t+1 .. t+W (and, without overlap, in the cycle
+      t+W+1 of a trailing write, :func:`ga2_hdl.isa.trailing_write_cycles`, in which the
+      sequencer starts nothing and holds ``ins``: both assumed) and reads it only in t+1 .. t+W and in the
       start cycle t (nothing else runs then, and a read changes nothing: how RQ, VADD and SM
       take a register after the scratchpad's output at the book's busy times); idle, the port
       is quiet;
@@ -155,6 +157,9 @@ class UnitContract(Spec):
         self.running = Signal()                 # cycles t+1 .. t+W of a start in cycle t
         self.elapsed = Signal(16)               # cycles since the start (1 in t+1)
         self.held = Signal(INSTRUCTION)         # the instruction, from the start until done
+        #: the cycles after done in which the unit may still write (the next instruction's FETCH)
+        self.trailing = isa.trailing_write_cycles(config)
+        self.trailing_now = Signal()            # one of those cycles (no start then)
 
     # ------------------------------------------------------------------ the environment
     def environment(self, m: Module) -> None:
@@ -170,8 +175,9 @@ class UnitContract(Spec):
         m.d.comb += u.spad.rd_data.eq(self.rd_data)
 
     def ins(self):
-        """The instruction the unit sees this cycle: the fresh one in the start cycle, else the held one."""
-        return Mux(self.running, self.held.as_value(), self.fresh.as_value())
+        """The instruction the unit sees this cycle: the fresh one in the start cycle, else the held one
+        (held through the cycles of a trailing write too)."""
+        return Mux(self.running | self.trailing_now, self.held.as_value(), self.fresh.as_value())
 
     def contract(self, m: Module) -> None:
         u = self.unit
@@ -202,7 +208,11 @@ class UnitContract(Spec):
                     ok = ok & (decoder.operand(self.fresh, spec, o.name) <= self.bounds[o.name])
             legal_op = legal_op | ok
         with m.If(self.start):
-            m.d[self.checks] += Assume(~self.running & legal_op & (check.error == isa.ErrorCode.OK))
+            m.d[self.checks] += Assume(~self.running & ~self.trailing_now & legal_op
+                                       & (check.error == isa.ErrorCode.OK))
+        if self.trailing:
+            assert self.trailing == 1, "the contract follows one trailing cycle"
+            m.d.sync += self.trailing_now.eq(u.done)
         with m.If(self.start):
             m.d.sync += [self.running.eq(1), self.elapsed.eq(1), self.held.eq(self.fresh)]
         with m.Elif(self.running):
@@ -227,7 +237,7 @@ class UnitContract(Spec):
             Assert(u.busy == self.running),              # busy t+1 .. t+W
         ]
         p = u.spad
-        with m.If(~self.running):                        # no write in the start cycle or when idle
+        with m.If(~self.running & ~self.trailing_now):   # no write in the start cycle or when idle
             m.d[self.checks] += Assert(~p.wr_en)
         with m.If(~self.running & ~self.start):          # a read in the start cycle, never when idle
             m.d[self.checks] += Assert(~p.rd_en)

@@ -185,6 +185,21 @@ def _counters(iset: InstructionSet, program: Sequence[Instruction]) -> Counters:
     raise IsaError("program has no HALT")
 
 
+def trailing_write_cycles(config: Config) -> int:
+    """Cycles after a unit's ``done`` in which it may still write the scratchpad: its last write
+    may *trail* its busy time.
+
+    Without overlap the next instruction is fetched in cycle t+W+1 and issued in t+W+2
+    (:class:`IssueTimer`): in t+W+1 no unit runs, the scratchpad's port is free and the units'
+    instruction still holds the one that finished (the sequencer loads the next at the end of
+    FETCH).  A write there is complete before any later instruction can read, and before the
+    halting issue, so the memory, the counters and every cycle are those of a write in t+W.
+    The book's RQ engine uses that cycle for a deeper pipeline (docs/fpga.md).  With overlap the
+    next instruction may issue in t+W+1 itself: no trailing write (0).
+    """
+    return 0 if config.overlap else FETCH_ISSUE_CYCLES - 1
+
+
 class IssueTimer:
     """The timing rule of a chip, applied one instruction at a time, in program order.
 

@@ -32,8 +32,11 @@ new set of operands may arrive every cycle.
 
 ``Requantizer(magnitude_stage=True)`` registers the sign and ``ones`` first (a stage 0
 in the cycle the operands arrive), so the multiplier starts from a register: LATENCY = 2.
-The book's RQ engine uses it (it reads its first element in the start cycle, so the extra
-stage costs no cycle: docs/fpga.md).
+``split_multiply=True`` multiplies m in two halves (``m[:18]`` and ``m[18:]``), registers the
+two partial products and adds them (and ``sign * m``) in the next stage: one more cycle
+of latency.  The book's RQ engine uses both (it reads its first element in the start cycle
+and writes its last in the cycle after its done, :func:`ga2_hdl.isa.trailing_write_cycles`,
+so the extra stages cost no cycle: docs/fpga.md).
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -48,6 +51,9 @@ MANTISSA_BITS = _RQ.operand("m").bits        #: 24
 SHIFT_BITS = _RQ.operand("s").bits           #: 6
 PRODUCT_BITS = ACC_BITS + MANTISSA_BITS      #: ``|acc| <= 2**31``, ``m < 2**24``: the product fits in 56 bits
 Q_BITS = 8                                   #: the int8 result
+#: with ``split_multiply``, m is multiplied in two halves, the low one this many bits (an ECP5
+#: multiplier's width, so each half is one or two multiplier blocks and no adder between them)
+MULTIPLY_SPLIT = 18
 
 
 class Requantizer(wiring.Component):
@@ -75,9 +81,10 @@ class Requantizer(wiring.Component):
     relu: In(1)
     q: Out(signed(Q_BITS))
 
-    def __init__(self, *, magnitude_stage: bool = False):
+    def __init__(self, *, magnitude_stage: bool = False, split_multiply: bool = False):
         self.magnitude_stage = magnitude_stage
-        self.LATENCY = type(self).LATENCY + int(magnitude_stage)
+        self.split_multiply = split_multiply
+        self.LATENCY = type(self).LATENCY + int(magnitude_stage) + int(split_multiply)
         super().__init__()
 
     def elaborate(self, platform):
@@ -98,6 +105,21 @@ class Requantizer(wiring.Component):
             m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, ones, mantissa, shift, relu))]
             negative, ones, mantissa, shift, relu = staged
 
+        if self.split_multiply:
+            # ---- stage 1a: the two partial products of m's halves, registered (each half's
+            # multiplier runs from a register into a register); their sum is stage 1's
+            lo = Signal(ACC_BITS - 1 + MULTIPLY_SPLIT, name="partial_lo")
+            hi = Signal(ACC_BITS - 1 + MANTISSA_BITS - MULTIPLY_SPLIT, name="partial_hi")
+            correction = Signal(MANTISSA_BITS, name="correction")
+            later = [Signal(1, name="negative_1"), Signal(SHIFT_BITS, name="shift_1"), Signal(1, name="relu_1")]
+            m.d.sync += [lo.eq(ones * mantissa[:MULTIPLY_SPLIT]), hi.eq(ones * mantissa[MULTIPLY_SPLIT:]),
+                         correction.eq(Mux(negative, mantissa, 0)),
+                         *(r.eq(v) for r, v in zip(later, (negative, shift, relu)))]
+            negative, shift, relu = later
+            magnitude_times_m = lo + (hi << MULTIPLY_SPLIT) + correction
+        else:
+            magnitude_times_m = ones * mantissa + Mux(negative, mantissa, 0)
+
         # ---- stage 1: magnitude times mantissa
 
         product = Signal(PRODUCT_BITS)
@@ -114,7 +136,7 @@ class Requantizer(wiring.Component):
         full_limit = Signal(8 + (1 << SHIFT_BITS))
         m.d.comb += full_limit.eq(Mux(shift == 0, isa.INT8_MAX + 1, Const(255, 8) << (shift - 1)[:SHIFT_BITS]))
         m.d.sync += [
-            product.eq(ones * mantissa + Mux(negative, mantissa, 0)),      # = |acc| * m
+            product.eq(magnitude_times_m),                  # = |acc| * m
             negative_r.eq(negative),
             is_zero_r.eq(shift == 0),
             window_r.eq((shift - 1)[:SHIFT_BITS]),

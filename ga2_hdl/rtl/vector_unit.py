@@ -120,27 +120,37 @@ class RequantizeEngine(_Engine):
 
     cycle t+i: read src[i] (the first in the start cycle t itself: the scratchpad is free then,
     since nothing else runs, and a read changes nothing);  t+1+i: the data arrives and the
-    Requantizer's magnitude stage registers it;  t+2+i: its multiply stage;  t+3+i: its
-    rounding stage, and the write of dst[i].  done with the last write.  (Reading one cycle
-    before the first busy cycle buys the register after the scratchpad's output, so the
-    multiplier starts from a register, in the same cycles: docs/fpga.md.)
+    Requantizer's magnitude stage registers it;  then its multiply stages;  then its rounding
+    stage, and the write of dst[i].  On a chip without overlap the multiply takes two stages
+    (``Requantizer(split_multiply=True)``), so dst[i] is written in t+4+i: the last write, in
+    t+W+1, is the trailing write :func:`ga2_hdl.isa.trailing_write_cycles` allows (the next
+    instruction's FETCH cycle), and done comes with the last result's multiply, in t+W.  With
+    overlap the multiply is one stage, dst[i] written in t+3+i, done with the last write.
+    (Reading one cycle before the first busy cycle and writing one after the last buy the
+    registers after the scratchpad's output and inside the multiply, in the same cycles:
+    docs/fpga.md.)
     """
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.requantizer = rq = Requantizer(magnitude_stage=True)
-        assert rq.LATENCY == 2
+        trailing = isa.trailing_write_cycles(self.config)
+        m.submodules.requantizer = rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
+        assert rq.LATENCY == 2 + trailing
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
 
         rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
         reading = Signal()
-        v1, last1, v2, last2, v3, last3 = (Signal() for _ in range(6))  # data on rd_data; magnitude; q valid
+        # valid[k], last[k]: element i's read data is on rd_data in k = 1, its q in k = LATENCY + 1
+        depth = rq.LATENCY + 1
+        valid = [reading] + [Signal(name=f"v{k}") for k in range(1, depth + 1)]
+        last = [Signal(name="last0")] + [Signal(name=f"last{k}") for k in range(1, depth + 1)]
 
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), rd_index.eq(1), wr_index.eq(0)]
         index = Mux(self.start, 0, rd_index)
         m.d.comb += [
             reading.eq(self.start | (self.busy & (rd_index < length))),   # (len >= 1: the issue check)
+            last[0].eq(reading & (index == length - 1)),
             self.spad.rd_en.eq(reading),
             self.spad.rd_addr.eq(self._addr(src, index)),
             rq.acc.eq(self.spad.rd_data.as_signed()),
@@ -148,12 +158,16 @@ class RequantizeEngine(_Engine):
             rq.shift.eq(operand(self.ins, "RQ", "s")),
             rq.relu.eq(operand(self.ins, "RQ", "relu")),
         ]
-        m.d.sync += [v1.eq(reading), last1.eq(reading & (index == length - 1)),
-                     v2.eq(v1), last2.eq(last1), v3.eq(v2), last3.eq(last2)]
+        m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, depth + 1)]
+        m.d.sync += [last[k].eq(last[k - 1]) for k in range(1, depth + 1)]
         with m.If(reading & ~self.start):
             m.d.sync += rd_index.eq(rd_index + 1)
 
-        self._write(m, v3, last3, dst, wr_index, rq.q)
+        # the write of each q, done with the last write or, trailing, the cycle before it
+        self._write(m, valid[depth], last[depth] if not trailing else 0, dst, wr_index, rq.q)
+        if trailing:
+            with m.If(last[depth - trailing]):
+                self._finish(m)
         return m
 
 

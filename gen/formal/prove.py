@@ -82,9 +82,11 @@ def _matrix(config):
     return UnitContract(MatrixUnit(config=config), config, ["MM"], bounds=MM_BOUNDS, name="contract")
 
 
-def _requant(config):
-    from ga2_hdl.contracts.requant import RequantizerSpec
-    return RequantizerSpec()
+def _requant(pipelined):
+    def build(config):
+        from ga2_hdl.contracts.requant import RequantizerSpec
+        return RequantizerSpec(pipelined=pipelined)
+    return build
 
 
 def _divider(width):
@@ -106,8 +108,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("dma", "transfer", _dma("DMATransfer"), "bmc",
              lambda c: 2 * (max(_worst(c, "LD"), _worst(c, "ST")) + 1) + 2,
              "exactly len words moved, in order, inside both regions, len <= 3"),
-    Property("requant", "formula", _requant, "prove", lambda c: 2,
+    Property("requant", "formula", _requant(False), "prove", lambda c: 2,
              "q = isa.requantize(acc, m, s, relu) for every operand"),
+    Property("requant", "formula_pipelined", _requant(True), "prove", lambda c: 4,
+             "the same, for the book RQ engine's form (magnitude stage, multiply in two stages)"),
     Property("divider", "quotient_remainder_8bit", _divider(8), "prove", lambda c: 12,
              "the divider generator at 8 bits: quotient and remainder for every input, k-induction "
              "over its steps (40 bits: not closed in this session's time, see the report)"),

@@ -19,9 +19,11 @@ control contract (docs/chip.md, "Unit control contract") on every cycle, raising
 * ``done`` is high exactly once, in cycle t + W (t = the start cycle), and
   never later than the ISA's busy time (the run stops there, so a
   unit that never answers fails at once instead of after a long wait);
-* the unit writes the scratchpad only in its busy cycles t+1 .. t+W and reads it only
-  in those and the start cycle t (a read changes nothing, and the sequencer runs nothing
-  else then), and drives rd_en = wr_en = 0 while idle;
+* the unit writes the scratchpad only in its busy cycles t+1 .. t+W (and, on a chip without
+  overlap, in the :func:`ga2_hdl.isa.trailing_write_cycles` after them: the next
+  instruction's FETCH, in which the bench, like the sequencer, still holds ``ins`` and starts
+  nothing) and reads it only in its busy cycles and the start cycle t (a read changes nothing,
+  and the sequencer runs nothing else then), and drives rd_en = wr_en = 0 while idle;
 * it never reads and writes the same address in the same cycle;
 * the scratchpad never sees two masters at once (its ``conflict`` flag);
 * every word it reads lies in one of the instruction's regions, and every word it writes in a
@@ -218,6 +220,9 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
     wide = spad.signature.wide
     busy_port = getattr(harness.unit, "busy", None) if "busy" in harness.unit.signature.members else None
     busy_times: list[int] = []
+    trailing = isa.trailing_write_cycles(harness.config)
+    if gap < trailing:
+        raise ValueError(f"gap={gap}: at least the {trailing} cycle(s) after done in which a unit may still write")
 
     allowed: dict = {}                   # instruction -> the words its regions let it read, write
 
@@ -225,9 +230,9 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
         if setup:
             setup(ctx)
 
-        def watch(cycle: int, busy: bool, ins: isa.Instruction, start: bool = False):
+        def watch(cycle: int, busy: bool, ins: isa.Instruction, start: bool = False, trailing: bool = False):
             rd_en, wr_en = ctx.get(spad.rd_en), ctx.get(spad.wr_en)
-            if not busy and (wr_en or (rd_en and not start)):
+            if not busy and ((wr_en and not trailing) or (rd_en and not start)):
                 raise ContractError(f"{ins}: scratchpad {'read' if rd_en else 'write'} in cycle t+{cycle}, "
                                     f"outside the busy cycles")
             if rd_en and wr_en and not wide and ctx.get(spad.rd_addr) == ctx.get(spad.wr_addr):
@@ -282,11 +287,13 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
             busy_times.append(cycle)
             for k in range(1, IDLE_CYCLES_AFTER + gap + 1):
                 await ctx.tick()
-                # once done, the instruction word may change (the chip fetches the next one)
-                ctx.set(harness.ins.as_value(), 0)
+                # once done (and the cycles of a trailing write), the instruction word may change
+                # (the chip fetches the next one)
+                if k > trailing:
+                    ctx.set(harness.ins.as_value(), 0)
                 if ctx.get(harness.done):
                     raise ContractError(f"{ins}: done high again in cycle t+{cycle + k}")
-                watch(cycle + k, False, ins)
+                watch(cycle + k, False, ins, trailing=k <= trailing)
                 busy_is(cycle + k, 0, ins)
             if after:
                 after(ctx, harness, cycle)

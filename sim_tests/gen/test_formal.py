@@ -19,12 +19,14 @@ from gen.formal import mutants, prove, sby
 
 needs_tools = pytest.mark.skipif(sby.tools_problem() is not None, reason=str(sby.tools_problem()))
 BOOK = Config.book()
-FAST = ("requant.formula", "rq.contract", "vadd.contract", "amax.contract")
+FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract")
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
 PLANTED = {
-    "requant.formula": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)", ""),
+    "requant.formula": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)",
+                        "magnitude_times_m = ones"),
+    "requant.formula_pipelined": ("ga2_hdl/rtl/requant.py", "hi << MULTIPLY_SPLIT -> MULTIPLY_SPLIT << hi", ""),
     "rq.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index < length -> rd_index <= length",
                     "RequantizeEngine.elaborate"),
     "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine.elaborate"),

@@ -19,12 +19,12 @@ M_MAX = (1 << MANTISSA_BITS) - 1
 S_MAX = (1 << SHIFT_BITS) - 1
 
 
-#: the requantizer with and without its magnitude stage (LATENCY 2 and 1)
-STAGES = (False, True)
-_STAGED = [False]          # which one simulate() builds (the autouse fixture below sets it)
+#: the requantizer's forms: (magnitude_stage, split_multiply), LATENCY 1, 2 and 3 (the book's RQ engine)
+STAGES = ((False, False), (True, False), (True, True))
+_STAGED = [(False, False)]          # which one simulate() builds (the autouse fixture below sets it)
 
 
-@pytest.fixture(autouse=True, params=STAGES, ids=("two_stages", "magnitude_stage"))
+@pytest.fixture(autouse=True, params=STAGES, ids=("two_stages", "magnitude_stage", "split_multiply"))
 def _requantizer_kind(request):
     _STAGED[0] = request.param
     yield
@@ -32,7 +32,8 @@ def _requantizer_kind(request):
 
 def simulate(cases):
     """Feed (acc, m, s, relu) cases one per cycle; return the q of each."""
-    dut = Requantizer(magnitude_stage=_STAGED[0])
+    magnitude_stage, split_multiply = _STAGED[0]
+    dut = Requantizer(magnitude_stage=magnitude_stage, split_multiply=split_multiply)
     results = []
 
     async def bench(ctx):
