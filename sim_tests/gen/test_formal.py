@@ -26,7 +26,8 @@ PROPS = {p.key: p for p in prove.PROPERTIES}
 PLANTED = {
     "requant.formula": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)",
                         "magnitude_times_m = ones"),
-    "requant.formula_pipelined": ("ga2_hdl/rtl/requant.py", "hi << MULTIPLY_SPLIT -> MULTIPLY_SPLIT << hi", ""),
+    "requant.formula_pipelined": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)",
+                                  "correction.eq"),
     "rq.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index < length -> rd_index <= length",
                     "RequantizeEngine.elaborate"),
     "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine.elaborate"),
