@@ -146,7 +146,10 @@ class GA2Chip(wiring.Component):
                       isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
         self.spad_words_per_access = config.spad_banks
-        self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access)
+        # one bank without overlap: the scratchpad takes address and data from the unit of the
+        # instruction the sequencer runs (a register), so a unit's start reaches only its enables
+        self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access,
+                               owned=not config.overlap and self.spad_words_per_access == 1)
         self.pc = Signal(config.pc_bits, name="pc")
         super().__init__({
             "start": In(1),
@@ -243,6 +246,12 @@ class GA2Chip(wiring.Component):
 
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(cur)
+        if self.spad.owned:
+            # the owner is the unit of cur: in ISSUE the one starting, in WAIT the one running, in
+            # FETCH the one that finished (its trailing write: cur changes at the end of FETCH)
+            owner_iset = isa.instruction_set(self.config)
+            m.d.comb += [self.spad.owner[i].eq(cur.op.matches(*owner_iset.unit_ops(kind)))
+                         for i, kind in enumerate(self.units)]
 
         with m.If(imem_wr.en & (imem_wr.addr == 0)):
             m.d.sync += [word0.eq(imem_wr.data),

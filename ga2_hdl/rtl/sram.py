@@ -104,6 +104,11 @@ class Scratchpad(wiring.Component):
     -----
     masters : In(SpadPort()).array(n_masters)
         The master ports (a unit's ``spad`` connects to one with ``wiring.connect``).
+    owner : In(n_masters)
+        ``owned=True`` only (one bank, no overlap: the book's chip): one-hot, the master whose
+        address and write data reach the memory this cycle (the chip names the unit of the
+        instruction it runs, from a register); the enables are every master's, as without it.
+        A master that enables an access must be the owner.
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
         enables a write (with overlap: where two masters write one address).
@@ -127,7 +132,7 @@ class Scratchpad(wiring.Component):
     """
 
     def __init__(self, n_masters: int, *, config: Config = isa.BOOK, depth: int | None = None, init=(),
-                 words: int = 1):
+                 words: int = 1, owned: bool = False):
         if not n_masters >= 1:
             raise ValueError("the scratchpad needs at least one master port")
         if depth is None:
@@ -140,6 +145,9 @@ class Scratchpad(wiring.Component):
         self.config = config
         self.depth = depth
         self.n_banks = words
+        if owned and (config.overlap or words > 1):
+            raise ValueError("an owned scratchpad (one master at a time, named by owner) is one bank without overlap")
+        self.owned = owned
         if self.n_banks > 1 << addr_bits:
             raise ValueError(f"{self.n_banks} banks for a {addr_bits}-bit address")
         init = list(init)
@@ -153,6 +161,7 @@ class Scratchpad(wiring.Component):
             "write_en": Out(1),
             "write_addr": Out(addr_bits),
             **({"write_last": Out(addr_bits)} if self.n_banks > 1 else {}),
+            **({"owner": In(n_masters)} if owned else {}),
         })
 
     #: the storage's submodule name (Verilog export names the word array after it)
@@ -186,12 +195,15 @@ class Scratchpad(wiring.Component):
         rd_addr = 0
         wr_addr = 0
         wr_data = 0
-        for p in ports:
+        for i, p in enumerate(ports):
             # Mux(en, x, 0) rather than x & en.replicate(n): the same gates, but Amaranth's
-            # simulator evaluates a replicate bit by bit
-            rd_addr = rd_addr | Mux(p.rd_en, p.rd_addr, 0)
-            wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
-            wr_data = wr_data | Mux(p.wr_en, p.wr_data, 0)
+            # simulator evaluates a replicate bit by bit.  Owned: the master named by ``owner`` (a
+            # register of the chip's) drives address and data, so a late enable (a unit's start
+            # cycle) reaches only the memory's enables
+            rd_sel, wr_sel = (self.owner[i], self.owner[i]) if self.owned else (p.rd_en, p.wr_en)
+            rd_addr = rd_addr | Mux(rd_sel, p.rd_addr, 0)
+            wr_addr = wr_addr | Mux(wr_sel, p.wr_addr, 0)
+            wr_data = wr_data | Mux(wr_sel, p.wr_data, 0)
         any_of = functools.partial(functools.reduce, operator.or_)
         rd_ens = [p.rd_en for p in ports]
         wr_ens = [p.wr_en for p in ports]

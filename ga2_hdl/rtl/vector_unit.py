@@ -152,7 +152,9 @@ class RequantizeEngine(_Engine):
             reading.eq(self.start | (self.busy & (rd_index < length))),   # (len >= 1: the issue check)
             last[0].eq(reading & (index == length - 1)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(src, index)),
+            # the address from registers only: idle (the start cycle), the first element's; start
+            # (late in its cycle) reaches only the read enable
+            self.spad.rd_addr.eq(Mux(self.busy, self._addr(src, rd_index), self._addr(src, 0))),
             rq.acc.eq(self.spad.rd_data.as_signed()),
             rq.mantissa.eq(operand(self.ins, "RQ", "m")),
             rq.shift.eq(operand(self.ins, "RQ", "s")),
@@ -202,7 +204,9 @@ class AddEngine(_Engine):
         m.d.comb += [
             reading.eq(self.start | (self.busy & (slot < 2 * length))),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(Mux(now[0], src2, src1), now[1:])),
+            # the address from registers only: idle (the start cycle), src1[0]'s; start (late in its
+            # cycle) reaches only the read enable
+            self.spad.rd_addr.eq(Mux(self.busy, self._addr(Mux(slot[0], src2, src1), slot[1:]), self._addr(src1, 0))),
         ]
         m.d.sync += [v1.eq(reading), second1.eq(now[0]), last1.eq(reading & (now == 2 * length - 1))]
         with m.If(reading & ~self.start):
