@@ -142,6 +142,38 @@ def test_ported_conflict_flag_and_write_outputs():
     sim.run()
 
 
+def test_ported_read_data_holds_while_its_master_does_not_read():
+    """With overlap each master has a read port of its own: its ``rd_data`` is the word it last read
+    and holds while it does not read (the port behaviour every master has), whatever its idle address
+    lines hold, while the other masters read other words and one of them rewrites the word held."""
+    init = [0x1000 + a for a in range(isa.SPAD_WORDS)]
+    dut = _scratchpad(config=PRESETS["overlap"], init=init)
+
+    async def bench(ctx):
+        _idle_all(ctx, dut)
+        for name in MASTERS:                           # master n reads word 10 + n
+            ctx.set(dut.masters[name].rd_en, 1)
+            ctx.set(dut.masters[name].rd_addr, 10 + name)
+        await ctx.tick()
+        for name in MASTERS:
+            assert ctx.get(dut.masters[name].rd_data) == 0x1000 + 10 + name
+        for step in range(4):                          # DMA idle (address lines elsewhere), the others read
+            ctx.set(dut.masters[DMA].rd_en, 0)
+            ctx.set(dut.masters[DMA].rd_addr, 100 + step)
+            ctx.set(dut.masters[MATRIX].rd_addr, 200 + step)
+            ctx.set(dut.masters[VECTOR].wr_en, 1)      # and the word the DMA read is rewritten
+            ctx.set(dut.masters[VECTOR].wr_addr, 10)
+            ctx.set(dut.masters[VECTOR].wr_data, 0xBAD0 + step)
+            await ctx.tick()
+            assert ctx.get(dut.masters[DMA].rd_data) == 0x1000 + 10, f"step {step}: an idle master's rd_data moved"
+            assert ctx.get(dut.masters[MATRIX].rd_data) == 0x1000 + 200 + step, f"step {step}: a reading master"
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 # ==================================================================== wide ports
 # The banked scratchpad (ga2_hdl/rtl/sram.py with ``words`` > 1): B consecutive words per access.
 # Every cycle one master (the others idle with junk on their lines) reads and/or
