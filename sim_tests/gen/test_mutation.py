@@ -113,6 +113,70 @@ def test_rtl_mutants_are_generated_from_every_unit_and_apply():
     assert any(m.operator == "next" for m in mutate_rtl.generate(["matrix_unit"]))
 
 
+def test_edits_that_make_the_same_source_are_one_mutant_and_reported_as_such():
+    """The constant and the enable operator both turn an enable's `x.eq(0)` into `x.eq(1)`: one mutant,
+    judged once, naming the other edit (``duplicates``, in the JSON ``same_source_as``), and the
+    totals count the edits folded."""
+    from gen.mutation import rtl as mutate_rtl
+    chip = mutate_rtl.generate(["chip"])
+    source = (mutate_rtl.REPO / "ga2_hdl/rtl/chip.py").read_text()
+    folded = [m for m in chip if m.duplicates]
+    assert folded and all(d.startswith("[enable] ") for m in folded for d in m.duplicates)
+    m = folded[0]
+    other = next(x for x in mutate_rtl._Generator("chip").run()        # the raw edits, before folding
+                 if x.line == m.line and x.operator != m.operator and f"[{x.operator}] {x.change}" in m.duplicates)
+    assert mutation.apply(source, other) == mutation.apply(source, m)
+    result = mutation.Result(m, "caught", "a test")
+    assert result.as_dict()["same_source_as"] == list(m.duplicates)
+    assert mutation.totals([result])["duplicate_edits"] == len(m.duplicates)
+
+
+def test_a_mutant_whose_chip_does_not_elaborate_is_an_error_before_any_test(tmp_path):
+    """The DMA's `wide = w > 1` turned into `w >= 1` takes the wide branch on the book's one-word port,
+    which names ports the DMA does not have: elaborating the book chip (no simulation, no test) finds
+    it.  The line is one every build-check configuration elaborates; a line only wide ports build
+    is elaborated wide, and the narrow-unit link (on no preset) is left to the tests."""
+    from gen.mutation import build_check, rtl as mutate_rtl
+    reach = mutate_rtl.build_reach(mutate_rtl.REPO)
+    turned = next(m for m in mutate_rtl.generate(["dma"]) if m.change == "w > 1 -> w >= 1")
+    assert reach[(turned.file, turned.line)] == build_check.CONFIGS
+    assert build_check.chosen(build_check.CONFIGS) == ["book", "wide2"]
+    vector = mutate_rtl.generate(["vector_unit"])
+    wide_only = next(m for m in vector if m.context.startswith("WideArgmaxEngine.elaborate:"))
+    assert "book" not in reach[(wide_only.file, wide_only.line)]
+    narrow_link = next(m for m in mutate_rtl.generate(["chip"]) if m.context.startswith("_connect_narrow:"))
+    assert (narrow_link.file, narrow_link.line) not in reach
+
+    def judge(m):
+        return mutate_rtl.run_stages(m, "dma", str(tmp_path / "unused.hex"), chip=False,
+                                     build=reach[(m.file, m.line)])
+
+    [r] = mutation.run_mutants([turned], judge, jobs=1, timeout=120, crash_status="error")
+    assert (r.status, r.before_judging) == ("error", True), r.as_dict()
+    assert "the book chip does not elaborate (dma.py:" in r.detail and r.as_dict()["before_judging"]
+    totals = mutation.totals([r, mutation.Result(turned, "error", "", "a test saw it")])
+    assert (totals["error"], totals["error_before_judging"]) == (2, 1)
+
+
+def test_mutate_rtl_lists_and_narrows_by_number_and_text(capsys):
+    """`--list` numbers the mutants; `--only ID` and `--match TEXT` (each TEXT in the listed line)
+    choose among them, for judging one at a time; a help text names today's paths."""
+    from ga2_cli.main import main
+    main(["mutate", "rtl", "--unit", "dma", "--list"])
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith("#0 ga2_hdl/rtl/dma.py:") and listed[-1].endswith("generated mutants")
+    main(["mutate", "rtl", "--unit", "dma", "--list", "--only", "3"])
+    assert capsys.readouterr().out.splitlines()[0] == listed[3]
+    main(["mutate", "rtl", "--list", "--match", "dma.py:", "--match", "w > 1 -> w >= 1"])
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and "[compare] w > 1 -> w >= 1" in out[0] and out[1].startswith("1 of ")
+    import subprocess
+    import sys
+    help_text = subprocess.run([sys.executable, "-m", "ga2_cli", "mutate", "rtl", "--help"],
+                               capture_output=True, text=True, check=True).stdout
+    assert "ga2_hdl/rtl/NAME.py" in " ".join(help_text.split())
+
+
 def test_helpers_that_declare_registers_are_mutated_and_constructors_are_not():
     """A helper that only lays out registers (MatrixUnit._registers: Signal(StructLayout(...))) builds
     hardware too, so its widths are mutated; a constructor that declares a signal (the chip's pc) is
