@@ -9,9 +9,9 @@ every unit's ``elaborate``, no netlist, no simulation; 0.1-0.4 s for a preset) f
 them first.
 
 Which configurations to elaborate: of :data:`CONFIGS`, those whose elaboration runs
-the mutant's line, the cheapest one and the cheapest with wide ports (:func:`chosen`).  :func:`reach` traces the unbroken chip's construction and
-elaboration once per run, for each of them, and records the lines of the RTL files it
-executes; a mutant on a line none of them runs (code only other configurations build,
+the mutant's line, the cheapest one and the cheapest with wide ports (:func:`chosen`).
+:func:`reach` traces the unbroken chip's construction and elaboration once per run,
+for each of them, and records the lines of the RTL files it executes; a mutant on a line none of them runs (code only other configurations build,
 such as a unit port narrower than the scratchpad's) is left to the tests, whose
 verdict already tells an elaboration failure apart (gen/mutation/rtl.py).
 
