@@ -1,6 +1,6 @@
 """The RTL mutants' build check: a mutant whose chip cannot even be elaborated is found before any test.
 
-About one mutant in sixteen is an edit that can never build: a width changed on a
+About one mutant in nineteen (71 of the 1,315 of 4 December) is an edit that can never build: a width changed on a
 Python number that is not a shape, an operator applied to something that is not a
 signal, a port-width test turned so that a wide branch names ports a one-word unit
 does not have.  Running a unit's tests to learn that costs the tests that pass before
