@@ -71,7 +71,7 @@ def _mutate_rtl(args) -> int:
     units = sorted({mutate_rtl.unit_of(m) for m in chosen})
     folded = sum(len(m.duplicates) for m in generated)
     print(f"{len(generated)} mutants generated from {len(set(m.file for m in generated))} files ({folded} more "
-          f"edits made the same source as one of them: judged with it); judging "
+          f"edit(s) made the same source as one of them: judged with it); judging "
           f"{len(chosen)}{' (all)' if len(chosen) == len(generated) else ' spread evenly over them'}, "
           f"{args.jobs} at a time", flush=True)
     load_start = os.getloadavg()
@@ -141,7 +141,7 @@ def _mutate_rtl(args) -> int:
           f" ({pct if pct is not None else '-'}%), {totals['equivalent']} equivalent (argued in "
           f"gen/mutation/equivalents.py), {totals['timeout']} timed out, {totals['error']} did not build "
           f"({totals['error_before_judging']} of them found by elaborating the chip, before any test); "
-          f"{totals['duplicate_edits']} edits judged with another that makes the same source "
+          f"{totals['duplicate_edits']} more edit(s) judged with a mutant that makes the same source "
           f"({edits} edits generated, {len(generated)} distinct mutants)")
     print(f"time: {seconds:.0f} s ({seconds / 60:.1f} min) for {len(results)} mutants: {per_minute:.1f} mutants per "
           f"minute with --jobs {args.jobs}; load average {load_start[0]:.1f} at the start, {load_end[0]:.1f} at "
