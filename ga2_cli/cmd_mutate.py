@@ -23,8 +23,10 @@ def register(subparsers) -> None:
         "rtl", help="systematic mutants of every Amaranth unit, judged by the unit tests and the chip",
         description="Generate mutants from the Amaranth sources of every RTL unit (comparisons, constants "
                     "+1/-1, widths -1, swapped operands, a dropped m.d.sync statement, an enable stuck at "
-                    "0/1, a state's m.next changed), build each into a private copy of the design and judge "
-                    "it: the unit's own tests, the tests of the units containing it (Amaranth's simulator), "
+                    "0/1, a state's m.next changed), one per distinct mutated source, build each into a private "
+                    "copy of the design and judge it: its chip elaborated (a copy that does not build is "
+                    "counted apart, untested), the unit's own tests, the tests of the units containing it "
+                    "(Amaranth's simulator), "
                     "then the chip on the directed suite and fixed random programs (Icarus).  'caught' is "
                     "the expected outcome.")
     p.add_argument("--unit", action="append", metavar="NAME",
@@ -33,8 +35,8 @@ def register(subparsers) -> None:
                    help="only the mutants whose --list line contains TEXT (file:line, [operator], the change and "
                         "its context; repeatable: every TEXT must occur); judges all of them unless --sample is given")
     p.add_argument("--only", action="append", metavar="ID", type=options.non_negative, default=[],
-                   help="only the mutant numbered ID in --list (repeatable; the numbers follow the sources, so "
-                        "list them again after an edit)")
+                   help="only the mutant numbered ID in --list (with the same --unit; repeatable; the numbers "
+                        "follow the sources, so list them again after an edit)")
     options.add_json(p, "the report")
     options.add_jobs(p, "mutants judged")
     p.add_argument("--sample", type=_sample, default=DEFAULT_SAMPLE,
