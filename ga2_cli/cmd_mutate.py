@@ -1,7 +1,7 @@
 """`ga2 mutate rtl`: mutation testing of the hardware (gen/mutation/rtl.py, the engine ga2_hdl/support/mutation.py).
 
     ga2 mutate rtl [--unit NAME] [--match TEXT] [--only ID] [--json FILE] [--jobs N] [--sample N | --all]
-                   [--timeout S] [--list]
+                   [--timeout S] [--judge tests|prove|tests,prove] [--list]
 """
 from __future__ import annotations
 
@@ -44,13 +44,18 @@ def register(subparsers) -> None:
                         f"(default {DEFAULT_SAMPLE})")
     p.add_argument("--all", action="store_true", help="judge every generated mutant")
     options.add_timeout(p, "mutant", 600.0)
+    p.add_argument("--judge", type=_judges, default=("tests",), metavar="tests|prove|tests,prove",
+                   help="what judges a mutant: the tests (default), the formal properties of its unit on the "
+                        "book's chip (gen/formal/prove.py; needs the formal extra), or the tests and then, for "
+                        "a mutant they all pass, the properties (a mutant caught only by a proof is reported "
+                        "as such); with prove alone only the mutants of units that have properties are judged")
     p.add_argument("--list", action="store_true", help="only list the mutants that would be judged")
     p.set_defaults(func=_mutate_rtl)
 
 
 def _mutate_rtl(args) -> int:
     from ga2_hdl.support import mutation
-    from gen.mutation import build_check, rtl as mutate_rtl
+    from gen.mutation import build_check, proofs, rtl as mutate_rtl
 
     known = mutate_rtl.rtl_files()
     for unit in args.unit or ():
@@ -59,6 +64,8 @@ def _mutate_rtl(args) -> int:
 
     generated = mutate_rtl.generate(args.unit)
     picked = _choose(args, generated)
+    if args.judge == ("prove",):           # the proofs alone judge only the units that have properties
+        picked = [(i, m) for i, m in picked if proofs.properties(mutate_rtl.unit_of(m))]
     chosen = [m for _, m in picked]
     if args.list:
         for i, m in picked:
@@ -67,6 +74,10 @@ def _mutate_rtl(args) -> int:
         return 0
     if not chosen:
         raise CommandError("no mutant matches --only/--match (see --list)")
+    if "prove" in args.judge:
+        from gen.formal import sby
+        if sby.tools_problem():
+            raise CommandError(f"--judge {','.join(args.judge)}: {sby.tools_problem()}")
 
     print("NOTE: this deliberately breaks copies of the RTL. 'caught' is EXPECTED: it shows the tests "
           "notice the mistake.", flush=True)
@@ -86,7 +97,8 @@ def _mutate_rtl(args) -> int:
         print(f"chip check: {programs} programs (directed suite and {mutate_rtl.RANDOM_PROGRAMS} random, seed "
               f"{mutate_rtl.RANDOM_SEED}) with the golden model's expectations", flush=True)
         print("checking the unbroken design first ...", flush=True)
-        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base)
+        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base,
+                                      judges=args.judge)
         if problem:
             print(f"unbroken design passes: False\n  {problem}\nno mutant was run: the checks must pass on the "
                   f"unbroken design first")
@@ -108,32 +120,21 @@ def _mutate_rtl(args) -> int:
                   f"{r.mutant.change[:70]}: {r.status}{by} ({r.seconds:.0f} s; eta {eta / 60:.1f} min)",
                   file=sys.stderr, flush=True)
 
-        results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle, base, reach), jobs=args.jobs,
+        results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle, base, reach, args.judge), jobs=args.jobs,
                                        timeout=args.timeout, crash_status="error", progress=progress)
     for r in results:
         if r.status == "survived":
-            r.detail = mutate_rtl.SURVIVOR_REASON
+            r.detail = mutate_rtl.survivor_reason(args.judge)
     seconds = time.perf_counter() - t0
     load_end = os.getloadavg()
     totals = mutation.totals(results)
     per_minute = len(results) / (seconds / 60) if seconds else 0.0
 
-    print(f"\n{'unit':14} {'mutants':>7} {'caught':>6} {'survived':>8} {'equiv':>5} {'timeout':>7} {'error':>5}")
-    for unit in units:
-        c = Counter(r.status for r in results if mutate_rtl.unit_of(r.mutant) == unit)
-        print(f"{unit:14} {sum(c.values()):7} {c['caught']:6} {c['survived']:8} {c['equivalent']:5} "
-              f"{c['timeout']:7} {c['error']:5}")
-    print(f"{'all':14} {totals['mutants']:7} {totals['caught']:6} {totals['survived']:8} "
-          f"{totals['equivalent']:5} {totals['timeout']:7} {totals['error']:5}")
-    by_check = Counter(_check_kind(r.caught_by) for r in results if r.status == "caught")
-    print("caught by: " + ", ".join(f"{k} {n}" for k, n in by_check.most_common()))
-    for status in ("survived", "timeout", "error"):
-        listed = [r for r in results if r.status == status]
-        if listed:
-            print(f"\n{status.upper()} ({len(listed)}):")
-            for r in listed:
-                print(f"  {r.mutant.file}:{r.mutant.line}: {r.mutant.change}    ({r.mutant.context.split(': ')[0]})")
-                print(f"      {r.detail}")
+    _print_table(results, units, totals)
+    by_proof = [r for r in results if r.status == "caught" and r.caught_by.startswith("proof:")]
+    if "prove" in args.judge:
+        print(f"caught by a proof: {len(by_proof)}" + (" (every test passed them first: caught only by a proof)"
+                                                      if by_proof and "tests" in args.judge else ""))
     refuted = [r for r in results if r.argument_refuted]
     for r in refuted:
         print(f"ARGUED EQUIVALENT BUT CAUGHT: {r.mutant.file}:{r.mutant.line}: {r.mutant.change}: {r.caught_by}")
@@ -153,9 +154,37 @@ def _mutate_rtl(args) -> int:
                             generated_edits=edits, build_check_configs=list(build_check.CONFIGS),
                             seconds=round(seconds, 1), mutants_per_minute=round(per_minute, 2), jobs=args.jobs,
                             load_average_start=round(load_start[0], 2), load_average_end=round(load_end[0], 2),
-                            cores=os.cpu_count(), chip_check_programs=programs)
+                            cores=os.cpu_count(), chip_check_programs=programs, judges=list(args.judge),
+                            caught_by_proof=len(by_proof),
+                            caught_only_by_proof=len(by_proof) if "tests" in args.judge else 0)
         print(f"wrote {args.json}")
     return 0 if not (totals["survived"] or refuted) else 1
+
+
+def _print_table(results, units, totals) -> None:
+    """The verdicts per unit, the checks that caught, and every survivor, timeout and error."""
+    from gen.mutation import rtl as mutate_rtl
+    print(f"\n{'unit':14} {'mutants':>7} {'caught':>6} {'survived':>8} {'equiv':>5} {'timeout':>7} {'error':>5}")
+    for unit in units:
+        c = Counter(r.status for r in results if mutate_rtl.unit_of(r.mutant) == unit)
+        print(f"{unit:14} {sum(c.values()):7} {c['caught']:6} {c['survived']:8} {c['equivalent']:5} "
+              f"{c['timeout']:7} {c['error']:5}")
+    print(f"{'all':14} {totals['mutants']:7} {totals['caught']:6} {totals['survived']:8} "
+          f"{totals['equivalent']:5} {totals['timeout']:7} {totals['error']:5}")
+    by_check = Counter(_check_kind(r.caught_by) for r in results if r.status == "caught")
+    print("caught by: " + ", ".join(f"{k} {n}" for k, n in by_check.most_common()))
+    for status in ("survived", "timeout", "error"):
+        listed = [r for r in results if r.status == status]
+        if listed:
+            print(f"\n{status.upper()} ({len(listed)}):")
+            for r in listed:
+                print(f"  {r.mutant.file}:{r.mutant.line}: {r.mutant.change}    ({r.mutant.context.split(': ')[0]})")
+                print(f"      {r.detail}")
+
+
+def _judges(text: str) -> tuple[str, ...]:
+    from gen.mutation import proofs
+    return proofs.parse(text)
 
 
 def _choose(args, generated) -> list:

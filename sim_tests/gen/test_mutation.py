@@ -177,6 +177,33 @@ def test_mutate_rtl_lists_and_narrows_by_number_and_text(capsys):
     assert "ga2_hdl/rtl/NAME.py" in " ".join(help_text.split())
 
 
+def test_a_mutant_judged_by_the_proofs_is_caught_by_its_units_property(tmp_path):
+    """`--judge prove`: the requantizer's rounding constant one too large (the planted mutant of its
+    formal property, sim_tests/gen/test_formal.py) is caught by `requant.formula` in the judging
+    child, on the mutant's copy, and the verdict names the proof; the unbroken copy passes it."""
+    from gen.formal import sby
+    from gen.mutation import proofs, rtl as mutate_rtl
+    if sby.tools_problem():
+        pytest.skip(sby.tools_problem())
+    assert proofs.parse("tests,prove") == ("tests", "prove") and proofs.parse("prove") == ("prove",)
+    with pytest.raises(Exception, match="comma-separated list"):
+        proofs.parse("tests,proofs")
+    assert [p.key for p in proofs.properties("requant")][:1] == ["requant.formula"]
+    assert proofs.properties("chip") == []
+    planted = next(m for m in mutate_rtl.generate(["requant"])
+                   if m.change == "in_half_units[:8] + 1 -> in_half_units[:8] + 2")
+    unbroken = Mutant("ga2_hdl/rtl/requant.py", "", "", offset=0, name="unbroken")
+
+    def prove_only(m):
+        return mutate_rtl.run_stages(m, "requant", str(tmp_path / "unused.hex"), chip=False, judges=("prove",))
+
+    caught, passed = mutation.run_mutants([planted, unbroken], prove_only, jobs=1, timeout=300,
+                                          crash_status="error")
+    assert (caught.status, caught.caught_by) == ("caught", "proof: requant.formula"), caught.as_dict()
+    assert passed.status == "survived", passed.as_dict()
+    assert mutate_rtl.survivor_reason(("tests", "prove")).endswith("(gen/formal/prove.py, the book's chip)")
+
+
 def test_helpers_that_declare_registers_are_mutated_and_constructors_are_not():
     """A helper that only lays out registers (MatrixUnit._registers: Signal(StructLayout(...))) builds
     hardware too, so its widths are mutated; a constructor that declares a signal (the chip's pc) is
