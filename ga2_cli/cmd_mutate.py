@@ -55,7 +55,8 @@ def register(subparsers) -> None:
 
 def _mutate_rtl(args) -> int:
     from ga2_hdl.support import mutation
-    from gen.mutation import build_check, proofs, rtl as mutate_rtl
+    from gen.formal import mutation_judge as proofs
+    from gen.mutation import build_check, rtl as mutate_rtl
 
     known = mutate_rtl.rtl_files()
     for unit in args.unit or ():
@@ -64,8 +65,6 @@ def _mutate_rtl(args) -> int:
 
     generated = mutate_rtl.generate(args.unit)
     picked = _choose(args, generated)
-    if args.judge == ("prove",):           # the proofs alone judge only the units that have properties
-        picked = [(i, m) for i, m in picked if proofs.properties(mutate_rtl.unit_of(m))]
     chosen = [m for _, m in picked]
     if args.list:
         for i, m in picked:
@@ -97,8 +96,8 @@ def _mutate_rtl(args) -> int:
         print(f"chip check: {programs} programs (directed suite and {mutate_rtl.RANDOM_PROGRAMS} random, seed "
               f"{mutate_rtl.RANDOM_SEED}) with the golden model's expectations", flush=True)
         print("checking the unbroken design first ...", flush=True)
-        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base,
-                                      judges=args.judge)
+        how = dict(tests="tests" in args.judge, after=proofs.first_failure if "prove" in args.judge else None)
+        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base, **how)
         if problem:
             print(f"unbroken design passes: False\n  {problem}\nno mutant was run: the checks must pass on the "
                   f"unbroken design first")
@@ -120,11 +119,12 @@ def _mutate_rtl(args) -> int:
                   f"{r.mutant.change[:70]}: {r.status}{by} ({r.seconds:.0f} s; eta {eta / 60:.1f} min)",
                   file=sys.stderr, flush=True)
 
-        results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle, base, reach, args.judge), jobs=args.jobs,
+        results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle, base, reach, **how), jobs=args.jobs,
                                        timeout=args.timeout, crash_status="error", progress=progress)
     for r in results:
         if r.status == "survived":
-            r.detail = mutate_rtl.survivor_reason(args.judge)
+            r.detail = {("tests",): mutate_rtl.SURVIVOR_REASON, ("prove",): proofs.HOLDS}.get(
+                args.judge, f"{mutate_rtl.SURVIVOR_REASON}; and {proofs.HOLDS}")
     seconds = time.perf_counter() - t0
     load_end = os.getloadavg()
     totals = mutation.totals(results)
@@ -183,15 +183,19 @@ def _print_table(results, units, totals) -> None:
 
 
 def _judges(text: str) -> tuple[str, ...]:
-    from gen.mutation import proofs
-    return proofs.parse(text)
+    from gen.formal import mutation_judge
+    return mutation_judge.parse(text)
 
 
 def _choose(args, generated) -> list:
-    """(number, mutant) of those judged: ``--only``/``--match`` narrow the numbered list (judged whole
-    unless ``--sample`` is given), then ``--sample`` spreads over what is left (``--all``: all of it)."""
+    """(number, mutant) of those judged: ``--only``/``--match`` (and ``--judge prove``: the units with
+    properties) narrow the numbered list (judged whole unless ``--sample`` is given), then ``--sample``
+    spreads over what is left (``--all``: all of it)."""
     from gen.mutation import rtl as mutate_rtl
     numbered = list(enumerate(generated))
+    if args.judge == ("prove",):           # the proofs alone judge only the units that have properties
+        from gen.formal import mutation_judge
+        numbered = [(i, m) for i, m in numbered if mutation_judge.properties(mutate_rtl.unit_of(m))]
     for i in args.only:
         if i >= len(generated):
             raise CommandError(f"--only {i}: there are {len(generated)} mutants (0 .. {len(generated) - 1})")

@@ -392,14 +392,6 @@ SURVIVOR_REASON = ("every check passed: the unit's own tests (and its other conf
                    "and the unit's slow corner tests if it has any")
 
 
-def survivor_reason(judges: tuple[str, ...] = ("tests",)) -> str:
-    """Why a survivor survived, for the checks ``judges`` names (``--judge``)."""
-    proofs = "every formal property of its unit (gen/formal/prove.py, the book's chip)"
-    if "tests" not in judges:
-        return f"{proofs} holds"
-    return SURVIVOR_REASON + (f"; and {proofs}" if "prove" in judges else "")
-
-
 def stages(unit: str) -> list[Stage]:
     """The checks a mutant of ``unit`` goes through, in order (the first that fails catches it)."""
     own = [f"sim_tests/rtl/test_{unit}.py"]
@@ -527,13 +519,13 @@ def _exports() -> str | None:
 
 
 def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool = True,
-               base: Path | None = None, build: tuple[str, ...] = (), judges: tuple[str, ...] = ("tests",)):
+               base: Path | None = None, build: tuple[str, ...] = (), tests: bool = True, after=None):
     """In this (forked, disposable) process: build ``mutant`` into a private copy (of ``base``, default
     the repository; made next to the bundle file, so that the run's directory holds every copy, even of
     a child killed on a timeout), elaborate its chip for the first configuration of ``build`` (if any;
-    gen/mutation/build_check.py), then run the stages of ``unit`` (``judges``: "tests" the test stages
-    and the chip check, "prove" the unit's formal properties after them, gen/mutation/proofs.py); the
-    first failing check (Finding), an Outcome (error), or None (all passed)."""
+    gen/mutation/build_check.py), then run the stages of ``unit`` (unless ``tests`` is false) and, if
+    every one passes, ``after(unit)`` (a last check run here, on the copy: the unit's proofs,
+    gen/formal/mutation_judge.py); the first failing check (Finding), an Outcome (error), or None."""
     tmp = tempfile.mkdtemp(prefix="ga2_mutant_", dir=os.path.dirname(os.path.abspath(bundle_path)))
     try:
         root = make_copy(mutant, Path(tmp), base)
@@ -542,7 +534,7 @@ def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool
         why = build_check.first_failure(build)
         if why:
             return Outcome("error", "", f"the mutated design does not build: {why}", before_judging=True)
-        for stage in stages(unit) if "tests" in judges else ():
+        for stage in stages(unit) if tests else ():
             if stage.args == ["chip"]:
                 if chip:
                     verdict = _chip_check(bundle_path)
@@ -566,21 +558,19 @@ def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool
             if why:
                 return Outcome("error", "", f"the mutated design does not export: {why}")
             return Finding(test, f"{exc}: {message}"[:300])
-        if "prove" in judges:
-            from . import proofs
-            return proofs.first_failure(unit)
-        return None
+        return after(unit) if after is not None else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def judge(bundle_path: str, base: Path | None = None, reach: dict | None = None,
-          judges: tuple[str, ...] = ("tests",)):
+def judge(bundle_path: str, base: Path | None = None, reach: dict | None = None, *, tests: bool = True,
+          after=None):
     """The RTL verdict for the engine (run in the engine's forked child); ``reach`` (from
-    :func:`build_reach`) chooses the configuration each mutant's chip is first elaborated for."""
+    :func:`build_reach`) chooses the configuration each mutant's chip is first elaborated for;
+    ``tests`` and ``after`` as :func:`run_stages` takes them."""
     def run(mutant: Mutant):
         build = (reach or {}).get((mutant.file, mutant.line), ())
-        return run_stages(mutant, unit_of(mutant), bundle_path, base=base, build=build, judges=judges)
+        return run_stages(mutant, unit_of(mutant), bundle_path, base=base, build=build, tests=tests, after=after)
     return run
 
 
@@ -609,7 +599,7 @@ def build_reach(base: Path) -> dict[tuple[str, int], tuple[str, ...]]:
 
 
 def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: float = 600.0,
-             base: Path | None = None, judges: tuple[str, ...] = ("tests",)) -> str | None:
+             base: Path | None = None, tests: bool = True, after=None) -> str | None:
     """Every stage the given units' mutants use, on an unbroken copy; the first problem, or None."""
     from ga2_hdl.support import mutation
     probes = [Mutant(f"ga2_hdl/rtl/{u}.py", "", "", name=f"unbroken {u}", offset=0) for u in units]
@@ -617,8 +607,8 @@ def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: floa
 
     def run(probe: Mutant):
         if probe.name == "unbroken chip check":
-            return _unbroken_chip(bundle_path, base) if "tests" in judges else None
-        return run_stages(None, unit_of(probe), bundle_path, chip=False, base=base, judges=judges)
+            return _unbroken_chip(bundle_path, base) if tests else None
+        return run_stages(None, unit_of(probe), bundle_path, chip=False, base=base, tests=tests, after=after)
 
     for r in mutation.run_mutants(probes, run, jobs=jobs, timeout=timeout, crash_status="error"):
         if r.status != "survived":

@@ -1,5 +1,10 @@
 """The RTL mutants' proof stage (`ga2 mutate rtl --judge tests,prove`): the formal contracts as a check.
 
+It lives with the proofs (gen.formal sits above the mutation engine, whose mutants its planted
+ones are): the command hands :func:`first_failure` to the engine's verdict
+(``gen.mutation.rtl.run_stages(after=...)``), which calls it in the judging child; its imports
+are made there, from the mutant's copy.
+
 With ``--judge tests,prove`` a mutant that every test stage passes is then checked
 by the formal properties (gen/formal/prove.py, through SymbiYosys) whose specs build
 the mutated unit's hardware, on the book's chip, in the judging child (so the specs
@@ -29,6 +34,8 @@ PROPERTIES_OF = {
     "rowmem": ("matrix",),
 }
 JUDGES = ("tests", "prove")
+#: why a mutant the proofs judged survived
+HOLDS = "every formal property of its unit (gen/formal/prove.py, the book's chip) holds"
 
 
 def properties(unit: str) -> list:
