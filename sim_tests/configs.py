@@ -11,3 +11,6 @@ WIDE4 = PRESETS["wide4"]                                   #: four-word scratchp
 P8 = Config(name="p8", spad_ports=8)                       #: eight-word scratchpad ports (wide8, fast)
 #: every scratchpad port width of the presets, for the matrix and vector units
 SPAD_PORT_CONFIGS = (P2, WIDE4, P8)
+FAST = PRESETS["fast"]                                     #: eight-word ports on the 8 x 8 array (fast presets)
+#: the matrix unit's: every port width, and the widest on the largest array a wide preset has
+MATRIX_CONFIGS = (*SPAD_PORT_CONFIGS, FAST)

@@ -22,7 +22,13 @@ own *judge* (the verdict: which checks run against the broken copy).
   alter behaviour; never assumed: a mutant argued equivalent that a check
   catches is reported ``caught`` with the argument flagged as wrong),
   ``timeout`` (no verdict in time: counted apart, never as caught) and
-  ``error`` (the judge or the build failed: counted apart).
+  ``error`` (the judge or the build failed: counted apart).  A judge may find
+  that a copy does not build before running any check (``Outcome(...,
+  before_judging=True)``): still an ``error``, and counted as such in the totals
+  (``error_before_judging``).
+* A target that folds two edits making the same copy of the source into one
+  mutant records the others in ``Mutant.duplicates``: judged once, reported
+  with the mutant (and counted in the totals as ``duplicate_edits``).
 * :func:`report` turns the results into the JSON every ``ga2 mutate`` target
   writes (atomically, through ga2_hdl.support.safe_io): one entry per mutant under
   ``"mutants"`` and the totals.
@@ -58,6 +64,8 @@ class Mutant:
     operator: str = ""        #: the kind of change (RTL: compare, constant, width, swap, drop, enable, next)
     context: str = ""         #: where: enclosing function and the source line, for keys and reports
     equivalent: str = ""      #: the argument that the change is equivalent ("" when it is not claimed)
+    #: other edits (``[operator] old -> new``) that make the very same copy of the source: judged with this one
+    duplicates: tuple[str, ...] = ()
 
     @property
     def change(self) -> str:
@@ -109,6 +117,7 @@ class Outcome:
     status: str
     caught_by: str = ""
     detail: str = ""
+    before_judging: bool = False  #: found before any check ran (e.g. the copy does not elaborate)
 
 
 @dataclass
@@ -120,6 +129,7 @@ class Result:
     seconds: float = 0.0
     line: int = 0
     argument_refuted: bool = False   #: argued equivalent, yet a check caught it
+    before_judging: bool = False     #: the verdict came before any check ran (a copy that does not build)
 
     def as_dict(self) -> dict:
         d = {"file": self.mutant.file, "line": self.line or self.mutant.line, "change": self.mutant.change,
@@ -135,27 +145,31 @@ class Result:
             d["equivalence_argument"] = self.mutant.equivalent
         if self.argument_refuted:
             d["argument_refuted"] = True
+        if self.before_judging:
+            d["before_judging"] = True
+        if self.mutant.duplicates:
+            d["same_source_as"] = list(self.mutant.duplicates)
         return d
 
 
 Judge = Callable[[Mutant], "Finding | Outcome | None"]
 
 
-def _classify(mutant: Mutant, verdict, crash_status: str) -> tuple[str, str, str, bool]:
-    """(status, caught_by, detail, argument refuted) for what the child sent back."""
+def _classify(mutant: Mutant, verdict, crash_status: str) -> tuple[str, str, str, bool, bool]:
+    """(status, caught_by, detail, argument refuted, before judging) for what the child sent back."""
     kind, value = verdict
     if kind == "crash":
         if crash_status == "caught":
-            return "caught", "crash", value, bool(mutant.equivalent)
-        return "error", "", value, False
+            return "caught", "crash", value, bool(mutant.equivalent), False
+        return "error", "", value, False, False
     if isinstance(value, Outcome):
         refuted = value.status == "caught" and bool(mutant.equivalent)
-        return value.status, value.caught_by, value.detail, refuted
+        return value.status, value.caught_by, value.detail, refuted, value.before_judging
     if isinstance(value, Finding):
-        return "caught", value.check, value.detail, bool(mutant.equivalent)
+        return "caught", value.check, value.detail, bool(mutant.equivalent), False
     if mutant.equivalent:
-        return "equivalent", "", "every check passes, as argued: " + _one_line(mutant.equivalent), False
-    return "survived", "", "every check passed", False
+        return "equivalent", "", "every check passes, as argued: " + _one_line(mutant.equivalent), False, False
+    return "survived", "", "every check passed", False, False
 
 
 def _child(judge: Judge, mutant: Mutant, conn) -> None:
@@ -220,16 +234,16 @@ def run_mutants(mutants: Sequence[Mutant], judge: Judge, *, jobs: int = 2, timeo
                         verdict = conn.recv()
                     except EOFError:
                         verdict = ("crash", f"the child ended (exit status {proc.exitcode}) without a verdict")
-                    status, by, detail, refuted = _classify(m, verdict, crash_status)
+                    status, by, detail, refuted, early = _classify(m, verdict, crash_status)
                 elif not proc.is_alive():
-                    status, by, detail, refuted = "error", "", f"the child ended (exit status {proc.exitcode}) " \
-                                                                "without a verdict", False
+                    status, by, detail, refuted, early = "error", "", f"the child ended (exit status " \
+                                                                      f"{proc.exitcode}) without a verdict", False, False
                 else:
-                    status, by, detail, refuted = "timeout", "", f"no verdict after {limit:.0f} s", False
+                    status, by, detail, refuted, early = "timeout", "", f"no verdict after {limit:.0f} s", False, False
                 _kill(proc)
                 conn.close()
                 del running[i]
-                results[i] = Result(m, status, by, detail, elapsed, m.line, refuted)
+                results[i] = Result(m, status, by, detail, elapsed, m.line, refuted, early)
                 done += 1
                 if progress:
                     progress(done, results[i])
@@ -246,7 +260,9 @@ def totals(results: Iterable[Result]) -> dict:
     return {"mutants": len(results), **counts,
             "non_equivalent_judged": judged,
             "caught_percent": round(100.0 * counts["caught"] / judged, 2) if judged else None,
-            "arguments_refuted": sum(r.argument_refuted for r in results)}
+            "arguments_refuted": sum(r.argument_refuted for r in results),
+            "error_before_judging": sum(r.status == "error" and r.before_judging for r in results),
+            "duplicate_edits": sum(len(r.mutant.duplicates) for r in results)}
 
 
 def report(results: Sequence[Result], **extra) -> dict:

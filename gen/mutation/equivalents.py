@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Equivalence:
-    file: str          #: "ga2_hdl/<unit>.py"
+    file: str          #: "ga2_hdl/rtl/<unit>.py"
     function: str      #: the enclosing function, Class.method
     line: str          #: the stripped source line the change starts on
     change: str        #: "old -> new", exactly as the report prints it
@@ -52,15 +52,21 @@ def _matrix_unit():
     return [MatrixUnit()]
 
 
+def _banked_operand_memories():
+    from ga2_hdl.rtl.rowmem import BankedOperandRowMemory
+    return [BankedOperandRowMemory(lanes, 64, banks) for lanes, banks in ((4, 2), (4, 4), (4, 8), (8, 8))]
+
+
 def _banked_scratchpads():
     from ga2_hdl.rtl.sram import Scratchpad
     return [Scratchpad(3, words=w, depth=256) for w in (2, 4, 8)]
 
 
-#: the designs a netlist claim may name: name -> a function building them (the book's units, and the
-#: banked scratchpad at every width the presets use)
+#: the designs a netlist claim may name: name -> a function building them (the book's units, the
+#: banked scratchpad at every width the presets use, and the wide matrix unit's operand memories of the
+#: presets: 4 lanes in 2, 4 and 8 banks, 8 lanes in 8)
 DESIGNS = {"divider": _divider, "requantizer": _requantizer, "softmax": _softmax, "matrix unit": _matrix_unit,
-           "banked scratchpads": _banked_scratchpads}
+           "banked scratchpads": _banked_scratchpads, "banked operand memories": _banked_operand_memories}
 
 
 def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: str = "") -> tuple[str, bool]:
@@ -217,6 +223,16 @@ _SPAD_ROTATE_LOW_BITS = (
     "banked scratchpad is the same netlist (checked: its RTLIL without source-location attributes is "
     "byte-identical for 2, 4 and 8 banks)")
 
+_SPAD_LAST_BANK = ("the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
+                   "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
+                   "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
+                   "and write rows are the same in every cycle")
+_DIV_PARTIAL = ("the partial remainder after i steps is below 2**i: it is formed from the i numerator bits "
+                "brought down so far (each step doubles it, adds one bit and subtracts the divisor only when "
+                "that leaves it non-negative; a zero divisor subtracts nothing, and a start restarts from 0), "
+                "and the divider does w = 40 steps (steps_left), the first on the inputs in the start cycle "
+                "(cur_rem = 0).  ")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -258,6 +274,20 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
                 "takes the same value every cycle", netlist="divider"),
+    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "cur_rem = Signal(w)", "w -> w - 1",
+                _DIV_PARTIAL + "A step that is used (start, or busy: steps 2 .. w) works on the remainder of the "
+                "steps before it, at most w - 1 of them, so cur_rem's value is below 2**(w - 1) and w - 1 "
+                "bits hold it; only after the last step (done, and idle) does rem reach w bits, and then "
+                "cur_rem feeds nothing that is stored (rem and num_quot load only with start or busy, and "
+                "remainder is rem itself, not cur_rem).  The quotient, the remainder and done are the same "
+                "for every 40-bit numerator and denominator"),
+    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "brought_down = Signal(w + 1)",
+                "w + 1 -> (w + 1) - 1",
+                _DIV_PARTIAL + "Step i brings a bit down into the remainder of steps 1 .. i - 1, which is below "
+                "2**(i - 1): brought_down = 2 * rem + bit < 2**i <= 2**w, so w bits hold it in every step "
+                "whose result is stored (after done it is computed from the final remainder, but rem and "
+                "num_quot do not load then).  The comparison with the divisor, the difference and the "
+                "quotient bit are the same, so are the quotient and remainder for every 40-bit input"),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words", "mem.wr_data.eq(self.spad.rd_data[:8]),",
                 ":8 -> :9",
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
@@ -436,6 +466,45 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "cycles with v1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
                 "v1 cycle overwrites; outside SCALE the register is not written either way.  So the product, "
                 "prob, the writes, done and the busy time are the same"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v2):", "v2 -> 1",
+                "SCALE's product register (stage 2) is read only under v3, by the rounding stage (prob), and v3 "
+                "is v2 one cycle later: in every cycle that reads it, the cycle before had v2 = 1 and loaded "
+                "it with e_read * r, the same value in the design and in the change (neither e_read nor r "
+                "depends on it).  The change only loads it also in SCALE's cycles with v2 = 0, whose value "
+                "nothing reads (v3 is 0 the cycle after) and which the next v2 cycle overwrites; outside "
+                "SCALE the register is not written either way.  So prob, the writes, done and the busy time "
+                "are the same (the argument of `v1 -> 1` for e_read, one stage later)"),
+    Equivalence("ga2_hdl/rtl/systolic.py", "ProcessingElement.__init__", "m.d.sync += [state.eq(0), acc.eq(0)]",
+                "state.eq(0) -> state.eq(1)",
+                "the clear then leaves every cell's operand register at a = 1, b = 0 (the struct's low byte is "
+                "a) instead of 0, 0; the accumulators are still cleared.  Only run cycles move anything, and "
+                "counting them from the clear: cell (i, j) receives the stale a = 1 only from its left "
+                "neighbour, in run cycles t <= j (the 1s shift right one column per cycle; column 0 takes the "
+                "A skew's output), while its b input is the B skew's output delayed by i cycles, and the skew "
+                "registers are cleared too (lane j leaves after 1 + j stages), so b_in is 0 in every run "
+                "cycle t <= i + j + 1.  So each stale 1 is multiplied by 0: no accumulator differs, and "
+                "after j run cycles no a register holds it.  Nothing else reads a cell's operand register "
+                "(a_out and b_out go only to the neighbours; the last column's a_out to nothing), so the "
+                "results the write-back reads are the same"),
+    Equivalence("ga2_hdl/rtl/rowmem.py", "BankedOperandRowMemory.elaborate",
+                "m.d.comb += [across_data.eq((values << (self.wr_lane * 8))[:8 * lanes]),",
+                "8 * lanes -> 9 * lanes",
+                "across_data is a Signal(8 * lanes): assigning the low 9 * lanes bits of the shifted values "
+                "keeps only its low 8 * lanes, the same bits as before, so the same hardware",
+                netlist="banked operand memories"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_to_banks",
+                "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
+                "lane_bits - 1 -> 1 - lane_bits",
+                "the changed expression is evaluated only when lane_bits > 1, i.e. for lane_bits = 32 (the write "
+                "data; the masks take the other branch), and int.bit_length() of a negative number is that of "
+                "its absolute value: (1 - 32).bit_length() = 31.bit_length() = 5, the same zero offset part "
+                "and the same rotation (the netlist is checked byte-identical)", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "_from_banks",
+                "return both.bit_select(Cat(C(0, (word_bits - 1).bit_length()), offset), len(bank_data) * word_bits)",
+                "word_bits - 1 -> word_bits - 2",
+                "_from_banks is called only with word_bits = isa.WORD_BITS = 32 (the read data): "
+                "(32 - 2).bit_length() = 30.bit_length() = 5 = 31.bit_length(), so the same constant and the "
+                "same rotation (the netlist is checked byte-identical)", netlist="banked scratchpads"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & second1):", "v1 & second1 -> 1",
                 "second_operand is read only through total, and total only by the load of result under v2, and "
                 "v2 is v1 & second1 one cycle later: in every cycle that loads result, the cycle before had "
@@ -500,10 +569,10 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "scratchpad are the same netlist", netlist="banked scratchpads"),
     Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
                 "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
-                "the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
-                "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
-                "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
-                "and write rows are the same in every cycle"),
+                _SPAD_LAST_BANK),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
+                "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "b < B - 1 -> b <= B - 1",
+                _SPAD_LAST_BANK),
     Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
                 "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),", "b + 1 -> b + 2",
                 "the slice from b * W is W bits longer (or, for the last bank, reaches the end of the word), "

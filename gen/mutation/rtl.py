@@ -343,27 +343,35 @@ def generate(units: list[str] | None = None) -> list[Mutant]:
     """Every mutant of the given RTL units (default: all), in file order, with equivalence arguments.
 
     Two edits that make the same copy of the source (the ``constant`` and ``enable`` operators both
-    turning an enable's 1 into 0) are one mutant, judged once."""
+    turning an enable's 1 into 0: the SHA-256 of the mutated text is the same) are one mutant, judged
+    once; the others are named in its ``duplicates`` (``[operator] old -> new``), and reported with it."""
+    import hashlib
+
     from ga2_hdl.support.mutation import apply
     from .equivalents import argument_for
     chosen = units or rtl_files()
     mutants = []
     for unit in chosen:
         source = (HDL_DIR / f"{unit}.py").read_text()
-        made: dict[str, int] = {}          # the mutated source -> its mutant's index: one verdict per copy
+        made: dict[bytes, int] = {}        # the mutated source's hash -> its mutant's index: one verdict per copy
         for m in _Generator(unit).run():
             argument = argument_for(m)
             if argument:
-                m = Mutant(m.file, m.old, m.new, line=m.line, offset=m.offset, operator=m.operator,
-                           context=m.context, equivalent=argument)
-            text = apply(source, m)
-            if text in made:               # two operators made the same edit (a constant that is an enable)
-                if m.equivalent and not mutants[made[text]].equivalent:
-                    mutants[made[text]] = m
+                m = replace(m, equivalent=argument)
+            digest = hashlib.sha256(apply(source, m).encode()).digest()
+            if digest in made:             # two operators made the same edit (a constant that is an enable)
+                kept = mutants[made[digest]]
+                if m.equivalent and not kept.equivalent:      # keep the argued form, name the other
+                    kept, m = m, kept
+                mutants[made[digest]] = replace(kept, duplicates=(*kept.duplicates, _edit(m), *m.duplicates))
                 continue
-            made[text] = len(mutants)
+            made[digest] = len(mutants)
             mutants.append(m)
     return mutants
+
+
+def _edit(m: Mutant) -> str:
+    return f"[{m.operator}] {m.change}"
 
 
 def unit_of(mutant: Mutant) -> str:
@@ -511,16 +519,22 @@ def _exports() -> str | None:
 
 
 def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool = True,
-               base: Path | None = None):
+               base: Path | None = None, build: tuple[str, ...] = (), tests: bool = True, after=None):
     """In this (forked, disposable) process: build ``mutant`` into a private copy (of ``base``, default
     the repository; made next to the bundle file, so that the run's directory holds every copy, even of
-    a child killed on a timeout) and run the stages of ``unit``; the first failing check (Finding), an
-    Outcome (error), or None (all passed)."""
+    a child killed on a timeout), elaborate its chip for the first configuration of ``build`` (if any;
+    gen/mutation/build_check.py), then run the stages of ``unit`` (unless ``tests`` is false) and, if
+    every one passes, ``after(unit)`` (a last check run here, on the copy: the unit's proofs,
+    gen/formal/mutation_judge.py); the first failing check (Finding), an Outcome (error), or None."""
     tmp = tempfile.mkdtemp(prefix="ga2_mutant_", dir=os.path.dirname(os.path.abspath(bundle_path)))
     try:
         root = make_copy(mutant, Path(tmp), base)
         _switch_to(root)
-        for stage in stages(unit):
+        from . import build_check
+        why = build_check.first_failure(build)
+        if why:
+            return Outcome("error", "", f"the mutated design does not build: {why}", before_judging=True)
+        for stage in stages(unit) if tests else ():
             if stage.args == ["chip"]:
                 if chip:
                     verdict = _chip_check(bundle_path)
@@ -544,20 +558,48 @@ def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool
             if why:
                 return Outcome("error", "", f"the mutated design does not export: {why}")
             return Finding(test, f"{exc}: {message}"[:300])
-        return None
+        return after(unit) if after is not None else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def judge(bundle_path: str, base: Path | None = None):
-    """The RTL verdict for the engine (run in the engine's forked child)."""
+def judge(bundle_path: str, base: Path | None = None, reach: dict | None = None, *, tests: bool = True,
+          after=None):
+    """The RTL verdict for the engine (run in the engine's forked child); ``reach`` (from
+    :func:`build_reach`) chooses the configuration each mutant's chip is first elaborated for;
+    ``tests`` and ``after`` as :func:`run_stages` takes them."""
     def run(mutant: Mutant):
-        return run_stages(mutant, unit_of(mutant), bundle_path, base=base)
+        build = (reach or {}).get((mutant.file, mutant.line), ())
+        return run_stages(mutant, unit_of(mutant), bundle_path, base=base, build=build, tests=tests, after=after)
     return run
 
 
+def build_reach(base: Path) -> dict[tuple[str, int], tuple[str, ...]]:
+    """Which of build_check.CONFIGS elaborates each line of the RTL files of ``base`` (a snapshot),
+    traced in a forked child that imports our packages from it."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+
+    def trace():
+        _switch_to(base)
+        from . import build_check
+        child.send(build_check.reach(base))
+        child.close()
+    proc = ctx.Process(target=trace, daemon=True)
+    proc.start()
+    child.close()
+    try:
+        found = parent.recv()
+    except EOFError:
+        raise RuntimeError(f"tracing the unbroken chip's elaboration failed (exit status {proc.exitcode})") from None
+    finally:
+        proc.join()
+    return found
+
+
 def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: float = 600.0,
-             base: Path | None = None) -> str | None:
+             base: Path | None = None, tests: bool = True, after=None) -> str | None:
     """Every stage the given units' mutants use, on an unbroken copy; the first problem, or None."""
     from ga2_hdl.support import mutation
     probes = [Mutant(f"ga2_hdl/rtl/{u}.py", "", "", name=f"unbroken {u}", offset=0) for u in units]
@@ -565,8 +607,8 @@ def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: floa
 
     def run(probe: Mutant):
         if probe.name == "unbroken chip check":
-            return _unbroken_chip(bundle_path, base)
-        return run_stages(None, unit_of(probe), bundle_path, chip=False, base=base)
+            return _unbroken_chip(bundle_path, base) if tests else None
+        return run_stages(None, unit_of(probe), bundle_path, chip=False, base=base, tests=tests, after=after)
 
     for r in mutation.run_mutants(probes, run, jobs=jobs, timeout=timeout, crash_status="error"):
         if r.status != "survived":

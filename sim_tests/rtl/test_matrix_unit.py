@@ -15,7 +15,7 @@ import pytest
 from ga2_hdl import isa
 from ga2_hdl.rtl.matrix_unit import MatrixUnit
 from sim_tests.spad_harness import UnitBench
-from sim_tests.configs import SPAD_PORT_CONFIGS
+from sim_tests.configs import MATRIX_CONFIGS
 
 
 def int8_low(words: np.ndarray) -> np.ndarray:
@@ -143,7 +143,7 @@ def test_many_random_mms():
 # are not multiples of P, unaligned bases, strides smaller than a row, and both
 # layouts of B.
 
-CONFIGS = list(SPAD_PORT_CONFIGS)
+CONFIGS = list(MATRIX_CONFIGS)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
@@ -161,6 +161,8 @@ def test_wide_mm_shapes_layouts_and_busy(config):
         isa.make("MM", dst=20, A=20, B=24, M=2, K=3, N=2),                  # C overwrites A
         isa.make("MM", dst=0, A=0, B=0, M=3, K=5, N=2, lda=0, ldb=0, ldc=0),
         isa.make("MM", dst=11, A=20, B=30, M=3, K=P + 1, N=max(1, min(P - 1, config.array)), ldc=1),
+        isa.make("MM", dst=2000, A=1, B=700, M=config.array, K=P + 3, N=config.array),       # the whole array
+        isa.make("MM", dst=2000, A=1, B=700, M=config.array, K=2 * P - 1, N=config.array, tb=1, ldb=2 * P + 1),
     ]
     ins += [random_mm(rng, K=rng.randint(1, 12)) for _ in range(10)]
     busy = run_jobs(ins, seed=10 + P, config=config)
