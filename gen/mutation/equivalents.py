@@ -296,10 +296,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "*(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),", ":8 -> :9",
                 "a banked operand memory's wr_data lanes are signed(8) (rowmem.BankedOperandRowMemory): "
                 "assigning the low 9 bits of lane j's word keeps only its low 8, the same int8 as before"),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "saturated = Signal(range(isa.INT8_MAX + 1))",
-                "isa.INT8_MAX + 1 -> (isa.INT8_MAX + 1) - 1",
-                "range(128) and range(127) are both the shape unsigned(7): the register, and the hardware, "
-                "are bit for bit the same", netlist="requantizer"),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "product = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1",
                 "product = e * r with r = floor(2**38 / S) and e one of the terms of the sum S, so e <= S and "
@@ -369,18 +365,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the same q for every input"),
     Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "product = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "rounded = Signal(PRODUCT_BITS)",
-                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and the rounded value never exceeds it)"),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "in_half_units = Signal(PRODUCT_BITS)",
-                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT + " (and a right shift of it never exceeds it)"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
-                "self.spad.rd_addr.eq(self._addr(Mux(now[0], src2, src1), now[1:])),",
-                "src2, src1 -> src1, src2",
-                "reading src2[i] before src1[i] instead of after: the sum and its clamp are symmetric in the two "
-                "operands (each registered as it arrives), the number of reads and the busy time are the same, "
-                "and the write of dst[i] (three slots after the second read) still never meets a read of its own "
-                "address, since src1, src2 and dst are each either identical or disjoint (the issue check) and "
-                "the read it meets is element i+2 of one of them; so memory and cycle counts are the same"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
                 "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
@@ -474,7 +458,8 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "nothing reads (v3 is 0 the cycle after) and which the next v2 cycle overwrites; outside "
                 "SCALE the register is not written either way.  So prob, the writes, done and the busy time "
                 "are the same (the argument of `v1 -> 1` for e_read, one stage later)"),
-    Equivalence("ga2_hdl/rtl/systolic.py", "ProcessingElement.__init__", "m.d.sync += [state.eq(0), acc.eq(0)]",
+    Equivalence("ga2_hdl/rtl/systolic.py", "ProcessingElement.__init__",
+                "m.d.sync += [state.eq(0), acc.eq(0), product.eq(0)]",
                 "state.eq(0) -> state.eq(1)",
                 "the clear then leaves every cell's operand register at a = 1, b = 0 (the struct's low byte is "
                 "a) instead of 0, 0; the accumulators are still cleared.  Only run cycles move anything, and "
@@ -482,8 +467,8 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "neighbour, in run cycles t <= j (the 1s shift right one column per cycle; column 0 takes the "
                 "A skew's output), while its b input is the B skew's output delayed by i cycles, and the skew "
                 "registers are cleared too (lane j leaves after 1 + j stages), so b_in is 0 in every run "
-                "cycle t <= i + j + 1.  So each stale 1 is multiplied by 0: no accumulator differs, and "
-                "after j run cycles no a register holds it.  Nothing else reads a cell's operand register "
+                "cycle t <= i + j + 1.  So each stale 1 is multiplied by 0: no product register (cleared too) "
+                "and no accumulator differs, and after j run cycles no a register holds it.  Nothing else reads a cell's operand register "
                 "(a_out and b_out go only to the neighbours; the last column's a_out to nothing), so the "
                 "results the write-back reads are the same"),
     Equivalence("ga2_hdl/rtl/rowmem.py", "BankedOperandRowMemory.elaborate",
