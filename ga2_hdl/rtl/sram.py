@@ -7,7 +7,10 @@ so at most one unit drives its enables in any cycle.  The arbitration is
 therefore not a priority scheme but a plain AND-OR multiplexer: each master's
 address and data are masked with its own enable and the results are ORed.
 An idle unit (enables low) contributes nothing, whatever its address lines
-hold, and no "which unit is busy" signal is needed.
+hold, and no "which unit is busy" signal is needed.  The book's chip instead names the
+owner, the unit of the instruction it runs, from a register (``owned``): address and data
+are the owner's, the memory reads every cycle, so a unit's start (decided late in its
+cycle) reaches only the write enable.
 
 The scratchpad's masters are members of its signature,
 ``masters: In(SpadPort()).array(n)``; the chip connects each unit's ``spad``
@@ -107,7 +110,9 @@ class Scratchpad(wiring.Component):
     owner : In(n_masters)
         ``owned=True`` only (one bank, no overlap: the book's chip): one-hot, the master whose
         address and write data reach the memory this cycle (the chip names the unit of the
-        instruction it runs, from a register); the enables are every master's, as without it.
+        instruction it runs, from a register); the memory then reads the owner's address in
+        every cycle (a master's ``rd_data`` is valid the cycle after its read, as always, and
+        holds nothing between reads) and writes when a master enables a write, as without it.
         A master that enables an access must be the owner.
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
@@ -209,7 +214,10 @@ class Scratchpad(wiring.Component):
         wr_ens = [p.wr_en for p in ports]
         two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
         m.d.comb += [
-            rd.en.eq(any_of(rd_ens)),
+            # owned: the memory reads the owner's address every cycle (a read changes nothing, and
+            # a unit takes read data only the cycle after its own read), so no unit's enable, start
+            # or busy logic reaches the block RAM's clock enables
+            rd.en.eq(1 if self.owned else any_of(rd_ens)),
             rd.addr.eq(rd_addr),
             wr.en.eq(any_of(wr_ens)),
             wr.addr.eq(wr_addr),
