@@ -213,11 +213,14 @@ class Scratchpad(wiring.Component):
         rd_ens = [p.rd_en for p in ports]
         wr_ens = [p.wr_en for p in ports]
         two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
+        if self.owned:
+            # the memory reads the owner's address every cycle (a read changes nothing, and a unit
+            # takes read data only the cycle after its own read), so no unit's enable, start or
+            # busy logic reaches the block RAM's clock enables
+            m.d.comb += rd.en.eq(1)
+        else:
+            m.d.comb += rd.en.eq(any_of(rd_ens))
         m.d.comb += [
-            # owned: the memory reads the owner's address every cycle (a read changes nothing, and
-            # a unit takes read data only the cycle after its own read), so no unit's enable, start
-            # or busy logic reaches the block RAM's clock enables
-            rd.en.eq(1 if self.owned else any_of(rd_ens)),
             rd.addr.eq(rd_addr),
             wr.en.eq(any_of(wr_ens)),
             wr.addr.eq(wr_addr),

@@ -178,7 +178,7 @@ def test_mutate_rtl_lists_and_narrows_by_number_and_text(capsys):
 
 
 def test_a_mutant_judged_by_the_proofs_is_caught_by_its_units_property(tmp_path):
-    """`--judge prove`: the requantizer's rounding constant one too large (the planted mutant of its
+    """`--judge prove`: the requantizer's sign correction off by one (the planted mutant of its
     formal property, sim_tests/gen/test_formal.py) is caught by `requant.formula` in the judging
     child, on the mutant's copy, and the verdict names the proof; the unbroken copy passes it."""
     from gen.formal import mutation_judge as proofs, sby
@@ -191,7 +191,8 @@ def test_a_mutant_judged_by_the_proofs_is_caught_by_its_units_property(tmp_path)
     assert [p.key for p in proofs.properties("requant")][:1] == ["requant.formula"]
     assert proofs.properties("chip") == []
     planted = next(m for m in mutate_rtl.generate(["requant"])
-                   if m.change == "in_half_units[:8] + 1 -> in_half_units[:8] + 2")
+                   if m.change == "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)"
+                   and "magnitude_times_m = ones" in m.context)
     unbroken = Mutant("ga2_hdl/rtl/requant.py", "", "", offset=0, name="unbroken")
 
     def prove_only(m):
