@@ -234,9 +234,10 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
     (``M*ceil(K/P)``), B row by row (``K*ceil(N/P)``, or ``N*ceil(K/P)`` stored
     transposed) and writes C row by row (``M*ceil(N/P)``).  SM keeps one word per
     cycle.  AMAX on a wide port reduces a chunk's P lanes in a tree of log2(P)
-    registered levels: ``ceil(len/P) + 2 + log2(P)``.  With W = P = 1 every formula and its text is the book's.  Each formula
-    text is a Python expression of the operands, ``LAT`` and ``ceil`` (a test
-    evaluates it against the busy function).
+    registered levels: ``ceil(len/P) + 2 + log2(P)``.  With W = P = 1 every
+    formula and its text is the book's.  Each formula text is a Python expression
+    of the operands, ``LAT`` and ``ceil`` (a test evaluates it against the busy
+    function).
     """
     _O = Operand
     LAT = config.lat

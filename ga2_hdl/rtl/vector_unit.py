@@ -63,7 +63,7 @@ adders with clamps, and AMAX's P - 1 comparators in a registered tree.
 """
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 
 from .. import isa
@@ -363,9 +363,8 @@ class WideRequantizeEngine(_WideEngine):
             outs.append(rq.q)
         # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read
         valid, last, mask = rd.reading, rd.last, rd.mask
-        for k in range(1 + rq.LATENCY):
-            valid, last, mask = (_delay(m, valid, f"valid{k + 1}"), _delay(m, last, f"last{k + 1}"),
-                                 _delay(m, mask, f"mask{k + 1}"))
+        for k in range(1, rq.LATENCY + 2):
+            valid, last, mask = _delay(m, valid, f"valid{k}"), _delay(m, last, f"last{k}"), _delay(m, mask, f"mask{k}")
         self._write_chunk(m, valid, last, dst, wr_chunk, mask, outs)
         return m
 
@@ -456,8 +455,8 @@ class WideArgmaxEngine(_WideEngine):
         # level 0: the chunk registered; level k: 2**(L-k) candidates (value, offset in its group)
         values = [_delay(m, Mux(mask[j], self.spad.rd_data[j].as_signed(), smallest), f"value0_{j}")
                   for j in range(P)]
-        offsets = [Const(0, 0)] * P
-        v, last, base = _delay(m, v, "v2"), _delay(m, last, "last2"), _delay(m, base, "base2")   # level 0
+        offsets = [Cat()] * P                                      # no bits yet
+        v, last, base = _delay(m, v, "v_level0"), _delay(m, last, "last_level0"), _delay(m, base, "base_level0")
         for k in range(1, L + 1):
             pairs = zip(values[0::2], values[1::2], offsets[0::2], offsets[1::2])
             values, offsets = [], []
@@ -465,8 +464,8 @@ class WideArgmaxEngine(_WideEngine):
                 take = right > left                          # ties keep the left (first) index
                 values.append(_delay(m, Mux(take, right, left), f"value{k}_{a}"))
                 offsets.append(_delay(m, Cat(Mux(take, right_off, left_off), take), f"offset{k}_{a}"))
-            v, last, base = (_delay(m, v, f"v{k + 2}"), _delay(m, last, f"last{k + 2}"),
-                             _delay(m, base, f"base{k + 2}"))                               # level k
+            v, last, base = (_delay(m, v, f"v_level{k}"), _delay(m, last, f"last_level{k}"),
+                             _delay(m, base, f"base_level{k}"))
         [winner], [offset] = values, offsets
         with m.If(v & (winner > best)):
             m.d.sync += [best.eq(winner), best_index.eq(base | offset)]

@@ -348,13 +348,24 @@ def test_wide_vector_ops(config):
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_wide_amax_of_negative_values_starts_below_every_word(config):
     """Every word negative, the first maximum not at index 0 and not in the first chunk: the
-    running best must start at the smallest int32 (a start at 0 would keep index 0)."""
+    running best must start at the smallest int32 (a start at 0 would keep index 0), and so must
+    the masked lanes of a short last chunk (a start or a masked lane at -62, or at -2**30, above
+    every word of a vector, would win); a vector of nothing but -2**31 gives index 0, also right
+    after an AMAX whose answer was not 0 (the index starts at 0 with every instruction)."""
     P = config.spad_ports
     values = [-9, -70000, INT32_MIN] + [-5] * P + [-2, -3, -2, INT32_MIN + 1]
+    deep = [-70000, -1000, -5000] + [INT32_MIN + 7] * (P - 1) + [-999, INT32_MIN]   # the maximum: -999
+    floor = [INT32_MIN + 5, INT32_MIN + 9, INT32_MIN] + [INT32_MIN] * (P + 1)     # all below -2**30
+    d, f = len(values), len(values) + len(deep)
     program = [isa.make("AMAX", dst=100, src=0, len=len(values)),
-               isa.make("AMAX", dst=101, src=1, len=2)]                 # INT32_MIN vs -70000: index 0
-    spad, _ = run_and_check(words(values), program, config=config)
+               isa.make("AMAX", dst=101, src=1, len=2),                 # INT32_MIN vs -70000: index 0
+               isa.make("AMAX", dst=102, src=d, len=3),                 # -1000 at 1, a short chunk
+               isa.make("AMAX", dst=103, src=d, len=len(deep)),
+               isa.make("AMAX", dst=104, src=f, len=3),                 # INT32_MIN + 9 at 1
+               isa.make("AMAX", dst=105, src=f + 2, len=P + 2)]         # all INT32_MIN, after an answer 1
+    spad, _ = run_and_check(words(values + deep + floor), program, config=config)
     assert spad[100] == values.index(max(values)) and spad[101] == 0
+    assert spad[102:106] == [1, len(deep) - 2, 1, 0]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
