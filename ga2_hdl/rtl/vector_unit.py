@@ -455,7 +455,7 @@ class WideArgmaxEngine(_WideEngine):
         # level 0: the chunk registered; level k: 2**(L-k) candidates (value, offset in its group)
         values = [_delay(m, Mux(mask[j], self.spad.rd_data[j].as_signed(), smallest), f"value0_{j}")
                   for j in range(P)]
-        offsets = [Cat()] * P                                      # no bits yet
+        offsets = [None] * P                                       # no bits yet (level 1 makes one)
         v, last, base = _delay(m, v, "v_level0"), _delay(m, last, "last_level0"), _delay(m, base, "base_level0")
         for k in range(1, L + 1):
             pairs = zip(values[0::2], values[1::2], offsets[0::2], offsets[1::2])
@@ -463,7 +463,8 @@ class WideArgmaxEngine(_WideEngine):
             for a, (left, right, left_off, right_off) in enumerate(pairs):
                 take = right > left                          # ties keep the left (first) index
                 values.append(_delay(m, Mux(take, right, left), f"value{k}_{a}"))
-                offsets.append(_delay(m, Cat(Mux(take, right_off, left_off), take), f"offset{k}_{a}"))
+                offset = take if k == 1 else Cat(Mux(take, right_off, left_off), take)
+                offsets.append(_delay(m, offset, f"offset{k}_{a}"))
             v, last, base = (_delay(m, v, f"v_level{k}"), _delay(m, last, f"last_level{k}"),
                              _delay(m, base, f"base_level{k}"))
         [winner], [offset] = values, offsets
