@@ -233,9 +233,11 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
     of ``n`` consecutive words takes ``ceil(n/P)`` cycles.  MM stages A row by row
     (``M*ceil(K/P)``), B row by row (``K*ceil(N/P)``, or ``N*ceil(K/P)`` stored
     transposed) and writes C row by row (``M*ceil(N/P)``).  SM keeps one word per
-    cycle.  With W = P = 1 every formula and its text is the book's.  Each formula
-    text is a Python expression of the operands, ``LAT`` and ``ceil`` (a test
-    evaluates it against the busy function).
+    cycle.  AMAX on a wide port reduces a chunk's P lanes in a tree of log2(P)
+    registered levels: ``ceil(len/P) + 2 + log2(P)``.  With W = P = 1 every
+    formula and its text is the book's.  Each formula text is a Python expression
+    of the operands, ``LAT`` and ``ceil`` (a test evaluates it against the busy
+    function).
     """
     _O = Operand
     LAT = config.lat
@@ -249,6 +251,11 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
                    f"+ (K+M+N-2) + M*{_per('N', P)} + 7")
         mm_busy = lambda i: (i.M * cd(i.K, P) + (i.N * cd(i.K, P) if i.tb else i.K * cd(i.N, P))
                              + (i.K + i.M + i.N - 2) + i.M * cd(i.N, P) + 7)
+    # AMAX after its last read: the book's engine registers the word, compares it with the best
+    # so far and writes (3); a wide engine reads its first chunk in the start cycle, registers
+    # the chunk, reduces its P lanes in log2(P) registered levels of pairwise compares, compares
+    # the winner with the best so far and writes (2 + log2(P): 3 for P = 2, 5 for P = 8)
+    amax_tail = 3 if P == 1 else 2 + (P.bit_length() - 1)
     return (
         OpSpec(0, "HALT", Unit.NONE, (),
                "stop; the counters hold their final values (an all-zero word is HALT)",
@@ -311,7 +318,7 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
         OpSpec(7, "AMAX", Unit.VECTOR,
                (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
                "dst[0] = index of the first maximum of the signed int32 src[0..len)",
-               f"{_per('len', P)} + 3", lambda i: cd(i.len, P) + 3,
+               f"{_per('len', P)} + {amax_tail}", lambda i: cd(i.len, P) + amax_tail,
                lambda i: (Region("spad", i.dst, 1, "dst"), Region("spad", i.src, i.len, "src")),
                lengths=("len",), arithmetic="index of the first maximum of the signed 32-bit words."),
     )

@@ -46,16 +46,20 @@ least 1 (the sequencer refuses 0).
 
 Wide scratchpad port (``Config.spad_ports`` = P > 1).  RQ, VADD and AMAX have
 engines of their own (:class:`WideRequantizeEngine`, :class:`WideAddEngine`,
-:class:`WideArgmaxEngine`) that stream *chunks* of P consecutive words with the
-pipelines above, one chunk per cycle (per two for VADD), the last chunk masked
-to the words below ``len``.  With R = ceil(len/P) the busy times are R + 2
-(RQ), 2*R + 2 (VADD) and R + 3 (AMAX).  The same-region argument holds chunk for chunk
-(RQ writes chunk i while reading chunk i+2, VADD writes chunk i while reading
-src2's chunk i+1), and the masks make "the words read" exact, so the
-never-the-same-address rule holds too.  SM keeps its one-word engine, on lane 0
-of the wide port (W = 3*len + 47 whatever P).  Hardware cost over P = 1: P
-requantizers (P 32 x 24 multipliers), P 8-bit adders with clamps, and AMAX's
-P comparators in series in its compare stage (the longest path grows with P).
+:class:`WideArgmaxEngine`) that stream *chunks* of P consecutive words, one chunk
+per cycle (per two for VADD), the last chunk masked to the words below ``len``.
+Each reads its first chunk in the start cycle and registers every chunk as it
+arrives (RQ's requantizers with their magnitude stage, VADD's src2 chunk before
+the adders, AMAX's chunk before its lane tree), so no bank output feeds logic.
+AMAX reduces the P lanes in log2(P) registered levels of pairwise compares
+before comparing the chunk's winner with the best so far.  With R = ceil(len/P)
+the busy times are R + 2 (RQ), 2*R + 2 (VADD) and R + 2 + log2(P) (AMAX).  The
+same-region argument holds chunk for chunk (RQ writes chunk i while reading
+chunk i+3, VADD writes chunk i while reading src1's chunk i+2), and the masks
+make "the words read" exact, so the never-the-same-address rule holds too.  SM
+keeps its one-word engine, on lane 0 of the wide port (W = 3*len + 47 whatever
+P).  Hardware cost over P = 1: P requantizers (P 32 x 24 multipliers), P 8-bit
+adders with clamps, and AMAX's P - 1 comparators in a registered tree.
 """
 from types import SimpleNamespace
 
@@ -283,7 +287,12 @@ def _ports(signature: wiring.Signature) -> dict:
 
 
 class _WideEngine(_Engine):
-    """An engine on a ``config.spad_ports``-word port: streams chunks of P consecutive words."""
+    """An engine on a ``config.spad_ports``-word port: streams chunks of P consecutive words.
+
+    Every wide engine reads its first chunk in the start cycle (as the book's RQ and VADD
+    engines read their first word), so each has a register after the banks' outputs without
+    a cycle more: no bank output drives a multiplier, an adder or a compare.
+    """
 
     def __init__(self, *, config):
         if config.spad_ports < 2:
@@ -300,24 +309,27 @@ class _WideEngine(_Engine):
         return Cat(*(remaining > j for j in range(self.ports)))
 
     def _read_chunks(self, m, src, length):
-        """Read ``length`` words from ``src`` on, one chunk per busy cycle from ``start`` (the last
-        chunk masked to the words below ``length``).  Returns the chunk index read this cycle
-        (``chunk``), whether a read is made (``reading``), whether it is the last chunk's
-        (``last``) and its lane mask (``mask``)."""
-        chunk, last_chunk = Signal(_index(self.config), name="rd_chunk"), Signal(_index(self.config))
+        """Read ``length`` words from ``src`` on, one chunk per cycle: chunk 0 in the start cycle,
+        chunk i in cycle t+i (the last chunk masked to the words below ``length``).  Returns the
+        chunk index read this cycle (``chunk``), whether a read is made (``reading``), whether it
+        is the last chunk's (``last``) and its lane mask (``mask``)."""
+        ahead, last_chunk = Signal(_index(self.config), name="rd_chunk"), Signal(_index(self.config))
         reading = Signal()
+        first_last = (length - 1) >> self.shift             # the last chunk's index (len >= 1)
         with m.If(self.start):
-            m.d.sync += [chunk.eq(0), last_chunk.eq((length - 1) >> self.shift)]
+            m.d.sync += [ahead.eq(1), last_chunk.eq(first_last)]
+        with m.Elif(reading):
+            m.d.sync += ahead.eq(ahead + 1)
+        chunk = Mux(self.start, 0, ahead)
         mask = self._mask(m, length, chunk)
         m.d.comb += [
-            reading.eq(self.busy & (chunk <= last_chunk)),
+            reading.eq(self.start | (self.busy & (ahead <= last_chunk))),
             self.spad.rd_en.eq(reading),
             self.spad.rd_addr.eq(self._addr(src, chunk << self.shift)),
             self.spad.rd_mask.eq(Mux(reading, mask, 0)),
         ]
-        with m.If(reading):
-            m.d.sync += chunk.eq(chunk + 1)
-        return SimpleNamespace(chunk=chunk, reading=reading, last=reading & (chunk == last_chunk), mask=mask)
+        last = reading & Mux(self.start, first_last == 0, ahead == last_chunk)
+        return SimpleNamespace(chunk=chunk, reading=reading, last=last, mask=mask)
 
     def _write_chunk(self, m, valid, last, base, chunk, mask, lanes):
         """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``."""
@@ -332,24 +344,33 @@ class _WideEngine(_Engine):
                 self._finish(m)
 
 
+def _delay(m, value, name):
+    """``value`` one cycle later (a register)."""
+    out = Signal.like(value, name=name)
+    m.d.sync += out.eq(value)
+    return out
+
+
 class WideRequantizeEngine(_WideEngine):
-    """RQ on a P-word port: P requantizers, one chunk per cycle.  W = ceil(len/P) + 2."""
+    """RQ on a P-word port: P requantizers, one chunk per cycle.  W = ceil(len/P) + 2.
+
+    cycle t+i: read chunk i (chunk 0 in the start cycle t);  t+1+i: its words arrive and each
+    lane's Requantizer registers sign and magnitude (``magnitude_stage``);  t+2+i: multiply
+    (registered);  t+3+i: round, saturate, and write chunk i.  done with the last write.
+    In place, chunk i is written while chunk i+3 is read.
+    """
 
     def elaborate(self, platform):
         m = Module()
         P = self.ports
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
         wr_chunk = Signal(_index(self.config))
-        v1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal()
-        mask1, mask2 = Signal(P), Signal(P)
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), wr_chunk.eq(0)]
         rd = self._read_chunks(m, src, length)
-        m.d.sync += [v1.eq(rd.reading), last1.eq(rd.last), mask1.eq(rd.mask),
-                     v2.eq(v1), last2.eq(last1), mask2.eq(mask1)]
         outs = []
         for j in range(P):
-            rq = Requantizer()
+            rq = Requantizer(magnitude_stage=True)
             m.submodules[f"requantizer{j}"] = rq
             m.d.comb += [
                 rq.acc.eq(self.spad.rd_data[j].as_signed()),
@@ -358,88 +379,116 @@ class WideRequantizeEngine(_WideEngine):
                 rq.relu.eq(operand(self.ins, "RQ", "relu")),
             ]
             outs.append(rq.q)
-        self._write_chunk(m, v2, last2, dst, wr_chunk, mask2, outs)
+        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read
+        valid, last, mask = rd.reading, rd.last, rd.mask
+        for k in range(1, rq.LATENCY + 2):
+            valid, last, mask = _delay(m, valid, f"valid{k}"), _delay(m, last, f"last{k}"), _delay(m, mask, f"mask{k}")
+        self._write_chunk(m, valid, last, dst, wr_chunk, mask, outs)
         return m
 
 
 class WideAddEngine(_WideEngine):
     """VADD on a P-word port: a chunk of src1, then the same chunk of src2, P adders.
-    W = 2*ceil(len/P) + 2."""
+    W = 2*ceil(len/P) + 2.
+
+    Read slot k = 2i (src1's chunk i) or 2i+1 (src2's) in cycle t+k (slot 0 in the start cycle
+    t); each chunk is registered when it arrives (t+1+k); the cycle after src2's chunk i
+    arrives (t+2i+3) the clamped sums are registered, written in t+2i+4 (while src1's chunk
+    i+2 is read).  done with the last write.
+    """
 
     def elaborate(self, platform):
         m = Module()
         P = self.ports
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
-        slot = Signal(range(2 * self.config.spad_words + 1))
+        ahead = Signal(range(2 * self.config.spad_words + 1))          # the next slot after the start's
         wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))
         reading = Signal()
-        v1, second1, last1, v2, last2 = Signal(), Signal(), Signal(), Signal(), Signal()
-        mask1, mask2 = Signal(P), Signal(P)
         first = Signal(data.ArrayLayout(signed(8), P))      # src1's chunk, held for src2's
+        second = Signal(data.ArrayLayout(signed(8), P))     # src2's chunk, registered as it arrives
         result = Signal(data.ArrayLayout(signed(8), P))
+        first_last = (((length - 1) >> self.shift) << 1) + 1
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), slot.eq(0), wr_chunk.eq(0),
-                         last_slot.eq((((length - 1) >> self.shift) << 1) + 1)]
+            m.d.sync += [self.busy.eq(1), ahead.eq(1), wr_chunk.eq(0), last_slot.eq(first_last)]
+        with m.Elif(reading):
+            m.d.sync += ahead.eq(ahead + 1)
+        slot = Mux(self.start, 0, ahead)
         chunk = slot[1:]
         rd_mask = self._mask(m, length, chunk)
         m.d.comb += [
-            reading.eq(self.busy & (slot <= last_slot)),
+            reading.eq(self.start | (self.busy & (ahead <= last_slot))),
             self.spad.rd_en.eq(reading),
             self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), chunk << self.shift)),
             self.spad.rd_mask.eq(Mux(reading, rd_mask, 0)),
         ]
-        m.d.sync += [v1.eq(reading), second1.eq(slot[0]), last1.eq(reading & (slot == last_slot)),
-                     mask1.eq(rd_mask)]
-        with m.If(reading):
-            m.d.sync += slot.eq(slot + 1)
-        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1 & second1), mask2.eq(mask1)]
+        # v1: a chunk on rd_data (second1: src2's); v2: both chunks registered; v3: sums to write
+        v1, second1, mask1 = _delay(m, reading, "v1"), _delay(m, slot[0], "second1"), _delay(m, rd_mask, "mask1")
+        last1 = _delay(m, reading & ~self.start & (ahead == last_slot), "last1")     # slot 0 is src1's
+        v2, last2, mask2 = _delay(m, v1 & second1, "v2"), _delay(m, last1 & second1, "last2"), _delay(m, mask1, "mask2")
+        v3, last3, mask3 = _delay(m, v2, "v3"), _delay(m, last2, "last3"), _delay(m, mask2, "mask3")
         for j in range(P):
             x = _int8(self.spad.rd_data[j])
             total = Signal(signed(9), name=f"total{j}")
-            m.d.comb += total.eq(first[j] + x)
+            m.d.comb += total.eq(first[j] + second[j])
             with m.If(v1 & ~second1):
                 m.d.sync += first[j].eq(x)
             with m.If(v1 & second1):
+                m.d.sync += second[j].eq(x)
+            with m.If(v2):
                 m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,
                                              Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))
-        self._write_chunk(m, v2, last2, dst, wr_chunk, mask2, [result[j] for j in range(P)])
+        self._write_chunk(m, v3, last3, dst, wr_chunk, mask3, [result[j] for j in range(P)])
         return m
 
 
 class WideArgmaxEngine(_WideEngine):
-    """AMAX on a P-word port: a chunk per cycle; its lanes are compared with the best so far in
-    lane order (strictly greater replaces, so ties keep the first index).  W = ceil(len/P) + 3."""
+    """AMAX on a P-word port: a chunk per cycle, its lanes reduced by a registered tree, the
+    chunk's winner compared with the best so far.  W = ceil(len/P) + 2 + log2(P).
+
+    cycle t+i: read chunk i (chunk 0 in the start cycle t);  t+1+i: its words arrive and are
+    registered (a masked lane as the smallest int32, so it never wins);  t+2+i .. t+1+i+log2(P):
+    one level of pairwise compares per cycle, each registered: the right (higher) half of a pair
+    replaces the left only when strictly greater, so each level keeps the first index of its
+    maximum;  t+2+i+log2(P): the chunk's winner against the best so far (strictly greater
+    replaces: the chunk's indices all come after the best's), so the first maximum wins overall;
+    t+R+2+log2(P) (R = ceil(len/P)): the index is written, with done.
+    """
 
     def elaborate(self, platform):
         m = Module()
-        P = self.ports
+        P, L = self.ports, self.shift
+        bits = spad_addr_bits(self.config)
         dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
-        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
-        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))
-        mask1, mask2 = Signal(P), Signal(P)
-        values2 = [Signal(signed(isa.WORD_BITS), name=f"value2_{j}") for j in range(P)]
+        smallest = -(1 << (isa.WORD_BITS - 1))
         best = Signal(signed(isa.WORD_BITS))
-        best_index = Signal(spad_addr_bits(self.config))
+        best_index = Signal(bits)
         finish = Signal()
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
+            m.d.sync += [self.busy.eq(1), best.eq(smallest), best_index.eq(0)]
         rd = self._read_chunks(m, src, length)
-        m.d.sync += [
-            v1.eq(rd.reading), last1.eq(rd.last), idx1.eq(rd.chunk << self.shift),
-            mask1.eq(rd.mask),
-            v2.eq(v1), last2.eq(last1), idx2.eq(idx1), mask2.eq(mask1),
-            finish.eq(v2 & last2),
-        ]
-        m.d.sync += [values2[j].eq(self.spad.rd_data[j]) for j in range(P)]
-        # the compare stage: the chunk's lanes against the best so far, in lane order
-        cand, cand_index = best, best_index
-        for j in range(P):
-            take = v2 & mask2[j] & (values2[j] > cand)
-            cand = Mux(take, values2[j], cand)
-            cand_index = Mux(take, idx2 + j, cand_index)
-        with m.If(v2):
-            m.d.sync += [best.eq(cand), best_index.eq(cand_index)]
+        v, last, base = rd.reading, rd.last, (rd.chunk << self.shift)[:bits]
+        mask = _delay(m, rd.mask, "mask1")
+        v, last, base = _delay(m, v, "v1"), _delay(m, last, "last1"), _delay(m, base, "base1")   # on rd_data
+        # level 0: the chunk registered; level k: 2**(L-k) candidates (value, offset in its group)
+        values = [_delay(m, Mux(mask[j], self.spad.rd_data[j].as_signed(), smallest), f"value0_{j}")
+                  for j in range(P)]
+        offsets = [None] * P                                       # no bits yet (level 1 makes one)
+        v, last, base = _delay(m, v, "v_level0"), _delay(m, last, "last_level0"), _delay(m, base, "base_level0")
+        for k in range(1, L + 1):
+            pairs = zip(values[0::2], values[1::2], offsets[0::2], offsets[1::2])
+            values, offsets = [], []
+            for a, (left, right, left_off, right_off) in enumerate(pairs):
+                take = right > left                          # ties keep the left (first) index
+                values.append(_delay(m, Mux(take, right, left), f"value{k}_{a}"))
+                offset = take if k == 1 else Cat(Mux(take, right_off, left_off), take)
+                offsets.append(_delay(m, offset, f"offset{k}_{a}"))
+            v, last, base = (_delay(m, v, f"v_level{k}"), _delay(m, last, f"last_level{k}"),
+                             _delay(m, base, f"base_level{k}"))
+        [winner], [offset] = values, offsets
+        with m.If(v & (winner > best)):
+            m.d.sync += [best.eq(winner), best_index.eq(base | offset)]
+        m.d.sync += finish.eq(v & last)
         with m.If(finish):
             m.d.comb += [self.spad.wr_en.eq(1),
                          self.spad.wr_addr.eq(self._addr(dst, 0)),

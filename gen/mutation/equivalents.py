@@ -32,6 +32,17 @@ class Equivalence:
     netlist: str = ""  #: a design (key of DESIGNS) whose netlist the change leaves identical, checked by the tests
 
 
+#: a wide engine's read counter stepping in every cycle instead of in its reads only
+_WIDE_AHEAD = ("ahead (the chunk, or VADD's slot, read next after the start cycle's) is set to 1 by start; "
+               "while busy the engine reads in every cycle until ahead passes the last chunk (last_chunk, or "
+               "last_slot), so stepping it in every cycle changes nothing until then; after it, reading is "
+               "already 0 and only grows further apart (ahead counts to S = spad_words at least, twice as far "
+               "as a busy time of at most ceil(S / P) + 2 + log2(P) cycles (2 * ceil(S / P) + 2 for VADD) "
+               "could take it, so it does not wrap back into range while busy), and idle nothing reads it "
+               "(reading is start | busy & ...) and start sets it again: the reads, writes and busy time are "
+               "the same")
+
+
 def _divider():
     from ga2_hdl.rtl.divider import Divider
     return [Divider()]
@@ -525,14 +536,46 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "31.bit_length(), so the same 5-bit zero offset part and the same rotation (the netlist is "
                 "checked byte-identical)", netlist="banked scratchpads"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
-                "slot = Signal(range(2 * self.config.spad_words + 1))",
+                "ahead = Signal(range(2 * self.config.spad_words + 1))",
                 "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
-                "slot counts the reads of a wide VADD (two per chunk) from 0 and stops one past last_slot = "
-                "2 * ((len - 1) >> log2 P) + 1, so it never exceeds 2 * ceil(len / P) <= 2 * ceil(S / P) <= S "
-                "for the engine's P >= 2 (the issue check refuses a region past the scratchpad's end, so len "
-                "<= S = spad_words; the engine exists only on wide ports).  range(2 * S) holds 0 .. 2S - 1 >= "
-                "S, so the narrower register takes the same value in every cycle and every comparison "
-                "(slot <= last_slot, slot == last_slot) and address is the same"),
+                "ahead (the read slot after the start cycle's) is set to 1 by start and grows by one per read "
+                "after it; reads stop once ahead passes last_slot = 2 * ((len - 1) >> log2 P) + 1, so while busy "
+                "it never exceeds last_slot + 1 = 2 * ceil(len / P) <= 2 * ceil(S / P) <= S for the engine's "
+                "P >= 2 (the issue check refuses a region past the scratchpad's end, so len <= S = spad_words; "
+                "the engine exists only on wide ports).  range(2 * S) holds 0 .. 2S - 1 >= S, so the narrower "
+                "register takes the same value in every busy cycle and every comparison (ahead <= last_slot, "
+                "ahead == last_slot) and address is the same; idle, nothing reads it (reading is start | "
+                "busy & ...), and start sets it again"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+                "wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))",
+                "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
+                "last_slot is loaded once, at start, with 2 * ((len - 1) >> log2 P) + 1 <= 2 * ceil(S / P) - 1 "
+                "< S for the engine's P >= 2 (len <= S = spad_words: the issue check), and range(2 * S) holds "
+                "0 .. 2S - 1: the narrower register holds the same value, so every comparison is the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.Elif(reading):", "reading -> 1",
+                _WIDE_AHEAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "_WideEngine._read_chunks", "with m.Elif(reading):", "reading -> 1",
+                _WIDE_AHEAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+                "self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), chunk << self.shift)),",
+                "src2, src1 -> src1, src2",
+                "reading src2's chunk before src1's instead of after: each is registered as it arrives and the "
+                "lanes' sums and clamps are symmetric in the two operands, the reads (and their masks) and the "
+                "busy time are the same, and the write of chunk c (in slot 2c + 4) meets the read of chunk c + 2 "
+                "of one of the operands, never its own addresses, since src1, src2 and dst are each identical or "
+                "disjoint (the issue check); so memory and cycle counts are the same (the book VADD's argument, "
+                "lane by lane)"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+                "Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))",
+                "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
+                "the only input the change treats differently is a lane's total = INT8_MIN, which the clamp "
+                "then replaces by INT8_MIN: the same value (the book VADD's argument, lane by lane)"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v2):", "v2 -> 1",
+                "result (the clamped sums) is read only by the masked write of dst, under v3, and v3 is v2 one "
+                "cycle later: in every cycle that writes, the cycle before had v2 = 1 and loaded result with the "
+                "same sums in the design and in the change.  The change only loads it also in cycles with "
+                "v2 = 0, whose value nothing reads (v3 is 0 the cycle after) and which the next v2 cycle "
+                "overwrites: the writes, done and the busy time are the same"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
                 "m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
@@ -565,34 +608,22 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "word; the netlist is the same", netlist="banked scratchpads"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & second1):",
                 "v1 & second1 -> 1",
-                "result (one clamped sum per lane) is read only by the masked write of dst, under v2, and v2 "
-                "is v1 & second1 one cycle later: in every cycle that writes, the cycle before had v1 & "
-                "second1 = 1 and loaded result with the same sums in the design and in the change.  The "
-                "change only loads it also in cycles with v1 & second1 = 0, whose value nothing reads (v2 is "
-                "0 the cycle after) and which the next such cycle overwrites: the writes, done and the busy "
-                "time are the same (the book VADD's argument, lane by lane)"),
+                "second (src2's chunk, an int8 per lane) is read only through the lanes' sums, and the sums only "
+                "by the load of result under v2, and v2 is v1 & second1 one cycle later: in every cycle that "
+                "loads result, the cycle before had v1 & second1 = 1 and loaded second with the same chunk in "
+                "the design and in the change.  The change only loads it also in other cycles, whose value "
+                "nothing reads before the next v1 & second1 cycle overwrites it: result, the masked writes, done "
+                "and the busy time are the same (the book VADD's argument, lane by lane)"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "_WideEngine._mask", "remaining = Signal(len(length) + 1)",
                 "len(length) + 1 -> (len(length) + 1) - 1",
                 "a wide engine's chunk mask (remaining = len - chunk * P, lane j kept when remaining > j) "
                 "matters only in the cycles the engine reads: the port's rd_mask is Mux(reading, mask, 0), "
-                "and the registered copies (mask1, then mask2) are used only under v1/v2, which are reading "
-                "delayed by one and two cycles (VADD: under v2 = v1 & second1, the copy of a reading "
-                "cycle too).  While reading, chunk <= (len - 1) // P (RQ and AMAX: rd_chunk <= last_chunk; "
-                "VADD: slot // 2 <= last_slot // 2), so remaining = len - chunk * P lies in 1 .. len <= "
-                "2**16 - 1 (the len field is len(length) = 16 bits wide): it fits the narrower register, whose "
-                "value, and every comparison, is then the same"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & ~second1):",
-                "v1 & ~second1 -> 1",
-                "the held chunk of src1 (first, an int8 per lane) is read only through the lanes' sums, and "
-                "the sums only by the load of result, in the cycles with v1 & second1 (src2's chunk c on the "
-                "read data).  While the engine reads it reads in every cycle (reading = busy & slot <= "
-                "last_slot, slot + 1 each cycle; src1's chunk c in slot 2c, src2's in slot 2c + 1, last_slot "
-                "odd), so the cycle before every v1 & second1 cycle is a v1 & ~second1 cycle, which loads "
-                "src1's chunk c in the design and in the change alike (the same lanes, the same stale words "
-                "in lanes the read mask leaves out, which the write mask leaves out too).  The change only "
-                "loads first also in other cycles (at the edge after a sum has used it, or while idle), "
-                "and that value is overwritten before any use: result, the masked writes and the busy time "
-                "are the same"),
+                "and the registered copies are used only under the valid bits that follow reading through the "
+                "pipeline (VADD: under v2 = v1 & second1, the copy of a reading cycle too).  While reading, the "
+                "chunk read is 0 in the start cycle and at most (len - 1) // P after it (RQ and AMAX: rd_chunk "
+                "<= last_chunk; VADD: ahead // 2 <= last_slot // 2), so remaining = len - chunk * P lies in "
+                "1 .. len <= 2**16 - 1 (the len field is len(length) = 16 bits wide): it fits the narrower "
+                "register, whose value, and every comparison, is then the same"),
 )
 
 

@@ -275,19 +275,25 @@ def test_wide_formulas_in_numbers():
     assert iset.busy(isa.make("MM", dst=0, A=0, B=0, M=1, K=5, N=3, tb=1)) == 2 + 6 + 7 + 1 + 7
     assert iset.busy(isa.make("RQ", dst=0, src=0, len=5, m=1, s=0)) == 2 + 2
     assert iset.busy(isa.make("VADD", dst=0, src1=0, src2=0, len=5)) == 2 * 2 + 2
-    assert iset.busy(isa.make("AMAX", dst=0, src=0, len=4)) == 1 + 3
+    assert iset.busy(isa.make("AMAX", dst=0, src=0, len=4)) == 1 + 2 + 2     # log2(4) levels of its lane tree
     assert iset.busy(isa.make("SM", dst=0, src=0, len=4)) == 3 * 4 + 47       # SM keeps one word per cycle
     assert PRESETS["wide4"].spad_ports == PRESETS["wide4"].ext_port_words == 4
 
 
 @pytest.mark.parametrize("config", CONFIGS[1:], ids=lambda c: c.name)
 def test_wider_is_never_slower(config):
+    """Never slower than the book's chip, but for AMAX on a vector shorter than log2(P) words: its
+    lane tree's log2(P) levels cost log2(P) - len cycles more there (len + 3 against 3 + log2(P))."""
     iset, book = isa.instruction_set(config), isa.instruction_set(Config(name="b", lat=config.lat))
+    levels = config.spad_ports.bit_length() - 1
     rng = random.Random(3)
     for spec in iset.ops:
-        for _ in range(100):
-            ins = isa.make(spec.mnemonic, **_random_operands_wide(spec, rng))
-            assert iset.busy(ins) <= book.busy(ins)
+        ops = [_random_operands_wide(spec, rng) for _ in range(100)]
+        if "len" in ops[0]:                           # and every short vector
+            ops += [{**ops[0], "len": n} for n in range(1, 2 * config.spad_ports + 2)]
+        for ins in (isa.make(spec.mnemonic, **o) for o in ops):
+            extra = max(0, levels - ins.len) if spec.mnemonic == "AMAX" else 0
+            assert iset.busy(ins) <= book.busy(ins) + extra, str(ins)
 
 
 def test_widths_must_be_powers_of_two():

@@ -286,6 +286,20 @@ def test_overlap_with_wide_ports_builds_banks_with_ports_per_master():
 WIDE = ("wide2", "wide4")
 
 
+def _amax_tree_allowance(code, config) -> int:
+    """The cycles a wide chip may spend beyond the book's on ``code`` (run to its HALT): AMAX's lane
+    tree, log2(P) levels, costs log2(P) - len more than the book's len + 3 on a vector shorter than
+    log2(P) words (docs/chip.md's table)."""
+    levels = config.spad_ports.bit_length() - 1
+    extra = 0
+    for ins in code:
+        if ins == isa.HALT:
+            break
+        if ins.mnemonic == "AMAX":
+            extra += max(0, levels - ins.len)
+    return extra
+
+
 @pytest.mark.parametrize("name", WIDE)
 def test_golden_counters_follow_the_configurations_formulas(name):
     config = PRESETS[name]
@@ -296,7 +310,7 @@ def test_golden_counters_follow_the_configurations_formulas(name):
         assert wide.ext == book.ext and wide.error == book.error and wide.error_pc == book.error_pc, title
         if wide.error == isa.ErrorCode.OK:
             assert wide.counters == iset.counters(code), title
-            assert wide.counters.total <= book.counters.total, title
+            assert wide.counters.total <= book.counters.total + _amax_tree_allowance(code, config), title
             assert wide.counters.instructions == book.counters.instructions, title
 
 

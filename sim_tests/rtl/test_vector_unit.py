@@ -339,7 +339,8 @@ def test_wide_vector_ops(config):
     _, busy = run_and_check(image, program, config=config)
     cd = isa.ceil_div
     for ins, b in zip(program, busy):
-        want = {"RQ": cd(ins.len, P) + 2, "VADD": 2 * cd(ins.len, P) + 2, "AMAX": cd(ins.len, P) + 3,
+        want = {"RQ": cd(ins.len, P) + 2, "VADD": 2 * cd(ins.len, P) + 2,
+                "AMAX": cd(ins.len, P) + 2 + (P.bit_length() - 1),      # log2(P) levels of its lane tree
                 "SM": 3 * ins.len + 47}[ins.mnemonic]
         assert b == want, f"{ins}: busy {b}, expected {want}"
 
@@ -347,13 +348,24 @@ def test_wide_vector_ops(config):
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_wide_amax_of_negative_values_starts_below_every_word(config):
     """Every word negative, the first maximum not at index 0 and not in the first chunk: the
-    running best must start at the smallest int32 (a start at 0 would keep index 0)."""
+    running best must start at the smallest int32 (a start at 0 would keep index 0), and so must
+    the masked lanes of a short last chunk (a start or a masked lane at -62, or at -2**30, above
+    every word of a vector, would win); a vector of nothing but -2**31 gives index 0, also right
+    after an AMAX whose answer was not 0 (the index starts at 0 with every instruction)."""
     P = config.spad_ports
     values = [-9, -70000, INT32_MIN] + [-5] * P + [-2, -3, -2, INT32_MIN + 1]
+    deep = [-70000, -1000, -5000] + [INT32_MIN + 7] * (P - 1) + [-999, INT32_MIN]   # the maximum: -999
+    floor = [INT32_MIN + 5, INT32_MIN + 9, INT32_MIN] + [INT32_MIN] * (P + 1)     # all below -2**30
+    d, f = len(values), len(values) + len(deep)
     program = [isa.make("AMAX", dst=100, src=0, len=len(values)),
-               isa.make("AMAX", dst=101, src=1, len=2)]                 # INT32_MIN vs -70000: index 0
-    spad, _ = run_and_check(words(values), program, config=config)
+               isa.make("AMAX", dst=101, src=1, len=2),                 # INT32_MIN vs -70000: index 0
+               isa.make("AMAX", dst=102, src=d, len=3),                 # -1000 at 1, a short chunk
+               isa.make("AMAX", dst=103, src=d, len=len(deep)),
+               isa.make("AMAX", dst=104, src=f, len=3),                 # INT32_MIN + 9 at 1
+               isa.make("AMAX", dst=105, src=f + 2, len=P + 2)]         # all INT32_MIN, after an answer 1
+    spad, _ = run_and_check(words(values + deep + floor), program, config=config)
     assert spad[100] == values.index(max(values)) and spad[101] == 0
+    assert spad[102:106] == [1, len(deep) - 2, 1, 0]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
@@ -366,3 +378,42 @@ def test_wide_amax_index_past_half_the_scratchpad(config):
     program = [isa.make("AMAX", dst=4000, src=0, len=len(values))]
     spad, _ = run_and_check(words(values), program, config=config)
     assert spad[4000] == 2600
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+def test_wide_amax_ties_across_lanes_keep_the_first_index(config):
+    """The lane tree's tie rule: two equal maxima at every pair of positions i < j of a 2P-word
+    vector (in one chunk, in the two halves of one tree level, in two chunks), the source at every
+    alignment to the chunks; the answer is i."""
+    P = config.spad_ports
+    n = 2 * P
+    image, sources, want = [], [], []
+    for i in range(n):
+        for j in range(i + 1, n):
+            values = [-7] * n
+            values[i] = values[j] = 40 + i                        # the equal maxima
+            skew = (i + j) % P                                    # words before the vector
+            image += [0] * skew
+            sources.append(len(image))
+            image += words(values)
+            want.append(i)
+    dst = len(image)
+    assert dst + len(sources) <= isa.SPAD_WORDS
+    program = [isa.make("AMAX", dst=dst + k, src=src, len=n) for k, src in enumerate(sources)]
+    spad, _ = run_and_check(image, program, config=config)
+    assert spad[dst:dst + len(sources)] == want
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+def test_wide_amax_masked_lanes_never_win(config):
+    """A chunk's lanes at and past ``len`` hold no defined value (a bank not read keeps its last
+    output): each short AMAX follows one that leaves 1,000 on every bank's output, so a lane
+    the mask does not remove from the compare would win over the vector's own words."""
+    P = config.spad_ports
+    image = words([1000] * P) + words(range(10, 10 - P, -1))         # the first maximum: index 0
+    program = []
+    for r in range(1, P):
+        program += [isa.make("AMAX", dst=100, src=0, len=P),             # every bank's output: 1000
+                    isa.make("AMAX", dst=200 + r, src=P, len=r)]
+    spad, _ = run_and_check(image, program, config=config)
+    assert spad[100] == 0 and spad[201:200 + P] == [0] * (P - 1)
