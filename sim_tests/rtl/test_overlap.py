@@ -40,20 +40,27 @@ def test_busy_times_of_the_cases():
 
 
 @pytest.mark.parametrize("name, program, total", [
-    # LD issued in cycle 1 (busy 2..14); the independent MM in 3 (busy 4..14); HALT waits for both: 15
-    ("independent", [LD4, make("MM", dst=100, A=200, B=300, **MM1)], 16),
+    # (the overlap preset: four partitions of 1024 words, 0..1023, 1024..2047, ...)
+    # LD issued in cycle 1 (busy 2..14); the MM in 3 (busy 4..14), its regions in partitions 1, 2, 3: 15
+    ("independent", [LD4, make("MM", dst=1100, A=2100, B=3100, **MM1)], 16),
     # read-after-write: MM reads word 0, which the LD writes: issued in 15, busy to 26, HALT in 27
-    ("RAW", [LD4, make("MM", dst=100, A=0, B=300, **MM1)], 28),
+    ("RAW", [LD4, make("MM", dst=1100, A=0, B=3100, **MM1)], 28),
     # write-after-read: the LD writes word 0, which the MM reads: LD waits until 13 (MM busy 2..12)
-    ("WAR", [make("MM", dst=100, A=0, B=300, **MM1), LD4], 28),
+    ("WAR", [make("MM", dst=1100, A=0, B=3100, **MM1), LD4], 28),
     # write-after-write: RQ writes word 2 inside the LD's 0..3: issued in 15, busy 16..18, HALT in 19
-    ("WAW", [LD4, make("RQ", dst=2, src=10, len=1)], 20),
-    # read-after-read is no hazard: both read word 0
-    ("RAR", [make("ST", src=0, dst=0, len=4), make("MM", dst=100, A=0, B=300, **MM1)], 16),
-    # the same unit runs one instruction at a time, even on disjoint regions: LD 1..14, LD 15..28
-    ("same unit", [LD4, make("LD", dst=50, src=50, len=4)], 30),
-    # just past the end of a region is no conflict (dst 4 after the LD's 0..3)
-    ("adjacent", [LD4, make("RQ", dst=4, src=10, len=1)], 16),
+    ("WAW", [LD4, make("RQ", dst=2, src=1010, len=1)], 20),
+    # reads of one partition: the ST (busy 2..7) and the MM reading its word 0 take turns: MM issued
+    # in 8, busy 9..19, HALT in 20 (one read port per partition)
+    ("RAR", [make("ST", src=0, dst=0, len=4), make("MM", dst=1100, A=0, B=3100, **MM1)], 21),
+    # the same unit runs one instruction at a time, even on disjoint partitions: LD 1..14, LD 15..28
+    ("same unit", [LD4, make("LD", dst=1050, src=50, len=4)], 30),
+    # disjoint words of one partition: the RQ waits for the LD (issued in 15, busy 16..18, HALT in 19)
+    ("one partition", [LD4, make("RQ", dst=4, src=10, len=1)], 20),
+    # just past the end of a partition is another partition (LD 1020..1023, RQ 1024 and 2000)
+    ("adjacent", [make("LD", dst=1020, src=0, len=4), make("RQ", dst=1024, src=2000, len=1)], 16),
+    # a region across a partition boundary touches both: the RQ's src 1023..1024 meets the LD's
+    # 1020..1023 (RQ issued in 15, busy 16..19, HALT in 20)
+    ("across", [make("LD", dst=1020, src=0, len=4), make("RQ", dst=2000, src=1023, len=2)], 21),
 ])
 def test_directed_hazards(name, program, total):
     c = counters(program)
@@ -74,6 +81,30 @@ def test_fault_waits_for_the_units_in_flight():
     # the LD (issued in 1, busy 2..14) completes; the fault halts in 15, the first idle cycle
     assert res.counters == isa.Counters(total=16, matrix=0, dma=13, vector=0, instructions=1)
     assert res.ext[100:104] == [0, 0, 0, 0]          # nothing after the fault ran
+
+
+def _partition_of(region, config=OVERLAP):
+    """The partitions a scratchpad region touches, as a set (written here from the configuration's
+    sizes, not with the ISA's rule)."""
+    size = config.spad_words // config.spad_partitions
+    return set(range(region.start // size, (region.end - 1) // size + 1))
+
+
+def test_partition_rule_on_spans():
+    """``isa.partitions_meet`` against the sets of partitions two spans touch, on every preset's
+    partition size and on one partition (every two spans meet)."""
+    rng = random.Random(3)
+    for config in (OVERLAP, PRESETS["fast_overlap"], OVERLAP.replace(spad_partitions=16),
+                   OVERLAP.replace(spad_partitions=1)):
+        top = config.spad_words
+        for _ in range(2000):
+            p0, q0 = rng.randrange(top), rng.randrange(top)
+            p1, q1 = rng.randint(p0 + 1, min(top, p0 + 600)), rng.randint(q0 + 1, min(top, q0 + 600))
+            p, q = isa.Region("spad", p0, p1 - p0, "a"), isa.Region("spad", q0, q1 - q0, "b")
+            want = bool(_partition_of(p, config) & _partition_of(q, config))
+            assert bool(isa.partitions_meet(p0, p1, q0, q1, config)) == want, (config.name, p, q)
+            assert isa.spad_hazard(p, q, config) == want
+            assert not isa.spad_hazard(p, isa.Region("ext", q0, q1 - q0, "b"), config)
 
 
 def _stepped(iset, program):
@@ -97,7 +128,8 @@ def _stepped(iset, program):
                 spec = iset.spec(ins.op)
                 acc = [r for r in spec.accesses(ins) if r.memory == "spad"]
                 blocked = busy_until.get(spec.unit, -1) >= cycle or any(
-                    last >= cycle and p.conflicts(q) for last, rs in flight for p in acc for q in rs)
+                    last >= cycle and _partition_of(p) & _partition_of(q) for last, rs in flight
+                    for p in acc for q in rs)
                 if not blocked:
                     w = spec.busy(ins)
                     busy_until[spec.unit] = cycle + w
@@ -167,9 +199,10 @@ def hazard_programs():
         ("WAW", [make("LD", dst=0, src=0, len=8), make("MM", dst=21, A=0, B=4, **mm),
                  make("LD", dst=20, src=8, len=4), make("ST", src=20, dst=200, len=4), isa.HALT], ext),
         # independent: the next load runs while the matrix unit computes; AMAX in parallel too
+        # (the second LD and the AMAX in partitions 1 and 2, away from the MM's partition 0)
         ("independent", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
-                         make("LD", dst=100, src=8, len=8), make("AMAX", dst=40, src=100, len=8),
-                         make("ST", src=20, dst=200, len=1), make("ST", src=40, dst=201, len=1), isa.HALT], ext),
+                         make("LD", dst=1100, src=8, len=8), make("AMAX", dst=2040, src=1100, len=8),
+                         make("ST", src=20, dst=200, len=1), make("ST", src=2040, dst=201, len=1), isa.HALT], ext),
         # read-after-read: the ST and the MM read the same words at once
         ("RAR", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
                  make("ST", src=0, dst=200, len=8), make("ST", src=20, dst=210, len=1), isa.HALT], ext),
