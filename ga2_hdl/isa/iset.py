@@ -185,21 +185,31 @@ def _counters(iset: InstructionSet, program: Sequence[Instruction]) -> Counters:
     raise IsaError("program has no HALT")
 
 
-def partitions_meet(p_start, p_end, q_start, q_end, config: Config):
-    """Whether the scratchpad spans ``[p_start, p_end)`` and ``[q_start, q_end)`` (neither empty)
-    touch a common partition of ``config``'s scratchpad.
+def partition_span(start, end, config: Config):
+    """``(first, last)``: the scratchpad partitions the non-empty span ``[start, end)`` touches.
 
     The scratchpad is ``config.spad_partitions`` contiguous partitions of
     ``config.spad_partition_words`` words (a power of two): word ``a`` is in partition
-    ``a >> log2(spad_partition_words)``.  Plain arithmetic on the bounds, so the same rule
-    compares integers (:class:`IssueTimer`) and hardware values (the overlapped sequencer's
-    issue check, :meth:`ga2_hdl.rtl.chip.GA2Chip._overlapped`).  With one partition every
-    two spans meet (``1``).
+    ``a >> log2(spad_partition_words)``; with one partition every span is ``(0, 0)``.  Plain
+    arithmetic, so the same rule takes integers (:class:`IssueTimer`) and hardware values (the
+    overlapped sequencer registers each fetched region's span: :meth:`ga2_hdl.rtl.chip.GA2Chip._overlapped`).
     """
     if config.spad_partitions == 1:
-        return 1
+        return 0, 0
     s = config.spad_partition_words.bit_length() - 1
-    return ((p_start >> s) <= ((q_end - 1) >> s)) & ((q_start >> s) <= ((p_end - 1) >> s))
+    return start >> s, (end - 1) >> s
+
+
+def spans_meet(p, q):
+    """Whether two :func:`partition_span` spans share a partition (integers or hardware values)."""
+    return (p[0] <= q[1]) & (q[0] <= p[1])
+
+
+def partitions_meet(p_start, p_end, q_start, q_end, config: Config):
+    """Whether the scratchpad spans ``[p_start, p_end)`` and ``[q_start, q_end)`` (neither empty)
+    touch a common partition of ``config``'s scratchpad: :func:`spans_meet` of their
+    :func:`partition_span`.  With one partition every two spans meet."""
+    return spans_meet(partition_span(p_start, p_end, config), partition_span(q_start, q_end, config))
 
 
 def spad_hazard(p: Region, q: Region, config: Config) -> bool:
