@@ -243,7 +243,7 @@ PRESETS: dict[str, Config] = {
     "array8": Config(name="array8", array=8),            # an 8 x 8 systolic array
     "array16": Config(name="array16", array=16),         # a 16 x 16 systolic array
     "spad8k_lat4": Config(name="spad8k_lat4", spad_words=8192, ext_words=16384, imem_words=512, lat=4),  # 2x memories, faster ext, small imem
-    "overlap": Config(name="overlap", overlap=True, spad_partitions=4),  # units run at once, under the hazard rule
+    "overlap": Config(name="overlap", overlap=True, spad_partitions=8),  # units run at once, under the hazard rule
     "wide2": Config(name="wide2", spad_ports=2, ext_port_words=2),
     "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token

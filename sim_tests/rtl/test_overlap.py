@@ -40,8 +40,8 @@ def test_busy_times_of_the_cases():
 
 
 @pytest.mark.parametrize("name, program, total", [
-    # (the overlap preset: four partitions of 1024 words, 0..1023, 1024..2047, ...)
-    # LD issued in cycle 1 (busy 2..14); the MM in 3 (busy 4..14), its regions in partitions 1, 2, 3: 15
+    # (the overlap preset: eight partitions of 512 words, 0..511, 512..1023, 1024..1535, ...)
+    # LD issued in cycle 1 (busy 2..14); the MM in 3 (busy 4..14), its regions in partitions 2, 4, 6: 15
     ("independent", [LD4, make("MM", dst=1100, A=2100, B=3100, **MM1)], 16),
     # read-after-write: MM reads word 0, which the LD writes: issued in 15, busy to 26, HALT in 27
     ("RAW", [LD4, make("MM", dst=1100, A=0, B=3100, **MM1)], 28),
@@ -199,7 +199,7 @@ def hazard_programs():
         ("WAW", [make("LD", dst=0, src=0, len=8), make("MM", dst=21, A=0, B=4, **mm),
                  make("LD", dst=20, src=8, len=4), make("ST", src=20, dst=200, len=4), isa.HALT], ext),
         # independent: the next load runs while the matrix unit computes; AMAX in parallel too
-        # (the second LD and the AMAX in partitions 1 and 2, away from the MM's partition 0)
+        # (the second LD and the AMAX in partitions of their own, away from the MM's partition 0)
         ("independent", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
                          make("LD", dst=1100, src=8, len=8), make("AMAX", dst=2040, src=1100, len=8),
                          make("ST", src=20, dst=200, len=1), make("ST", src=2040, dst=201, len=1), isa.HALT], ext),
@@ -344,7 +344,7 @@ ONE_PARTITION = Config(name="overlap1", overlap=True)
 def offset_programs():
     """Accesses that start in the last bank (offset w - 1) and so reach the next row in every
     other bank, by the DMA, the matrix and the vector unit, some of them at once (in partitions
-    of their own: 0 .. 1023, 1024 .. 2047, ...), and a run across a partition boundary."""
+    of their own: wide4_overlap's 0 .. 1023, 1024 .. 2047, ...), and a run across a partition boundary."""
     from ga2_hdl.isa import HALT, make
     ext = [(7 * i + 3) % 255 - 127 & 0xFFFFFFFF for i in range(64)]
     return [("bank offsets", [
@@ -420,7 +420,7 @@ def test_fuzz_on_the_wide_overlap_presets_in_every_simulator(name):
 
 @pytest.mark.parametrize("config, words", [(WIDE_OVERLAP, 4), (OVERLAP, 1)], ids=["4 banks", "1 bank"])
 def test_partitions_serve_one_master_each_at_once_and_flag_a_shared_memory(config, words):
-    """The partitioned scratchpad alone (4 partitions, 3 masters): every cycle each master reads
+    """The partitioned scratchpad alone (4 or 8 partitions, 3 masters): every cycle each master reads
     and writes its own runs of ``words`` words from any address (across partition boundaries and
     the top of the memory too), in partitions no other master touches that cycle, as the issue
     rule guarantees; a model follows each master's read data (its own, from the memory it read)

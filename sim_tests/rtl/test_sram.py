@@ -102,31 +102,33 @@ def test_bad_parameters_are_refused():
 
 
 def test_partitioned_conflict_flag_and_write_outputs():
-    """With overlap and partitions (preset ``overlap``: 4 partitions of 1024 words) each memory has
+    """With overlap and partitions (preset ``overlap``: 8 partitions of 512 words) each memory has
     one read and one write port; ``conflict`` flags two masters on one partition's port in a cycle
     (what the issue rule excludes), not masters on different partitions, nor a read and a write of
     one partition (its two ports) by different masters.  ``write_en``/``write_addr`` name a single
     writer's write whatever the idle masters' lines hold.  (The data path:
     sim_tests/rtl/test_overlap.py.)"""
-    dut = _scratchpad(config=PRESETS["overlap"])
+    config = PRESETS["overlap"]
+    size = config.spad_partition_words
+    dut = _scratchpad(config=config)
 
     async def bench(ctx):
         _idle_all(ctx, dut, junk=0x00500500)       # idle lines holding one address everywhere
         assert not ctx.get(dut.conflict), "idle"
-        for name, addr in zip(MASTERS, (5, 1029, 3000)):   # reads of three partitions
+        for name, addr in zip(MASTERS, (5, size + 5, 3 * size + 7)):   # reads of three partitions
             ctx.set(dut.masters[name].rd_en, 1)
             ctx.set(dut.masters[name].rd_addr, addr)
         assert not ctx.get(dut.conflict), "reads of three partitions"
         ctx.set(dut.masters[DMA].wr_en, 1)          # a write of the partition the matrix unit reads
-        ctx.set(dut.masters[DMA].wr_addr, 1030)
+        ctx.set(dut.masters[DMA].wr_addr, size + 6)
         assert not ctx.get(dut.conflict), "a read and a write of one partition"
         ctx.set(dut.masters[VECTOR].rd_addr, 5)     # two reads of partition 0
         assert ctx.get(dut.conflict), "two reads of one partition"
         ctx.set(dut.masters[VECTOR].rd_en, 0)
         ctx.set(dut.masters[VECTOR].wr_en, 1)       # two writes of partition 1
-        ctx.set(dut.masters[VECTOR].wr_addr, 2047)
+        ctx.set(dut.masters[VECTOR].wr_addr, 2 * size - 1)
         assert ctx.get(dut.conflict), "two writes of one partition"
-        ctx.set(dut.masters[VECTOR].wr_addr, 2048)
+        ctx.set(dut.masters[VECTOR].wr_addr, 2 * size)
         assert not ctx.get(dut.conflict), "writes of partitions 1 and 2"
         for name in MASTERS:
             _idle_all(ctx, dut, junk=0x00ABCDEF)
