@@ -85,8 +85,8 @@ class Scratchpad(wiring.Component):
         How many master ports (the chip has one per execution unit).
     config : Config
         The chip (the book's by default): its ``spad_words`` are the memory's words and
-        set the address width; with ``config.overlap`` every master has its own read and
-        write port.
+        set the address width; with ``config.overlap`` and ``config.spad_partitions`` above 1
+        the storage is one memory per partition (and bank), routed to the master addressing it.
     depth : int, optional
         Words of memory, if fewer than the configuration's (for unit tests).
     words : int
@@ -100,7 +100,8 @@ class Scratchpad(wiring.Component):
 
     Behaviour of every master port: read: ``rd_en``/``rd_addr`` in cycle t
     give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all masters and
-    holds its value while no read is enabled).  Write: ``wr_en``/``wr_addr``/
+    holds its value while no read is enabled; partitioned, each master's comes from the
+    memory it read and holds while no master reads that memory).  Write: ``wr_en``/``wr_addr``/
     ``wr_data`` in cycle t update the word at the end of cycle t.  A read and a
     write of one address in the same cycle return the old word (never relied upon).
 
@@ -110,7 +111,8 @@ class Scratchpad(wiring.Component):
         The master ports (a unit's ``spad`` connects to one with ``wiring.connect``).
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
-        enables a write (with overlap: where two masters write one address).
+        enables a write (partitioned: where two masters address one memory's read port, or
+        one memory's write port).
     write_en : Out(1)
     write_addr : Out(spad_addr_bits(config))
         The write the memory takes this cycle (read-only debug outputs, for
@@ -125,7 +127,8 @@ class Scratchpad(wiring.Component):
     Attributes
     ----------
     banks : list of amaranth.lib.memory.Memory
-        The storage, one memory per bank; :meth:`cell` gives the word at an address.
+        The storage, one memory per bank (of each partition: memory ``p * B + b``);
+        :meth:`cell` gives the word at an address.
     memory : amaranth.lib.memory.Memory
         The storage when it is one bank (testbenches may read or set ``memory.data[i]``).
     """
