@@ -206,6 +206,12 @@ def hazard_programs():
         # read-after-read: the ST and the MM read the same words at once
         ("RAR", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
                  make("ST", src=0, dst=200, len=8), make("ST", src=20, dst=210, len=1), isa.HALT], ext),
+        # regions across a partition boundary (1023 | 1024 on every preset): an RQ whose source ends in
+        # the partition a load writes, and an AMAX reading the far partition of a load across the
+        # boundary, both wait for the load (they read words it writes)
+        ("across", [make("LD", dst=1024, src=8, len=4), make("RQ", dst=2000, src=1020, len=5, m=1 << 23, s=23),
+                    make("LD", dst=1020, src=0, len=8), make("AMAX", dst=3000, src=1025, len=3),
+                    make("ST", src=2000, dst=200, len=5), make("ST", src=3000, dst=210, len=1), isa.HALT], ext),
         # a fault while units run: they complete, nothing after the fault runs
         ("fault", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
                    make("LD", dst=50, src=8, len=4), make("VADD", dst=60, src1=0, src2=4, len=4),
@@ -245,6 +251,7 @@ def test_hazard_programs_in_the_golden_model():
     assert by_name["RAW"].ext[200:202] == [3 * 5 + 1 * 7 + 2 * -2 + -1 * 4, 2 * 14]   # RQ: x * 2^23 / 2^22
     assert by_name["WAR"].ext[200:204] == [100, 101, 102, 103] and by_name["WAR"].ext[210] == 14
     assert by_name["WAW"].ext[200:204] == [100, 101, 102, 103]
+    assert by_name["across"].ext[200:205] == [0, 0, 0, 0, 100] and by_name["across"].ext[210] == 0   # 7, -2, 4 (not 101..103)
     assert (by_name["fault"].error, by_name["fault"].error_pc) == (ErrorCode.EXT_RANGE, 4)
     assert by_name["fault"].counters.instructions == 4 and by_name["fault"].ext[200] == 0
 
