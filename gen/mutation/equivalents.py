@@ -499,17 +499,18 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "C(1, 0) is a zero-width constant, and a constant's value is truncated to its width: it is "
                 "(const 0'd0), the very expression C(0, 0) builds, so the rotation's offset and the banked "
                 "scratchpad are the same netlist", netlist="banked scratchpads"),
-    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_requests",
                 "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
                 "the change only gives the last bank (b = B - 1) the comparisons b < r_off and b < w_off "
                 "instead of the constants 0; r_off and w_off are an address's low log2(B) bits, at most "
                 "B - 1, so B - 1 < r_off and B - 1 < w_off are 0 for every address: the last bank's read "
                 "and write rows are the same in every cycle"),
-    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
-                "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),", "b + 1 -> b + 2",
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_requests",
+                "w_bank_data[b * W:(b + 1) * W]))", "b + 1 -> b + 2",
                 "the slice from b * W is W bits longer (or, for the last bank, reaches the end of the word), "
-                "but it is assigned to the bank's W-bit write data, which keeps its low W bits: the same "
-                "word; the netlist is the same", netlist="banked scratchpads"),
+                "but it is the bank's write data, assigned to a W-bit write port (through the partitions' "
+                "AND-OR multiplexer, whose OR of masked values keeps the low W bits too), which keeps its low "
+                "W bits: the same word; the netlist is the same", netlist="banked scratchpads"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & second1):",
                 "v1 & second1 -> 1",
                 "result (one clamped sum per lane) is read only by the masked write of dst, under v2, and v2 "
