@@ -57,22 +57,39 @@ class _Emitter:
         self.released: set[int] = set()
         self.loaded: set[int] = set()
         self.due = buffers.release_after()
+        self.loads_in: dict[int, int] = {}      # partition -> when it was last given a loaded buffer
         self.step: Node | None = None
 
     # -- memory
-    def _take(self, words: int, what: str) -> int:
+    def _take(self, words: int, what: str, loaded: bool = False) -> int:
         try:
-            return self.alloc.alloc(words)
+            start = self.alloc.alloc(words, self._partitions(loaded))
         except AllocationError as e:
             raise CompileError(f"{self.step.label()}: cannot place {what}: {e}") from None
+        if loaded:
+            self.loads_in[start // self.config.spad_partition_words] = len(self.given)
+        return start
+
+    def _partitions(self, loaded: bool) -> list[tuple[int, int]]:
+        """Where a buffer should go first (planner.py, "Allocation"): none without partitions; a
+        buffer holding a loaded tensor in the partition other than the first that was given one least
+        recently; any other buffer in the first partition."""
+        n, size = self.config.spad_partitions, self.config.spad_partition_words
+        if n == 1:
+            return []
+        if not loaded:
+            return [(0, size)]
+        order = sorted(range(1, n), key=lambda p: (self.loads_in.get(p, -1), p))
+        return [(p * size, (p + 1) * size) for p in order]
 
     def place(self, nid: int) -> int:
         """The scratchpad address of tensor ``nid``, giving its buffer an address on first use."""
         p = self.plan.placement[nid]
         if p.buffer not in self.addr:
-            size = self.plan.buffers[p.buffer].size
-            self.addr[p.buffer] = self.given[p.buffer] = self._take(size, f"the {size}-word buffer of "
-                                                                          f"{self.graph.nodes[nid].label()}")
+            buffer = self.plan.buffers[p.buffer]
+            loaded = any(self.graph.nodes[m].op in EXTERNAL_OPS for m in buffer.members)
+            self.addr[p.buffer] = self.given[p.buffer] = self._take(
+                buffer.size, f"the {buffer.size}-word buffer of {self.graph.nodes[nid].label()}", loaded)
         return self.addr[p.buffer] + p.offset
 
     def operand(self, nid: int) -> int:

@@ -24,7 +24,13 @@ released).
 
 **Allocation** is lazy (a buffer gets an address when a step first needs it)
 and first fit over an address-ordered free list that coalesces on release,
-within the configuration's scratchpad (``config.spad_words``).
+within the configuration's scratchpad (``config.spad_words``).  On a chip with
+scratchpad partitions (``config.spad_partitions`` above 1, with overlap: two
+instructions touching one partition never run at once), a buffer holding a
+tensor loaded from external memory is placed first fit in the partition other
+than the first that was given a loaded buffer least recently, and every other
+buffer in the first partition (each falling back to first fit anywhere), so
+loads run beside the computation (``lower._Emitter.place``).
 
 **External memory**: inputs and weights in node order from address 0, then the
 outputs in node order, within the external memory the program is compiled for
@@ -33,6 +39,7 @@ outputs in node order, within the external memory the program is compiled for
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from ga2_hdl import isa
 
@@ -143,15 +150,17 @@ class Allocator:
         self.free: list[tuple[int, int]] = [(0, size)]   # (start, length), sorted, no two adjacent
         self.high = 0                                     # one past the highest word ever handed out
 
-    def alloc(self, words: int) -> int:
-        for k, (start, length) in enumerate(self.free):
-            if length >= words:
-                if length == words:
-                    del self.free[k]
-                else:
-                    self.free[k] = (start + words, length - words)
-                self.high = max(self.high, start + words)
-                return start
+    def alloc(self, words: int, prefer: Sequence[tuple[int, int]] = ()) -> int:
+        """The first free run of ``words`` words: within the first range ``(lo, hi)`` of ``prefer``
+        that has one, else anywhere."""
+        for lo, hi in [*prefer, (0, self.size)]:
+            for k, (start, length) in enumerate(self.free):
+                s, e = max(start, lo), min(start + length, hi)
+                if e - s >= words:
+                    pieces = [(start, s - start), (s + words, start + length - s - words)]
+                    self.free[k:k + 1] = [(a, n) for a, n in pieces if n > 0]
+                    self.high = max(self.high, s + words)
+                    return s
         raise AllocationError(f"the scratchpad has no free run of {words} words (free: "
                               f"{sum(n for _, n in self.free)} words in {len(self.free)} pieces)")
 

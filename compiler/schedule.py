@@ -45,7 +45,7 @@ from typing import Sequence
 from ga2_hdl import isa
 from ga2_hdl.config import Config
 
-__all__ = ["schedule", "schedule_program", "rename_loads", "dependencies"]
+__all__ = ["schedule", "schedule_program", "rename_loads", "spread_buffers", "dependencies"]
 
 
 def dependencies(code: Sequence[isa.Instruction], config: Config = isa.BOOK) -> list[set[int]]:
@@ -72,6 +72,44 @@ def _gapless(ins: isa.Instruction, region: isa.Region) -> bool:
     return True
 
 
+def _readers(code, acc, w: int, dst: "isa.Region"):
+    """The instructions after load ``w`` that read what it wrote into ``dst``, with the regions they
+    read it through: [(j, regions)], or None when one of them also reads other words (or a later
+    write of unknown words leaves it unclear which words still hold the load's)."""
+    spad = lambda regions: [r for r in regions if r.memory == "spad"]
+    overlaps = lambda r: r.start < dst.end and dst.start < r.end
+    readers = []
+    live = set(range(dst.start, dst.end))     # words still holding what the load wrote
+    for j in range(w + 1, len(code)):
+        if not live:
+            break
+        touching = [r for r in spad(acc[j]) if overlaps(r)]
+        reads = [r for r in touching if not r.write and live.intersection(range(r.start, r.end))]
+        for r in reads:
+            # re-pointed only if it reads nothing but the load's words (all still holding them)
+            if not (dst.start <= r.start and r.end <= dst.end and live.issuperset(range(r.start, r.end))):
+                return None
+        if reads:
+            readers.append((j, reads))
+        for r in touching:                     # an instruction reads its operands before it writes
+            if r.write:
+                if not _gapless(code[j], r) and live.intersection(range(r.start, r.end)):
+                    return None                # which of these words it writes is not known here
+                live.difference_update(range(r.start, r.end))
+    return readers
+
+
+def _move_load(code, acc, iset, w: int, dst: "isa.Region", readers, start: int) -> None:
+    """Load ``w`` and its ``readers`` re-pointed so that the load writes from word ``start``."""
+    shift = start - dst.start
+    for j, touching in [(w, [dst])] + readers:
+        operands = code[j].operands()
+        for r in touching:
+            operands[r.role] += shift
+        code[j] = iset.make(iset.spec(code[j].op).mnemonic, **operands)
+        acc[j] = iset.spec(code[j].op).accesses(code[j])
+
+
 def rename_loads(code: Sequence[isa.Instruction], config: Config) -> list[isa.Instruction]:
     """``code`` (HALT excluded) with reused load destinations moved to free scratchpad words."""
     iset = isa.instruction_set(config)
@@ -85,42 +123,73 @@ def rename_loads(code: Sequence[isa.Instruction], config: Config) -> list[isa.In
         dst = next(r for r in spad(acc[w]) if r.write)
         if base + dst.length > config.spad_words:
             break
-        overlaps = lambda r: r.start < dst.end and dst.start < r.end
-        if not any(overlaps(r) for i in range(w) for r in spad(acc[i])):
+        if not any(r.start < dst.end and dst.start < r.end for i in range(w) for r in spad(acc[i])):
             continue                                 # a fresh buffer: nothing to wait for
-        readers, ok = [], True
-        live = set(range(dst.start, dst.end))     # words still holding what the load wrote
-        for j in range(w + 1, len(code)):
-            if not live:
-                break
-            touching = [r for r in spad(acc[j]) if overlaps(r)]
-            reads = [r for r in touching if not r.write and live.intersection(range(r.start, r.end))]
-            for r in reads:
-                # re-pointed only if it reads nothing but the load's words (all still holding them)
-                if not (dst.start <= r.start and r.end <= dst.end and live.issuperset(range(r.start, r.end))):
-                    ok = False
-            if not ok:
-                break
-            if reads:
-                readers.append((j, reads))
-            for r in touching:                     # an instruction reads its operands before it writes
-                if r.write:
-                    if not _gapless(code[j], r) and live.intersection(range(r.start, r.end)):
-                        ok = False                 # which of these words it writes is not known here
-                        break
-                    live.difference_update(range(r.start, r.end))
-            if not ok:
-                break
-        if not ok:
+        readers = _readers(code, acc, w, dst)
+        if readers is None:
             continue
-        shift = base - dst.start
-        for j, touching in [(w, [dst])] + readers:
-            operands = code[j].operands()
-            for r in touching:
-                operands[r.role] += shift
-            code[j] = iset.make(iset.spec(code[j].op).mnemonic, **operands)
-            acc[j] = iset.spec(code[j].op).accesses(code[j])
+        _move_load(code, acc, iset, w, dst, readers, base)
         base += dst.length
+    return code
+
+
+def _gap(acc, w: int, lo: int, hi: int, length: int, avoid: "isa.Region") -> int | None:
+    """The lowest word ``s`` in ``lo .. hi - length`` such that no instruction after ``w`` touches
+    ``s .. s + length - 1`` and the run misses ``avoid``; None if there is none."""
+    taken = sorted([(r.start, r.end) for regions in acc[w + 1:] for r in regions
+                    if r.memory == "spad" and r.start < hi and lo < r.end] + [(avoid.start, avoid.end)])
+    s = lo
+    for start, end in taken:
+        if start >= s + length:
+            break
+        s = max(s, end)
+    return s if s + length <= hi else None
+
+
+def spread_buffers(code: Sequence[isa.Instruction], config: Config, loads_only: bool = False
+                   ) -> list[isa.Instruction]:
+    """``code`` (HALT excluded) with the buffers its instructions write spread over the scratchpad's
+    partitions.
+
+    With ``config.spad_partitions`` above 1, two instructions touching one partition never run at
+    once (:func:`ga2_hdl.isa.partitions_meet`), and a compiled program keeps its buffers in the
+    lowest words, so every instruction would wait for the ones before it.  In program order, each
+    instruction's written region (every load's, or with ``loads_only`` False every instruction's
+    whose region it writes whole and does not also read), whose readers read only its words (as
+    for :func:`rename_loads`), is moved with its readers into the partition touched least recently
+    (its last instruction so far, moved readers included, comes first; its own other regions' partitions
+    last), at the lowest words no later instruction touches: what every instruction reads is then
+    what it read before, and the dependencies order the reuse of words used earlier.
+    """
+    n, size = config.spad_partitions, config.spad_partition_words
+    iset = isa.instruction_set(config)
+    code = list(code)
+    if n == 1:
+        return code
+    acc = [iset.spec(ins.op).accesses(ins) for ins in code]
+    parts = lambda r: range(r.start // size, (r.end - 1) // size + 1)
+    last = [-1] * n                           # partition -> the last instruction touching it so far
+    for w, ins in enumerate(code):
+        regions = [r for r in acc[w] if r.memory == "spad"]
+        written = [r for r in regions if r.write]
+        movable = (len(written) == 1 and written[0].length <= size
+                   and (iset.spec(ins.op).mnemonic == "LD" or not loads_only)
+                   and _gapless(ins, written[0])
+                   and not any(r.start < written[0].end and written[0].start < r.end for r in regions if not r.write))
+        readers = _readers(code, acc, w, written[0]) if movable else None
+        if readers is not None:
+            dst = written[0]
+            own = {p for r in regions if not r.write for p in parts(r)}
+            for p in sorted(range(n), key=lambda q: (q in own, last[q], q)):
+                start = _gap(acc, w, p * size, (p + 1) * size, dst.length, dst)
+                if start is not None:
+                    _move_load(code, acc, iset, w, dst, readers, start)
+                    break
+        for j in [w] + [j for j, _ in (readers or [])]:
+            for r in acc[j]:
+                if r.memory == "spad":
+                    for p in parts(r):
+                        last[p] = max(last[p], j)
     return code
 
 
@@ -190,7 +259,10 @@ def _schedule(code, config, ext_words):
     if any(ins.op == isa.HALT.op or iset.check(ins, ext_words)[0] != isa.ErrorCode.OK for ins in body):
         return code, identity
     best, best_total = (code, identity), iset.counters(code).total
-    for renamed in (body, rename_loads(body, config)):
+    variants = [body, rename_loads(body, config)]
+    if config.spad_partitions > 1:
+        variants += [spread_buffers(body, config, loads_only=True), spread_buffers(body, config)]
+    for renamed in variants:
         preds = dependencies(renamed, config)
         cp = _critical(renamed, preds, iset)
         for priority in PRIORITIES.values():

@@ -73,6 +73,13 @@ class Config:
         The sequencer may issue an instruction while other units are busy, when
         its own unit is free and its scratchpad regions conflict with no
         instruction in flight.
+    spad_partitions : int
+        With overlap: the scratchpad is split into this many contiguous partitions of
+        ``spad_words / spad_partitions`` words (a power of two), each its own memory (or, with
+        wide ports, its own banks) with one read and one write port; the overlapped issue rule
+        lets no two instructions in flight touch a common partition, so each partition has one
+        master at a time.  1 (the default) is one partition: the book chip, and any chip without
+        overlap, where it means nothing (a value above 1 is refused there).
     extensions : tuple of str
         Importable modules whose instructions this chip has, beyond the book's eight
         (docs/extending.md).  A configuration file may name one by the path of its ``.py``
@@ -88,6 +95,7 @@ class Config:
     spad_ports: int = 1
     ext_port_words: int = 1
     overlap: bool = False
+    spad_partitions: int = 1
     extensions: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -113,7 +121,25 @@ class Config:
             v = getattr(self, name)
             if isinstance(v, int) and v >= 1 and not _power_of_two(v):
                 out.append(f"{name}={v} must be a power of two")
+        out.extend(self._partition_problems())
         return out
+
+    def _partition_problems(self) -> list[str]:
+        n = self.spad_partitions
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 1:
+            return []                                  # (not a positive integer: said above)
+        if not _power_of_two(n):
+            return [f"spad_partitions={n} must be a power of two"]
+        if not self.overlap:
+            return [f"spad_partitions={n} needs overlap=true: without overlap one instruction runs at a "
+                    f"time and the scratchpad is one partition"]
+        banks = max(self.spad_ports, self.ext_port_words) if all(
+            isinstance(v, int) and v >= 1 for v in (self.spad_ports, self.ext_port_words)) else 1
+        words = self.spad_words if isinstance(self.spad_words, int) else 0
+        if words % (n * banks) or not _power_of_two(words // n):
+            return [f"spad_partitions={n}: each partition's spad_words / spad_partitions = "
+                    f"{words / n:g} words must be a power of two and a multiple of the {banks} bank(s)"]
+        return []
 
     # -- construction
     @classmethod
@@ -178,6 +204,23 @@ class Config:
         return -(-self.spad_words // self.spad_banks)
 
     @property
+    def spad_partition_words(self) -> int:
+        """Words in each scratchpad partition: ``spad_words / spad_partitions`` (the whole
+        scratchpad with one partition)."""
+        return self.spad_words // self.spad_partitions
+
+    @property
+    def spad_memories(self) -> int:
+        """The scratchpad's memories: one per bank of each partition, ``spad_partitions * spad_banks``
+        (1 on the book chip), each with one read and one write port."""
+        return self.spad_partitions * self.spad_banks
+
+    @property
+    def spad_memory_words(self) -> int:
+        """Words in each of the scratchpad's memories: ``spad_bank_words / spad_partitions``."""
+        return self.spad_bank_words // self.spad_partitions
+
+    @property
     def imem_addr_bits(self) -> int:
         """Bits of an instruction-memory address (at least 1): 10 on the book chip."""
         return max(1, (self.imem_words - 1).bit_length())
@@ -200,13 +243,15 @@ PRESETS: dict[str, Config] = {
     "array8": Config(name="array8", array=8),            # an 8 x 8 systolic array
     "array16": Config(name="array16", array=16),         # a 16 x 16 systolic array
     "spad8k_lat4": Config(name="spad8k_lat4", spad_words=8192, ext_words=16384, imem_words=512, lat=4),  # 2x memories, faster ext, small imem
-    "overlap": Config(name="overlap", overlap=True),     # units run at once, under the hazard rule
+    "overlap": Config(name="overlap", overlap=True, spad_partitions=8),  # units run at once, under the hazard rule
     "wide2": Config(name="wide2", spad_ports=2, ext_port_words=2),
     "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
     "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8),   # the fastest without overlap
-    "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True),  # wide8, units at once
-    "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True),
+    "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True,
+                                   spad_partitions=4),  # wide8, units at once
+    "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True,
+                           spad_partitions=4),
 }
 
 

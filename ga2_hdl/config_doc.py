@@ -27,13 +27,19 @@ __all__ = ["FieldLimits", "field_docs", "field_limits", "isa_effects", "problems
 #: the largest value probed for an integer field: above it a field is "unbounded"
 PROBE_TOP = 1 << 62
 
+#: fields probed on the book's chip with other fields changed too, because they mean something only
+#: then (the validation refuses them otherwise, and says so): field -> the other fields' values
+PROBE_WITH = {"spad_partitions": {"overlap": True}}
+
+
+
 
 def problems_of(name: str, value) -> list[str]:
     """What the validation says about the book's configuration with field ``name`` set to ``value``:
     :meth:`Config.problems`'s complaints, else the instruction word's (:func:`isa.config_problems`);
     empty when the chip can be built.  Each complaint is given without the ``field=value`` in front."""
     try:
-        config = Config.book().replace(**{name: value})
+        config = Config.book().replace(**{**PROBE_WITH.get(name, {}), name: value})
     except ConfigError as e:
         text = str(e).split(": ", 1)[1]            # "configuration 'book': A; B"
         said = text.split("; ")
@@ -147,7 +153,7 @@ def isa_effects(name: str, value) -> list[str]:
     operation whose busy-time formula, busy time (every operand 1) or legal ranges differ from the
     book chip's."""
     book = isa.instruction_set(Config.book())
-    other = isa.instruction_set(Config.book().replace(**{name: value}))
+    other = isa.instruction_set(Config.book().replace(**{**PROBE_WITH.get(name, {}), name: value}))
     out = []
     for spec in book.ops:
         theirs = other.by_name[spec.mnemonic]
@@ -210,7 +216,7 @@ def render_config_markdown() -> str:
     w("")
     w("The limits are what the validation accepts (`Config.problems`, then the instruction word's "
       "`isa.config_problems`), found by asking it about each field with every other field at the book's "
-      "value; the words after a limit are the validation's own for the first value past it.")
+      "value (or, for a field that means something only with another, as that field's section says); the words after a limit are the validation's own for the first value past it.")
     w("")
     w("| field | type | book | limits |")
     w("|---|---|---|---|")
@@ -240,7 +246,11 @@ def render_config_markdown() -> str:
         w(what)
         w("")
         shown_type = f"`{f.type}`" + (f" ({doc_type})" if doc_type != f.type else "")
-        w(f"Type {shown_type}; the book's value `{_shown(getattr(book, f.name))}`; limits: {limits[f.name]}.")
+        probed = PROBE_WITH.get(f.name)
+        context = (" (probed with " + ", ".join(f"`{k}={_shown(v)}`" for k, v in probed.items()) + ")"
+                   if probed else "")
+        w(f"Type {shown_type}; the book's value `{_shown(getattr(book, f.name))}`; limits{context}: "
+          f"{limits[f.name]}.")
         if reasons[f.name]:
             w("")
             for r in reasons[f.name]:

@@ -174,8 +174,8 @@ class Machine:
 
         Instructions execute one after another in program order; the counters come from the
         chip's timing rule (:class:`ga2_hdl.isa.IssueTimer`).  With overlap, instructions in
-        flight together touch no common scratchpad word that one of them writes (the rule's
-        hazard check), and everything issued completes before the halt, so executing them in
+        flight together touch no common scratchpad partition, so none of them reads or writes a word
+        another one writes (the rule's hazard check), and everything issued completes before the halt, so executing them in
         order gives the chip's final memory.
         """
         timer = self.iset.timer()

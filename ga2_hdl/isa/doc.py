@@ -184,10 +184,12 @@ def _timing(w, iset, config: Config) -> None:
     w("## Timing")
     w("")
     if config.overlap:
+        n, size = config.spad_partitions, config.spad_partition_words
         w("Overlap: instructions issue in order, each fetched in the cycle after the previous one issued, and "
-          "issue as soon as their unit is free and none of their scratchpad regions shares a word with a region "
-          "of an instruction still in flight where one of the two writes it (read-after-write, write-after-read, "
-          "write-after-write). HALT and a faulting instruction wait until every unit is idle, so the memory is "
+          "issue as soon as their unit is free and none of their scratchpad regions touches a partition that a "
+          f"region of an instruction still in flight touches, read or write (the scratchpad is {n} partition"
+          f"{'s' if n > 1 else ''} of {size} words, `isa.partitions_meet`; this contains read-after-write, "
+          "write-after-read and write-after-write). HALT and a faulting instruction wait until every unit is idle, so the memory is "
           "final at halt and everything issued before a fault completes. The rule is `isa.IssueTimer`; "
           "docs/chip.md, \"Overlap\", states it in full. Every operand is read before any result is written.")
     else:

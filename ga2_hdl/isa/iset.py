@@ -200,6 +200,41 @@ def trailing_write_cycles(config: Config) -> int:
     return 0 if config.overlap else FETCH_ISSUE_CYCLES - 1
 
 
+def partition_span(start, end, config: Config):
+    """``(first, last)``: the scratchpad partitions the non-empty span ``[start, end)`` touches.
+
+    The scratchpad is ``config.spad_partitions`` contiguous partitions of
+    ``config.spad_partition_words`` words (a power of two): word ``a`` is in partition
+    ``a >> log2(spad_partition_words)``; with one partition every span is ``(0, 0)``.  Plain
+    arithmetic, so the same rule takes integers (:class:`IssueTimer`) and hardware values (the
+    overlapped sequencer registers each fetched region's span: :meth:`ga2_hdl.rtl.chip.GA2Chip._overlapped`).
+    """
+    if config.spad_partitions == 1:
+        return 0, 0
+    s = config.spad_partition_words.bit_length() - 1
+    return start >> s, (end - 1) >> s
+
+
+def spans_meet(p, q):
+    """Whether two :func:`partition_span` spans share a partition (integers or hardware values)."""
+    return (p[0] <= q[1]) & (q[0] <= p[1])
+
+
+def partitions_meet(p_start, p_end, q_start, q_end, config: Config):
+    """Whether the scratchpad spans ``[p_start, p_end)`` and ``[q_start, q_end)`` (neither empty)
+    touch a common partition of ``config``'s scratchpad: :func:`spans_meet` of their
+    :func:`partition_span`.  With one partition every two spans meet."""
+    return spans_meet(partition_span(p_start, p_end, config), partition_span(q_start, q_end, config))
+
+
+def spad_hazard(p: Region, q: Region, config: Config) -> bool:
+    """The overlapped issue rule's scratchpad clause for two regions of instructions in flight
+    together: whether they touch a common partition (:func:`partitions_meet`), read or write.
+    A shared word (:meth:`Region.conflicts`) is always in a shared partition."""
+    return (p.memory == q.memory == "spad"
+            and bool(partitions_meet(p.start, p.end, q.start, q.end, config)))
+
+
 class IssueTimer:
     """The timing rule of a chip, applied one instruction at a time, in program order.
 
@@ -218,9 +253,15 @@ class IssueTimer:
     W_j, in flight up to and including cycle t_j+W_j):
 
     * j runs on the new instruction's unit (a unit runs one instruction at a time);
-    * a scratchpad region of j and one of the new instruction share a word and at
-      least one of the two writes it (read-after-write, write-after-read,
-      write-after-write; :meth:`OpSpec.accesses`, whole spans from first to last word).
+    * a scratchpad region of j and one of the new instruction touch a common partition
+      of the scratchpad (:func:`partitions_meet`: ``config.spad_partitions``
+      contiguous partitions; :meth:`OpSpec.accesses`, whole spans from first to last
+      word), read or write.  This contains the word hazards (a word shared with a
+      write: read-after-write, write-after-read, write-after-write), since a shared
+      word is in a shared partition, and it gives every partition at most one unit at
+      any cycle: each partition is a memory with one read and one write port, routed to
+      the unit that addresses it.  With one partition, no two instructions touching the
+      scratchpad are in flight together (only fetch and issue overlap the running unit).
 
     So an instruction i is issued in cycle
     ``max(issue(i-1) + 2, max(t_j + W_j + 1 for every earlier j it conflicts with))``.
@@ -251,8 +292,9 @@ class IssueTimer:
 
     def _earliest(self, spec: OpSpec, spad: tuple[Region, ...]) -> int:
         t = max(self.last_issue + FETCH_ISSUE_CYCLES, self.free.get(spec.unit, 0))
+        config = self.iset.config
         for end, regions in self.in_flight:
-            if end > t and any(p.conflicts(q) for p in spad for q in regions):
+            if end > t and any(spad_hazard(p, q, config) for p in spad for q in regions):
                 t = max(t, end)
         return t
 

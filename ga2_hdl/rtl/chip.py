@@ -361,9 +361,11 @@ class GA2Chip(wiring.Component):
         """The sequencer of a chip with overlap: FETCH, then ISSUE as soon as the rule allows.
 
         FETCH (1 cycle) decodes and checks the word, as without overlap, and also registers the
-        scratchpad regions it reads and writes (``incoming``).  ISSUE waits, cycle by cycle, while
-        the op's unit is busy or one of its regions conflicts with a region held for a busy unit
-        (``held``: the regions of the instruction each unit runs, loaded when it starts); then it
+        scratchpad partitions each region it reads or writes touches (``incoming``: the ISA's
+        :func:`~ga2_hdl.isa.partition_span` of the region's bounds, evaluated on the decoded
+        word).  ISSUE waits, cycle by cycle, while the op's unit is busy or one of its regions
+        shares a partition with a region held for a busy unit (:func:`~ga2_hdl.isa.spans_meet`;
+        ``held``: the regions of the instruction each unit runs, loaded when it starts); then it
         starts the unit, reads word pc + 1, and the next cycle is FETCH.  HALT, a failing check and
         a fetch past the end wait until no unit is busy, then halt.  Each unit keeps its own copy of
         the instruction it runs (``unit.ins`` is the instruction memory's word in the start cycle,
@@ -377,8 +379,9 @@ class GA2Chip(wiring.Component):
         # its k-th scratchpad region
         accesses = {spec.code: spad_accesses(ins, spec) for spec in iset.ops}
         slots = max(len(a) for a in accesses.values())
-        width = max(len(v) for a in accesses.values() for s, e, _w in a for v in (s, e))
-        region = data.StructLayout({"valid": 1, "write": 1, "start": width, "end": width})
+        # a region is held as the partitions it touches (isa.partition_span): first and last
+        part_bits = max(1, config.spad_partitions.bit_length() - 1)
+        region = data.StructLayout({"valid": 1, "first": part_bits, "last": part_bits})
         incoming = [Signal(region, name=f"incoming{k}") for k in range(slots)]
         held = {kind: [Signal(region, name=f"held_{UNIT_NAMES[kind]}{k}") for k in range(slots)]
                 for kind in self.units}
@@ -398,9 +401,8 @@ class GA2Chip(wiring.Component):
         for kind, unit in self.units.items():
             hazard = 0
             for p in incoming:
-                for q in held[kind]:
-                    hazard = hazard | (p.valid & q.valid & (p.write | q.write)
-                                       & (p.start < q.end) & (q.start < p.end))
+                for q in held[kind]:       # the ISA's rule on the registered spans
+                    hazard = hazard | (p.valid & q.valid & isa.spans_meet((p.first, p.last), (q.first, q.last)))
             blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
 
         halt = functools.partial(self._halt, m)
@@ -415,8 +417,9 @@ class GA2Chip(wiring.Component):
                 with m.Switch(ins.op):
                     for code, regions in accesses.items():
                         with m.Case(code):
-                            for r, (start, end, write) in zip(incoming, regions):
-                                m.d.sync += [r.valid.eq(1), r.write.eq(write), r.start.eq(start), r.end.eq(end)]
+                            for r, (start, end, _write) in zip(incoming, regions):
+                                first, last = isa.partition_span(start, end, config)
+                                m.d.sync += [r.valid.eq(1), r.first.eq(first), r.last.eq(last)]
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):

@@ -195,7 +195,7 @@ class UnitSignature(wiring.Signature):
       in its busy cycles and its start cycle t (an idle unit keeps both low, whatever
       its address lines hold), which is what lets the scratchpad multiplex its
       masters with a plain AND-OR: in the start cycle no other unit runs on the
-      book's sequencer (and with overlap every master has ports of its own), and a
+      book's sequencer (with overlap, none on the unit's scratchpad partitions), and a
       read changes nothing, so a unit may read its first operand then (the RQ
       engine does: docs/fpga.md).
 

@@ -19,15 +19,19 @@ cycle would be a bug in the chip's control; :attr:`Scratchpad.conflict` flags
 it (a read-only debug signal that tests check; it changes nothing in the
 datapath).
 
-With overlap (``config.overlap``) several units run at once, so every master
-has a read port and a write port of its own on the one word array (a memory
-of ``n_masters`` read and ``n_masters`` write ports); with overlap and wide
-ports, a read and a write port of its own in every bank, with its own
-rotators (the banks below).  The sequencer's hazard
-rule (:class:`ga2_hdl.isa.IssueTimer`) guarantees that no two units in flight
-write the same word, and that no unit reads a word another in-flight unit
-writes, so the ports never race; :attr:`Scratchpad.conflict` then flags two
-writes of one address in one cycle.
+With overlap (``config.overlap``) several units run at once.  With one partition
+(``config.spad_partitions`` = 1) the overlapped issue rule lets no two instructions touching the
+scratchpad run together, so the memory and its multiplexer are the ones above.  With N > 1
+partitions the storage is N memories of ``spad_words / N`` contiguous words (with wide ports, N
+times the banks below: memory (p, b) holds bank b's rows of partition p), each with one read and
+one write port, the shape of a dual-port block RAM.  The issue rule
+(:func:`ga2_hdl.isa.partitions_meet`) lets no two instructions in flight touch a common
+partition, so at most one master addresses a partition in any cycle: each memory's ports take
+the request of the master whose address lies in it (an AND-OR multiplexer per memory, selected by
+the address's partition bits, per bank with wide ports), and each master's read data comes back
+from the memory it read, through the partition index registered in its read cycle (a per-master
+N:1 multiplexer per bank).  :attr:`Scratchpad.conflict` then flags two masters addressing one
+memory's read port, or one memory's write port, in one cycle.
 Wide ports (``Config.spad_ports`` or ``Config.ext_port_words`` above 1).  A
 master port may move ``w`` consecutive words per cycle from any address
 (:class:`~ga2_hdl.rtl.layout.SpadPort` with ``words=w``).  The storage is then
@@ -84,8 +88,8 @@ class Scratchpad(wiring.Component):
         How many master ports (the chip has one per execution unit).
     config : Config
         The chip (the book's by default): its ``spad_words`` are the memory's words and
-        set the address width; with ``config.overlap`` every master has its own read and
-        write port.
+        set the address width; with ``config.overlap`` and ``config.spad_partitions`` above 1
+        the storage is one memory per partition (and bank), routed to the master addressing it.
     depth : int, optional
         Words of memory, if fewer than the configuration's (for unit tests).
     words : int
@@ -99,7 +103,8 @@ class Scratchpad(wiring.Component):
 
     Behaviour of every master port: read: ``rd_en``/``rd_addr`` in cycle t
     give ``rd_data`` in cycle t+1 (``rd_data`` is broadcast to all masters and
-    holds its value while no read is enabled).  Write: ``wr_en``/``wr_addr``/
+    holds its value while no read is enabled; partitioned, each master's comes from the
+    memory it read and holds while no master reads that memory).  Write: ``wr_en``/``wr_addr``/
     ``wr_data`` in cycle t update the word at the end of cycle t.  A read and a
     write of one address in the same cycle return the old word (never relied upon).
 
@@ -116,7 +121,8 @@ class Scratchpad(wiring.Component):
         A master that enables an access must be the owner.
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
-        enables a write (with overlap: where two masters write one address).
+        enables a write (partitioned: where two masters address one memory's read port, or
+        one memory's write port).
     write_en : Out(1)
     write_addr : Out(spad_addr_bits(config))
         The write the memory takes this cycle (read-only debug outputs, for
@@ -131,7 +137,8 @@ class Scratchpad(wiring.Component):
     Attributes
     ----------
     banks : list of amaranth.lib.memory.Memory
-        The storage, one memory per bank; :meth:`cell` gives the word at an address.
+        The storage, one memory per bank (of each partition: memory ``p * B + b``);
+        :meth:`cell` gives the word at an address.
     memory : amaranth.lib.memory.Memory
         The storage when it is one bank (testbenches may read or set ``memory.data[i]``).
     """
@@ -156,10 +163,17 @@ class Scratchpad(wiring.Component):
         if self.n_banks > 1 << addr_bits:
             raise ValueError(f"{self.n_banks} banks for a {addr_bits}-bit address")
         init = list(init)
+        self.n_partitions = config.spad_partitions if config.overlap else 1
+        if self.n_partitions > 1 and depth != config.spad_words:
+            raise ValueError("a partitioned scratchpad has the configuration's spad_words")
+        # memory p * B + b: bank b's rows of partition p (bank b: every B-th word from b)
         rows = -(-depth // self.n_banks)
-        self.banks = [memory.Memory(shape=unsigned(isa.WORD_BITS), depth=rows if self.n_banks > 1 else depth,
-                                    init=init[b::self.n_banks]) for b in range(self.n_banks)]
-        self.memory = self.banks[0] if self.n_banks == 1 else None
+        part_rows = rows // self.n_partitions
+        self.banks = [memory.Memory(shape=unsigned(isa.WORD_BITS),
+                                    depth=part_rows if self.n_banks > 1 or self.n_partitions > 1 else depth,
+                                    init=init[b::self.n_banks][p * part_rows:(p + 1) * part_rows])
+                      for p in range(self.n_partitions) for b in range(self.n_banks)]
+        self.memory = self.banks[0] if len(self.banks) == 1 else None
         super().__init__({
             "masters": In(SpadPort(words=words, config=config)).array(n_masters),
             "conflict": Out(1),
@@ -173,22 +187,37 @@ class Scratchpad(wiring.Component):
     MEMORY_NAME = "memory"
     #: a banked storage's submodule names (bank b: ``BANK_NAME.format(b)``)
     BANK_NAME = "bank{}"
+    #: a partitioned storage's submodule names (partition p, and bank b with wide ports)
+    PARTITION_NAME = "part{}"
+
+    @classmethod
+    def memory_names(cls, banks: int, partitions: int = 1) -> list[str]:
+        """The storage submodules' names, memory ``p * banks + b`` first to last: ``memory`` (one
+        memory), ``bank0`` .. (banks), ``part0`` .. (partitions), ``part0_bank0`` .. (both)."""
+        if banks == partitions == 1:
+            return [cls.MEMORY_NAME]
+        if partitions == 1:
+            return [cls.BANK_NAME.format(b) for b in range(banks)]
+        if banks == 1:
+            return [cls.PARTITION_NAME.format(p) for p in range(partitions)]
+        return [f"{cls.PARTITION_NAME.format(p)}_{cls.BANK_NAME.format(b)}"
+                for p in range(partitions) for b in range(banks)]
 
     def bank_names(self) -> list[str]:
-        """The storage submodules' names: ``memory`` (one bank) or ``bank0`` .. ``bankB-1``."""
-        return [self.MEMORY_NAME] if self.n_banks == 1 else [self.BANK_NAME.format(b) for b in range(self.n_banks)]
+        """This storage's submodule names (:meth:`memory_names`)."""
+        return self.memory_names(self.n_banks, self.n_partitions)
 
     def cell(self, addr: int):
         """The word at ``addr``, for a testbench's ``ctx.get``/``ctx.set``."""
         if not 0 <= addr < self.depth:
             raise IndexError(f"scratchpad address {addr} outside 0 .. {self.depth - 1}")
-        return self.banks[addr % self.n_banks].data[addr // self.n_banks]
+        row, b = divmod(addr, self.n_banks)
+        p, row = divmod(row, self.banks[0].depth) if self.n_partitions > 1 else (0, row)
+        return self.banks[p * self.n_banks + b].data[row]
 
     def elaborate(self, platform):
-        if self.config.overlap and self.n_banks > 1:
-            return self._elaborate_banked_ported()
-        if self.config.overlap:
-            return self._elaborate_ported()
+        if self.n_partitions > 1:
+            return self._elaborate_partitioned()
         if self.n_banks > 1:
             return self._elaborate_banked()
         m = Module()
@@ -236,27 +265,6 @@ class Scratchpad(wiring.Component):
             fanout.d.comb += p.rd_data.eq(rd.data)
         return m
 
-    def _elaborate_ported(self):
-        """One read port and one write port per master (the overlapped chip's scratchpad)."""
-        m = Module()
-        m.submodules[self.MEMORY_NAME] = self.memory
-        ports = list(self.masters)
-        writes = []
-        for p in ports:
-            rd = self.memory.read_port()         # synchronous, not transparent
-            wr = self.memory.write_port()
-            m.d.comb += [
-                rd.en.eq(p.rd_en), rd.addr.eq(p.rd_addr), p.rd_data.eq(rd.data),
-                wr.en.eq(p.wr_en), wr.addr.eq(p.wr_addr), wr.data.eq(p.wr_data),
-            ]
-            writes.append((p.wr_en, p.wr_addr))
-        same = [ea & eb & (aa == ab) for i, (ea, aa) in enumerate(writes) for eb, ab in writes[i + 1:]]
-        m.d.comb += [
-            self.conflict.eq(functools.reduce(operator.or_, same, 0)),
-            self.write_en.eq(functools.reduce(operator.or_, [p.wr_en for p in ports])),
-            self.write_addr.eq(functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])),
-        ]
-        return m
     def _elaborate_banked(self):
         m = Module()
         B = self.n_banks
@@ -297,13 +305,13 @@ class Scratchpad(wiring.Component):
             fanout.d.comb += p.rd_data.eq(read_lanes)
         return m
 
-    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix=""):
-        """One access path into the banks: a new read and write port in every bank, driven by one
-        (masked, any-address) read and write of up to B words.
+    def _bank_requests(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix=""):
+        """One (masked, any-address) read and write of up to B words as a request to each bank.
 
         Lanes -> banks through the rotators; bank ``b`` takes the next row when ``b`` is below the
-        address's offset.  Returns the read data as lanes (one cycle later, rotated back by the
-        registered offset) and, per bank, the ``(enable, row)`` of the write port.
+        address's offset.  Returns, per bank, ``(read enable, read row, write enable, write row,
+        write data)`` (rows before truncation: a row past the last wraps to row 0), and the read's
+        offset (to register for :func:`_from_banks`).
         """
         B = self.n_banks
         shift = B.bit_length() - 1
@@ -315,55 +323,113 @@ class Scratchpad(wiring.Component):
         m.d.comb += [r_bank_mask.eq(_to_banks(r_mask, r_off, 1, B)),
                      w_bank_mask.eq(_to_banks(w_mask, w_off, 1, B)),
                      w_bank_data.eq(_to_banks(w_data, w_off, W, B))]
+        requests = []
+        for b in range(B):
+            # bank b holds a word of the next row when b < the offset (never for the last bank)
+            r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)
+            requests.append((rd_en & r_bank_mask[b], r_row + r_next, wr_en & w_bank_mask[b], w_row + w_next,
+                             w_bank_data[b * W:(b + 1) * W]))
+        return requests, r_off
+
+    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix=""):
+        """One access path into the banks: a read and a write port in every bank, driven by one
+        (masked, any-address) read and write of up to B words (:meth:`_bank_requests`).
+
+        Returns the read data as lanes (one cycle later, rotated back by the registered offset)
+        and, per bank, the ``(enable, row)`` of the write port.
+        """
+        requests, r_off = self._bank_requests(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data,
+                                              prefix=prefix)
         bank_data, writes = [], []
-        for b, bank in enumerate(self.banks):
+        for bank, (r_en, r_row, w_en, w_row, w_word) in zip(self.banks, requests):
             rd = bank.read_port()             # synchronous, not transparent
             wr = bank.write_port()
             row_bits = len(rd.addr)
-            # bank b holds a word of the next row when b < the offset (never for the last bank)
-            r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)
             m.d.comb += [
-                rd.en.eq(rd_en & r_bank_mask[b]),
-                rd.addr.eq((r_row + r_next)[:row_bits]),
-                wr.en.eq(wr_en & w_bank_mask[b]),
-                wr.addr.eq((w_row + w_next)[:row_bits]),
-                wr.data.eq(w_bank_data[b * W:(b + 1) * W]),
+                rd.en.eq(r_en),
+                rd.addr.eq(r_row[:row_bits]),
+                wr.en.eq(w_en),
+                wr.addr.eq(w_row[:row_bits]),
+                wr.data.eq(w_word),
             ]
             bank_data.append(rd.data)
             writes.append((wr.en, wr.addr))
-        # banks -> lanes, one cycle later: lane i is bank (offset + i) mod B
-        read_off = Signal(shift, name=f"{prefix}read_offset")
+        return _from_banks(bank_data, self._read_offset(m, rd_en, r_off, prefix), isa.WORD_BITS), writes
+
+    @staticmethod
+    def _read_offset(m, rd_en, r_off, prefix):
+        """The read's offset, registered for its data's cycle: banks -> lanes, lane i is bank
+        ``(offset + i) mod B``."""
+        read_off = Signal(len(r_off), name=f"{prefix}read_offset")
         with m.If(rd_en):
             m.d.sync += read_off.eq(r_off)
-        return _from_banks(bank_data, read_off, W), writes
+        return read_off
 
-    def _elaborate_banked_ported(self):
-        """Banks with one read port and one write port per master (overlap with wide ports).
+    def _elaborate_partitioned(self):
+        """N partitions (each B banks with wide ports): one read and one write port per memory.
 
-        Every master has its own rotators and, in every bank, its own read and write port: the
-        units in flight access the banks at once, as they access the one word array of
-        :meth:`_elaborate_ported`.  The hazard rule keeps them off each other's words;
-        :attr:`conflict` flags two writes of one word (bank and row) in one cycle.
+        Each master's access becomes a request per bank (one bank without wide ports), whose row's
+        top bits name the partition; memory (p, b) takes the request of the master addressing it
+        (an AND-OR multiplexer: the issue rule leaves at most one).  Each master registers, per
+        bank, the partition it read, and takes its read data from that memory the next cycle.
         """
         m = Module()
-        B = self.n_banks
-        for name, bank in zip(self.bank_names(), self.banks):
-            m.submodules[name] = bank
+        B, N, W = self.n_banks, self.n_partitions, isa.WORD_BITS
+        for name, mem in zip(self.bank_names(), self.banks):
+            m.submodules[name] = mem
         ports = list(self.masters)
-        bank_writes: list[list[tuple]] = [[] for _ in range(B)]      # per bank: (enable, row) of each master
+        local_bits = (self.banks[0].depth - 1).bit_length()      # a memory's row (a power of two rows)
+        part_bits = N.bit_length() - 1
+        requests, offsets = [], []          # per master: per bank (rd_en, rd_row, wr_en, wr_row, wr_data)
         for j, p in enumerate(ports):
-            read_data, writes = self._bank_access(m, p.rd_en, p.rd_addr, p.rd_mask, p.wr_en, p.wr_addr,
-                                                  p.wr_mask, p.wr_data.as_value(), prefix=f"m{j}_")
-            m.d.comb += p.rd_data.eq(read_data)
-            for b, write in enumerate(writes):
-                bank_writes[b].append(write)
-        same = [ea & eb & (ra == rb) for writes in bank_writes
-                for i, (ea, ra) in enumerate(writes) for eb, rb in writes[i + 1:]]
-        write_addr = functools.reduce(operator.or_, [Mux(p.wr_en, p.wr_addr, 0) for p in ports])
+            if B > 1:
+                reqs, off = self._bank_requests(m, p.rd_en, p.rd_addr, p.rd_mask, p.wr_en, p.wr_addr,
+                                                p.wr_mask, p.wr_data.as_value(), prefix=f"m{j}_")
+            else:
+                reqs, off = [(p.rd_en, p.rd_addr, p.wr_en, p.wr_addr, p.wr_data)], None
+            requests.append(reqs)
+            offsets.append(off)
+        partition = lambda row: row[local_bits:local_bits + part_bits]
+        any_of = functools.partial(functools.reduce, operator.or_)
+        two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
+        read_data = [[None] * B for _ in range(N)]
+        conflicts = []
+        for part in range(N):
+            for b in range(B):
+                mem = self.banks[part * B + b]
+                rd, wr = mem.read_port(), mem.write_port()          # synchronous, not transparent
+                r_sel, w_sel = [], []
+                r_addr = w_addr = w_data = 0
+                for reqs in requests:
+                    r_en, r_row, w_en, w_row, w_word = reqs[b]
+                    rs = Signal(name=f"part{part}_bank{b}_rd_m{len(r_sel)}")
+                    ws = Signal(name=f"part{part}_bank{b}_wr_m{len(w_sel)}")
+                    m.d.comb += [rs.eq(r_en & (partition(r_row) == part)), ws.eq(w_en & (partition(w_row) == part))]
+                    r_sel.append(rs)
+                    w_sel.append(ws)
+                    r_addr = r_addr | Mux(rs, r_row[:local_bits], 0)
+                    w_addr = w_addr | Mux(ws, w_row[:local_bits], 0)
+                    w_data = w_data | Mux(ws, w_word, 0)
+                m.d.comb += [rd.en.eq(any_of(r_sel)), rd.addr.eq(r_addr),
+                             wr.en.eq(any_of(w_sel)), wr.addr.eq(w_addr), wr.data.eq(w_data)]
+                conflicts += [two_of(r_sel), two_of(w_sel)]
+                read_data[part][b] = rd.data
+        for j, (p, reqs, off) in enumerate(zip(ports, requests, offsets)):
+            lanes = []
+            for b, (r_en, r_row, *_write) in enumerate(reqs):
+                came_from = Signal(part_bits, name=f"m{j}_rd_part{b}")     # the partition bank b read
+                with m.If(r_en):
+                    m.d.sync += came_from.eq(partition(r_row))
+                lanes.append(Cat(*(read_data[q][b] for q in range(N))).word_select(came_from, W))
+            if B > 1:
+                m.d.comb += p.rd_data.eq(_from_banks(lanes, self._read_offset(m, p.rd_en, off, f"m{j}_"), W))
+            else:
+                m.d.comb += p.rd_data.eq(lanes[0])
+        write_addr = any_of([Mux(p.wr_en, p.wr_addr, 0) for p in ports])
         m.d.comb += [
-            self.conflict.eq(functools.reduce(operator.or_, same, 0)),
-            self.write_en.eq(functools.reduce(operator.or_, [p.wr_en for p in ports])),
+            self.conflict.eq(any_of(conflicts)),
+            self.write_en.eq(any_of([p.wr_en for p in ports])),
             self.write_addr.eq(write_addr),
-            self.write_last.eq(write_addr + (B - 1)),
+            *([self.write_last.eq(write_addr + (B - 1))] if B > 1 else []),
         ]
         return m

@@ -209,9 +209,10 @@ _MM_LANDING_WIDE = (
     "the register is zero: mask 0 enables no byte lane of any bank (across lanes: mask << lane = 0), so "
     "nothing is written.  During an MM, after STAGE (DRAIN, CLEAR, STREAM, WRITE), the unit reads nothing "
     "and no other unit's reads reach its read data (without overlap no other unit runs; with overlap "
-    "every master has its own read port in every bank and its own lane offset, "
-    "Scratchpad._elaborate_banked_ported), so the matrix unit's read data holds: each of its bank read "
-    "ports is enabled only by its own read that selects it (and is not transparent, so another unit's "
+    "no other unit in flight touches the MM's scratchpad partitions, and each master takes each bank's "
+    "read data from the memory it last read, through its own registered partition index and lane offset, "
+    "Scratchpad._elaborate_partitioned), so the matrix unit's read data holds: each memory it read is "
+    "read again only by a read of its own (and is not transparent, so another unit's "
     "write does not change it), and the lane "
     "rotation's offset is registered only with a read; so every lane the mask selects carries the word "
     "of the last staging read, which is written again with its own value (lanes outside the mask may "
@@ -595,17 +596,18 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "C(1, 0) is a zero-width constant, and a constant's value is truncated to its width: it is "
                 "(const 0'd0), the very expression C(0, 0) builds, so the rotation's offset and the banked "
                 "scratchpad are the same netlist", netlist="banked scratchpads"),
-    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_requests",
                 "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
                 _SPAD_LAST_BANK),
-    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_requests",
                 "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "b < B - 1 -> b <= B - 1",
                 _SPAD_LAST_BANK),
-    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_access",
-                "wr.data.eq(w_bank_data[b * W:(b + 1) * W]),", "b + 1 -> b + 2",
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_requests",
+                "w_bank_data[b * W:(b + 1) * W]))", "b + 1 -> b + 2",
                 "the slice from b * W is W bits longer (or, for the last bank, reaches the end of the word), "
-                "but it is assigned to the bank's W-bit write data, which keeps its low W bits: the same "
-                "word; the netlist is the same", netlist="banked scratchpads"),
+                "but it is the bank's write data, assigned to a W-bit write port (through the partitions' "
+                "AND-OR multiplexer, whose OR of masked values keeps the low W bits too), which keeps its low "
+                "W bits: the same word; the netlist is the same", netlist="banked scratchpads"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & second1):",
                 "v1 & second1 -> 1",
                 "second (src2's chunk, an int8 per lane) is read only through the lanes' sums, and the sums only "

@@ -86,7 +86,7 @@ CHIP_TEST_SELECT = "not directed_suite and not random_programs"
 #: the chip on other configurations, in Amaranth's simulator (the default suite's cases of them)
 #: (the wide-port chips' tests are in test_chip.py, which the chip's own stage runs)
 CHIP_CONFIG_TESTS = ("sim_tests/rtl/test_overlap.py", "sim_tests/hdl/test_configs.py")
-CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs or banked_ports_per_master"
+CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs or partitions_serve_one_master"
 RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
 RANDOM_SEED = 2026
 #: a unit's slow tests of corners no fast check reaches (pytest arguments; run with ``-m slow``), the
@@ -402,7 +402,7 @@ def stages(unit: str) -> list[Stage]:
     # book chip never builds, so only these tests can see a mutant of it
     if unit == "chip":
         out.append(Stage("configuration tests (Amaranth)", [*CHIP_CONFIG_TESTS, "-k", CHIP_CONFIG_SELECT]))
-    if unit == "sram":           # the scratchpad's per-master ports exist only in the overlapped chip
+    if unit == "sram":           # the scratchpad's partitioned memories exist only in the overlapped chip
         out.append(Stage("configuration tests (Amaranth)", [*CHIP_CONFIG_TESTS, "-k", CHIP_CONFIG_SELECT]))
     containers: list[str] = []
     todo = list(CONTAINERS.get(unit, ()))

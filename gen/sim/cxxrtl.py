@@ -115,7 +115,7 @@ def params_header(ext_words: int, *, config: Config) -> str:
     for problem in testbench_problems(config):
         raise SimulatorError(f"configuration {config.name!r}: {problem}")
     imem_words = config.imem_words
-    banks = config.spad_banks
+    banks = config.spad_memories
     codes = max(int(e) for e in ErrorCode) + 1
     names = ["nullptr"] * codes
     for e in ErrorCode:
@@ -128,9 +128,9 @@ static const int GA2_EXT_WORDS = {ext_words};
 static const int GA2_LAT = {config.lat};
 static const int GA2_IMEM_WORDS = {imem_words};
 static const int GA2_SPAD_WORDS = {config.spad_words};
-// the scratchpad's storage: GA2_SPAD_BANKS memories of GA2_SPAD_BANK_ROWS 32-bit words
+// the scratchpad's storage: GA2_SPAD_BANKS memories (banks, of each partition) of GA2_SPAD_BANK_ROWS 32-bit words
 static const int GA2_SPAD_BANKS = {banks};
-static const int GA2_SPAD_BANK_ROWS = {config.spad_bank_words};
+static const int GA2_SPAD_BANK_ROWS = {config.spad_memory_words};
 // words per external-memory request (a wide port has ext_mask)
 #define GA2_EXT_PORT_WORDS {config.ext_port_words}
 static const int GA2_WATCHDOG_FACTOR = {WATCHDOG_FACTOR};

@@ -38,12 +38,14 @@ def scratchpad_arrays(chip_verilog: str, *, config: Config) -> list[tuple[str, i
     names are the ones the design sets (:data:`ga2_hdl.rtl.chip.SPAD_MEMORY_PATH`: the chip's submodule
     ``spad``, whose storage submodule names the array): one ``config.spad_words`` x 32-bit array on a
     chip with one-word ports, one per bank when its ports are wide (``max(spad_ports,
-    ext_port_words)`` banks of ``ceil(spad_words / banks)`` words, :meth:`Scratchpad.bank_names`).
+    ext_port_words)`` banks of ``ceil(spad_words / banks)`` words), and one per partition (and bank)
+    on a partitioned chip (``config.spad_memories`` of ``config.spad_memory_words`` words,
+    :meth:`Scratchpad.memory_names`).
     The exported text is only checked to declare each of them.
     """
-    banks, rows = config.spad_banks, config.spad_bank_words
-    *modules, memory_name = SPAD_MEMORY_PATH
-    names = [memory_name] if banks == 1 else [Scratchpad.BANK_NAME.format(b) for b in range(banks)]
+    rows = config.spad_memory_words
+    *modules, _memory_name = SPAD_MEMORY_PATH
+    names = Scratchpad.memory_names(config.spad_banks, config.spad_partitions)
     module = ".".join([verilog.CHIP_UNIT, *modules])
     body = re.search(r"^module \\?" + re.escape(module) + r"\s*\((.*?)^endmodule", chip_verilog, re.M | re.S)
     out = []

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from compiler.schedule import dependencies, rename_loads, schedule, schedule_program
+from compiler.schedule import dependencies, rename_loads, schedule, schedule_program, spread_buffers
 from ga2_hdl import golden, isa
 from ga2_hdl.config import PRESETS
 from ga2_hdl.isa import make
@@ -46,7 +46,10 @@ def test_scheduled_chapter_programs_compute_the_same_memory_faster():
         b = golden.run(new, ext, config=OVERLAP)
         assert (b.error, b.ext) == (a.error, a.ext), name
         assert b.counters[1:] == a.counters[1:], name          # the same busy cycles and instructions
-        assert b.counters.total < a.counters.total, name
+        # a draft program is one chain (loads, MMs, RQ, AMAX, stores): the one overlap it had, AMAX and
+        # the store of the RQ's output reading one buffer at once, reads one partition twice
+        assert b.counters.total <= a.counters.total if name.startswith("draft") else \
+            b.counters.total < a.counters.total, name
         assert b.counters == iset.counters(new)
 
 
@@ -112,7 +115,11 @@ def test_schedule_program_keeps_the_nodes_of_instructions():
     assert schedule_program(prog, isa.BOOK) is prog
     new = schedule_program(prog, OVERLAP)
     assert new.code != prog.code and len(new.code) == len(prog.code)
-    assert compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges, config=OVERLAP).code == new.code
+    # on one partition Capra places the buffers as for the book and then schedules (with partitions it
+    # places loaded tensors in partitions of their own: compiler/planner.py)
+    one = OVERLAP.replace(name="overlap1", spad_partitions=1)
+    assert compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges, config=one).code == \
+        schedule_program(prog, one).code
     ops = lambda p, nid: sorted(i.op for pc, i in enumerate(p.code) if p.node_at(pc) == nid)
     for nid, _first in prog.steps:
         assert ops(new, nid) == ops(prog, nid)
@@ -152,6 +159,48 @@ def test_renaming_and_scheduling_never_change_memory():
             got = golden.run(variant, ext, config=OVERLAP)
             assert (got.ext, got.error) == (ref.ext, ref.error), ([str(i) for i in code], [str(i) for i in variant])
     assert renamed > 50
+
+
+def test_spreading_buffers_over_partitions_never_changes_memory():
+    """``spread_buffers`` moves written buffers and their readers into other partitions (onto
+    words no later instruction touches): on programs that reuse words (loads over used words,
+    strided MM writes, RQ in place) the memory is the original's, and buffers do move (words
+    re-used by a later instruction of the original stay off limits: a planted move onto them
+    is caught by the same comparison)."""
+    rng = random.Random(2)
+    moved = spread = 0
+    for _ in range(150):
+        code, ext = _reusing_program(rng)
+        ref = golden.run(code, ext, config=OVERLAP)
+        for loads_only in (True, False):
+            new = spread_buffers(code[:-1], OVERLAP, loads_only=loads_only) + [isa.HALT]
+            moved += new != code
+            size = OVERLAP.spad_partition_words
+            spread += len({r.start // size for ins in new for r in ins.spec.accesses(ins) if r.memory == "spad"}) > 1
+            got = golden.run(new, ext, config=OVERLAP)
+            assert (got.ext, got.error) == (ref.ext, ref.error), ([str(i) for i in code], [str(i) for i in new])
+    assert moved > 100 and spread > 100
+
+
+def test_capra_places_loaded_tensors_in_partitions_of_their_own():
+    """With partitions, a decoding step's weights sit outside the first partition, where the
+    computed buffers are, spread over three or more; its loads then run beside the matrix unit: fewer cycles than the
+    same step placed as on one partition."""
+    from compiler import compile_graph
+    from spec.runs import make_model
+    from spec.graphs import decode_step_graph
+    from spec.on_chip import calibrate_plain
+    model = make_model("random", 1)
+    samples, ranges = calibrate_plain(model, 2)
+    size = OVERLAP.spad_partition_words
+    prog = compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges, config=OVERLAP)
+    weights = [i for i in prog.code if i.mnemonic == "LD" and i.len >= 256]
+    assert weights and all(i.dst >= size for i in weights)
+    assert len({i.dst // size for i in weights}) >= 3
+    one = OVERLAP.replace(name="overlap1", spad_partitions=1)
+    flat = compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges, config=one)
+    iset = isa.instruction_set(OVERLAP)
+    assert iset.counters(prog.code).total < iset.counters(schedule(flat.code, OVERLAP)).total
 
 
 def test_a_strided_write_does_not_end_the_words_it_skips():

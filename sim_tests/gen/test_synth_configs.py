@@ -288,3 +288,27 @@ def test_pareto_front_and_explore_figure(tmp_path):
         synth_report.plot_explore({"configs": [report["configs"][-1]]}, tmp_path / "none.png")
     assert not (tmp_path / "none.png").exists()
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["overlap", "wide8_overlap"])
+def test_the_partitioned_scratchpad_maps_to_block_ram(name, tmp_path):
+    """The overlapped presets' scratchpad alone (three masters) through Yosys's synth_ecp5 (no
+    place and route): every memory ``memory_libmap`` collects is a block RAM, one per partition
+    and bank, none left to flip-flops (the per-master ports it replaced had no RAM shape)."""
+    import subprocess
+    from amaranth.back import verilog as amaranth_verilog
+    from ga2_hdl.rtl.sram import Scratchpad
+    try:
+        yosys = synth.tool_path("yosys")
+    except synth.ToolsMissing as e:
+        pytest.fail(f"the slow suite needs the FPGA tools: {e}")
+    config = PRESETS[name]
+    spad = Scratchpad(3, config=config, words=config.spad_banks)
+    (tmp_path / "spad.v").write_text(amaranth_verilog.convert(spad, name="spad"))
+    (tmp_path / "synth.ys").write_text(synth.SYNTH_SCRIPT.format(verilog="spad.v", top="spad",
+                                                                 netlist="net.json", stat="stat.json"))
+    subprocess.run([yosys, "-q", "-l", "yosys.log", "synth.ys"], cwd=tmp_path, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    memories = synth.read_memories((tmp_path / "yosys.log").read_text(errors="replace"), "spad")
+    assert sorted(memories) == sorted(spad.bank_names()) and len(memories) == config.spad_memories
+    assert all(kind.startswith("block RAM") for kind in memories.values()), memories

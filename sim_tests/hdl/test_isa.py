@@ -301,3 +301,25 @@ def test_widths_must_be_powers_of_two():
     for field in ("spad_ports", "ext_port_words"):
         with pytest.raises(ConfigError, match=f"{field}=3 must be a power of two"):
             Config(**{field: 3})
+
+
+def test_scratchpad_partitions_are_checked():
+    """``spad_partitions``: a power of two, only with overlap, each partition a power-of-two number of
+    words that the banks divide; the derived sizes follow."""
+    from ga2_hdl.config import ConfigError
+    with pytest.raises(ConfigError, match="spad_partitions=3 must be a power of two"):
+        Config(overlap=True, spad_partitions=3)
+    with pytest.raises(ConfigError, match="spad_partitions=2 needs overlap=true"):
+        Config(spad_partitions=2)
+    with pytest.raises(ConfigError, match="spad_partitions=4: each partition"):
+        Config(overlap=True, spad_partitions=4, spad_words=3072)       # 768-word partitions
+    with pytest.raises(ConfigError, match="multiple of the 8 bank"):
+        Config(overlap=True, spad_partitions=1024, spad_ports=8)       # 4-word partitions, 8 banks
+    with pytest.raises(ConfigError, match="spad_partitions=0 must be a positive integer"):
+        Config(overlap=True, spad_partitions=0)
+    c = Config(overlap=True, spad_partitions=4, spad_ports=8, ext_port_words=8)
+    assert (c.spad_partition_words, c.spad_memories, c.spad_memory_words) == (1024, 32, 128)
+    book = Config.book()
+    assert (book.spad_partitions, book.spad_memories, book.spad_memory_words) == (1, 1, 4096)
+    for name, preset in PRESETS.items():                 # every overlapped preset is partitioned
+        assert (preset.spad_partitions > 1) == preset.overlap, name

@@ -101,35 +101,35 @@ def test_bad_parameters_are_refused():
         _scratchpad(depth=5000)
 
 
-def test_ported_conflict_flag_and_write_outputs():
-    """With overlap every master has its own ports; ``conflict`` then flags exactly two writes of one
-    address in one cycle (what the sequencer's hazard rule excludes), nothing else: not idle masters,
-    not two reads of one address, not a read and a write of one address by different masters, not
-    writes of different addresses.  ``write_en``/``write_addr`` name a single writer's write."""
-    dut = _scratchpad(config=PRESETS["overlap"])
+def test_partitioned_conflict_flag_and_write_outputs():
+    """With overlap and partitions (preset ``overlap``: 8 partitions of 512 words) each memory has
+    one read and one write port; ``conflict`` flags two masters on one partition's port in a cycle
+    (what the issue rule excludes), not masters on different partitions, nor a read and a write of
+    one partition (its two ports) by different masters.  ``write_en``/``write_addr`` name a single
+    writer's write whatever the idle masters' lines hold.  (The data path:
+    sim_tests/rtl/test_overlap.py.)"""
+    config = PRESETS["overlap"]
+    size = config.spad_partition_words
+    dut = _scratchpad(config=config)
 
     async def bench(ctx):
         _idle_all(ctx, dut, junk=0x00500500)       # idle lines holding one address everywhere
         assert not ctx.get(dut.conflict), "idle"
-        for name in MASTERS:                       # every master reads address 5
+        for name, addr in zip(MASTERS, (5, size + 5, 3 * size + 7)):   # reads of three partitions
             ctx.set(dut.masters[name].rd_en, 1)
-            ctx.set(dut.masters[name].rd_addr, 5)
-        assert not ctx.get(dut.conflict), "three reads of one address"
-        ctx.set(dut.masters[DMA].wr_en, 1)         # a write of the address the others read
-        ctx.set(dut.masters[DMA].wr_addr, 5)
-        assert not ctx.get(dut.conflict), "a write and reads of one address"
-        ctx.set(dut.masters[VECTOR].wr_en, 1)      # writes of two different addresses
-        ctx.set(dut.masters[VECTOR].wr_addr, 6)
-        assert not ctx.get(dut.conflict), "writes of different addresses"
-        for a, b in ((DMA, VECTOR), (DMA, MATRIX), (MATRIX, VECTOR)):
-            _idle_all(ctx, dut)
-            for name in (a, b):
-                ctx.set(dut.masters[name].wr_en, 1)
-                ctx.set(dut.masters[name].wr_addr, 7)
-            assert ctx.get(dut.conflict), f"masters {a} and {b} write address 7"
-            ctx.set(dut.masters[b].wr_addr, 8)
-            assert not ctx.get(dut.conflict), f"masters {a} and {b} write 7 and 8"
-        # the debug outputs name the write of a single writer, whatever the idle masters' lines hold
+            ctx.set(dut.masters[name].rd_addr, addr)
+        assert not ctx.get(dut.conflict), "reads of three partitions"
+        ctx.set(dut.masters[DMA].wr_en, 1)          # a write of the partition the matrix unit reads
+        ctx.set(dut.masters[DMA].wr_addr, size + 6)
+        assert not ctx.get(dut.conflict), "a read and a write of one partition"
+        ctx.set(dut.masters[VECTOR].rd_addr, 5)     # two reads of partition 0
+        assert ctx.get(dut.conflict), "two reads of one partition"
+        ctx.set(dut.masters[VECTOR].rd_en, 0)
+        ctx.set(dut.masters[VECTOR].wr_en, 1)       # two writes of partition 1
+        ctx.set(dut.masters[VECTOR].wr_addr, 2 * size - 1)
+        assert ctx.get(dut.conflict), "two writes of one partition"
+        ctx.set(dut.masters[VECTOR].wr_addr, 2 * size)
+        assert not ctx.get(dut.conflict), "writes of partitions 1 and 2"
         for name in MASTERS:
             _idle_all(ctx, dut, junk=0x00ABCDEF)
             assert not ctx.get(dut.write_en), "write_en while every master is idle"
