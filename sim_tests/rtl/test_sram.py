@@ -143,30 +143,34 @@ def test_partitioned_conflict_flag_and_write_outputs():
 
 
 def test_ported_read_data_holds_while_its_master_does_not_read():
-    """With overlap each master has a read port of its own: its ``rd_data`` is the word it last read
-    and holds while it does not read (the port behaviour every master has), whatever its idle address
-    lines hold, while the other masters read other words and one of them rewrites the word held."""
+    """With overlap (partitioned: each partition its own memory): a master's ``rd_data`` is the word it
+    last read and holds while no master reads that partition's memory (the rule keeps instructions in
+    flight together in different partitions), whatever its idle address lines hold, while another
+    master reads another partition and one rewrites the word held."""
     init = [0x1000 + a for a in range(isa.SPAD_WORDS)]
     dut = _scratchpad(config=PRESETS["overlap"], init=init)
 
     async def bench(ctx):
         _idle_all(ctx, dut)
-        for name in MASTERS:                           # master n reads word 10 + n
+        part = dut.config.spad_partition_words
+        assert dut.config.spad_partitions > len(MASTERS)
+        for name in MASTERS:                           # master n reads word 10 of partition n
             ctx.set(dut.masters[name].rd_en, 1)
-            ctx.set(dut.masters[name].rd_addr, 10 + name)
+            ctx.set(dut.masters[name].rd_addr, 10 + name * part)
         await ctx.tick()
         for name in MASTERS:
-            assert ctx.get(dut.masters[name].rd_data) == 0x1000 + 10 + name
+            assert ctx.get(dut.masters[name].rd_data) == 0x1000 + 10 + name * part
+        other = len(MASTERS) * part                    # a word of a partition nobody else uses
         for step in range(4):                          # DMA idle (address lines elsewhere), the others read
             ctx.set(dut.masters[DMA].rd_en, 0)
             ctx.set(dut.masters[DMA].rd_addr, 100 + step)
-            ctx.set(dut.masters[MATRIX].rd_addr, 200 + step)
+            ctx.set(dut.masters[MATRIX].rd_addr, other + step)
             ctx.set(dut.masters[VECTOR].wr_en, 1)      # and the word the DMA read is rewritten
             ctx.set(dut.masters[VECTOR].wr_addr, 10)
             ctx.set(dut.masters[VECTOR].wr_data, 0xBAD0 + step)
             await ctx.tick()
             assert ctx.get(dut.masters[DMA].rd_data) == 0x1000 + 10, f"step {step}: an idle master's rd_data moved"
-            assert ctx.get(dut.masters[MATRIX].rd_data) == 0x1000 + 200 + step, f"step {step}: a reading master"
+            assert ctx.get(dut.masters[MATRIX].rd_data) == 0x1000 + other + step, f"step {step}: a reading master"
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
