@@ -48,6 +48,8 @@ Widths: S >= T[0] = 65535 (the maximum's own term) and S <= spad_words * 65535
 r = 2**38 // S < 2**23; the multiplier is 16 x 23 bits.
 ``len`` must be at least 1 (the sequencer refuses 0).
 """
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 
@@ -188,13 +190,10 @@ class SoftmaxUnit(wiring.Component):
 
             with m.State("EXP"):
                 m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_now)[:addr_bits])]
-                # stage 1: the score registered; stage 2: the ROM address is driven above; stage 3: its data
-                # (S takes each word from a register, a cycle after the ROM gives it: the ROM's
-                # output feeds only that register and the write; the last word is added in
-                # DIV_START, on its way into the divider)
-                # (the ROM's word is registered (e_reg) and written to dst, and added to S, from the
-                # register a cycle later: the ROM's output feeds only that register; the last word
-                # is written and added in DIV_START, on its way into the divider)
+                # stage 1: the score registered; stage 2: the ROM address is driven above; stage 3: its
+                # data, registered (e_reg), written to dst and added to S from the register a cycle
+                # later (the ROM's output feeds only that register; the last word is written and
+                # added in DIV_START, on its way into the divider)
                 m.d.sync += e_pending.eq(v3)
                 with m.If(e_pending):
                     m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(e_reg)]
@@ -223,22 +222,29 @@ class SoftmaxUnit(wiring.Component):
                     m.next = "SCALE"
 
             with m.State("SCALE"):
-                # element i: read in cycle i-1 of SCALE, registered (v1), multiplied by r (v2),
-                # rounded (v3), written (v4) in cycle i+3: the same cycles as a pipeline of
-                # depth 3 whose reads start with SCALE
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])]
-                with m.If(v1):
-                    m.d.sync += e_read.eq(self.spad.rd_data[:E_BITS])
-                with m.If(v2):
-                    m.d.sync += product.eq(e_read * r)
-                with m.If(v3):
-                    m.d.sync += prob.eq((product + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT)
-                with m.If(v4):
-                    m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(prob)]
-                    m.d.sync += wr_index.eq(wr_index + 1)
-                    with m.If(last4):
-                        m.d.comb += self.done.eq(1)
-                        m.d.sync += self.busy.eq(0)
-                        next_pass()
-                        m.next = "IDLE"
+                self._scale(m, SimpleNamespace(
+                    reading=reading, rd_index=rd_index, wr_index=wr_index, length=length, dst=dst,
+                    addr_bits=addr_bits, v=(v1, v2, v3, v4), last4=last4, e_read=e_read, product=product,
+                    prob=prob, r=r, next_pass=next_pass))
         return m
+
+    def _scale(self, m, s):
+        """SCALE: element i read in cycle i-1 of SCALE, registered (v1), multiplied by r (v2),
+        rounded (v3), written (v4) in cycle i+3: the same cycles as a pipeline of depth 3 whose
+        reads start with SCALE; done with the last write."""
+        v1, v2, v3, v4 = s.v
+        m.d.comb += [s.reading.eq(s.rd_index < s.length), self.spad.rd_addr.eq((s.dst + s.rd_index)[:s.addr_bits])]
+        with m.If(v1):
+            m.d.sync += s.e_read.eq(self.spad.rd_data[:E_BITS])
+        with m.If(v2):
+            m.d.sync += s.product.eq(s.e_read * s.r)
+        with m.If(v3):
+            m.d.sync += s.prob.eq((s.product + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT)
+        with m.If(v4):
+            m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_data.eq(s.prob)]
+            m.d.sync += s.wr_index.eq(s.wr_index + 1)
+            with m.If(s.last4):
+                m.d.comb += self.done.eq(1)
+                m.d.sync += self.busy.eq(0)
+                s.next_pass()
+                m.next = "IDLE"
