@@ -128,8 +128,6 @@ _SOFTMAX_LAST = ("the last-element flags of stages 2, 3 and 4 are read only unde
                  "is overwritten by the pipeline (last2 <= last1, last3 <= last2, last4 <= last3) within three "
                  "cycles, while the valid bits are still 0, and every pass, the next SM included, starts at least "
                  "three cycles later, so no write, no done and no state change differs")
-_RQ_PRODUCT = ("|acc| <= 2**31 and m <= 2**24 - 1, so the product is at most 2**55 - 2**31 < 2**55 and fits in "
-               "55 bits (PRODUCT_BITS = 56 is one more than needed); the narrower register holds every value")
 
 _MM_STREAM_READ = ("the operand memory's data enters the array only with array.valid, which is mem_valid: the "
                    "registered `reading`, so it is 0 in exactly the cycle after each read the change adds (steps "
@@ -375,8 +373,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the change only calls acc = 0 negative: its magnitude is 0 either way (-0 = 0), the product, "
                 "the rounded value and the saturated value are 0, and the result is -0 = 0, or 0 with relu: "
                 "the same q for every input"),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "product = Signal(PRODUCT_BITS)",
-                "PRODUCT_BITS -> PRODUCT_BITS - 1", _RQ_PRODUCT),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
                 "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",

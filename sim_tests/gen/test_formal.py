@@ -25,9 +25,8 @@ PROPS = {p.key: p for p in prove.PROPERTIES}
 #: one planted mutant per property, from the mutation engine: (file, change, context)
 PLANTED = {
     "requant.formula": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)",
-                        "magnitude_times_m = ones"),
-    "requant.formula_pipelined": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)",
-                                  "correction.eq"),
+                        "offset.eq"),
+    "requant.formula_pipelined": ("ga2_hdl/rtl/requant.py", "hi.eq(ones * mantissa[MULTIPLY_SPLIT:]), -> ", ""),
     "rq.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index < length -> rd_index <= length",
                     "RequantizeEngine.elaborate"),
     "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine.elaborate"),

@@ -192,7 +192,7 @@ def test_a_mutant_judged_by_the_proofs_is_caught_by_its_units_property(tmp_path)
     assert proofs.properties("chip") == []
     planted = next(m for m in mutate_rtl.generate(["requant"])
                    if m.change == "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)"
-                   and "magnitude_times_m = ones" in m.context)
+                   and "offset.eq" in m.context)
     unbroken = Mutant("ga2_hdl/rtl/requant.py", "", "", offset=0, name="unbroken")
 
     def prove_only(m):
