@@ -100,27 +100,34 @@ class Requantizer(wiring.Component):
         ones = Signal(ACC_BITS - 1)
         m.d.comb += ones.eq(self.acc[:ACC_BITS - 1] ^ negative.replicate(ACC_BITS - 1))
         mantissa, shift, relu = self.mantissa, self.shift, self.relu
+        # the rounding's constants, from s alone (docstring): shifts of PRODUCT_BITS or more round
+        # every product to 0, as PRODUCT_BITS does; the bias for either sign and the smallest
+        # biased product that saturates for either sign (t >= 128, or t >= 127 for a negative
+        # acc, whose t is the magnitude less one), a limit beyond 2**PRODUCT_BITS (which no
+        # biased product reaches) kept there.  RQ's s is the instruction's: constant while it runs
+        s_eff = Signal(range(PRODUCT_BITS + 1), name="s_eff")
+        m.d.comb += s_eff.eq(Mux(shift > PRODUCT_BITS, PRODUCT_BITS, shift))
+        half, minus_half = Signal(PRODUCT_BITS, name="half"), Signal(signed(BIASED_BITS), name="minus_half")
+        m.d.comb += [half.eq(Mux(s_eff == 0, 0, Const(1, PRODUCT_BITS) << (s_eff - 1)[:SHIFT_BITS])),  # 2**(s-1)
+                     minus_half.eq(Mux(s_eff == 0, -1, -half))]
+        limits = []
+        for times in (isa.INT8_MAX + 1, isa.INT8_MAX):               # a positive acc, a negative one
+            full, limit = Signal(8 + PRODUCT_BITS), Signal(PRODUCT_BITS + 1, name=f"limit_{times}")
+            m.d.comb += [full.eq(Const(times, 8) << s_eff),
+                         limit.eq(Mux(full >> PRODUCT_BITS != 0, 1 << PRODUCT_BITS, full))]
+            limits.append(limit)
+        constants = [s_eff, half, minus_half, *limits]
         if self.magnitude_stage:
             # ---- stage 0: the sign and the ones' complement (and the other operands), registered
             staged = [Signal(1, name="negative_0"), Signal(ACC_BITS - 1, name="ones_0"),
-                      Signal(MANTISSA_BITS, name="mantissa_0"), Signal(SHIFT_BITS, name="shift_0"),
-                      Signal(1, name="relu_0")]
-            m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, ones, mantissa, shift, relu))]
-            negative, ones, mantissa, shift, relu = staged
-
-        # ---- the rounding's constants, from s and the sign, beside the multiply (docstring): shifts
-        # of PRODUCT_BITS or more round every product to 0, as PRODUCT_BITS does
-        s_eff = Signal(range(PRODUCT_BITS + 1), name="s_eff")
-        m.d.comb += s_eff.eq(Mux(shift > PRODUCT_BITS, PRODUCT_BITS, shift))
-        half = Mux(s_eff == 0, 0, Const(1, PRODUCT_BITS) << (s_eff - 1)[:SHIFT_BITS])       # 2**(s-1)
+                      Signal(MANTISSA_BITS, name="mantissa_0"), Signal(1, name="relu_0"),
+                      *(Signal.like(c, name=f"{c.name}_0") for c in constants)]
+            m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, ones, mantissa, relu, *constants))]
+            negative, ones, mantissa, relu, *constants = staged
+        s_eff, half, minus_half, limit_positive, limit_negative = constants
         offset = Signal(signed(BIASED_BITS), name="offset")         # sign * m + the rounding bias
-        m.d.comb += offset.eq(Mux(negative, mantissa, 0) + Mux(negative, Mux(s_eff == 0, -1, -half), half))
-        # the smallest biased product that saturates: t >= 128 (a positive acc) or t >= 127 (a
-        # negative one: t is the magnitude less one), that is 128 or 127 times 2**s; no biased
-        # product reaches 2**PRODUCT_BITS, so a limit beyond it is kept there
-        full_limit = Signal(8 + PRODUCT_BITS)
-        m.d.comb += full_limit.eq(Mux(negative, isa.INT8_MAX, isa.INT8_MAX + 1) << s_eff)
-        limit = Mux(full_limit >> PRODUCT_BITS != 0, 1 << PRODUCT_BITS, full_limit)
+        m.d.comb += offset.eq(Mux(negative, mantissa, 0) + Mux(negative, minus_half, half))
+        limit = Mux(negative, limit_negative, limit_positive)
 
         if self.split_multiply:
             # ---- stage 1a: the two partial products of m's halves, registered (each half's
