@@ -53,7 +53,7 @@ external-memory port is W words wide (``ext_mask`` selects the lanes).
 """
 import functools
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -246,12 +246,6 @@ class GA2Chip(wiring.Component):
 
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(cur)
-        if self.spad.owned:
-            # the owner is the unit of cur: in ISSUE the one starting, in WAIT the one running, in
-            # FETCH the one that finished (its trailing write: cur changes at the end of FETCH)
-            owner_iset = isa.instruction_set(self.config)
-            m.d.comb += [self.spad.owner[i].eq(cur.op.matches(*owner_iset.unit_ops(kind)))
-                         for i, kind in enumerate(self.units)]
 
         with m.If(imem_wr.en & (imem_wr.addr == 0)):
             m.d.sync += [word0.eq(imem_wr.data),
@@ -265,6 +259,11 @@ class GA2Chip(wiring.Component):
         fetched_past_end = flags.fetched_past_end
 
         verdict = self._verdict()
+        if self.spad.owned:
+            # the scratchpad's owner (one bank without overlap) is the verdict's unit, loaded with
+            # cur in FETCH: in ISSUE the unit starting, in WAIT the one running, in FETCH the one
+            # that finished (its trailing write)
+            m.d.comb += self.spad.owner.eq(Cat(*(verdict[UNIT_NAMES[kind]] for kind in self.units)))
         halt = functools.partial(self._halt, m)
         error_word0 = stages.error(m, terms_word0, name="error_word0")
         error_next = stages.error(m, terms_next, name="error_next")
