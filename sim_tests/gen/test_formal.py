@@ -34,7 +34,7 @@ PLANTED = {
                       "ArgmaxEngine.elaborate"),
     "dma.contract": ("ga2_hdl/rtl/dma.py", "self.busy.eq(0) -> self.busy.eq(1)", ""),
     "dma.transfer": ("ga2_hdl/rtl/dma.py", "requested + 1 -> requested + 2", ""),
-    "sm.contract": ("ga2_hdl/rtl/softmax.py", "rd_index < length -> rd_index <= length", "(dst + rd_index)"),
+    "sm.contract": ("ga2_hdl/rtl/softmax.py", "s.rd_index < s.length -> s.rd_index <= s.length", "SoftmaxUnit._scale"),
     "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= cur_divisor -> brought_down > cur_divisor", ""),
