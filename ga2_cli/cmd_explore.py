@@ -208,14 +208,14 @@ def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
         print(f"  no figure written to {args.plot}: no configuration ran")
     if args.synth_plot and synth_target is not None:
         from gen.fpga import report as synth_report
-        points = synth_report.explore_points(report)
-        if points:
+        try:
             report["pareto_plain"] = synth_report.plot_explore(report, args.synth_plot)
+        except synth_report.ReportError as e:
+            print(f"  no figure written to {args.synth_plot}: {e}")
+        else:
             report.setdefault("figures", []).append(args.synth_plot)
             written.append(args.synth_plot)
             print(f"  Pareto front (area against plain tokens per second): {', '.join(report['pareto_plain'])}")
-        else:
-            print(f"  no figure written to {args.synth_plot}: no configuration has a synthesised chip with an Fmax")
     if args.json:
         atomic_write(args.json, json.dumps(report, indent=2) + "\n")
         written.append(args.json)

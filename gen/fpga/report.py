@@ -77,9 +77,7 @@ def table(rows: list[dict]) -> list[str]:
 
 def plot(rows: list[dict], png: str | Path) -> None:
     """Area against tokens per second, one point per row, written atomically to ``png``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     markers = {"plain": "o", "k=3 perfect draft": "^"}
     designs = list(dict.fromkeys(r.get("design", "") for r in rows))
@@ -93,12 +91,26 @@ def plot(rows: list[dict], png: str | Path) -> None:
             for r in pts:
                 ax.annotate(f"{r['target']}, {r['fmax_mhz']:.1f} MHz", (r["lut"], r["tokens_per_s"]),
                             textcoords="offset points", xytext=(6, 4), fontsize=7)
+    configs = sorted({r.get("config", "book") for r in rows})
+    _save_area_figure(plt, fig, ax, f"GA2 ({', '.join(configs)}) on ECP5: area against tokens per second", png)
+
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg back end (no display)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save_area_figure(plt, fig, ax, title: str, png: str | Path, *, fontsize: int | None = None) -> None:
+    """The axes of an area-against-tokens figure, its title and legend (``fontsize``: smaller than
+    the default), and the PNG written atomically to ``png``."""
     ax.set_xlabel("area (LUT4 used after place and route)")
     ax.set_ylabel("tokens per second at Fmax")
-    configs = sorted({r.get("config", "book") for r in rows})
-    ax.set_title(f"GA2 ({', '.join(configs)}) on ECP5: area against tokens per second")
+    ax.set_title(title, **({"fontsize": fontsize} if fontsize else {}))
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(**({"fontsize": fontsize - 2} if fontsize else {}))
     ax.set_ylim(bottom=0)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -186,9 +198,6 @@ def plot_explore(report: dict, png: str | Path) -> list[str]:
     """Area against tokens per second of every synthesised configuration of a ``ga2 explore --synth``
     report (plain decoding and k=3 with the perfect draft), the plain Pareto front drawn and the
     book's chip marked; written atomically to ``png``. Returns the plain Pareto front's names."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     plain, k3 = explore_points(report, "plain"), explore_points(report, "k3_perfect")
     if not plain:
         raise ReportError("no configuration has a synthesised chip with an Fmax: nothing to draw")
@@ -196,6 +205,7 @@ def plot_explore(report: dict, png: str | Path) -> list[str]:
     synth = report.get("synth", {})
     fmax = {e["name"]: e["synth"]["fmax_mhz"] for e in report["configs"]
             if (e.get("synth") or {}).get("fmax_mhz")}
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.2, 4.8))
     for pts, marker, label in ((plain, "o", "plain decoding"), (k3, "^", "k=3, perfect draft")):
         ax.scatter([p[1] for p in pts], [p[2] for p in pts], marker=marker, s=50, label=label, alpha=0.8)
@@ -209,16 +219,6 @@ def plot_explore(report: dict, png: str | Path) -> list[str]:
     if book:
         ax.scatter([book[0][1]], [book[0][2]], s=220, facecolors="none", edgecolors="red", lw=1.5,
                    label="the book's chip")
-    ax.set_xlabel("area (LUT4 used after place and route)")
-    ax.set_ylabel("tokens per second at Fmax")
-    ax.set_title(f"GA2 configurations on the {synth.get('part', '?')}: area against tokens per second",
-                 fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_ylim(bottom=0)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write(png, buf.getvalue())
+    _save_area_figure(plt, fig, ax, f"GA2 configurations on the {synth.get('part', '?')}: area against tokens "
+                      "per second", png, fontsize=10)
     return front
