@@ -39,7 +39,7 @@ latency.  The book's RQ engine uses both (it reads its first element in the star
 and writes its last in the cycle after its done, :func:`ga2_hdl.isa.trailing_write_cycles`,
 so the extra stages cost no cycle: docs/fpga.md).
 """
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -119,11 +119,9 @@ class Requantizer(wiring.Component):
         constants = [s_eff, half, minus_half, *limits]
         if self.magnitude_stage:
             # ---- stage 0: the sign and the ones' complement (and the other operands), registered
-            staged = [Signal(1, name="negative_0"), Signal(ACC_BITS - 1, name="ones_0"),
-                      Signal(MANTISSA_BITS, name="mantissa_0"), Signal(1, name="relu_0"),
-                      *(Signal.like(c, name=f"{c.name}_0") for c in constants)]
-            m.d.sync += [r.eq(v) for r, v in zip(staged, (negative, ones, mantissa, relu, *constants))]
-            negative, ones, mantissa, relu, *constants = staged
+            negative, ones, mantissa, relu, *constants = _registered(
+                m, "_0", negative=negative, ones=ones, mantissa=mantissa, relu=relu,
+                **{c.name: c for c in constants})
         s_eff, half, minus_half, limit_positive, limit_negative = constants
         offset = Signal(signed(BIASED_BITS), name="offset")         # sign * m + the rounding bias
         m.d.comb += offset.eq(Mux(negative, mantissa, 0) + Mux(negative, minus_half, half))
@@ -134,22 +132,18 @@ class Requantizer(wiring.Component):
             # multiplier runs from a register into a register); their sum is stage 1's
             lo = Signal(ACC_BITS - 1 + MULTIPLY_SPLIT, name="partial_lo")
             hi = Signal(ACC_BITS - 1 + MANTISSA_BITS - MULTIPLY_SPLIT, name="partial_hi")
-            later = [Signal(signed(BIASED_BITS), name="offset_1"), Signal(PRODUCT_BITS + 1, name="limit_1"),
-                     Signal(1, name="negative_1"), Signal.like(s_eff, name="s_1"), Signal(1, name="relu_1")]
-            m.d.sync += [lo.eq(ones * mantissa[:MULTIPLY_SPLIT]), hi.eq(ones * mantissa[MULTIPLY_SPLIT:]),
-                         *(r.eq(v) for r, v in zip(later, (offset, limit, negative, s_eff, relu)))]
-            offset, limit, negative, s_eff, relu = later
+            m.d.sync += [lo.eq(ones * mantissa[:MULTIPLY_SPLIT]), hi.eq(ones * mantissa[MULTIPLY_SPLIT:])]
+            offset, limit, negative, s_eff, relu = _registered(
+                m, "_1", offset=offset, limit=limit, negative=negative, s=s_eff, relu=relu)
             biased_sum = lo + (hi << MULTIPLY_SPLIT) + offset
         else:
             biased_sum = ones * mantissa + offset
 
         # ---- stage 1: |acc| * m + the rounding bias (ones * m + sign * m + bias)
         biased = Signal(signed(BIASED_BITS))
-        negative_r, relu_r = Signal(), Signal()
-        shift_r = Signal.like(s_eff, name="shift_r")
-        limit_r = Signal(PRODUCT_BITS + 1)
-        m.d.sync += [biased.eq(biased_sum), negative_r.eq(negative), shift_r.eq(s_eff), relu_r.eq(relu),
-                     limit_r.eq(limit)]
+        m.d.sync += biased.eq(biased_sum)
+        negative_r, shift_r, relu_r, limit_r = _registered(
+            m, "_r", negative=negative, shift=s_eff, relu=relu, limit=limit)
 
         # ---- stage 2: the window, the sign by inverting it, the saturation by one compare
         t = Signal(8)                      # 8 bits of the biased product shifted by s (arithmetic)
@@ -162,3 +156,11 @@ class Requantizer(wiring.Component):
         with m.Else():
             m.d.comb += self.q.eq(Mux(negative_r, ~t, t))
         return m
+
+
+def _registered(m: Module, suffix: str, **values) -> list[Signal]:
+    """A register of each value's shape, named after its keyword and ``suffix``, loaded from it
+    every cycle: the values one stage later, in order."""
+    regs = [Signal(Value.cast(v).shape(), name=name + suffix) for name, v in values.items()]
+    m.d.sync += [r.eq(v) for r, v in zip(regs, values.values())]
+    return regs

@@ -104,14 +104,15 @@ class _Engine(wiring.Component):
 
     def _write(self, m, valid, last, base, index, value):
         """Write ``value`` to ``base + index`` when ``valid`` (``index`` then steps);
-        with ``last`` that write is the engine's done cycle."""
+        with ``last`` that write is the engine's done cycle (None: the engine says when it is done)."""
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
                          self.spad.wr_addr.eq(self._addr(base, index)),
                          self.spad.wr_data.eq(value)]           # sign-extended to the word
             m.d.sync += index.eq(index + 1)
-            with m.If(last):
-                self._finish(m)
+            if last is not None:
+                with m.If(last):
+                    self._finish(m)
 
     def _finish(self, m):
         """This cycle is the last busy cycle: ``done`` now, idle from the next cycle."""
@@ -169,11 +170,10 @@ class RequantizeEngine(_Engine):
         with m.If(reading & ~self.start):
             m.d.sync += rd_index.eq(rd_index + 1)
 
-        # the write of each q, done with the last write or, trailing, the cycle before it
-        self._write(m, valid[depth], last[depth] if not trailing else 0, dst, wr_index, rq.q)
-        if trailing:
-            with m.If(last[depth - trailing]):
-                self._finish(m)
+        # the write of each q; done with the last write or, trailing, the cycle before it
+        self._write(m, valid[depth], None, dst, wr_index, rq.q)
+        with m.If(last[depth - trailing]):
+            self._finish(m)
         return m
 
 
