@@ -39,7 +39,7 @@ latency.  The book's RQ engine uses both (it reads its first element in the star
 and writes its last in the cycle after its done, :func:`ga2_hdl.isa.trailing_write_cycles`,
 so the extra stages cost no cycle: docs/fpga.md).
 """
-from amaranth.hdl import Const, Module, Mux, Signal, Value, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -100,29 +100,22 @@ class Requantizer(wiring.Component):
         ones = Signal(ACC_BITS - 1)
         m.d.comb += ones.eq(self.acc[:ACC_BITS - 1] ^ negative.replicate(ACC_BITS - 1))
         mantissa, shift, relu = self.mantissa, self.shift, self.relu
-        # the rounding's constants, from s alone (docstring): shifts of PRODUCT_BITS or more round
-        # every product to 0, as PRODUCT_BITS does; the bias for either sign and the smallest
-        # biased product that saturates for either sign (t >= 128, or t >= 127 for a negative
-        # acc, whose t is the magnitude less one), a limit beyond 2**PRODUCT_BITS (which no
-        # biased product reaches) kept there.  RQ's s is the instruction's: constant while it runs
+        # the rounding's constants come from s alone (docstring): shifts of PRODUCT_BITS or more
+        # round every product to 0, as PRODUCT_BITS does (s_eff); what is registered of s is its
+        # thermometer code ``at_least[k] = s_eff >= k``, from which every bit of every constant is
+        # a gate of two or three of its bits (_constants): the decode of s is spread over the two
+        # cycles, and no register of s drives a whole constant.  RQ's s is the instruction's:
+        # constant while it runs
         s_eff = Signal(range(PRODUCT_BITS + 1), name="s_eff")
-        m.d.comb += s_eff.eq(Mux(shift > PRODUCT_BITS, PRODUCT_BITS, shift))
-        half, minus_half = Signal(PRODUCT_BITS, name="half"), Signal(signed(BIASED_BITS), name="minus_half")
-        m.d.comb += [half.eq(Mux(s_eff == 0, 0, Const(1, PRODUCT_BITS) << (s_eff - 1)[:SHIFT_BITS])),  # 2**(s-1)
-                     minus_half.eq(Mux(s_eff == 0, -1, -half))]
-        limits = []
-        for times in (isa.INT8_MAX + 1, isa.INT8_MAX):               # a positive acc, a negative one
-            full, limit = Signal(8 + PRODUCT_BITS), Signal(PRODUCT_BITS + 1, name=f"limit_{times}")
-            m.d.comb += [full.eq(Const(times, 8) << s_eff),
-                         limit.eq(Mux(full >> PRODUCT_BITS != 0, 1 << PRODUCT_BITS, full))]
-            limits.append(limit)
-        constants = [s_eff, half, minus_half, *limits]
+        at_least = Signal(PRODUCT_BITS + 2, name="at_least")
+        m.d.comb += [s_eff.eq(Mux(shift > PRODUCT_BITS, PRODUCT_BITS, shift)),
+                     at_least.eq(Cat(*(s_eff >= k for k in range(PRODUCT_BITS + 2))))]
         if self.magnitude_stage:
             # ---- stage 0: the sign and the ones' complement (and the other operands), registered
-            negative, ones, mantissa, relu, *constants = _registered(
-                m, "_0", negative=negative, ones=ones, mantissa=mantissa, relu=relu,
-                **{c.name: c for c in constants})
-        s_eff, half, minus_half, limit_positive, limit_negative = constants
+            negative, ones, mantissa, relu, s_eff, at_least = _registered(
+                m, "_0", negative=negative, ones=ones, mantissa=mantissa, relu=relu, s_eff=s_eff,
+                at_least=at_least)
+        half, minus_half, limit_positive, limit_negative = _constants(m, at_least)
         offset = Signal(signed(BIASED_BITS), name="offset")         # sign * m + the rounding bias
         m.d.comb += offset.eq(Mux(negative, mantissa, 0) + Mux(negative, minus_half, half))
         limit = Mux(negative, limit_negative, limit_positive)
@@ -156,6 +149,33 @@ class Requantizer(wiring.Component):
         with m.Else():
             m.d.comb += self.q.eq(Mux(negative_r, ~t, t))
         return m
+
+
+def _constants(m: Module, at_least) -> list[Signal]:
+    """The rounding's constants from the thermometer code of the effective shift s
+    (``at_least[k] = s >= k``, k = 0 .. PRODUCT_BITS + 1): the bias 2**(s-1) (0 for s = 0), the
+    bias of a negative acc -2**(s-1) (-1 for s = 0), and the smallest biased products that
+    saturate, ``128 * 2**s`` and ``127 * 2**s``, each clipped to 2**PRODUCT_BITS.  Bit i of
+    2**(s-1) is ``s == i + 1``; of -2**(s-1), ``s <= i + 1``; of ``128 * 2**s``, ``s == i - 7``;
+    of ``127 * 2**s``, ``i - 6 <= s <= i``; a clipped constant is 2**PRODUCT_BITS alone."""
+    ge = lambda k: at_least[k] if k > 0 else 1                  # s >= k (s >= 0 always)
+    between = lambda lo, hi: ge(lo) & ~at_least[hi + 1]         # lo <= s <= hi
+    # the clipped constants: 128 * 2**s >= 2**PRODUCT_BITS from s = PRODUCT_BITS - 7 on, 127 * 2**s
+    # from s = PRODUCT_BITS - 6 on
+    clip_positive, clip_negative = at_least[PRODUCT_BITS - 7], at_least[PRODUCT_BITS - 6]
+    half = Signal(PRODUCT_BITS, name="half")
+    minus_half = Signal(signed(BIASED_BITS), name="minus_half")
+    limit_positive = Signal(PRODUCT_BITS + 1, name="limit_128")
+    limit_negative = Signal(PRODUCT_BITS + 1, name="limit_127")
+    m.d.comb += [
+        half.eq(Cat(*(between(i + 1, i + 1) for i in range(PRODUCT_BITS)))),
+        minus_half.eq(Cat(*(~at_least[i + 2] for i in range(PRODUCT_BITS)), 1, 1)),
+        limit_positive.eq(Cat(*(between(i - 7, i - 7) if i >= 7 else 0 for i in range(PRODUCT_BITS)),
+                              clip_positive)),
+        limit_negative.eq(Cat(*(between(max(i - 6, 0), i) & ~clip_negative for i in range(PRODUCT_BITS)),
+                              clip_negative)),
+    ]
+    return [half, minus_half, limit_positive, limit_negative]
 
 
 def _registered(m: Module, suffix: str, **values) -> list[Signal]:

@@ -242,28 +242,48 @@ class Scratchpad(wiring.Component):
         rd_ens = [p.rd_en for p in ports]
         wr_ens = [p.wr_en for p in ports]
         two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
+        read_data = rd.data
+        m.d.comb += [rd.addr.eq(rd_addr), self.conflict.eq(two_of(rd_ens) | two_of(wr_ens))]
         if self.owned:
             # the memory reads the owner's address every cycle (a read changes nothing, and a unit
             # takes read data only the cycle after its own read), so no unit's enable, start or
             # busy logic reaches the block RAM's clock enables
             m.d.comb += rd.en.eq(1)
+            read_data = self._write_stage(m, wr, any_of(wr_ens), wr_addr, wr_data, rd_addr, rd.data)
         else:
-            m.d.comb += rd.en.eq(any_of(rd_ens))
-        m.d.comb += [
-            rd.addr.eq(rd_addr),
-            wr.en.eq(any_of(wr_ens)),
-            wr.addr.eq(wr_addr),
-            wr.data.eq(wr_data),
-            self.conflict.eq(two_of(rd_ens) | two_of(wr_ens)),
-            self.write_en.eq(wr.en),
-            self.write_addr.eq(wr.addr),
-        ]
+            m.d.comb += [rd.en.eq(any_of(rd_ens)), wr.en.eq(any_of(wr_ens)), wr.addr.eq(wr_addr),
+                         wr.data.eq(wr_data)]
+        m.d.comb += [self.write_en.eq(wr.en), self.write_addr.eq(wr.addr)]
         # The read data goes back to every master from a submodule of its own: in Amaranth's
         # simulator that is a separate process, which runs only when the memory's output changes.
         m.submodules.read_fanout = fanout = Module()
         for p in ports:
-            fanout.d.comb += p.rd_data.eq(rd.data)
+            fanout.d.comb += p.rd_data.eq(read_data)
         return m
+
+    @staticmethod
+    def _write_stage(m, wr, en, addr, data, rd_addr, memory_data):
+        """The owned scratchpad's write stage: a master's write (``en``, ``addr``, ``data`` in cycle
+        t) is registered and reaches the memory in cycle t+1, so the block RAMs' write inputs come
+        from registers and not from the units' multiplexers.  A read in cycle t+1 of the word
+        being written then would see the memory's old word: the write is forwarded instead (the
+        pending write and the read's address registered, compared in the data's cycle, beside the
+        block RAM's clock to output), so a master sees exactly what it sees without the stage (a
+        read and a write of one address in one cycle still return the old word).  Returns the
+        read data the masters see."""
+        pending_en, pending_addr = Signal(name="write_en_r"), Signal(len(wr.addr), name="write_addr_r")
+        pending_data = Signal(len(wr.data), name="write_data_r")
+        m.d.sync += [pending_en.eq(en), pending_addr.eq(addr), pending_data.eq(data)]
+        m.d.comb += [wr.en.eq(pending_en), wr.addr.eq(pending_addr), wr.data.eq(pending_data)]
+        # the read of cycle t+1 and the write the memory takes in that cycle, one cycle later
+        read_addr_r, written_en, written_addr = (Signal(len(wr.addr), name="read_addr_r"),
+                                                 Signal(name="written_en"), Signal(len(wr.addr), name="written_addr"))
+        written_data = Signal(len(wr.data), name="written_data")
+        m.d.sync += [read_addr_r.eq(rd_addr), written_en.eq(pending_en), written_addr.eq(pending_addr),
+                     written_data.eq(pending_data)]
+        forward = Signal(name="forward")
+        m.d.comb += forward.eq(written_en & (written_addr == read_addr_r))
+        return Mux(forward, written_data, memory_data)
 
     def _elaborate_banked(self):
         m = Module()

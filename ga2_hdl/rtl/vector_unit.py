@@ -161,10 +161,16 @@ class RequantizeEngine(_Engine):
             # (late in its cycle) reaches only the read enable
             self.spad.rd_addr.eq(Mux(self.busy, self._addr(src, rd_index), self._addr(src, 0))),
             rq.acc.eq(self.spad.rd_data.as_signed()),
-            rq.mantissa.eq(operand(self.ins, "RQ", "m")),
-            rq.shift.eq(operand(self.ins, "RQ", "s")),
-            rq.relu.eq(operand(self.ins, "RQ", "relu")),
         ]
+        # m, s and relu from registers of the engine's own, loaded from the instruction every cycle:
+        # the requantizer takes them with the first element's data, a cycle after the start (the
+        # instruction is held while busy), and its constants from s then start beside it, not at
+        # the sequencer's instruction register
+        for port, name in ((rq.mantissa, "m"), (rq.shift, "s"), (rq.relu, "relu")):
+            value = operand(self.ins, "RQ", name)
+            local = Signal(value.shape(), name=f"ins_{name}")
+            m.d.sync += local.eq(value)
+            m.d.comb += port.eq(local)
         m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, depth + 1)]
         m.d.sync += [last[k].eq(last[k - 1]) for k in range(1, depth + 1)]
         with m.If(reading & ~self.start):
