@@ -73,14 +73,22 @@ class RequantizerSpec(Spec):
         negative = acc < 0
         if self.pipelined:
             # the same registers and multipliers as the unit's first two stages (they merge with
-            # the unit's): m = m_lo + m_hi * 2**MULTIPLY_SPLIT, so ones * m is the sum below
+            # the unit's): with ones = a_lo + a_hi * 2**MULTIPLY_SPLIT and m = b_lo + b_hi *
+            # 2**MULTIPLY_SPLIT, ones * m is the sum of the four partial products below (the
+            # distributive law; sim_tests/rtl/test_requant.py runs the unit itself on random and
+            # corner operands against the ISA's function)
             ones_0, mant_0, stage0 = Signal.like(ones), Signal.like(mant), _delayed(m, (negative, shift, relu), 1)
             m.d.sync += [ones_0.eq(ones), mant_0.eq(mant)]
-            lo, hi = Signal(ACC_BITS - 1 + MULTIPLY_SPLIT), Signal(ACC_BITS - 1 + MANTISSA_BITS - MULTIPLY_SPLIT)
+            halves = lambda v: [(v[:MULTIPLY_SPLIT], 0), (v[MULTIPLY_SPLIT:], MULTIPLY_SPLIT)]
+            partials = []
+            for a, a_at in halves(ones_0):
+                for b, b_at in halves(mant_0):
+                    partial = Signal(len(a) + len(b))
+                    m.d.sync += partial.eq(a * b)
+                    partials.append(partial << (a_at + b_at))
             corr = Signal(MANTISSA_BITS)
-            m.d.sync += [lo.eq(ones_0 * mant_0[:MULTIPLY_SPLIT]), hi.eq(ones_0 * mant_0[MULTIPLY_SPLIT:]),
-                         corr.eq(Mux(stage0[0], mant_0, 0))]
-            magnitude_times_m = lo + (hi << MULTIPLY_SPLIT) + corr
+            m.d.sync += corr.eq(Mux(stage0[0], mant_0, 0))
+            magnitude_times_m = sum(partials) + corr
             negative, shift, relu = _delayed(m, stage0, 1)
         else:
             magnitude_times_m = ones * mant + Mux(negative, mant, 0)

@@ -33,9 +33,9 @@ new set of operands may arrive every cycle.
 
 ``Requantizer(magnitude_stage=True)`` registers the sign and ``ones`` first (a stage 0
 in the cycle the operands arrive), so the multiplier starts from a register: LATENCY = 2.
-``split_multiply=True`` multiplies m in two halves (``m[:18]`` and ``m[18:]``), registers the
-two partial products (and the offset) and adds them in the next stage: one more cycle of
-latency.  The book's RQ engine uses both (it reads its first element in the start cycle
+``split_multiply=True`` multiplies in halves (``|acc|`` and ``m`` each cut at bit 18, an ECP5
+multiplier block's width), registers the four partial products (and the offset) and adds them in
+the next stage: one more cycle of latency.  The book's RQ engine uses both (it reads its first element in the start cycle
 and writes its last in the cycle after its done, :func:`ga2_hdl.isa.trailing_write_cycles`,
 so the extra stages cost no cycle: docs/fpga.md).
 """
@@ -54,8 +54,8 @@ PRODUCT_BITS = ACC_BITS + MANTISSA_BITS      #: ``|acc| <= 2**31``, ``m < 2**24`
 #: the product plus the rounding bias (at most 2**55 either way): signed, two bits more
 BIASED_BITS = PRODUCT_BITS + 2
 Q_BITS = 8                                   #: the int8 result
-#: with ``split_multiply``, m is multiplied in two halves, the low one this many bits (an ECP5
-#: multiplier's width, so each half is one or two multiplier blocks and no adder between them)
+#: with ``split_multiply``, |acc| and m are multiplied in halves, the low ones this many bits (an
+#: ECP5 multiplier's width, so each partial product is one multiplier block and no adder after it)
 MULTIPLY_SPLIT = 18
 
 
@@ -121,14 +121,20 @@ class Requantizer(wiring.Component):
         limit = Mux(negative, limit_negative, limit_positive)
 
         if self.split_multiply:
-            # ---- stage 1a: the two partial products of m's halves, registered (each half's
-            # multiplier runs from a register into a register); their sum is stage 1's
-            lo = Signal(ACC_BITS - 1 + MULTIPLY_SPLIT, name="partial_lo")
-            hi = Signal(ACC_BITS - 1 + MANTISSA_BITS - MULTIPLY_SPLIT, name="partial_hi")
-            m.d.sync += [lo.eq(ones * mantissa[:MULTIPLY_SPLIT]), hi.eq(ones * mantissa[MULTIPLY_SPLIT:])]
+            # ---- stage 1a: the four partial products of |acc|'s and m's halves, registered: each
+            # is one multiplier block from a register into a register, with no adder after it;
+            # their sum (shifted into place, with the offset) is stage 1's
+            split = [(0, MULTIPLY_SPLIT), (MULTIPLY_SPLIT, None)]
+            partials = []
+            for i, (a_lo, a_hi) in enumerate(split):
+                for j, (b_lo, b_hi) in enumerate(split):
+                    a, b = ones[a_lo:a_hi], mantissa[b_lo:b_hi]
+                    partial = Signal(len(a) + len(b), name=f"partial_{i}{j}")
+                    m.d.sync += partial.eq(a * b)
+                    partials.append(partial << (a_lo + b_lo))
             offset, limit, negative, s_eff, relu = _registered(
                 m, "_1", offset=offset, limit=limit, negative=negative, s=s_eff, relu=relu)
-            biased_sum = lo + (hi << MULTIPLY_SPLIT) + offset
+            biased_sum = sum(partials) + offset
         else:
             biased_sum = ones * mantissa + offset
 
