@@ -234,8 +234,9 @@ class SoftmaxUnit(wiring.Component):
         reads start with SCALE; done with the last write."""
         v1, v2, v3, v4 = s.v
         m.d.comb += [s.reading.eq(s.rd_index < s.length), self.spad.rd_addr.eq((s.dst + s.rd_index)[:s.addr_bits])]
-        with m.If(v1):
-            m.d.sync += s.e_read.eq(self.spad.rd_data[:E_BITS])
+        # registered without an enable (only v2, the cycle after v1, takes it), so the block RAM's
+        # output reaches the flip-flop through no multiplexer
+        m.d.sync += s.e_read.eq(self.spad.rd_data[:E_BITS])
         with m.If(v2):
             m.d.sync += s.product.eq(s.e_read * s.r)
         with m.If(v3):

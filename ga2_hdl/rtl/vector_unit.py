@@ -188,8 +188,8 @@ class AddEngine(_Engine):
 
     One read port, so element i takes two read slots: cycle t+2i reads src1[i] (the first in
     the start cycle t itself, as the RQ engine), t+1+2i reads src2[i]; each word is registered
-    when it arrives; the cycle after src2[i]'s, the sum is clamped into a register, written in
-    t+4+2i.  done with the last write.
+    when it arrives (src1[i] moved on when src2[i] arrives); the cycle after src2[i]'s, the sum
+    is clamped into a register, written in t+4+2i.  done with the last write.
     """
 
     def elaborate(self, platform):
@@ -227,10 +227,12 @@ class AddEngine(_Engine):
             clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),
         ]
         m.d.sync += [v2.eq(v1 & second1), last2.eq(last1), v3.eq(v2), last3.eq(last2)]
-        with m.If(v1 & ~second1):
-            m.d.sync += first_operand.eq(_int8(self.spad.rd_data))
+        # every word read is registered as it arrives, in a register without an enable (the block
+        # RAM's output reaches a flip-flop through no multiplexer): src2[i]'s arrival moves src1[i]
+        # on into first_operand, and the sum is formed the cycle after, from the two registers
+        m.d.sync += second_operand.eq(_int8(self.spad.rd_data))
         with m.If(v1 & second1):
-            m.d.sync += second_operand.eq(_int8(self.spad.rd_data))
+            m.d.sync += first_operand.eq(second_operand)
         result = Signal(signed(8))
         with m.If(v2):
             m.d.sync += result.eq(clamped)

@@ -451,13 +451,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "again): the change also takes a score equal to running_max, which writes the value the "
                 "register already holds (the first score -128 against the start value -128 included), so "
                 "running_max is the same in every cycle"),
-    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit._scale", "with m.If(v1):", "v1 -> 1",
-                "SCALE's e_read register (stage 1) is read only under v2, by the multiply stage, and v2 is v1 "
-                "one cycle later: in every cycle that reads it, the cycle before had v1 = 1 and loaded it "
-                "with the same word in the design and in the change.  The change only loads it also in "
-                "cycles with v1 = 0, whose value nothing reads (v2 is 0 the cycle after) and which the next "
-                "v1 cycle overwrites; outside SCALE the register is not written either way.  So the product, "
-                "prob, the writes, done and the busy time are the same"),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit._scale", "with m.If(v2):", "v2 -> 1",
                 "SCALE's product register (stage 2) is read only under v3, by the rounding stage (prob), and v3 "
                 "is v2 one cycle later: in every cycle that reads it, the cycle before had v2 = 1 and loaded "
@@ -465,7 +458,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "depends on it).  The change only loads it also in SCALE's cycles with v2 = 0, whose value "
                 "nothing reads (v3 is 0 the cycle after) and which the next v2 cycle overwrites; outside "
                 "SCALE the register is not written either way.  So prob, the writes, done and the busy time "
-                "are the same (the argument of `v1 -> 1` for e_read, one stage later)"),
+                "are the same (e_read, the stage before, is loaded in every SCALE cycle for the same reason)"),
     Equivalence("ga2_hdl/rtl/systolic.py", "ProcessingElement.__init__",
                 "m.d.sync += [state.eq(0), acc.eq(0), product.eq(0)]",
                 "state.eq(0) -> state.eq(1)",
