@@ -66,15 +66,18 @@ from .matrix_unit import MatrixUnit
 from .sram import Scratchpad
 from .vector_unit import VectorUnit
 
-__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH", "MIN_BUSY"]
+__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH", "MIN_BUSY", "short_busy_times"]
 
 #: the counter output ports, in the ISA's counter order
 COUNTER_PORTS = tuple(f"cnt_{name}" for name in isa.COUNTER_NAMES)
 COUNTER_BITS = 32
 STATUS_PC_BITS = 16
 #: the book sequencer's read-ahead needs every busy time to be at least this (the first half of the
-#: next word's check takes two WAIT cycles: GA2Chip._sequencer)
+#: next word's check takes two WAIT cycles at least: GA2Chip._sequencer)
 MIN_BUSY = 2
+#: with every busy time at least this long (the book's instruction set and every preset), the first
+#: half takes three WAIT cycles, the factors of its products registered too
+DEEP_CHECK_BUSY = 3
 
 #: the execution units, by the ISA's unit kind: their submodule names (and, in this order,
 #: their scratchpad master ports)
@@ -83,6 +86,29 @@ UNIT_NAMES = {isa.Unit.DMA: "dma", isa.Unit.MATRIX: "matrix", isa.Unit.VECTOR: "
 SPAD_NAME = "spad"
 #: the hierarchical name of the scratchpad's word array below the chip (submodule names as set here)
 SPAD_MEMORY_PATH = (SPAD_NAME, Scratchpad.MEMORY_NAME)
+
+
+def short_busy_times(config: Config, minimum: int = MIN_BUSY) -> list[tuple[str, int]]:
+    """The operations of ``config``'s instruction set whose smallest legal instruction (every
+    length 1, every shaped operand at its lower bound, the rest 0) keeps its unit busy fewer than
+    ``minimum`` cycles, with that busy time.  Below :data:`MIN_BUSY` the book sequencer's
+    read-ahead cannot check the next word behind them (the chip is refused); below
+    :data:`DEEP_CHECK_BUSY` it checks in two cycles, not three.  Empty for every preset (a chip
+    with overlap has no read-ahead)."""
+    iset = isa.instruction_set(config)
+    short = []
+    for spec in iset.ops:
+        if spec.code == isa.HALT.op:
+            continue
+        ranged = {o.name: o.legal[0] for o in spec.ranged}
+        fields = {o.name: ranged.get(o.name, 1 if o.name in spec.lengths else 0) for o in spec.operands}
+        try:
+            ins = iset.make(spec.mnemonic, **fields)
+        except (isa.IsaError, ValueError):
+            continue
+        if iset.check(ins)[0] == isa.ErrorCode.OK and iset.busy(ins) < minimum:
+            short.append((spec.mnemonic, iset.busy(ins)))
+    return short
 
 
 class GA2Chip(wiring.Component):
@@ -132,6 +158,11 @@ class GA2Chip(wiring.Component):
         if not 1 <= imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"configuration {config.name!r}: imem_words={imem_words}: "
                              f"1 .. {(1 << STATUS_PC_BITS) - 1} words")
+        short = [] if config.overlap else short_busy_times(config)
+        if short:
+            raise ValueError(f"configuration {config.name!r}: the sequencer checks the next instruction "
+                             f"over {MIN_BUSY} cycles of the one before, but "
+                             + ", ".join(f"{name} can be busy {busy}" for name, busy in short))
         self.config = config
         try:                                    # first: an operation without an engine fails before anything is built
             vector = VectorUnit(config=config)
@@ -217,10 +248,12 @@ class GA2Chip(wiring.Component):
         are no branches, so in FETCH the instruction memory reads word pc + 1; ISSUE registers
         it (``nxt``), and every WAIT cycle computes the first half of its check
         (:meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`: the regions' starts
-        and ends) into ``terms_next``, over two cycles: the products of sizes and strides into
-        registers (``check_product*``), then the sums.  So WAIT must last at least 2 cycles:
-        every busy time of the book's instruction set is at least 3 (``MIN_BUSY`` = 2 is
-        checked by a test on every operation's smallest legal instruction of every preset).  FETCH then only
+        and ends) into ``terms_next``, over three cycles: the factors of the products of sizes and
+        strides into registers (``check_operand*``), the products (``check_product*``), then the
+        sums.  So WAIT must last at least 3 cycles: every busy time of the book's instruction set
+        and of every preset is at least 3 (``DEEP_CHECK_BUSY``).  An extension's operation may be
+        busy 2 cycles: the factors are then not registered and the first half takes two cycles;
+        a busy time of 1 is refused (``MIN_BUSY``, :func:`short_busy_times`).  FETCH then only
         does the second half (the compares and the priority of the rules) and registers the
         verdict; ISSUE acts on it.  Word 0 has no instruction before it: a write to word 0
         loads a copy of it (``word0``) and its first half (``terms_word0``), in the write's own
@@ -237,10 +270,15 @@ class GA2Chip(wiring.Component):
         terms_word0 = Signal(stages.layout, name="terms_word0")
         terms_next = Signal(stages.layout, name="terms_next")
         first = Signal(name="first")                     # the next FETCH is of word 0
-        products = []                                    # the first half's products, registered
+        products = []                                    # the first half's operands and products, registered
+        # three WAIT cycles for the first half when every busy time allows it, else two (the
+        # products' factors then combinational)
+        deep = not short_busy_times(self.config, DEEP_CHECK_BUSY)
 
-        def stage(expr):
-            register = Signal(expr.shape(), name=f"check_product{len(products)}")
+        def stage(expr, kind="product"):
+            if kind == "operand" and not deep:
+                return expr
+            register = Signal(expr.shape(), name=f"check_{kind}{len(products)}")
             products.append((register, expr))
             return register
 

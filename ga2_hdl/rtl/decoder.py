@@ -91,10 +91,12 @@ def _shift_add(a: Value, b: Value) -> Value:
 
 
 class _Staged:
-    """An operand in a rule evaluated over two cycles: sums and differences stay combinational, each
-    product of two operands is registered (``stage``), so a region's end ``start + (rows-1)*stride +
-    cols`` is a multiplier in one cycle and the adders in the next.  Correct while the operands hold
-    their values for both cycles (the sequencer's read-ahead word does)."""
+    """An operand in a rule evaluated over three cycles: sums and differences stay combinational,
+    each product's operands are registered (``stage(value, "operand")``, a constant factor
+    excepted) and so is the product (``stage(value)``), so a region's end ``start +
+    (rows-1)*stride + cols`` is ``rows-1`` in one cycle, a multiplier in the next and the adders
+    in the third.  Correct while the operands hold their values for the three cycles (the
+    sequencer's read-ahead word does)."""
     __slots__ = ("value", "stage")
 
     def __init__(self, value, stage):
@@ -117,7 +119,9 @@ class _Staged:
         return _Staged(self._raw(other) - self.value, self.stage)
 
     def __mul__(self, other):
-        return _Staged(self.stage(_shift_add(self.value, Value.cast(self._raw(other)))), self.stage)
+        factors = [Value.cast(f) for f in (self.value, self._raw(other))]
+        factors = [f if isinstance(f, Const) else self.stage(f, "operand") for f in factors]
+        return _Staged(self.stage(_shift_add(*factors)), self.stage)
 
     __rmul__ = __mul__
 

@@ -277,3 +277,17 @@ def test_extending_md_quotes_the_example_file_verbatim():
     source = EXAMPLE.read_text()
     assert blocks, "docs/extending.md quotes no piece of examples/relu_ext.py"
     assert "".join(blocks) == source
+
+
+def test_a_busy_time_the_read_ahead_cannot_hide_is_refused(tmp_path, monkeypatch):
+    """The book sequencer checks the next word during the WAIT of the one before: an operation busy
+    1 cycle leaves it no time (refused, naming it); RELU's len + 1 (2 at the least) gets the
+    two-cycle check instead of the book's three (every preset's busy times are 3 at the least)."""
+    from ga2_hdl.rtl.chip import DEEP_CHECK_BUSY, GA2Chip, short_busy_times
+    assert short_busy_times(RELU, DEEP_CHECK_BUSY) == [("RELU", 2)]
+    assert short_busy_times(RELU) == []
+    config = _module(tmp_path, monkeypatch, "ext_short", _SPEC.replace("len + 1", "len").replace("i.len + 1", "i.len")
+                     .format(code=12, mnemonic="SHORT", unit="VECTOR") + "EXTENSION = Extension(ops=ops)\n")
+    with pytest.raises(ValueError, match=r"SHORT can be busy 1") as e:
+        GA2Chip(config=config)
+    assert "\n" not in str(e.value)
