@@ -118,7 +118,7 @@ class Imported:
         return built
 
 
-def import_model(model, config: Config = isa.BOOK) -> Imported:
+def import_model(model, config: Config) -> Imported:
     """Walk ``model`` once for a batch of one row: what every node becomes, or why it is refused.
 
     Raises :class:`OnnxError` only for a model whose input cannot be taken; node refusals are in

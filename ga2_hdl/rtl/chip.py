@@ -91,7 +91,7 @@ class GA2Chip(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): the instruction memory's ``imem_words``, the
+        The chip (required; ``isa.BOOK`` is the book's): the instruction memory's ``imem_words``, the
         scratchpad's ``spad_words``, the array's size, the legality rules of its instruction set.
         With ``config.overlap`` the sequencer issues under the overlapped timing rule
         (:meth:`GA2Chip._overlapped`, :class:`ga2_hdl.isa.IssueTimer`, docs/chip.md "Overlap").
@@ -124,7 +124,7 @@ class GA2Chip(wiring.Component):
     pc : Signal
     """
 
-    def __init__(self, *, config: Config = isa.BOOK, ext_words: int | None = None):
+    def __init__(self, *, config: Config, ext_words: int | None = None):
         isa.instruction_set(config)          # refuses a configuration the instruction word cannot describe
         ext_words = config.ext_words if ext_words is None else ext_words
         isa.check_ext_words(ext_words)

@@ -90,11 +90,11 @@ class _Engine(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): the scratchpad's size sets the address and
+        The chip (required; ``isa.BOOK`` is the book's): the scratchpad's size sets the address and
         counter widths.
     """
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         super().__init__(UnitSignature(config=config))
 
@@ -292,7 +292,12 @@ class _WideEngine(_Engine):
     Every wide engine reads its first chunk in the start cycle (as the book's RQ and VADD
     engines read their first word), so each has a register after the banks' outputs without
     a cycle more: no bank output drives a multiplier, an adder or a compare.
+
+    Not a unit of the Verilog export's registry (``EXPORTED_ALONE``): it exists only on chips
+    with wide ports, and the registry builds each unit for the book's chip unless told otherwise.
     """
+
+    EXPORTED_ALONE = False
 
     def __init__(self, *, config):
         if config.spad_ports < 2:
@@ -505,7 +510,7 @@ class VectorUnit(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): its instruction set says which operations the
+        The chip (required; ``isa.BOOK`` is the book's): its instruction set says which operations the
         unit runs; every engine is given it.
 
     Ports
@@ -520,7 +525,7 @@ class VectorUnit(wiring.Component):
     #: the engine of each of the book's operations
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         self.ports = config.spad_ports
         own = (UnitSignature(config=config) if self.ports == 1

@@ -45,16 +45,16 @@ def test_the_extension_is_in_every_tool():
     program = asm.assemble("LD dst=0 src=0 len=5\nRELU dst=8 src=0 len=5\nRELU dst=0 src=0 len=5\n"
                            "ST src=8 dst=100 len=5\nST src=0 dst=200 len=5\nHALT", config=RELU)
     assert asm.assemble(asm.disassemble(program, RELU), config=RELU) == program
-    assert asm.disassemble(program).splitlines()[1].startswith(".word")      # the book chip has no RELU
+    assert asm.disassemble(program, config=isa.BOOK).splitlines()[1].startswith(".word")      # the book chip has no RELU
     with pytest.raises(asm.AsmError, match="unknown operation 'RELU'"):
-        asm.assemble("RELU dst=0 src=0 len=1")
+        asm.assemble("RELU dst=0 src=0 len=1", config=isa.BOOK)
     ext = [5, -3, 0, 1 << 31, (1 << 31) - 1]
     r = golden.run(program, ext, config=RELU)
     want = [5, 0, 0, 0, (1 << 31) - 1]
     assert r.error == ErrorCode.OK and r.ext[100:105] == want and r.ext[200:205] == want
     assert r.counters == iset.counters(program)
     assert r.counters.vector == 2 * (5 + 1)                 # the OpSpec's busy time, len + 1
-    book = golden.run(program, ext)                           # the same words on the book's chip
+    book = golden.run(program, ext, config=isa.BOOK)                           # the same words on the book's chip
     assert (book.error, book.error_pc) == (ErrorCode.BAD_OPCODE, 1)
     # its legality rules, in the hardware check's order
     assert iset.check(iset.make("RELU", dst=0, src=0, len=0))[0] == ErrorCode.ZERO_LENGTH
@@ -98,7 +98,7 @@ def test_random_programs_and_coverage_derive_the_extension():
 def test_docs_describe_the_configuration_and_its_extension():
     text = render_isa_markdown(RELU)
     assert "### 8 RELU" in text and "extension relu_ext" in text and "relu" in text.split("## Machine")[0]
-    assert "RELU" not in render_isa_markdown()
+    assert "RELU" not in render_isa_markdown(config=isa.BOOK)
 
 
 def test_the_commands_take_the_extended_configuration(tmp_path, capsys):
@@ -125,7 +125,7 @@ def test_the_directed_suite_has_the_extension_programs():
     from gen.fuzz.directed import directed_suite
     names = [n for n, _, _ in directed_suite(8192, config=RELU)]
     assert names[-4:] == ["ext_relu_least", "ext_relu_0", "ext_relu_1", "ext_relu_2"]
-    assert not any(n.startswith("ext_") for n, _, _ in directed_suite(8192))
+    assert not any(n.startswith("ext_") for n, _, _ in directed_suite(8192, config=isa.BOOK))
 
 
 def test_a_mismatching_program_using_the_extension_can_be_shrunk():

@@ -39,7 +39,7 @@ OTHER_START = 7
 
 
 class BlockChip:
-    def __init__(self, model: TinyLM, Wd: Matrix | None, n: int, depth: int = 8, *, config: Config = isa.BOOK):
+    def __init__(self, model: TinyLM, Wd: Matrix | None, n: int, depth: int = 8, *, config: Config):
         """``n``: the longest context the host will reach without the block; ``depth``: the deepest
         block (rows) it will verify.  Shapes beyond n + depth are refused.  Every program is compiled
         for the chip ``config`` and runs on its golden model."""
@@ -124,8 +124,8 @@ class BlockChip:
     # ------------------------------------------------------------------ running
     def _run(self, kind: str, program, inputs: dict, shape: tuple):
         out, golden = execute(program, inputs)
-        self.log.append(ProgramRun(kind, program.code, ext_image(program, inputs), shape, self.config,
-                                   golden.counters))
+        self.log.append(ProgramRun(kind, program.code, ext_image(program, inputs), shape,
+                                   golden.counters, config=self.config))
         return out
 
     def verify_linear(self, c: int, block: list[int], keys, values):

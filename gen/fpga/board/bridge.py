@@ -214,7 +214,7 @@ class BoardTop(Elaboratable):
     ext_words : int, optional
         External memory size in words (block RAM on the FPGA); default the configuration's.
     config : Config
-        The chip (the book's by default): the chip's sizes, the memory's latency and port width.
+        The chip (required; ``isa.BOOK`` is the book's): the chip's sizes, the memory's latency and port width.
 
     Raises ValueError (before anything is built) when the bridge cannot carry the configuration
     (:func:`bridge_problems`) or the chip cannot be built for it.
@@ -224,7 +224,7 @@ class BoardTop(Elaboratable):
     """
 
     def __init__(self, *, divisor: int | None = None, baud: int = DEFAULT_BAUD,
-                 ext_words: int | None = None, config: Config = isa.BOOK):
+                 ext_words: int | None = None, config: Config):
         ext_words = config.ext_words if ext_words is None else ext_words
         problems = bridge_problems(config, ext_words)
         if problems:
