@@ -178,8 +178,11 @@ def test_the_board_top_follows_a_wide_configuration():
     assert book.counters.dma != want.counters.dma           # the wide port's timing, not the book's
 
 
-def test_a_configuration_the_bridge_cannot_carry_is_refused_before_anything_is_built():
+def test_a_configuration_the_bridge_cannot_carry_is_refused_before_anything_is_built(refused):
     assert bridge_problems(isa.BOOK) == [] and bridge_problems(WIDE) == []
     assert "the protocol's addresses reach 65536" in bridge_problems(isa.BOOK, ext_words=70_000)[0]
-    with pytest.raises(ValueError, match="cannot carry the configuration 'book'"):
-        BoardTop(divisor=DIVISOR, ext_words=70_000, config=isa.BOOK)
+    refused(lambda: BoardTop(divisor=DIVISOR, ext_words=70_000, config=isa.BOOK),
+            match="cannot carry the configuration 'book'")
+    # one the bridge carries but the chip refuses: refused before the board exists too
+    refused(lambda: BoardTop(divisor=DIVISOR, config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16)),
+            match="imem_words=65536")
