@@ -24,7 +24,6 @@ import sys
 import types
 from pathlib import Path
 
-from ga2_hdl import isa
 from ga2_hdl.support import mutation
 from ga2_hdl.config import Config
 from ga2_hdl.support.mutation import Finding, Result

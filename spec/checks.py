@@ -30,7 +30,6 @@ import random
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 

@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from ga2_hdl import isa
 from ga2_hdl.support import mutation
 from ga2_hdl.config import Config
 from ga2_hdl.support.mutation import Finding, MutantError, Result

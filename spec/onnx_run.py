@@ -17,7 +17,6 @@ import numpy as np
 
 from compiler.onnx import import_model, load_model
 from compiler.onnx.run import OnnxRun, load_labels, load_rows, run_model, summary_json
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 

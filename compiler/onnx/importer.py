@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 from .errors import OnnxError, require

@@ -22,7 +22,6 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from .. import isa
 from ..config import Config
 
 __all__ = ["OperandRowMemory", "BankedOperandRowMemory"]

@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Sequence
 
 from compiler import compile_graph, execute, ext_image
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 from ..on_chip import ProgramRun, _cache_inputs, _max_abs, float_prefix_cache

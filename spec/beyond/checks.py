@@ -25,7 +25,6 @@ import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 from .block_chip import BlockChip, top_two
