@@ -234,7 +234,7 @@ def float_error(chip: list[list[float]], ref: list[list[float]]) -> float:
 
 
 def check_case(capra: ModuleType, case: Case, report: BatteryReport, bound: float = ERROR_BOUND,
-               config: Config = isa.BOOK) -> None:
+               *, config: Config) -> None:
     """Run the four checks on one case, compiled for and run on the chip ``config``, adding what fails
     to ``report.problems``."""
     problems = report.problems
@@ -277,7 +277,7 @@ def check_case(capra: ModuleType, case: Case, report: BatteryReport, bound: floa
             problems.append(f"{case.about}: output {name!r} is {err:.3f} from floating point (bound {bound})")
 
 
-def _refusals(capra: ModuleType, config: Config = isa.BOOK) -> list[tuple[str, Callable[[], object]]]:
+def _refusals(capra: ModuleType, config: Config) -> list[tuple[str, Callable[[], object]]]:
     """(what, a builder that must raise CompileError) for every slice refusal."""
     def graph_with_product():
         g = capra.Graph()
@@ -319,7 +319,7 @@ def _refusals(capra: ModuleType, config: Config = isa.BOOK) -> list[tuple[str, C
             ("a slice feeding a relu", compiled(into_relu))]
 
 
-def check_refusals(capra: ModuleType, report: BatteryReport, config: Config = isa.BOOK) -> None:
+def check_refusals(capra: ModuleType, report: BatteryReport, config: Config) -> None:
     for what, attempt in _refusals(capra, config):
         report.refusals += 1
         try:
@@ -336,9 +336,9 @@ def check_refusals(capra: ModuleType, report: BatteryReport, config: Config = is
 
 def run_battery(capra: ModuleType | None = None, *, graphs: int = 40, chains: int = 20, seed: int = 16,
                 bound: float = ERROR_BOUND, stop_after: int | None = None,
-                config: Config = isa.BOOK) -> BatteryReport:
+                config: Config) -> BatteryReport:
     """Run the battery against ``capra`` (default: the compiler package itself), every graph compiled
-    for the chip ``config`` (the book's by default) and run on that chip's golden model.
+    for the chip ``config`` and run on that chip's golden model.
 
     ``graphs`` random slice graphs, then ``chains`` random chains without slices
     (see :func:`random_chain_case`), all through the same four checks.
@@ -363,14 +363,14 @@ def run_battery(capra: ModuleType | None = None, *, graphs: int = 40, chains: in
         report.graphs += 1
         report.kinds[case.kind] = report.kinds.get(case.kind, 0) + 1
         try:
-            check_case(capra, case, report, bound, config)
+            check_case(capra, case, report, bound, config=config)
         except Exception as e:
             report.problems.append(f"{case.about}: {type(e).__name__}: {e}")
     return report
 
 
 if __name__ == "__main__":
-    r = run_battery()
+    r = run_battery(config=isa.BOOK)
     print(r.summary())
     for p in r.problems:
         print("  ", p)

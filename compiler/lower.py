@@ -201,7 +201,7 @@ class _Emitter:
 
 
 def lower(graph: Graph, scales: ScalePlan, buffers: BufferPlan, external: dict[str, dict],
-          reuse: bool = True, config: Config = isa.BOOK) -> Lowered:
+          reuse: bool = True, *, config: Config) -> Lowered:
     """Emit the program for ``graph`` (ending in HALT) with the given plans, for the chip ``config``
     (its array size tiles the products, its ``max_k`` bounds their inner dimension, its scratchpad
     is what the allocator hands out)."""

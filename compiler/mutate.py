@@ -24,7 +24,6 @@ import sys
 import types
 from pathlib import Path
 
-from ga2_hdl import isa
 from ga2_hdl.support import mutation
 from ga2_hdl.config import Config
 from ga2_hdl.support.mutation import Finding, Result
@@ -153,7 +152,7 @@ class CompilerCopy:
             del sys.modules[key]
 
 
-def check(mutant: mutation.Mutant | None, graphs: int = 40, config: Config = isa.BOOK) -> tuple[bool, str]:
+def check(mutant: mutation.Mutant | None, graphs: int = 40, *, config: Config) -> tuple[bool, str]:
     """(whether the battery found a problem, the first problem) for the compiler with ``mutant``,
     compiling for the chip ``config``."""
     try:
@@ -166,28 +165,28 @@ def check(mutant: mutation.Mutant | None, graphs: int = 40, config: Config = isa
     return (not report.passed), (report.problems[0] if report.problems else "")
 
 
-def judge(graphs: int = 40, config: Config = isa.BOOK):
+def judge(graphs: int = 40, *, config: Config):
     """The compiler's verdict for the engine: the slice battery's first problem (on the chip ``config``),
     or None."""
     def run(mutant: mutation.Mutant):
-        caught, first = check(mutant, graphs, config)
+        caught, first = check(mutant, graphs, config=config)
         return Finding("slice battery", first) if caught else None
     return run
 
 
 def run_mutation(graphs: int = 40, progress=None, jobs: int = 1,
-                 config: Config = isa.BOOK) -> tuple[bool, str, list[Result]]:
+                 *, config: Config) -> tuple[bool, str, list[Result]]:
     """Check the unbroken compiler, then every mutant (each in a child process of the engine), the
-    battery compiling for and running on the chip ``config`` (the book's by default).
+    battery compiling for and running on the chip ``config``.
 
     Returns ``(unbroken passes, its first problem, results)``.  All anchors are
     checked before anything runs, so a stale mutant fails at once.
     """
     for m in MUTANTS:
         mutated_source(m)
-    bad, problem = check(None, graphs, config)
+    bad, problem = check(None, graphs, config=config)
     if bad:
         return False, problem, []
-    results = mutation.run_mutants(MUTANTS, judge(graphs, config), jobs=jobs, timeout=600,
+    results = mutation.run_mutants(MUTANTS, judge(graphs, config=config), jobs=jobs, timeout=600,
                                    progress=(lambda _n, r: progress(r)) if progress else None)
     return True, "", results

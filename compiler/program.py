@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ga2_hdl import golden, isa
@@ -45,7 +45,7 @@ class Program:
     ext_words: int                               # the external memory it was compiled for
     reuse: bool
     steps: list[tuple[int, int]]                 # (node id, index of its first instruction)
-    config: Config = isa.BOOK                    # the chip it was compiled for
+    config: Config = field(kw_only=True)         # the chip it was compiled for
 
     @property
     def scale(self) -> dict[int, float]:
@@ -113,8 +113,8 @@ class Program:
 
 
 def compile_graph(graph: Graph, calib: Sequence[Mapping[str, Any]], ranges: Mapping[str, float] | None = None,
-                  reuse: bool = True, *, ext_words: int | None = None, config: Config = isa.BOOK) -> Program:
-    """Compile ``graph`` to a GA-2 program for the chip ``config`` (the book's by default).
+                  reuse: bool = True, *, ext_words: int | None = None, config: Config) -> Program:
+    """Compile ``graph`` to a GA-2 program for the chip ``config`` .
 
     ``calib``: a list of input dicts (name -> 2-D array) whose float evaluation
     sets every tensor's range; ``ranges``: ``{tag: range}`` fixing the range of
@@ -137,9 +137,9 @@ def compile_graph(graph: Graph, calib: Sequence[Mapping[str, Any]], ranges: Mapp
     scales = plan_scales(graph, calib, ranges)
     buffers = plan_buffers(graph)
     external, used = plan_external(graph, ext_words)
-    low = lower(graph, scales, buffers, external, reuse, config)
+    low = lower(graph, scales, buffers, external, reuse, config=config)
     prog = Program(graph, low.code, external, scales, buffers, low.buffer_addr, low.released, low.spad_high,
-                   used, ext_words, reuse, low.steps, config)
+                   used, ext_words, reuse, low.steps, config=config)
     if len(prog.code) > config.imem_words:
         raise CompileError(f"the program has {len(prog.code)} instructions; the instruction memory holds "
                            f"{config.imem_words}")

@@ -48,7 +48,7 @@ from ga2_hdl.config import Config
 __all__ = ["schedule", "schedule_program", "rename_loads", "spread_buffers", "dependencies"]
 
 
-def dependencies(code: Sequence[isa.Instruction], config: Config = isa.BOOK) -> list[set[int]]:
+def dependencies(code: Sequence[isa.Instruction], config: Config) -> list[set[int]]:
     """For each instruction (HALT excluded), the earlier instructions it must follow."""
     iset = isa.instruction_set(config)
     accesses = [iset.spec(ins.op).accesses(ins) for ins in code]
@@ -237,7 +237,7 @@ def _list_schedule(code, preds, cp, iset, priority) -> list[int]:
     return order, timer.halt().total
 
 
-def schedule(code: Sequence[isa.Instruction], config: Config = isa.BOOK,
+def schedule(code: Sequence[isa.Instruction], config: Config,
              ext_words: int | None = None) -> list[isa.Instruction]:
     """``code`` as it should run on the chip ``config``: loads renamed, instructions reordered.
 
@@ -272,7 +272,7 @@ def _schedule(code, config, ext_words):
     return best
 
 
-def schedule_program(prog, config: Config = isa.BOOK):
+def schedule_program(prog, config: Config):
     """A compiled :class:`~compiler.program.Program` with its code scheduled for ``config``
     (the same program object's fields, a new code list; ``steps`` re-made so that
     ``node_at`` still names the node each instruction came from)."""

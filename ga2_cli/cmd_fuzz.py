@@ -40,7 +40,7 @@ def _spec(args):
                 raise CommandError(f"--{name.replace('_', '-')} {shown(value)}: the campaign in {args.resume} was "
                                    f"started with {shown(getattr(base, name))} (leave the option out to resume it)")
         return base
-    defaults = {"programs": 100, "sims": ("golden",)}
+    defaults = {"programs": 100, "sims": ("golden",), "config": isa.BOOK}     # --config not given: the book's
     return CampaignSpec(**{**defaults, **given})
 
 
@@ -222,7 +222,7 @@ def _keep_bundle(spec, path: str) -> None:
     programs = []
     for task in spec.pieces():
         programs += task.bundle().programs
-    Bundle(spec.ext_words, programs, spec.config).write(path)
+    Bundle(spec.ext_words, programs, config=spec.config).write(path)
 
 
 def cmd_bundle_directed(args) -> int:

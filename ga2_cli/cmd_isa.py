@@ -19,16 +19,16 @@ from .main import CommandError, user_input
 _ASM_SUFFIXES = (".s", ".asm")
 
 
-def _load_program(path: str, config: Config = isa.BOOK) -> list[isa.Instruction]:
+def _load_program(path: str, config: Config) -> list[isa.Instruction]:
     if path.lower().endswith(_ASM_SUFFIXES):
-        program = asm.assemble(read_text(path), path, config)
+        program = asm.assemble(read_text(path), path, config=config)
     else:
         program = read_program(path)
     golden.check_program(program, config)  # empty, too long, no HALT: refused here, naming the file
     return program
 
 
-def load_program(path: str, config: Config = isa.BOOK) -> list[isa.Instruction]:
+def load_program(path: str, config: Config) -> list[isa.Instruction]:
     """A program for the chip ``config`` from a hex program file, or from assembly when the name
     ends in .s or .asm.
 
@@ -96,7 +96,7 @@ def report_run(result, args) -> int:
 
 
 def cmd_asm(args) -> int:
-    program = user_input(args.source, lambda path: asm.assemble(read_text(path), path, args.config))
+    program = user_input(args.source, lambda path: asm.assemble(read_text(path), path, config=args.config))
     if args.output:
         write_program(args.output, program)
         print(f"{args.output}: {len(program)} instructions")

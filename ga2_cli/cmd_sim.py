@@ -133,7 +133,7 @@ def cmd_replay(args) -> int:
 
 # ---------------------------------------------------------------------------------------- bench
 
-def bench_bundle(random_programs: int, seed: int, ext_words: int | None, config=isa.BOOK):
+def bench_bundle(random_programs: int, seed: int, ext_words: int | None, config):
     """The fixed benchmark bundle for the chip ``config``: the directed suite of gen/fuzz/programs.py, or
     seeded random programs."""
     from ga2_hdl.formats.bundle import Bundle

@@ -47,7 +47,7 @@ def as_instructions(program: Iterable[Instruction | int]) -> list[Instruction]:
     return out
 
 
-def check_program(program: Sequence[Instruction], config: Config = isa.BOOK) -> None:
+def check_program(program: Sequence[Instruction], config: Config) -> None:
     """What every loader refuses: an empty program, one too long for ``config``, or one not ending in HALT."""
     if len(program) == 0:
         raise IsaError("empty program: a program ends with HALT")
@@ -106,7 +106,7 @@ class Machine:
     """The architectural state: scratchpad, external memory, counters."""
 
     def __init__(self, ext: Sequence[int] | None = None, ext_words: int | None = None,
-                 config: Config = isa.BOOK):
+                 *, config: Config):
         self.config = config
         self.iset = isa.instruction_set(config)
         self._execute = dict(self._EXECUTE)
@@ -202,8 +202,8 @@ class Machine:
 
 def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, *,
         ext_words: int | None = None, keep_spad: bool = False, sparse: bool = False,
-        config: Config = isa.BOOK) -> RunResult:
-    """Run ``program`` on the chip ``config`` (the book's by default), on the external-memory
+        config: Config) -> RunResult:
+    """Run ``program`` on the chip ``config``, on the external-memory
     image ``ext`` zero-padded to ``ext_words`` (the configuration's size by default).
 
     Returns the final state: the five counters, the whole external memory, the
@@ -215,7 +215,7 @@ def run(program: Iterable[Instruction | int], ext: Sequence[int] | None = None, 
     """
     code = as_instructions(program)
     check_program(code, config)
-    machine = Machine(ext, ext_words, config)
+    machine = Machine(ext, ext_words, config=config)
     status, pc, message = machine.run(code)
     return RunResult(
         counters=isa.Counters(*(c & isa.WORD_MASK for c in machine.counters)),

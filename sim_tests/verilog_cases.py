@@ -28,9 +28,9 @@ RANDOM_PROGRAMS = 4
 
 def directed_and_random() -> Bundle:
     """The fuzzer's directed suite, then a few random programs."""
-    directed = directed_bundle()
-    extra = fuzz.random_bundle(RANDOM_PROGRAMS, RANDOM_SEED, directed.ext_words)
-    return Bundle(directed.ext_words, directed.programs + extra.programs)
+    directed = directed_bundle(config=isa.BOOK)
+    extra = fuzz.random_bundle(RANDOM_PROGRAMS, RANDOM_SEED, directed.ext_words, config=isa.BOOK)
+    return Bundle(directed.ext_words, directed.programs + extra.programs, config=isa.BOOK)
 
 
 def small_bundle() -> Bundle:
@@ -45,7 +45,7 @@ def small_bundle() -> Bundle:
          [1, 2, 3, 4, 5, 6, 7, 0xFFFFFFF8]),
         ("fault", [make("LD", dst=0, src=0, len=2), make("LD", dst=0, src=8190, len=5), isa.HALT], [9, 8]),
     ]
-    return Bundle.from_programs(items, ext_words=isa.EXT_WORDS_DEFAULT)
+    return Bundle.from_programs(items, ext_words=isa.EXT_WORDS_DEFAULT, config=isa.BOOK)
 
 
 def pass_line(bundle: Bundle) -> str:
@@ -77,7 +77,7 @@ class VerilogSimulatorCases:
     @pytest.fixture(scope="class")
     @classmethod
     def sim(cls):
-        return get_simulator(cls.simulator)
+        return get_simulator(cls.simulator, config=isa.BOOK)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -121,7 +121,7 @@ class VerilogSimulatorCases:
                    make("ST", src=30, dst=8191, len=1), isa.HALT]
         ext = [0] * 5 + [3, 0xFFFFFF9C, 100, 7]
         got = sim.run_program(program, ext)
-        want = golden.run(program, ext)
+        want = golden.run(program, ext, config=isa.BOOK)
         assert got.counters == want.counters
         assert (got.error, got.error_pc) == (want.error, want.error_pc)
         assert len(got.ext) == isa.EXT_WORDS_DEFAULT and got.ext == want.ext
@@ -189,7 +189,7 @@ class VerilogSimulatorCases:
             ("read back", [make("LD", dst=0, src=100, len=6), make("ST", src=0, dst=200, len=6), isa.HALT],
              [7]),
         ]
-        bundle = Bundle.from_programs(items, ext_words=isa.EXT_WORDS_DEFAULT)
+        bundle = Bundle.from_programs(items, ext_words=isa.EXT_WORDS_DEFAULT, config=isa.BOOK)
         assert bundle.programs[2].expected.ext[200:206] == [0] * 6
         report = sim.run_bundle(bundle)
         assert report.passed, report.line()
@@ -204,7 +204,7 @@ class VerilogSimulatorCases:
         assert report.line() == "MISMATCH: program 2: status error: expected EXT_RANGE@0, got EXT_RANGE@1"
 
     def test_a_program_that_does_not_halt_in_time_fails(self, tmp_path):
-        sim = get_simulator(self.simulator, timeout_cycles=20)
+        sim = get_simulator(self.simulator, timeout_cycles=20, config=isa.BOOK)
         bundle = small_bundle()
         report = sim.run_bundle(bundle)
         assert report.line() == "FAIL: 0 of 3 programs ran"
@@ -212,7 +212,7 @@ class VerilogSimulatorCases:
 
     def test_a_bundle_for_another_memory_size_is_refused(self, sim, tmp_path):
         bundle = small_bundle()
-        other = Bundle(2048, copy.deepcopy(bundle.programs))
+        other = Bundle(2048, copy.deepcopy(bundle.programs), config=isa.BOOK)
         for p in other.programs:
             p.ext = p.ext[:2048]
             p.expected.ext = p.expected.ext[:2048]
@@ -240,7 +240,7 @@ class VerilogSimulatorCases:
         empty = tmp_path / "bin"
         empty.mkdir()
         monkeypatch.setenv("PATH", str(empty))
-        sim = get_simulator(self.simulator)
+        sim = get_simulator(self.simulator, config=isa.BOOK)
         package = {"icarus": "iverilog", "verilator": "verilator", "cxxrtl": "g++"}[self.simulator]
         with pytest.raises(SimulatorError, match=re.escape(f"install the Debian package '{package}'")):
             sim.run_bundle(small_bundle())

@@ -166,9 +166,10 @@ def example_runs(noises, ks) -> list:
 
 # ------------------------------------------------------------------ the software side
 def software_problems() -> list[str]:
-    """The five checks of ``spec.checks`` on the installed package; empty when all pass."""
+    """The five checks of ``spec.checks`` on the installed package (the chip checks on the book's
+    chip, whichever chip the table runs on); empty when all pass."""
     from . import checks
-    return checks.all_problems(checks.installed_modules())
+    return checks.all_problems(checks.installed_modules(config=isa.BOOK))
 
 
 def _run_job(index: int, n: int, config: Config) -> tuple[TableRow, Bundle]:
@@ -205,7 +206,7 @@ class Ch16Result:
     replays: dict                 #: simulator name -> gen.sim.replay.SimulatorReplay
     seconds: dict[str, float]     #: "software", "replay", "total"
     golden_problems: list[str] = field(default_factory=list)
-    config: Config = isa.BOOK     #: the chip every program was compiled for
+    config: Config = field(kw_only=True)  #: the chip every program was compiled for
 
     @property
     def programs(self) -> int:
@@ -263,7 +264,7 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
              workers: int | None = None, checks: bool = True,
              say: Callable[[str], None] = print,
              progress: Callable[[str, int, int], None] | None = None,
-             config: Config = isa.BOOK, meanwhile: Callable[[], object] | None = None) -> Ch16Result:
+             config: Config, meanwhile: Callable[[], object] | None = None) -> Ch16Result:
     """The whole job, every program compiled for the chip ``config``.  ``say`` gets each part's text as
     soon as it is known; ``progress`` the replay's progress (simulator, programs done, programs);
     ``meanwhile()`` runs in this process while the workers work (:meth:`gen.sim.replay.ReplayPool.run`)."""
@@ -279,8 +280,7 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     # One pool does everything, so that no core waits while there is work: the simulators' builds
     # (the longest build first, beside the decoding), the seven runs, each run's replay as
     # soon as the run is decoded, and the software checks.
-    pool = ReplayPool(simulators, workers=workers, progress=progress,
-                      options={name: {"config": config} for name in simulators}, pieces_per_worker=0)
+    pool = ReplayPool(simulators, config=config, workers=workers, progress=progress, pieces_per_worker=0)
     order = sorted(simulators, key=lambda name: -BUILD_HINT.get(name, 0.0))     # the longest build first
     for name in order[:1]:
         pool.prepare(name, config.ext_words, priority=ReplayPool.PREPARE)
@@ -357,7 +357,7 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
                               f"MISMATCH: {v.cycles} cycles, golden {row.cycles}"}
     return Ch16Result(n, problems, rows, combined, replays,
                       {"software": t_software, "replay": t_replay, "total": time.perf_counter() - t0},
-                      golden_problems, config)
+                      golden_problems, config=config)
 
 
 # ------------------------------------------------------------------ the text

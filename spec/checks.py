@@ -27,10 +27,9 @@ from __future__ import annotations
 import importlib
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 
@@ -42,14 +41,14 @@ class SpecModules:
     verifier: ModuleType
     speculative: ModuleType
     chip: ModuleType | None = None      #: needs the compiler; None for the float checks only
-    config: Config = isa.BOOK           #: the chip the chip checks compile for and run on
+    config: Config = field(kw_only=True)  #: the chip the chip checks compile for and run on
 
 
-def installed_modules(with_chip: bool = True, config: Config = isa.BOOK) -> SpecModules:
+def installed_modules(with_chip: bool = True, *, config: Config) -> SpecModules:
     """The modules of the installed ``spec`` package (the chip checks on the chip ``config``)."""
     load = importlib.import_module
     return SpecModules(load("spec.tiny_lm"), load("spec.draft"), load("spec.verifier"),
-                       load("spec.speculative"), load("spec.on_chip") if with_chip else None, config)
+                       load("spec.speculative"), load("spec.on_chip") if with_chip else None, config=config)
 
 
 def relative_error(got, want) -> float:

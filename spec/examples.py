@@ -55,14 +55,14 @@ class ExampleA:
     draft: Anatomy
     causality: dict[tuple[int, ...], list[list[int]]]
     weight_words: int                    #: external-memory words of the verifier's weights
-    config: Config = isa.BOOK            #: the chip every program was compiled for
+    config: Config = field(kw_only=True)  #: the chip every program was compiled for
 
     @property
     def ratio(self) -> float:
         return self.verifier.counters.total / sum(s.counters.total for s in self.singles)
 
 
-def example_a(config: Config = isa.BOOK) -> ExampleA:
+def example_a(config: Config) -> ExampleA:
     """Example A on the chip ``config`` (the book's figures are the book chip's)."""
     from .on_chip import PlainChip
     from .tiny_lm import float_generate
@@ -76,7 +76,7 @@ def example_a(config: Config = isa.BOOK) -> ExampleA:
     verifier = chip.verifier_program(4, 4)
     weight_words = sum(e["words"] for e in verifier.ext.values() if e["kind"] == "weight")
     return ExampleA(reference, tokens, traces, anatomy(verifier.code, config=config), singles,
-                    anatomy(chip.draft_program.code, config=config), logits, weight_words, config)
+                    anatomy(chip.draft_program.code, config=config), logits, weight_words, config=config)
 
 
 def _unit_cycles(a: Anatomy) -> dict[str, int]:
@@ -281,7 +281,7 @@ class ExampleB:
     shape_problems: list[str]                   #: programs of one shape whose cycles disagree
     serve: dict[tuple[float, int, float], float]
     seconds: float = 0.0
-    config: Config = isa.BOOK                   #: the chip every program was compiled for
+    config: Config = field(kw_only=True)        #: the chip every program was compiled for
 
     @property
     def all_tokens_equal(self) -> bool:
@@ -345,7 +345,7 @@ def _pool(workers: int):
 
 
 def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1, 2, 3, 4, 5), n: int = TOKENS,
-              workers: int | None = None, config: Config = isa.BOOK) -> ExampleB:
+              workers: int | None = None, *, config: Config) -> ExampleB:
     """The sweep (cells in parallel over ``workers`` processes), the model and the serving table,
     every program compiled for and run on the chip ``config``."""
     import time
@@ -399,7 +399,7 @@ def example_b(noises: Sequence[float] = (0, 3, 4, 5, 6), ks: Sequence[int] = (1,
                                            cell.speedup))
     serve = {(a, k, c): serving_speedup(a, k, c) for a in SERVE_ACCEPTANCE for k in SERVE_K for c in SERVE_C}
     return ExampleB(n, noises, ks, plain_cycles, plain_tokens, cells, td, plain_step, unit, model_rows,
-                    shape_problems, serve, time.perf_counter() - t0, config)
+                    shape_problems, serve, time.perf_counter() - t0, config=config)
 
 
 def _book_cell(ex: ExampleB, noise: float, k: int):

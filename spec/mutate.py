@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from ga2_hdl import isa
 from ga2_hdl.support import mutation
 from ga2_hdl.config import Config
 from ga2_hdl.support.mutation import Finding, MutantError, Result
@@ -217,12 +216,13 @@ def _path_of(name: str) -> Path:
 _fresh_ids = itertools.count()
 
 
-def load_package_copy(texts: dict[str, str]):
-    """Execute the given module sources as a new package; return its modules as SpecModules."""
+def load_package_copy(texts: dict[str, str], *, config: Config):
+    """Execute the given module sources as a new package; return its modules as SpecModules (the
+    chip checks on the chip ``config``)."""
     from .checks import SpecModules
     modules = load_modules_copy(texts)
     return SpecModules(modules["tiny_lm"], modules["draft"], modules["verifier"],
-                       modules["speculative"], modules["on_chip"])
+                       modules["speculative"], modules["on_chip"], config=config)
 
 
 def load_modules_copy(texts: dict[str, str]) -> dict[str, ModuleType]:
@@ -253,7 +253,7 @@ def load_modules_copy(texts: dict[str, str]) -> dict[str, ModuleType]:
     return modules
 
 
-def first_problem(mutant: mutation.Mutant | None, config: Config = isa.BOOK) -> str | None:
+def first_problem(mutant: mutation.Mutant | None, config: Config) -> str | None:
     """Run the checks on a copy of the package with ``mutant`` applied, the chip checks compiling
     for and running on the chip ``config``; the first problem found (the remaining checks are
     skipped: one problem is enough to catch a mutant), or None if every check passes."""
@@ -261,7 +261,7 @@ def first_problem(mutant: mutation.Mutant | None, config: Config = isa.BOOK) -> 
     from .checks import CHIP_CHECKS, FLOAT_CHECKS, SpecModules
     modules = load_modules_copy(sources(mutant))
     mods = SpecModules(modules["tiny_lm"], modules["draft"], modules["verifier"], modules["speculative"],
-                       modules["on_chip"], config)
+                       modules["on_chip"], config=config)
     beyond = BeyondModules(modules["tiny_lm"], modules["draft"], modules["on_chip"],
                            *(modules[name] for name in BEYOND_MODULE_NAMES), config=config)
     for check, arg in [(c, mods) for c in FLOAT_CHECKS + CHIP_CHECKS] + [(c, beyond) for c in BEYOND_CHECKS]:
@@ -271,7 +271,7 @@ def first_problem(mutant: mutation.Mutant | None, config: Config = isa.BOOK) -> 
     return None
 
 
-def judge(mutant: mutation.Mutant | None, config: Config = isa.BOOK):
+def judge(mutant: mutation.Mutant | None, config: Config):
     """The spec package's verdict for the engine: the first check that reports a problem (on the chip
     ``config``), or None.  (An exception escaping it is a detection too: the engine counts a crash as
     caught.)"""
@@ -283,10 +283,10 @@ def judge(mutant: mutation.Mutant | None, config: Config = isa.BOOK):
 
 
 def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress=None,
-                baseline: bool = True, config: Config = isa.BOOK) -> tuple[bool, str | None, list[Result]]:
+                baseline: bool = True, *, config: Config) -> tuple[bool, str | None, list[Result]]:
     """The unbroken package first (it must pass; ``baseline=False`` skips it when the caller
     has just checked it), then every mutant, ``jobs`` at a time, each in its own child
-    process, the chip checks on the chip ``config`` (the book's by default).  Returns
+    process, the chip checks on the chip ``config``.  Returns
     (unbroken passes, unbroken problem, results)."""
     for m in mutants:                          # refuse a bad anchor before running anything
         sources(m)

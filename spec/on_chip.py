@@ -21,7 +21,7 @@ Every program executed is logged as a ``ProgramRun`` (code and external
 memory image, the chip it ran on and the golden model's counters), which is
 everything needed to replay the run on the RTL.
 
-The chip is a :class:`~ga2_hdl.config.Config` (the book's by default): every
+The chip is a :class:`~ga2_hdl.config.Config` : every
 program is compiled for it and run on its golden model.  The tokens do not
 depend on it (the arithmetic of every instruction is the same on every chip;
 only the tiling and the cycles change).
@@ -51,7 +51,7 @@ class ProgramRun:
     code: list[Instruction]
     ext: list[int]                  #: external memory image before the run
     shape: tuple[int, ...] = ()     #: (context length,) or (cache length, block length)
-    config: Config = isa.BOOK       #: the chip it was compiled for and ran on
+    config: Config = field(kw_only=True)  #: the chip it was compiled for and ran on
     measured: Counters | None = None   #: the golden model's counters of the run (None: not recorded)
 
     @property
@@ -115,7 +115,7 @@ class PlainChip:
     """Greedy decoding one token per program; programs compiled lazily per context length."""
 
     def __init__(self, model: TinyLM, steps: int, starts: Iterable[int] = range(V), *,
-                 config: Config = isa.BOOK):
+                 config: Config):
         self.model = model
         self.steps = steps
         self.config = config
@@ -140,8 +140,8 @@ class PlainChip:
             program = self.program(L)
             inputs = _cache_inputs({"x": [list(self.model.embedding(tokens[-1]))]}, keys, values)
             out, golden = execute(program, inputs)
-            result.log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,), self.config,
-                                         golden.counters))
+            result.log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,),
+                                         golden.counters, config=self.config))
             result.logits.append(list(out["logits"][1][0]))
             keys.append(list(out["k_new"][1][0]))
             values.append(list(out["v_new"][1][0]))
@@ -170,7 +170,7 @@ class SpeculativeChip:
     """
 
     def __init__(self, model: TinyLM, Wd: Matrix, n: int, k: int, starts: Iterable[int] = range(V), *,
-                 config: Config = isa.BOOK):
+                 config: Config):
         self.model, self.Wd, self.n, self.k = model, Wd, n, k
         self.config = config
         self.verifier_samples: dict[tuple[int, int], list[dict]] = {}
@@ -220,7 +220,7 @@ class SpeculativeChip:
         inputs = _cache_inputs({"x": [list(self.model.embedding(t)) for t in block]}, keys, values)
         out, golden = execute(program, inputs)
         self.log.append(ProgramRun("verify", program.code, ext_image(program, inputs), (cache_len, len(block)),
-                                   self.config, golden.counters))
+                                   golden.counters, config=self.config))
         return ([row[0] for row in out["tok"][0]], [list(r) for r in out["k_new"][1]],
                 [list(r) for r in out["v_new"][1]])
 
@@ -229,8 +229,8 @@ class SpeculativeChip:
         program = self.draft_program
         inputs = {"x": [list(self.model.embedding(token))]}
         out, golden = execute(program, inputs)
-        self.log.append(ProgramRun("draft", program.code, ext_image(program, inputs), (), self.config,
-                                   golden.counters))
+        self.log.append(ProgramRun("draft", program.code, ext_image(program, inputs), (),
+                                   golden.counters, config=self.config))
         return out["tok"][0][0][0]
 
     def generate(self, start: int, n: int) -> ChipSpecRun:
@@ -254,7 +254,7 @@ def float_prefix_cache(model: TinyLM, tokens: Sequence[int]):
 
 
 def compile_fixed_verifier(model: TinyLM, cache_len: int, block_len: int, samples: int = 40, seed: int = 9, *,
-                           config: Config = isa.BOOK):
+                           config: Config):
     """A verifier for one (cache, block) shape calibrated on random prefixes and blocks.
 
     Returns the program and a function (block tokens, keys, values) -> chip inputs.

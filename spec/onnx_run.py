@@ -17,7 +17,6 @@ import numpy as np
 
 from compiler.onnx import import_model, load_model
 from compiler.onnx.run import OnnxRun, load_labels, load_rows, run_model, summary_json
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 
@@ -57,8 +56,7 @@ def replay_programs(run: OnnxRun, simulators: Sequence[str], *, workers: int | N
 
     config = run.imported.config
     bundle = Bundle.from_programs(run.chip.programs, config=config)
-    reps = replay(bundle, list(simulators), workers=workers, progress=progress,
-                  options={name: {"config": config} for name in simulators})
+    reps = replay(bundle, list(simulators), workers=workers, progress=progress)
     golden = bundle.total_cycles
     out = {}
     for name, rep in reps.items():
@@ -73,7 +71,7 @@ def replay_programs(run: OnnxRun, simulators: Sequence[str], *, workers: int | N
 
 
 def run_onnx(model_path: str, inputs_path: str, *, labels_path: str | None = None,
-             calibrate_path: str | None = None, config: Config = isa.BOOK, sims: Sequence[str] = (),
+             calibrate_path: str | None = None, config: Config, sims: Sequence[str] = (),
              batch: int | None = None, workers: int | None = None, fmax=None,
              say: Callable[[str], None] = lambda s: None,
              progress: Callable[[str, int, int], None] | None = None) -> OnnxResult:
@@ -96,7 +94,7 @@ def run_onnx(model_path: str, inputs_path: str, *, labels_path: str | None = Non
     return OnnxResult(run, verdicts, fmax, {"replay": t2 - t1, "total": time.perf_counter() - t0})
 
 
-def info_lines(model_path: str, config: Config = isa.BOOK, batch: int = 1) -> list[str]:
+def info_lines(model_path: str, config: Config, batch: int = 1) -> list[str]:
     """``ga2 onnx info``: what every node became (Capra ops, instructions, MM tiles, scratchpad words)."""
     from compiler.onnx.run import compile_batch
     imp = import_model(load_model(model_path), config=config)

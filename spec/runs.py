@@ -4,7 +4,7 @@ Each run returns the programs it executed (``ProgramRun`` records), so a caller
 can replay them on any simulator; cycles here are the ISA's prediction for the
 chip the run was compiled for (``instruction_set(config).counters``), which the
 golden model and the RTL must reproduce exactly.  Every run takes the chip as
-``config`` (the book's by default).
+``config``.
 """
 from __future__ import annotations
 
@@ -48,12 +48,12 @@ class TableRow:
         return cycles_of(self.log)
 
 
-def plain_row(label, model, n, reference=None, *, config: Config = isa.BOOK) -> TableRow:
+def plain_row(label, model, n, reference=None, *, config: Config) -> TableRow:
     run = PlainChip(model, n, config=config).generate(0, n)
     return TableRow(label, run.tokens, run.tokens if reference is None else reference, run.log)
 
 
-def speculative_row(label, model, n, k, noise, reference, *, config: Config = isa.BOOK) -> TableRow:
+def speculative_row(label, model, n, k, noise, reference, *, config: Config) -> TableRow:
     chip = SpeculativeChip(model, make_draft(model, noise, DRAFT_SEED), n, k, config=config)
     run = chip.generate(0, n)
     st = run.stats
@@ -69,7 +69,7 @@ class RunSpec:
     k: int | None = None
     noise: float = 0.0
 
-    def row(self, n: int = TABLE_TOKENS, *, config: Config = isa.BOOK) -> TableRow:
+    def row(self, n: int = TABLE_TOKENS, *, config: Config) -> TableRow:
         """The run on the chip ``config``.  Its reference: the rule's tokens for the structured
         model; for the random model its own tokens when plain, and None for a speculative run
         (the plain run's tokens, which the caller fills in: see :func:`random_rows`)."""
@@ -95,18 +95,18 @@ CHAPTER_RUNS: tuple[RunSpec, ...] = tuple(structured_specs() + random_specs())
 
 
 def structured_rows(n: int = TABLE_TOKENS, noises=(0.0, 3.0, 4.0), k: int = 3,
-                    config: Config = isa.BOOK) -> list[TableRow]:
+                    *, config: Config) -> list[TableRow]:
     return [spec.row(n, config=config) for spec in structured_specs(noises, k)]
 
 
-def random_rows(n: int = TABLE_TOKENS, ks=(1, 3), *, config: Config = isa.BOOK) -> list[TableRow]:
+def random_rows(n: int = TABLE_TOKENS, ks=(1, 3), *, config: Config) -> list[TableRow]:
     plain, *rows = [spec.row(n, config=config) for spec in random_specs(ks)]
     for row in rows:
         row.reference = plain.tokens
     return [plain] + rows
 
 
-def chapter_table(n: int = TABLE_TOKENS, *, config: Config = isa.BOOK) -> list[TableRow]:
+def chapter_table(n: int = TABLE_TOKENS, *, config: Config) -> list[TableRow]:
     """The seven runs of the chapter's table, on the chip ``config``."""
     return structured_rows(n, config=config) + random_rows(n, config=config)
 
@@ -123,7 +123,7 @@ class BlockTrace:
     new_tokens: list[int]
 
 
-def example_a_chip(n: int = 24, k: int = 3, *, config: Config = isa.BOOK) -> tuple[SpeculativeChip, list[list[float]]]:
+def example_a_chip(n: int = 24, k: int = 3, *, config: Config) -> tuple[SpeculativeChip, list[list[float]]]:
     """The random target (seed 1) with its bigram draft (noise 0, seed 1) on the chip ``config``."""
     model = make_model("random", 1)
     Wd = make_draft(model, 0.0, DRAFT_SEED)
@@ -160,14 +160,14 @@ class Anatomy:
     counters: list[int] = field(default_factory=list)   #: total, matrix, dma, vector, instructions
 
 
-def anatomy(code, *, config: Config = isa.BOOK) -> Anatomy:
+def anatomy(code, *, config: Config) -> Anatomy:
     """Instruction histogram, words loaded from external memory, and counters of a program on ``config``."""
     ops = Counter(ins.mnemonic for ins in code)
     loaded = sum(ins.len for ins in code if ins.mnemonic == "LD")
     return Anatomy(dict(ops), loaded, isa.instruction_set(config).counters(code))
 
 
-def causality_logits(blocks, prefix=(3, 8, 1, 12), *, config: Config = isa.BOOK) -> dict[tuple[int, ...], list[list[int]]]:
+def causality_logits(blocks, prefix=(3, 8, 1, 12), *, config: Config) -> dict[tuple[int, ...], list[list[int]]]:
     """Integer logits of every row of the sharp-attention verifier (random model seed 2,
     Wq and Wk times 4; cache of 4, block of 4) for each block, on the chip ``config``."""
     from compiler import run

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 from .errors import OnnxError, require
@@ -118,7 +117,7 @@ class Imported:
         return built
 
 
-def import_model(model, config: Config = isa.BOOK) -> Imported:
+def import_model(model, config: Config) -> Imported:
     """Walk ``model`` once for a batch of one row: what every node becomes, or why it is refused.
 
     Raises :class:`OnnxError` only for a model whose input cannot be taken; node refusals are in

@@ -66,7 +66,7 @@ def _strip_comment(line: str) -> str:
     return line.strip()
 
 
-def assemble_line(line: str, where: str = "<asm>", config: Config = isa.BOOK) -> Instruction | None:
+def assemble_line(line: str, where: str = "<asm>", *, config: Config) -> Instruction | None:
     """One line of assembly (None for a blank or comment-only line)."""
     text = _strip_comment(line)
     if not text:
@@ -114,17 +114,17 @@ def assemble_line(line: str, where: str = "<asm>", config: Config = isa.BOOK) ->
     return iset.make(spec.mnemonic, **values)
 
 
-def assemble(text: str, source: str = "<asm>", config: Config = isa.BOOK) -> list[Instruction]:
+def assemble(text: str, source: str = "<asm>", *, config: Config) -> list[Instruction]:
     """Instructions from assembly text (no legality check and no HALT requirement here)."""
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):
-        ins = assemble_line(line, f"{source}:{lineno}", config)
+        ins = assemble_line(line, f"{source}:{lineno}", config=config)
         if ins is not None:
             out.append(ins)
     return out
 
 
-def disassemble_one(ins: Instruction | int, config: Config = isa.BOOK) -> str:
+def disassemble_one(ins: Instruction | int, config: Config) -> str:
     """One instruction (or 128-bit word) as a line of assembly that assembles back to the same word."""
     if isinstance(ins, int):
         ins = Instruction.decode(ins)
@@ -137,5 +137,5 @@ def disassemble_one(ins: Instruction | int, config: Config = isa.BOOK) -> str:
     return f"{RAW_DIRECTIVE} 0x{ins.encode():032x}"
 
 
-def disassemble(program: Iterable[Instruction | int], config: Config = isa.BOOK) -> str:
+def disassemble(program: Iterable[Instruction | int], config: Config) -> str:
     return "".join(disassemble_one(ins, config) + "\n" for ins in program)

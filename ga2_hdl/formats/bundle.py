@@ -74,15 +74,15 @@ class BundleEntry:
 
 @dataclass
 class Bundle:
-    """Programs for one chip: ``config`` (the book's by default), ``ext_words`` words of external memory."""
+    """Programs for one chip: ``config`` , ``ext_words`` words of external memory."""
     ext_words: int
     programs: list[BundleEntry] = field(default_factory=list)
-    config: Config = isa.BOOK
+    config: Config = field(kw_only=True)
 
     # ------------------------------------------------------------- building
     @classmethod
     def from_programs(cls, items: Iterable[tuple[str, Sequence[Instruction | int], Sequence[int] | None]],
-                      ext_words: int | None = None, config: Config = isa.BOOK) -> "Bundle":
+                      ext_words: int | None = None, *, config: Config) -> "Bundle":
         """A bundle for the chip ``config`` whose expected results come from the golden model.
 
         ``items`` are ``(name, code, ext)``; ``ext`` may be shorter than
@@ -222,7 +222,7 @@ class _Reader:
 
     def __init__(self, lines: Iterable[str], source: str):
         self.source = source
-        self.config: Config = isa.BOOK             # the chip the bundle was made for
+        self.config: Config = isa.BOOK             # the chip the bundle was made for (a file naming none: the book's)
         self._lines = lines
         self._tokens = self._read()
         self._ahead: tuple[int, int, str | None] | None = None    # (line, word, the name before it)

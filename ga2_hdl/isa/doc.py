@@ -242,8 +242,8 @@ def _errors(w, iset, config: Config, behaviour: dict) -> None:
     w("")
 
 
-def render_isa_markdown(config: Config = isa.BOOK) -> str:
-    """The instruction set of the chip ``config`` (the book's by default) as markdown."""
+def render_isa_markdown(config: Config) -> str:
+    """The instruction set of the chip ``config`` as markdown."""
     iset = isa.instruction_set(config)
     behaviour = error_behaviour(iset)
     missing = set(ErrorCode) - set(behaviour)
@@ -262,4 +262,4 @@ def render_isa_markdown(config: Config = isa.BOOK) -> str:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(render_isa_markdown())
+    sys.stdout.write(render_isa_markdown(isa.BOOK))

@@ -111,8 +111,8 @@ CHECK_CACHE_SIZE = 1 << 16
 
 
 @functools.lru_cache(maxsize=None)
-def instruction_set(config: Config = BOOK) -> InstructionSet:
-    """The instruction set of ``config`` (the book's by default); one object per configuration."""
+def instruction_set(config: Config) -> InstructionSet:
+    """The instruction set of ``config``; one object per configuration."""
     return InstructionSet(config)
 
 

@@ -117,7 +117,7 @@ class GA2Chip(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): the instruction memory's ``imem_words``, the
+        The chip (required; ``isa.BOOK`` is the book's): the instruction memory's ``imem_words``, the
         scratchpad's ``spad_words``, the array's size, the legality rules of its instruction set.
         With ``config.overlap`` the sequencer issues under the overlapped timing rule
         (:meth:`GA2Chip._overlapped`, :class:`ga2_hdl.isa.IssueTimer`, docs/chip.md "Overlap").
@@ -150,25 +150,39 @@ class GA2Chip(wiring.Component):
     pc : Signal
     """
 
-    def __init__(self, *, config: Config = isa.BOOK, ext_words: int | None = None):
+    def __new__(cls, *, config: Config, ext_words: int | None = None):
+        # Everything that can refuse the configuration runs before the chip exists, so that a refusal
+        # leaves no elaboratable behind (no UnusedElaboratable warning on top of the error): the
+        # checks, then the vector unit (an engine off the unit contract shows only once built).
+        cls.check(config=config, ext_words=ext_words)
+        vector = VectorUnit(config=config)
+        self = super().__new__(cls, src_loc_at=1)     # (Amaranth's notes name the caller's line)
+        self._vector = vector
+        return self
+
+    @classmethod
+    def check(cls, *, config: Config, ext_words: int | None = None) -> None:
+        """Raise what the chip ``config`` with ``ext_words`` words of external memory would be
+        refused with, before anything is built: a configuration the instruction word cannot
+        describe, ``ext_words`` or ``imem_words`` out of range, a vector operation without an
+        engine (:meth:`VectorUnit.check`)."""
         isa.instruction_set(config)          # refuses a configuration the instruction word cannot describe
-        ext_words = config.ext_words if ext_words is None else ext_words
-        isa.check_ext_words(ext_words)
-        imem_words = config.imem_words
-        if not 1 <= imem_words < 1 << STATUS_PC_BITS:
-            raise ValueError(f"configuration {config.name!r}: imem_words={imem_words}: "
+        isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
+        if not 1 <= config.imem_words < 1 << STATUS_PC_BITS:
+            raise ValueError(f"configuration {config.name!r}: imem_words={config.imem_words}: "
                              f"1 .. {(1 << STATUS_PC_BITS) - 1} words")
         short = [] if config.overlap else short_busy_times(config)
         if short:
             raise ValueError(f"configuration {config.name!r}: the sequencer checks the next instruction "
                              f"over {MIN_BUSY} cycles of the one before, but "
                              + ", ".join(f"{name} can be busy {busy}" for name, busy in short))
+        VectorUnit.check(config)
+
+    def __init__(self, *, config: Config, ext_words: int | None = None):
+        ext_words = config.ext_words if ext_words is None else ext_words
+        imem_words = config.imem_words
         self.config = config
-        try:                                    # first: an operation without an engine fails before anything is built
-            vector = VectorUnit(config=config)
-        except Exception:
-            self._MustUse__silence = True       # (no unused-elaboratable warning on top of the error)
-            raise
+        vector = self._vector                  # built first, by __new__
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])

@@ -39,7 +39,7 @@ def operand(ins, op: "str | isa.OpSpec", name: str) -> Value:
     return getattr(ins, o.field)[o.lsb:o.lsb + o.bits]
 
 
-def unit_ops(unit: isa.Unit, config: Config = isa.BOOK) -> tuple[int, ...]:
+def unit_ops(unit: isa.Unit, config: Config) -> tuple[int, ...]:
     """The op codes executed by ``unit`` on the chip ``config``."""
     return isa.instruction_set(config).unit_ops(unit)
 
@@ -202,7 +202,7 @@ class CheckStages:
     (:class:`IssueCheck` is that composition).
     """
 
-    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+    def __init__(self, ext_words: int | None = None, *, config: Config):
         self.config = config
         self.iset = isa.instruction_set(config)
         self.ext_words = isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
@@ -306,7 +306,7 @@ class IssueCheck(wiring.Component):
     ext_words : int, optional
         Size of the external memory (the EXT_RANGE bound); by default the configuration's.
     config : Config
-        The chip (the book's by default): its instruction set gives the operations, their
+        The chip (required; ``isa.BOOK`` is the book's): its instruction set gives the operations, their
         legal operand ranges and regions, and its ``spad_words`` the SPAD_RANGE bound.
 
     Ports
@@ -318,7 +318,7 @@ class IssueCheck(wiring.Component):
         order (op code, operand ranges, zero lengths, regions in order, overlap), or ``OK``.
     """
 
-    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+    def __init__(self, ext_words: int | None = None, *, config: Config):
         self.stages = CheckStages(ext_words, config=config)
         self.config, self.iset, self.ext_words = config, self.stages.iset, self.stages.ext_words
         super().__init__({"ins": In(INSTRUCTION), "error": Out(STATUS_BITS)})

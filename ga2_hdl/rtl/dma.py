@@ -57,7 +57,7 @@ class DMA(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): the scratchpad address width.  The latency
+        The chip (required; ``isa.BOOK`` is the book's): the scratchpad address width.  The latency
         ``config.lat`` is the external memory's, not the DMA's: the DMA writes each word
         the cycle its answer arrives, whatever the latency.
 
@@ -70,11 +70,11 @@ class DMA(wiring.Component):
         the module docstring).
     """
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         self.words = config.ext_port_words
         super().__init__(UnitSignature(spad=SpadPort(words=self.words, config=config),
-                                       **ExtPort(words=self.words).members))
+                                       config=config, **ExtPort(words=self.words).members))
 
     def elaborate(self, platform):
         m = Module()

@@ -14,8 +14,8 @@ talks to the rest of the chip:
   :class:`~ga2_hdl.rtl.vector_unit.VectorUnit` and its engines, including
   :class:`~ga2_hdl.rtl.softmax.SoftmaxUnit`) is built.
 
-Sizes come from the chip's configuration (:class:`ga2_hdl.config.Config`, the
-book's by default): every signature takes it as the keyword ``config``, so the
+Sizes come from the chip's configuration (:class:`ga2_hdl.config.Config`): every
+signature requires it as the keyword ``config`` (no silent book default), so the
 address widths of a port are derived from the configuration's ``spad_words``
 and from nowhere else.
 """
@@ -38,7 +38,7 @@ assert INSTRUCTION.size == isa.INSTR_BITS
 
 
 
-def spad_addr_bits(config: Config = isa.BOOK) -> int:
+def spad_addr_bits(config: Config) -> int:
     """Width of a scratchpad address on the chip ``config``: enough for ``spad_words - 1``."""
     return max(1, (config.spad_words - 1).bit_length())
 
@@ -103,7 +103,7 @@ class SpadPort(_MemoryPort):
     words : int
         Words per access (1: the book's port).
     config : Config
-        The chip (the book's by default).
+        The chip (required; ``isa.BOOK`` is the book's).
 
     Members
     -------
@@ -117,7 +117,7 @@ class SpadPort(_MemoryPort):
     """
 
     def __init__(self, addr_bits: int | None = None, data_bits: int = isa.WORD_BITS, words: int = 1, *,
-                 config: Config = isa.BOOK):
+                 config: Config):
         if addr_bits is None:
             addr_bits = spad_addr_bits(config)
         super().__init__("a scratchpad port", addr_bits, data_bits, words, lambda word: {
@@ -207,7 +207,7 @@ class UnitSignature(wiring.Signature):
     spad : SpadPort
         The scratchpad port's signature (default ``SpadPort(config=config)``).
     config : Config
-        The chip (the book's by default).
+        The chip (required; ``isa.BOOK`` is the book's).
     **extra : Member
         Members a unit adds to the contract (the DMA's external-memory port).
 
@@ -220,7 +220,7 @@ class UnitSignature(wiring.Signature):
     spad : Out(SpadPort())
     """
 
-    def __init__(self, spad: SpadPort | None = None, *, config: Config = isa.BOOK, **extra):
+    def __init__(self, spad: SpadPort | None = None, *, config: Config, **extra):
         self.spad = spad if spad is not None else SpadPort(config=config)
         self.extra = dict(extra)
         super().__init__({

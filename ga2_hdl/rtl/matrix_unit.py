@@ -73,7 +73,7 @@ class MatrixUnit(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): ``config.array`` is the array size (largest M
+        The chip (required; ``isa.BOOK`` is the book's): ``config.array`` is the array size (largest M
         and N), ``config.max_k`` the depth of the operand memories (largest K),
         ``config.spad_words`` sets the address width, ``config.spad_ports`` the width of
         the scratchpad port.
@@ -88,7 +88,7 @@ class MatrixUnit(wiring.Component):
     Attributes ``array``, ``a_mem``, ``b_mem`` are the submodules (for tests).
     """
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         self.size = size = config.array
         self.max_k = max_k = config.max_k
@@ -101,7 +101,7 @@ class MatrixUnit(wiring.Component):
         else:
             self.a_mem = BankedOperandRowMemory(size, max_k, self.ports)
             self.b_mem = BankedOperandRowMemory(size, max_k, self.ports)
-            super().__init__(UnitSignature(spad=SpadPort(words=self.ports, config=config)))
+            super().__init__(UnitSignature(spad=SpadPort(words=self.ports, config=config), config=config))
 
     def elaborate(self, platform):
         m = Module()

@@ -22,7 +22,6 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from .. import isa
 from ..config import Config
 
 __all__ = ["OperandRowMemory", "BankedOperandRowMemory"]
@@ -38,7 +37,7 @@ class OperandRowMemory(wiring.Component):
     depth : int, optional
         Values per lane: by default the configuration's largest K (``max_k``).
     config : Config
-        The chip (the book's by default).
+        The chip (required; ``isa.BOOK`` is the book's).
 
     Ports
     -----
@@ -60,7 +59,7 @@ class OperandRowMemory(wiring.Component):
         ``storage.data[k]`` is row k, lane i in bits 8i .. 8i+7 (for tests).
     """
 
-    def __init__(self, lanes: int | None = None, depth: int | None = None, *, config: Config = isa.BOOK):
+    def __init__(self, lanes: int | None = None, depth: int | None = None, *, config: Config):
         lanes = config.array if lanes is None else lanes
         depth = config.max_k if depth is None else depth
         if lanes < 1 or depth < 1:

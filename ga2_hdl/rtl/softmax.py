@@ -61,7 +61,7 @@ from .layout import UnitSignature, spad_addr_bits
 from .decoder import operand
 
 
-def sum_bits(config: Config = isa.BOOK) -> int:
+def sum_bits(config: Config) -> int:
     """Width of S: at most ``spad_words`` terms of at most T[0]."""
     return (config.spad_words * isa.EXP_TABLE[0]).bit_length()
 
@@ -98,7 +98,7 @@ class SoftmaxUnit(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): the scratchpad's size sets the address,
+        The chip (required; ``isa.BOOK`` is the book's): the scratchpad's size sets the address,
         counter and sum widths.
 
     Ports
@@ -108,7 +108,7 @@ class SoftmaxUnit(wiring.Component):
         the exponentials in dst, and writes them, then the probabilities.
     """
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         super().__init__(UnitSignature(config=config))
 

@@ -87,7 +87,7 @@ class Scratchpad(wiring.Component):
     n_masters : int
         How many master ports (the chip has one per execution unit).
     config : Config
-        The chip (the book's by default): its ``spad_words`` are the memory's words and
+        The chip (required; ``isa.BOOK`` is the book's): its ``spad_words`` are the memory's words and
         set the address width; with ``config.overlap`` and ``config.spad_partitions`` above 1
         the storage is one memory per partition (and bank), routed to the master addressing it.
     depth : int, optional
@@ -143,7 +143,7 @@ class Scratchpad(wiring.Component):
         The storage when it is one bank (testbenches may read or set ``memory.data[i]``).
     """
 
-    def __init__(self, n_masters: int, *, config: Config = isa.BOOK, depth: int | None = None, init=(),
+    def __init__(self, n_masters: int, *, config: Config, depth: int | None = None, init=(),
                  words: int = 1, owned: bool = False):
         if not n_masters >= 1:
             raise ValueError("the scratchpad needs at least one master port")

@@ -98,7 +98,7 @@ class SystolicArray(wiring.Component):
     acc_bits : int
         Accumulator width (32: the machine's wrap-around int32 sums).
     config : Config
-        The chip (the book's by default).
+        The chip (required; ``isa.BOOK`` is the book's).
 
     Ports
     -----
@@ -125,7 +125,7 @@ class SystolicArray(wiring.Component):
     #: the product register between a cell's multiplier and its accumulator
     MAC_LATENCY = 1
 
-    def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config = isa.BOOK):
+    def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config):
         size = config.array if size is None else size
         if size < 1:
             raise ValueError(f"array size {size}: at least 1")

@@ -61,9 +61,11 @@ keeps its one-word engine, on lane 0 of the wide port (W = 3*len + 47 whatever
 P).  Hardware cost over P = 1: P requantizers (P 32 x 24 multipliers), P 8-bit
 adders with clamps, and AMAX's P - 1 comparators in a registered tree.
 """
+import gc
+import warnings
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, UnusedElaboratable, signed
 from amaranth.lib import data, wiring
 
 from .. import isa
@@ -90,11 +92,11 @@ class _Engine(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): the scratchpad's size sets the address and
+        The chip (required; ``isa.BOOK`` is the book's): the scratchpad's size sets the address and
         counter widths.
     """
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         super().__init__(UnitSignature(config=config))
 
@@ -288,6 +290,22 @@ class ArgmaxEngine(_Engine):
         return m
 
 
+def _off_contract(name: str, engine_cls) -> str:
+    return (f"the engine of {name} ({getattr(engine_cls, '__name__', engine_cls)}) is not a "
+            f"wiring.Component on the unit contract (ga2_hdl.rtl.layout.UnitSignature)")
+
+
+def _drop_refused(engines: dict) -> None:
+    """Drop the engines built for a vector unit that is refused (one of them is off the unit
+    contract, which only its instance shows): they are discarded on purpose, so Amaranth's
+    warning that they were never used is not shown for them (an Elaboratable refers to itself,
+    so it is freed by the cycle collector, run here, within the filter)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        engines.clear()
+        gc.collect()
+
+
 def _ports(signature: wiring.Signature) -> dict:
     """Every port of a signature: path -> (flow, shape) (a user's engine may declare the contract's ports in a
     plain Signature of its own, which compares equal to no UnitSignature)."""
@@ -300,7 +318,12 @@ class _WideEngine(_Engine):
     Every wide engine reads its first chunk in the start cycle (as the book's RQ and VADD
     engines read their first word), so each has a register after the banks' outputs without
     a cycle more: no bank output drives a multiplier, an adder or a compare.
+
+    Not a unit of the Verilog export's registry (``EXPORTED_ALONE``): it exists only on chips
+    with wide ports, and the registry builds each unit for the book's chip unless told otherwise.
     """
+
+    EXPORTED_ALONE = False
 
     def __init__(self, *, config):
         if config.spad_ports < 2:
@@ -513,7 +536,7 @@ class VectorUnit(wiring.Component):
     Parameters
     ----------
     config : Config
-        The chip (the book's by default): its instruction set says which operations the
+        The chip (required; ``isa.BOOK`` is the book's): its instruction set says which operations the
         unit runs; every engine is given it.
 
     Ports
@@ -528,26 +551,52 @@ class VectorUnit(wiring.Component):
     #: the engine of each of the book's operations
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __new__(cls, *, config: Config):
+        # Everything that can refuse the configuration runs before the unit exists, so that a
+        # refusal leaves no elaboratable behind (no UnusedElaboratable warning on top of the error).
+        engines = cls._built_engines(config)
+        self = super().__new__(cls, src_loc_at=1)     # (Amaranth's notes name the caller's line)
+        #: mnemonic -> engine, in op-code order; every engine is given the configuration
+        self.engines: dict[str, wiring.Component] = engines
+        return self
+
+    def __init__(self, *, config: Config):
         self.config = config
         self.ports = config.spad_ports
-        own = (UnitSignature(config=config) if self.ports == 1
-               else UnitSignature(spad=SpadPort(words=self.ports, config=config), config=config))
+        super().__init__(self._signature(config))
+
+    @staticmethod
+    def _signature(config: Config) -> UnitSignature:
+        """The unit's contract on the chip ``config`` (its port as wide as ``spad_ports``)."""
+        return (UnitSignature(config=config) if config.spad_ports == 1
+                else UnitSignature(spad=SpadPort(words=config.spad_ports, config=config), config=config))
+
+    @classmethod
+    def check(cls, config: Config) -> None:
+        """:class:`ValueError` when some vector operation of ``config`` has no engine, or an engine
+        class is not a ``wiring.Component``: what can be checked before anything is built."""
+        for name, engine_cls in cls.engines_of(config).items():
+            if isinstance(engine_cls, type) and not issubclass(engine_cls, wiring.Component):
+                raise ValueError(_off_contract(name, engine_cls))
+
+    @classmethod
+    def _built_engines(cls, config: Config) -> dict[str, wiring.Component]:
+        """Every engine of ``config``, built; :class:`ValueError` when one is not on the unit
+        contract, which only a built engine can show (a component's signature is its instance's),
+        or an engine refuses the configuration: the engines built so far are dropped then."""
+        cls.check(config)
         # an engine's port is one word (it runs on lane 0 of a wide port) or the unit's width
-        contracts = (_ports(UnitSignature(config=config)), _ports(own))
-        #: mnemonic -> engine, in op-code order; every engine is given the configuration
-        self.engines: dict[str, wiring.Component] = {}
+        contracts = (_ports(UnitSignature(config=config)), _ports(cls._signature(config)))
+        engines: dict[str, wiring.Component] = {}
         try:
-            for name, cls in self.engines_of(config).items():
-                engine = self.engines[name] = cls(config=config)
-                if not isinstance(engine, wiring.Component) or _ports(engine.signature) not in contracts:
-                    raise ValueError(f"the engine of {name} ({getattr(cls, '__name__', cls)}) is not a "
-                                     f"wiring.Component on the unit contract (ga2_hdl.rtl.layout.UnitSignature)")
+            for name, engine_cls in cls.engines_of(config).items():
+                engines[name] = engine_cls(config=config)
+                if not isinstance(engines[name], wiring.Component) or _ports(engines[name].signature) not in contracts:
+                    raise ValueError(_off_contract(name, engine_cls))
         except Exception:
-            for unused in (self, *self.engines.values()):   # no warnings about them on top of the error
-                unused._MustUse__silence = True
+            _drop_refused(engines)
             raise
-        super().__init__(own)
+        return engines
 
     @classmethod
     def engines_of(cls, config: Config) -> dict[str, type]:

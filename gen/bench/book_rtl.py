@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.isa import ErrorCode
 
@@ -55,7 +56,8 @@ def fitting(bundle: Bundle) -> Bundle:
     """The programs of ``bundle`` the book's RTL can run: at most 256 instructions, and no fault (the
     book's chip has none of our legality checks: a faulting program runs on there, or hangs)."""
     return Bundle(bundle.ext_words, [e for e in bundle.programs
-                                     if len(e.code) <= IMEM_WORDS and e.expected.error == ErrorCode.OK])
+                                     if len(e.code) <= IMEM_WORDS and e.expected.error == ErrorCode.OK],
+                  config=isa.BOOK)
 
 
 def program_words(bundle: Bundle, index: int) -> list[int]:

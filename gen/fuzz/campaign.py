@@ -38,7 +38,7 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -81,7 +81,7 @@ class CampaignSpec:
     piece_size: int = DEFAULT_PIECE_SIZE
     illegal: float = DEFAULT_ILLEGAL
     directed: bool = False
-    config: Config = isa.BOOK             #: the chip every program is made for and every simulator builds
+    config: Config = field(kw_only=True)  #: the chip every program is made for and every simulator builds
 
     def __post_init__(self):
         from .programs import default_max_cycles
@@ -243,7 +243,7 @@ def replay_all(sim, bundle: Bundle, limit: int = MAX_MISMATCHES_PER_PIECE) -> di
     at = 0
     n = len(bundle.programs)
     while at < n:
-        sub = Bundle(bundle.ext_words, bundle.programs[at:], bundle.config)
+        sub = Bundle(bundle.ext_words, bundle.programs[at:], config=bundle.config)
         rep = sim.run_bundle(sub)
         out["run_seconds"] += rep.wall_seconds - rep.build_seconds
         out["setup_seconds"] += rep.build_seconds
@@ -318,7 +318,7 @@ def run_piece(task: PieceTask, shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -
 
 
 def _one_program_text(bundle: Bundle, k: int) -> str:
-    return Bundle(bundle.ext_words, [bundle.programs[k]], bundle.config).to_text()
+    return Bundle(bundle.ext_words, [bundle.programs[k]], config=bundle.config).to_text()
 
 
 # ----------------------------------------------------------------------------- the directory

@@ -56,7 +56,7 @@ class _Suite:
 
 
 def directed_suite(ext_words: int | None = None, *,
-                   config: Config = isa.BOOK) -> list[tuple[str, list[Instruction], list[int]]]:
+                   config: Config) -> list[tuple[str, list[Instruction], list[int]]]:
     """Named corner-case programs ``(name, code, ext)`` for the chip ``config`` and an external memory
     of ``ext_words`` (by default the configuration's).
 
@@ -313,6 +313,6 @@ def _extension_cases(ext_words: int, config: Config) -> list[tuple[str, list[Ins
     return out
 
 
-def directed_bundle(ext_words: int | None = None, *, config: Config = isa.BOOK) -> Bundle:
+def directed_bundle(ext_words: int | None = None, *, config: Config) -> Bundle:
     ext_words = config.ext_words if ext_words is None else ext_words
     return Bundle.from_programs(directed_suite(ext_words, config=config), ext_words, config=config)

@@ -10,7 +10,7 @@
 * :func:`fuzz` puts n random programs in a bundle (expected results from the
   golden model) and replays it in each named simulator.
 
-Everything is generated for one chip, ``config`` (the book's by default): MM
+Everything is generated for one chip, ``config``: MM
 shapes up to its array size and ``max_k``, regions within its ``spad_words``,
 programs within its ``imem_words``, cycle budgets by its busy times.  With the
 book's configuration every program is the one it always was (the same random
@@ -379,7 +379,7 @@ class _Builder:
         return True
 
 
-def useful_program(config: Config = isa.BOOK) -> tuple[int, int]:
+def useful_program(config: Config) -> tuple[int, int]:
     """(cycles, instructions) of the least program that does anything on the chip ``config``: an LD
     and an ST of one word and the HALT, by the chip's busy times.  A cycle budget or an instruction
     memory below it makes every random program a HALT alone (a campaign that compares nothing)."""
@@ -400,7 +400,7 @@ def min_max_cycles(illegal: float = 0.0) -> int:
 
 def random_program(rng: random.Random, ext_words: int | None = None, *,
                    max_cycles: int | None = None, illegal: float = 0.0,
-                   config: Config = isa.BOOK) -> tuple[list[Instruction], list[int]]:
+                   config: Config) -> tuple[list[Instruction], list[int]]:
     """One random program for the chip ``config`` and its external-memory image (``ext_words``
     words, by default the configuration's).
 
@@ -566,7 +566,7 @@ def illegal_instruction(rng: random.Random, code: ErrorCode, ext_words: int,
 # ----------------------------------------------------------------------------- the fuzz loop
 
 def random_bundle(n: int, seed: int, ext_words: int | None = None,
-                  max_cycles: int | None = None, illegal: float = 0.0, *, config: Config = isa.BOOK) -> Bundle:
+                  max_cycles: int | None = None, illegal: float = 0.0, *, config: Config) -> Bundle:
     """``n`` random programs for ``config`` from ``random.Random(seed)`` (expected results from the golden model)."""
     ext_words = config.ext_words if ext_words is None else ext_words
     rng = random.Random(seed)
@@ -579,7 +579,7 @@ def random_bundle(n: int, seed: int, ext_words: int | None = None,
 
 def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int | None = None,
          max_cycles: int | None = None, bundle_path: str | None = None, directed: bool = False,
-         progress: Callable[[str, int, int], None] | None = None, config: Config = isa.BOOK) -> dict:
+         progress: Callable[[str, int, int], None] | None = None, config: Config) -> dict:
     """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
 
     Returns ``{"programs", "seed", "ext_words", "cycles" (golden total),
@@ -590,7 +590,7 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).  ``directed`` puts the directed suite first
     (``programs`` then counts both).  ``config``: the chip every simulator builds and the golden
-    model predicts (the book's by default).
+    model predicts.
     """
     from gen.sim.simulator import SimulatorError, get_simulator
 

@@ -54,13 +54,15 @@ def _requantizer():
 
 
 def _softmax():
+    from ga2_hdl import isa
     from ga2_hdl.rtl.softmax import SoftmaxUnit
-    return [SoftmaxUnit()]
+    return [SoftmaxUnit(config=isa.BOOK)]
 
 
 def _matrix_unit():
+    from ga2_hdl import isa
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
-    return [MatrixUnit()]
+    return [MatrixUnit(config=isa.BOOK)]
 
 
 def _banked_operand_memories():
@@ -69,8 +71,9 @@ def _banked_operand_memories():
 
 
 def _banked_scratchpads():
+    from ga2_hdl import isa
     from ga2_hdl.rtl.sram import Scratchpad
-    return [Scratchpad(3, words=w, depth=256) for w in (2, 4, 8)]
+    return [Scratchpad(3, words=w, depth=256, config=isa.BOOK) for w in (2, 4, 8)]
 
 
 #: the designs a netlist claim may name: name -> a function building them (the book's units, the

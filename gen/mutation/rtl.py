@@ -628,14 +628,15 @@ def _unbroken_chip(bundle_path: str, base: Path | None = None):
 # ====================================================================== the chip-level check
 def chip_bundle():
     """The directed suite and the fixed random programs, with the golden model's expectations."""
+    from ga2_hdl import isa
     from ga2_hdl.formats.bundle import Bundle
     from ..fuzz.programs import random_bundle
     from ..fuzz.directed import directed_suite
-    programs = [(f"directed suite: {name}", code, ext) for name, code, ext in directed_suite()]
-    randoms = random_bundle(RANDOM_PROGRAMS, seed=RANDOM_SEED)
+    programs = [(f"directed suite: {name}", code, ext) for name, code, ext in directed_suite(config=isa.BOOK)]
+    randoms = random_bundle(RANDOM_PROGRAMS, seed=RANDOM_SEED, config=isa.BOOK)
     programs += [(f"random program {i} (seed {RANDOM_SEED})", p.code, list(p.ext))
                  for i, p in enumerate(randoms.programs)]
-    return Bundle.from_programs(programs)
+    return Bundle.from_programs(programs, config=isa.BOOK)
 
 
 def write_chip_bundle(path: str) -> int:
@@ -653,12 +654,12 @@ def _chip_check(bundle_path: str):
     from gen.sim.simulator import SimulatorError
     bundle = Bundle.read(bundle_path)
     try:
-        verilog.export("chip", ext_words=bundle.ext_words)
+        verilog.export("chip", ext_words=bundle.ext_words, config=bundle.config)
     except Exception as e:
         return Outcome("error", "", f"the mutated chip does not export: {type(e).__name__}: "
                                     f"{' '.join(str(e).split())}"[:300])
     try:
-        report = IcarusSimulator().run_bundle(bundle)
+        report = IcarusSimulator(config=bundle.config).run_bundle(bundle)
     except SimulatorError as e:
         return Finding(CHIP_STAGE, " ".join(str(e).split())[:300])
     if report.passed:

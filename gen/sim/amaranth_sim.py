@@ -53,7 +53,7 @@ class ChipSimulation:
     """The chip ``config`` and its external memory (``ext_words``, by default the configuration's;
     read latency ``config.lat``), elaborated once; runs programs one after another."""
 
-    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+    def __init__(self, ext_words: int | None = None, *, config: Config):
         t0 = time.perf_counter()
         ext_words = config.ext_words if ext_words is None else ext_words
         self.config = config
@@ -222,7 +222,7 @@ class AmaranthSimulator:
 
     name = "amaranth"
 
-    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+    def __init__(self, ext_words: int | None = None, *, config: Config):
         self.ext_words = ext_words
         self.config = config
 

@@ -37,6 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ga2_hdl.config import Config
 from ga2_hdl.formats.results import first_mismatch
 
 from .simulator import RTL_SIMULATORS, SimulatorError, get_simulator
@@ -322,8 +323,8 @@ class DiffReport:
 
 def diff_sims(program, ext: Sequence[int], simulators: Sequence[str], *, ext_words: int | None = None,
               keep: str | None = None, ignore: Sequence[str] = (), strict_x: bool = False,
-              sim_objects: dict | None = None, config=None) -> DiffReport:
-    """Run ``program`` in two simulators of the chip ``config`` (the book's when None) with waveforms
+              sim_objects: dict | None = None, config: Config) -> DiffReport:
+    """Run ``program`` in two simulators of the chip ``config`` with waveforms
     and compare them cycle by cycle.
 
     ``keep``: a directory where the two VCD files stay (NAME.vcd); otherwise they are deleted.
@@ -334,8 +335,7 @@ def diff_sims(program, ext: Sequence[int], simulators: Sequence[str], *, ext_wor
     if "golden" in simulators:
         raise SimulatorError("the golden model has no signals to compare: name two of "
                              + ", ".join(RTL_SIMULATORS))
-    chip = {} if config is None else {"config": config}
-    sims = [(sim_objects or {}).get(n) or get_simulator(n, **chip) for n in simulators]
+    sims = [(sim_objects or {}).get(n) or get_simulator(n, config=config) for n in simulators]
     with tempfile.TemporaryDirectory(prefix="ga2_diff_") as tmp:
         directory = keep or tmp
         os.makedirs(directory, exist_ok=True)

@@ -20,7 +20,7 @@ from .simulator import BundleReport, SimulatorError, check_bundle_chip, external
 class GoldenSimulator:
     name = "golden"
 
-    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK):
+    def __init__(self, ext_words: int | None = None, *, config: Config):
         self.ext_words = ext_words
         self.config = config
 

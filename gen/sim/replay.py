@@ -35,6 +35,7 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
+from ga2_hdl.config import Config
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.isa import Counters, ErrorCode
 from ga2_hdl.formats.results import Mismatch
@@ -183,7 +184,7 @@ class SpanVerdict:
 
 def program_words(bundle: Bundle) -> list[int]:
     """The size in bundle words of each program's record."""
-    return [len(Bundle(bundle.ext_words, [entry], bundle.config).words()) - BUNDLE_OVERHEAD_WORDS
+    return [len(Bundle(bundle.ext_words, [entry], config=bundle.config).words()) - BUNDLE_OVERHEAD_WORDS
             for entry in bundle.programs]
 
 
@@ -300,7 +301,8 @@ class ReplayPool:
     simulators : simulator names (unknown ones are refused here, before any work).
     workers : worker processes (default: one per core).
     progress : ``progress(simulator, programs done, programs added so far)``, called in this process.
-    options : keyword arguments per simulator name for :func:`get_simulator`.
+    config : the chip every simulator simulates (each bundle added must be made for it).
+    options : other keyword arguments per simulator name for :func:`get_simulator`.
     pieces_per_worker : a slow simulator's bundle is cut into at least this many pieces per
         worker (2 when one bundle is all there is to keep the workers busy; 0 when many
         bundles come one after another and other work fills the gaps).
@@ -310,14 +312,14 @@ class ReplayPool:
     PREPARE = 0
     PIECES = 10
 
-    def __init__(self, simulators: Sequence[str], *, workers: int | None = None,
+    def __init__(self, simulators: Sequence[str], *, config: Config, workers: int | None = None,
                  progress: Callable[[str, int, int], None] | None = None,
                  options: dict[str, dict] | None = None, pieces_per_worker: int = 2):
         self.workers = workers or os.cpu_count() or 1
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
         self.names = list(dict.fromkeys(simulators))
-        self.options = options or {}
+        self.options = {name: {**(options or {}).get(name, {}), "config": config} for name in self.names}
         self._sims = {name: get_simulator(name, **self.options.get(name, {})) for name in self.names}
         self.pieces_per_worker = pieces_per_worker
         self.progress = progress
@@ -364,7 +366,7 @@ class ReplayPool:
                                      max_words=getattr(self._sims[name], "min_bundle_cap", None),
                                      pieces_per_worker=self.pieces_per_worker):
                 piece = replace(piece, bundle=index)
-                sub = Bundle(bundle.ext_words, bundle.programs[piece.start:piece.stop], bundle.config)
+                sub = Bundle(bundle.ext_words, bundle.programs[piece.start:piece.stop], config=bundle.config)
                 seconds = piece.cycles / SPEED_HINT.get(name, 50_000)
                 item = ((self.PIECES, -seconds), next(self._seq), _run_piece, (piece, sub), self.results.append)
                 if name in self.preparations and self.preparations[name] is None:
@@ -469,10 +471,10 @@ def replay(bundle: Bundle, simulators: Sequence[str], *, workers: int | None = N
     """Replay ``bundle`` in every named simulator, pieces spread over ``workers`` processes.
 
     ``progress(simulator, programs done, programs in the bundle)`` is called in this
-    process as programs finish.  ``options`` are keyword arguments per simulator name
-    for :func:`get_simulator`.
+    process as programs finish.  The simulators are those of the bundle's chip (``bundle.config``);
+    ``options`` are their other keyword arguments per simulator name for :func:`get_simulator`.
     """
-    pool = ReplayPool(simulators, workers=workers, progress=progress, options=options)
+    pool = ReplayPool(simulators, config=bundle.config, workers=workers, progress=progress, options=options)
     pool.add(bundle)
     pool.run()
     return pool.replays()[0]

@@ -5,8 +5,8 @@ Five implementations, chosen by name: ``golden`` (the instruction-level model),
 (the exported Verilog), ``cxxrtl`` (the chip compiled by Yosys' CXXRTL).  Callers use :func:`get_simulator`; nothing else knows
 how a simulator is started.
 
-Every simulator simulates one chip, ``get_simulator(name, config=...)`` (the
-book's by default): the RTL, the testbench and the external-memory model are
+Every simulator simulates one chip, ``get_simulator(name, config=...)`` (a
+required keyword): the RTL, the testbench and the external-memory model are
 built for that configuration, and a bundle made for another one is refused
 before anything runs (:func:`check_bundle_chip`).
 """
@@ -197,13 +197,14 @@ def vcd_output(vcd: str | os.PathLike | None) -> Iterator[VcdTarget]:
             os.unlink(target.tmp)
 
 
-def get_simulator(name: str, **options) -> Simulator:
+def get_simulator(name: str, *, config: Config, **options) -> Simulator:
+    """The simulator ``name`` of the chip ``config`` (``options``: the runner's other keyword arguments)."""
     try:
         target = SIMULATORS[name]
     except KeyError:
         raise SimulatorError(f"unknown simulator {name!r}; choose from {', '.join(SIMULATORS)}") from None
     module, factory = target.split(":")
-    return getattr(importlib.import_module(module), factory)(**options)
+    return getattr(importlib.import_module(module), factory)(config=config, **options)
 
 
 def parse_sims(text: str) -> list[str]:

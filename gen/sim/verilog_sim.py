@@ -8,7 +8,7 @@ status_pc, the five counters and the final memory with the bundle's
 expectations, printing one ``RESULT`` line per program and the verdict line of
 :meth:`gen.sim.simulator.BundleReport.line`.  This module:
 
-* exports the simulator's chip (its configuration, the book's by default) for the
+* exports the simulator's chip (its configuration) for the
   bundle's ``ext_words`` (cached, see gen/verilog/export.py), and refuses a bundle made
   for another configuration;
 * builds the simulation (``iverilog`` -> ``.vvp``; ``verilator --cc --exe``
@@ -78,7 +78,7 @@ class _VerilogSimulator:
     chip_suffix = ".v"               #: the exported chip's file in the build directory
     header_file = PARAMS_HEADER      #: the generated constants' file in the build directory
 
-    def __init__(self, ext_words: int | None = None, *, config: Config = isa.BOOK,
+    def __init__(self, ext_words: int | None = None, *, config: Config,
                  timeout_cycles: int | None = None, use_cache: bool = True):
         self.config = config
         self.ext_words = ext_words

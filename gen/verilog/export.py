@@ -10,8 +10,10 @@ before configurations existed.  The unit registry is made
 by looking at ``ga2_hdl``: every ``wiring.Component`` subclass defined there
 whose constructor needs no argument is a unit, named in snake case after its
 class (``SystolicArray`` -> ``systolic_array``; ``GA2Chip`` is ``ga2_chip``,
-also reachable as ``chip``).  So a unit added to ``ga2_hdl`` is exportable
-without touching this file.
+also reachable as ``chip``); a ``config`` parameter, which every unit built for a
+chip requires, is the exporter's to give (the book's chip unless ``config=`` says
+otherwise; a class that cannot be built for the book's chip says ``EXPORTED_ALONE = False``).
+So a unit added to ``ga2_hdl`` is exportable without touching this file.
 
 The output is deterministic: the same sources give a byte-identical file
 (no timestamps, no absolute paths: source locations are left out unless
@@ -60,14 +62,17 @@ class UnitInfo:
     name: str           # registry name = Verilog module name
     module: str         # python module
     cls_name: str
-    params: tuple[str, ...]   # constructor parameters (all optional)
+    params: tuple[str, ...]   # constructor parameters (all optional but ``config``, the chip)
 
     def build(self, **params):
+        """The unit built with ``params``; for the book's chip when they name no ``config``."""
         cls = getattr(importlib.import_module(self.module), self.cls_name)
         unknown = set(params) - set(self.params)
         if unknown:
             raise ExportError(f"unit {self.name} ({self.cls_name}) has no parameter "
                               f"{', '.join(sorted(unknown))}; its parameters: {', '.join(self.params) or 'none'}")
+        if "config" in self.params and "config" not in params:
+            params = {**params, "config": Config.book()}
         return cls(**params)
 
 
@@ -118,14 +123,14 @@ def units() -> tuple[dict[str, UnitInfo], dict[str, str]]:
             continue
         for cls_name, cls in sorted(vars(mod).items()):
             if (not inspect.isclass(cls) or cls.__module__ != modname or cls_name.startswith("_")
-                    or not issubclass(cls, wiring.Component)):
+                    or not issubclass(cls, wiring.Component) or not getattr(cls, "EXPORTED_ALONE", True)):
                 continue
             sig = inspect.signature(cls.__init__)
             params = [p for p in list(sig.parameters.values())[1:]
                       if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                       and p.name not in _COMPONENT_PARAMS]
-            if any(p.default is p.empty for p in params):
-                continue                # needs arguments: not exportable on its own
+            if any(p.default is p.empty and p.name != "config" for p in params):
+                continue                # needs arguments besides the chip: not exportable on its own
             name = snake_case(cls_name)
             found[name] = UnitInfo(name, modname, cls_name, tuple(p.name for p in params))
     return found, broken

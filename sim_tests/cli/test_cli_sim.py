@@ -44,7 +44,7 @@ def test_run_reports_a_fault_with_nonzero_exit(tmp_path, capsys):
 
 
 def test_replay_pass_and_mismatch(tmp_path, capsys):
-    bundle = random_bundle(2, seed=9)
+    bundle = random_bundle(2, seed=9, config=isa.BOOK)
     good = tmp_path / "good.bundle"
     bundle.write(good)
     assert main(["replay", str(good), "--sims", "amaranth", "--quiet"]) == 0
@@ -60,7 +60,7 @@ def test_replay_pass_and_mismatch(tmp_path, capsys):
 
 def test_replay_of_an_empty_bundle_is_an_error_not_a_pass(tmp_path, capsys):
     path = tmp_path / "empty.bundle"
-    Bundle(isa.EXT_WORDS_DEFAULT).write(path)
+    Bundle(isa.EXT_WORDS_DEFAULT, config=isa.BOOK).write(path)
     assert main(["replay", str(path), "--sims", "golden", "--quiet"]) == 1
     captured = capsys.readouterr()
     assert "PASS" not in captured.out
@@ -68,7 +68,7 @@ def test_replay_of_an_empty_bundle_is_an_error_not_a_pass(tmp_path, capsys):
 
 
 def test_replay_writes_a_waveform(tmp_path, capsys):
-    bundle = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])])
+    bundle = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])], config=isa.BOOK)
     path = tmp_path / "b.bundle"
     bundle.write(path)
     vcd = tmp_path / "w.vcd"

@@ -13,12 +13,12 @@ DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 def test_isa_md_is_generated_from_isa_py():
     committed = (DOCS / "isa.md").read_text()
-    assert committed == render_isa_markdown(), \
+    assert committed == render_isa_markdown(config=isa.BOOK), \
         "docs/isa.md is stale: regenerate it with `ga2 isadoc -o docs/isa.md`"
 
 
 def test_isa_md_covers_every_op_field_and_error():
-    text = render_isa_markdown()
+    text = render_isa_markdown(config=isa.BOOK)
     for spec in isa.OPS:
         assert f"### {spec.code} {spec.mnemonic}" in text
         assert spec.busy_formula in text
@@ -93,7 +93,7 @@ def test_files_md_examples_assemble():
     text = (DOCS / "files.md").read_text()
     blocks = re.findall(r"```\n(.*?)```", text, re.S)
     asm_block = next(b for b in blocks if b.startswith("LD "))
-    prog = asm.assemble(asm_block)
+    prog = asm.assemble(asm_block, config=isa.BOOK)
     assert prog[-1] == isa.HALT and len(prog) == 5
     hex_block = next(b for b in blocks if b.startswith("// GA2 program file"))     # its header is checked
     assert parse_program(hex_block) == [isa.make("LD", dst=0, src=0, len=12), isa.HALT]

@@ -88,7 +88,7 @@ def _inputs(tmp_path: Path) -> tuple[str, str, str]:
     mem = tmp_path / "m.hex"
     mem.write_text("00000001\n00000002\n")
     bundle = tmp_path / "in.bundle"
-    Bundle.from_programs([("p", PROGRAM, [1, 2])], 64).write(bundle)
+    Bundle.from_programs([("p", PROGRAM, [1, 2])], 64, config=isa.BOOK).write(bundle)
     return str(src), str(mem), str(bundle)
 
 
@@ -145,7 +145,7 @@ def test_every_writer_writes_when_the_disk_has_room(tmp_path, capsys):
 def _coverage_figure(path):
     from gen.fuzz import coverage
     model = coverage.CoverageModel(64, config=isa.BOOK)
-    summary = model.summary(model.count_bundle(Bundle.from_programs([("p", PROGRAM, None)], 64)))
+    summary = model.summary(model.count_bundle(Bundle.from_programs([("p", PROGRAM, None)], 64, config=isa.BOOK)))
     coverage.plot(summary, {"golden": {"programs_run": 1, "cpu_seconds": 0.1}}, path)
 
 
@@ -154,7 +154,7 @@ def test_library_writers_are_atomic(tmp_path, full_disk):
     cases = {
         "memory": lambda p: write_memory(p, [1, 2, 3]),
         "program": lambda p: write_program(p, PROGRAM),
-        "bundle": lambda p: Bundle.from_programs([("p", PROGRAM, None)], 16).write(p),
+        "bundle": lambda p: Bundle.from_programs([("p", PROGRAM, None)], 16, config=isa.BOOK).write(p),
         "figure": lambda p: figures.mask_figure(2, 2, str(p)),
         "export": lambda p: __import__("gen.verilog.export", fromlist=["Export"]).Export("x", "module x; endmodule\n")
         .write(p.parent / "sub"),
@@ -232,7 +232,7 @@ def test_the_cli_refuses_a_truncated_memory_file(tmp_path, capsys):
 
 
 def test_a_truncated_bundle_is_refused_at_every_cut(tmp_path):
-    b = Bundle.from_programs([("p", PROGRAM, [1, 2, 3]), ("q", PROGRAM, None)], 64)
+    b = Bundle.from_programs([("p", PROGRAM, [1, 2, 3]), ("q", PROGRAM, None)], 64, config=isa.BOOK)
     lines = b.to_text().splitlines(keepends=True)
     for k in range(len(lines)):
         with pytest.raises(FileFormatError):
@@ -361,11 +361,11 @@ def test_a_bundle_costs_what_its_programs_touch(tmp_path):
     n, words = 120, 1 << 16
     items = [(f"p{i}", [isa.HALT], [i + 1] * (i % 7)) for i in range(n)]
     path = tmp_path / "big.bundle"
-    Bundle.from_programs(items, words).write(path)
+    Bundle.from_programs(items, words, config=isa.BOOK).write(path)
     tracemalloc.start()
     try:
         bundle = Bundle.read(path)
-        report = get_simulator("golden").run_bundle(bundle)
+        report = get_simulator("golden", config=isa.BOOK).run_bundle(bundle)
         _now, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -380,7 +380,7 @@ def test_a_bundle_costs_what_its_programs_touch(tmp_path):
 # --------------------------------------------------------- 6. one verdict vocabulary
 
 def _falsified(total: int) -> Bundle:
-    b = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])])     # the default size: the builds other tests use
+    b = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])], config=isa.BOOK)     # the default size: the builds other tests use
     b.programs[0].expected.counters = b.programs[0].expected.counters._replace(total=total)
     return b
 
@@ -391,10 +391,10 @@ def _verilog_available() -> list[str]:
 
 
 def test_a_wrong_expectation_is_the_same_mismatch_in_every_simulator():
-    real = golden.run(PROGRAM, [1, 2, 3, 4]).counters.total
+    real = golden.run(PROGRAM, [1, 2, 3, 4], config=isa.BOOK).counters.total
     lines = {}
     for name in ["golden", "amaranth", *_verilog_available()]:
-        report = get_simulator(name).run_bundle(_falsified(2))
+        report = get_simulator(name, config=isa.BOOK).run_bundle(_falsified(2))
         lines[name] = report.line()
     expected = f"MISMATCH: program 0: counter total: expected 2, got {real}"
     assert lines == {name: expected for name in lines}
@@ -406,11 +406,11 @@ def test_a_hung_program_is_the_same_timeout_in_every_simulator(monkeypatch):
     import gen.sim.verilog_sim
     monkeypatch.setattr(gen.sim.amaranth_sim, "cycle_bound", lambda program, config=None: 5)
     monkeypatch.setattr(gen.sim.verilog_sim, "cycle_bound", lambda program, config=None: 5)
-    bundle = _falsified(golden.run(PROGRAM, [1, 2, 3, 4]).counters.total)
+    bundle = _falsified(golden.run(PROGRAM, [1, 2, 3, 4], config=isa.BOOK).counters.total)
     seen = {}
     for name in ["amaranth", *_verilog_available()]:
         try:
-            report = get_simulator(name).run_bundle(bundle)
+            report = get_simulator(name, config=isa.BOOK).run_bundle(bundle)
         except SimulatorError as e:
             seen[name] = f"raised {e}"
             continue
@@ -458,8 +458,8 @@ def test_the_cache_manifest_finds_every_kind_of_damage(tmp_path, capsys):
 
 @pytest.mark.skipif(not shutil.which("iverilog"), reason="Icarus Verilog is not installed (make simulators)")
 def test_a_damaged_icarus_build_is_rebuilt_once(tmp_path, monkeypatch, capsys):
-    bundle = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])])
-    sim = get_simulator("icarus")
+    bundle = Bundle.from_programs([("p", PROGRAM, [1, 2, 3, 4])], config=isa.BOOK)
+    sim = get_simulator("icarus", config=isa.BOOK)
     exported = sim.export(bundle.ext_words)          # from the shared cache: no conversion here
     shared = sim.build(bundle.ext_words, exported=exported)
     cache = tmp_path / "cache"                       # a copy of the shared entry, damaged below
@@ -511,14 +511,14 @@ def test_vcd_that_cannot_be_written_is_refused_before_the_run(name, where, tmp_p
     vcd = {"missing directory": lambda: tmp_path / "no" / "dir" / "w.vcd",
            "read-only directory": lambda: request.getfixturevalue("read_only_dir") / "w.vcd",
            "a directory": lambda: tmp_path}[where]()
-    sim = get_simulator(name)
+    sim = get_simulator(name, config=isa.BOOK)
     ran = []
     if name == "amaranth":
         import gen.sim.amaranth_sim
         monkeypatch.setattr(gen.sim.amaranth_sim.ChipSimulation, "run", lambda *a, **k: ran.append(1))
     else:
         monkeypatch.setattr(type(sim), "build", lambda *a, **k: ran.append(1))
-    bundle = Bundle.from_programs([("p", PROGRAM, None)], 64)
+    bundle = Bundle.from_programs([("p", PROGRAM, None)], 64, config=isa.BOOK)
     with pytest.raises(SimulatorError, match=f"--vcd {vcd}"):
         sim.run_program(PROGRAM, [], ext_words=64, vcd=str(vcd))
     with pytest.raises(SimulatorError, match=f"--vcd {vcd}"):
@@ -536,7 +536,7 @@ def test_cli_vcd_into_a_read_only_directory(tmp_path, read_only_dir, capsys):
 
 def test_amaranth_writes_the_waveform_whole(tmp_path):
     vcd = tmp_path / "w.vcd"
-    get_simulator("amaranth").run_program(PROGRAM, [1, 2], ext_words=64, vcd=str(vcd))
+    get_simulator("amaranth", config=isa.BOOK).run_program(PROGRAM, [1, 2], ext_words=64, vcd=str(vcd))
     assert "$enddefinitions" in vcd.read_text() and _leftovers(tmp_path) == []
 
 
@@ -604,7 +604,7 @@ def _interrupt_when(argv: list[str], wanted: set[str], signum: int, env: dict, t
 def _long_program(tmp_path: Path) -> str:
     load = isa.make("LD", dst=0, src=0, len=4000)
     program = [load] * 1000 + [isa.HALT]
-    assert golden.run(program).error == isa.ErrorCode.OK      # four million cycles: minutes in Icarus
+    assert golden.run(program, config=isa.BOOK).error == isa.ErrorCode.OK      # four million cycles: minutes in Icarus
     path = tmp_path / "long.hex"
     write_program(path, program)
     return str(path)
@@ -613,7 +613,7 @@ def _long_program(tmp_path: Path) -> str:
 @pytest.mark.skipif(not shutil.which("verilator"), reason="Verilator is not installed (make simulators)")
 def test_sigint_during_a_verilator_build_ends_every_child(tmp_path):
     cache = tmp_path / "cache"
-    exported = get_simulator("verilator").export(isa.EXT_WORDS_DEFAULT)    # from the shared cache
+    exported = get_simulator("verilator", config=isa.BOOK).export(isa.EXT_WORDS_DEFAULT)    # from the shared cache
     with pytest.MonkeyPatch.context() as mp:
         # the test's own cache gets the export without converting it again, so only the build is fresh
         import gen.verilog.export
@@ -633,7 +633,7 @@ def test_sigint_during_a_verilator_build_ends_every_child(tmp_path):
 
 @pytest.mark.skipif(not shutil.which("vvp"), reason="Icarus Verilog is not installed (make simulators)")
 def test_sigterm_during_an_icarus_run_ends_vvp(tmp_path):
-    get_simulator("icarus").build(isa.EXT_WORDS_DEFAULT)       # the shared cache: the run starts at once
+    get_simulator("icarus", config=isa.BOOK).build(isa.EXT_WORDS_DEFAULT)       # the shared cache: the run starts at once
     prog = _long_program(tmp_path)
     rc, err, seen = _interrupt_when(["run", prog, "--sim", "icarus"], {"vvp"}, signal.SIGTERM, dict(os.environ))
     assert rc == 128 + signal.SIGTERM, err
@@ -647,7 +647,7 @@ def test_sigterm_during_an_icarus_run_ends_vvp(tmp_path):
 def test_sigterm_during_a_parallel_replay_ends_every_worker_and_simulator_quietly(tmp_path):
     """ga2 ch16's pool: the parent ends its workers, each worker ends its simulator's group on the
     way out and leaves without a traceback; one error line, exit status 143."""
-    get_simulator("icarus").build(isa.EXT_WORDS_DEFAULT)       # the shared cache: the runs start at once
+    get_simulator("icarus", config=isa.BOOK).build(isa.EXT_WORDS_DEFAULT)       # the shared cache: the runs start at once
     rc, err, seen = _interrupt_when(["ch16", "--tokens", "3", "--sims", "icarus", "--no-checks",
                                      "--workers", "2", "--out", str(tmp_path)], {"vvp"}, signal.SIGTERM,
                                     dict(os.environ))

@@ -54,7 +54,7 @@ def test_golden_of_a_bundle_with_json_gives_one_object_per_program(tmp_path, cap
     import json
     from ga2_cli.main import main
     from gen.fuzz.directed import directed_suite
-    bundle = Bundle.from_programs(directed_suite(8192)[:5], 8192)
+    bundle = Bundle.from_programs(directed_suite(8192, config=isa.BOOK)[:5], 8192, config=isa.BOOK)
     path = tmp_path / "b.hex"
     bundle.write(path)
     assert main(["golden", str(path), "--json"]) == 0

@@ -20,6 +20,8 @@ import pytest
 
 import compiler as C
 
+from ga2_hdl import isa
+
 V = D = 16
 HID = 32
 
@@ -172,7 +174,7 @@ def test_decode_steps_L1_to_32(model, decode_calibration):
     calib, ranges = decode_calibration
     cycles, loads = {}, {}
     for L in range(1, 33):
-        prog = C.compile_graph(build_decode_step(model, L), calib[L], ranges=ranges)
+        prog = C.compile_graph(build_decode_step(model, L), calib[L], ranges=ranges, config=isa.BOOK)
         _assert_book_rescaling(prog, f"context {L}")
         cycles[L] = _measured(prog, calib[L][0])[0]
         loads[L] = prog.words_loaded()
@@ -201,7 +203,7 @@ def _verify_calibration(model, rows, cache, n, rng):
 def test_verifier(model, decode_calibration, cache, cycles):
     _, ranges = decode_calibration
     samples = _verify_calibration(model, 4, cache, 8, random.Random(cache))
-    prog = C.compile_graph(build_verify(model, 4, cache), samples, ranges=ranges)
+    prog = C.compile_graph(build_verify(model, 4, cache), samples, ranges=ranges, config=isa.BOOK)
     _assert_book_rescaling(prog, f"verifier cache {cache}")
     counters = _measured(prog, samples[0])
     assert counters.total == cycles
@@ -214,7 +216,7 @@ def test_verifier(model, decode_calibration, cache, cycles):
 
 def test_draft_step(model):
     wd = [[random.Random(7).gauss(0, 1) for _ in range(D)] for _ in range(D)]
-    prog = C.compile_graph(build_draft(wd), [{"x": [row]} for row in model["E"]])
+    prog = C.compile_graph(build_draft(wd), [{"x": [row]} for row in model["E"]], config=isa.BOOK)
     assert _measured(prog, {"x": [model["E"][3]]})[0] == 810
 
 
@@ -222,8 +224,8 @@ def test_verifier_program_is_legal_in_the_smallest_external_memory_it_fits(model
     """The layout is packed from address 0: the verifier fits an external memory of exactly its size."""
     _, ranges = decode_calibration
     samples = _verify_calibration(model, 4, 4, 2, random.Random(0))
-    prog = C.compile_graph(build_verify(model, 4, 4), samples, ranges=ranges)
-    tight = C.compile_graph(build_verify(model, 4, 4), samples, ranges=ranges, ext_words=prog.ext_used)
+    prog = C.compile_graph(build_verify(model, 4, 4), samples, ranges=ranges, config=isa.BOOK)
+    tight = C.compile_graph(build_verify(model, 4, 4), samples, ranges=ranges, ext_words=prog.ext_used, config=isa.BOOK)
     assert C.run(tight, samples[1], ext_words=prog.ext_used)["logits"] == C.run(prog, samples[1])["logits"]
     with pytest.raises(C.CompileError, match="external memory is full"):
-        C.compile_graph(build_verify(model, 4, 4), samples, ranges=ranges, ext_words=prog.ext_used - 1)
+        C.compile_graph(build_verify(model, 4, 4), samples, ranges=ranges, ext_words=prog.ext_used - 1, config=isa.BOOK)

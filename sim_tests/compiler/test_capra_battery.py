@@ -30,7 +30,7 @@ def _names_a_node(err: pytest.ExceptionInfo) -> None:
 # ----------------------------------------------------------------------------- the battery
 
 def test_slice_battery():
-    report = run_battery(graphs=40)
+    report = run_battery(graphs=40, config=isa.BOOK)
     print(f"\n{report.summary()}")
     assert report.passed, "\n".join(report.problems)
     assert report.worst_error <= ERROR_BOUND
@@ -55,7 +55,7 @@ def _chain_with_slice(start, count):
 def test_slice_is_an_offset_in_words_and_costs_nothing():
     calib = [{"x": _w(6, 8, k, 1.0)} for k in range(3)]
     g, p, s, _ = _chain_with_slice(2, 3)
-    prog = C.compile_graph(g, calib)
+    prog = C.compile_graph(g, calib, config=isa.BOOK)
     assert prog.address_of(s) == prog.address_of(p) + 2 * 8
     assert prog.buffers.placement[s].buffer == prog.buffers.placement[p].buffer
     assert prog.scale[s] == prog.scale[p]
@@ -75,7 +75,7 @@ def test_concat_parts_are_written_into_one_buffer():
     both = g.concat_rows(kc, k)
     g.output(g.matmul(x, both, transpose_b=True), "scores")
     calib = [{"x": _w(1, 4, 1, 1.0), "kc": _w(3, 4, 2, 1.0)}]
-    prog = C.compile_graph(g, calib)
+    prog = C.compile_graph(g, calib, config=isa.BOOK)
     assert prog.address_of(kc) == prog.address_of(both)
     assert prog.address_of(k) == prog.address_of(both) + 3 * 4
     rq_k = [ins for ins in prog.code if ins.mnemonic == "RQ"][0]
@@ -96,10 +96,10 @@ def test_a_slice_keeps_its_source_alive_until_it_is_read():
         h = g.matmul(h, g.weight(f"H{k}", _w(16, 16, 10 + k)))
     g.output(g.add(g.matmul(s, g.weight("W2", _w(16, 16, 3))), g.slice_rows(h, 0, 1)), "y")
     calib = [{"x": _w(4, 16, k, 1.0)} for k in range(4)]
-    prog = C.compile_graph(g, calib)
+    prog = C.compile_graph(g, calib, config=isa.BOOK)
     src = prog.buffers.buffers[prog.buffers.placement[p].buffer]
     assert src.last_step > g.nodes[prog.ext["p"]["node"]].id
-    flat = C.compile_graph(g, calib, reuse=False)
+    flat = C.compile_graph(g, calib, reuse=False, config=isa.BOOK)
     assert prog.spad_high < flat.spad_high           # reuse really reuses
     out = C.run(prog, calib[1])
     assert out == C.run(flat, calib[1])
@@ -109,7 +109,7 @@ def test_a_slice_keeps_its_source_alive_until_it_is_read():
 def test_reuse_false_reads_every_tensor_back():
     g, p, s, out = _chain_with_slice(1, 4)
     calib = [{"x": _w(6, 8, k, 1.0)} for k in range(3)]
-    prog = C.compile_graph(g, calib, reuse=False)
+    prog = C.compile_graph(g, calib, reuse=False, config=isa.BOOK)
     outs, result = C.execute(prog, calib[2], keep_spad=True)
     ints = C.interpret(prog, calib[2])
     assert not prog.released
@@ -192,7 +192,7 @@ def test_shape_refusals():
 
 def _compile(build, inputs):
     g = build()
-    return C.compile_graph(g, [inputs])
+    return C.compile_graph(g, [inputs], config=isa.BOOK)
 
 
 def test_target_refusals():
@@ -245,7 +245,7 @@ def test_external_memory_overflow():
     x = g.input("x", (64, 64))
     g.output(g.matmul(x, g.weight("w", _w(64, 4))), "o")
     with pytest.raises(C.CompileError, match="external memory is full") as err:
-        C.compile_graph(g, [{"x": _w(64, 64)}], ext_words=4096)
+        C.compile_graph(g, [{"x": _w(64, 64)}], ext_words=4096, config=isa.BOOK)
     _names_a_node(err)
 
 
@@ -253,7 +253,7 @@ def test_run_time_refusals():
     g = C.Graph()
     x = g.input("x", (1, 4))
     g.output(g.matmul(x, g.weight("w", _w(4, 4))), "o")
-    prog = C.compile_graph(g, [{"x": _w(1, 4)}])
+    prog = C.compile_graph(g, [{"x": _w(1, 4)}], config=isa.BOOK)
     for inputs, why in (({}, "input 'x' .* was not given"),
                         ({"x": _w(1, 4), "y": _w(1, 4)}, "'y' is not an input"),
                         ({"x": _w(2, 4)}, "expected shape 1x4, got 2x4"),
@@ -267,9 +267,9 @@ def test_run_time_refusals():
     with pytest.raises(C.CompileError, match="not given"):
         C.evaluate(g, {})
     with pytest.raises(C.CompileError, match="non-empty list"):
-        C.compile_graph(g, [])
+        C.compile_graph(g, [], config=isa.BOOK)
     with pytest.raises(C.CompileError, match="calibration sample 0: .*not given"):
-        C.compile_graph(g, [{}])
+        C.compile_graph(g, [{}], config=isa.BOOK)
     with pytest.raises(C.CompileError, match="needs 24 external words"):
         C.ext_image(prog, {"x": _w(1, 4)}, ext_words=10)
 
@@ -284,13 +284,13 @@ def test_public_api_shapes():
     g.output(lg, "logits")
     inputs = {"x": _w(2, 4, 6, 1.0)}
     top = max(abs(v) for r in inputs["x"] for v in r)
-    prog = C.compile_graph(g, [inputs], ranges={"x": top})
+    prog = C.compile_graph(g, [inputs], ranges={"x": top}, config=isa.BOOK)
     assert prog.code[-1] == isa.HALT
     assert {name: e["kind"] for name, e in prog.ext.items()} == {"x": "input", "w": "weight", "tok": "output",
                                                                  "logits": "output"}
     assert set(prog.ext["x"]) >= {"addr", "shape", "node", "kind"}
     assert prog.scale[x] == pytest.approx(top / 127)                 # the tag's range, not the measured one
-    assert C.compile_graph(g, [inputs], ranges={"x": 2 * top}).scale[x] == pytest.approx(2 * top / 127)
+    assert C.compile_graph(g, [inputs], ranges={"x": 2 * top}, config=isa.BOOK).scale[x] == pytest.approx(2 * top / 127)
     out = C.run(prog, inputs)
     ints, floats = out["tok"]
     assert ints == floats and len(ints) == 2 and all(len(r) == 1 for r in ints)

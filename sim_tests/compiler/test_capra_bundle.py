@@ -32,11 +32,11 @@ def compiled_bundle():
     for name, graph, samples in (
             ("decode step, context 5", build_decode_step(m, 5), _verify_calibration(m, 1, 4, 6, rng)),
             ("verifier, cache 4, block 4", build_verify(m, 4, 4), _verify_calibration(m, 4, 4, 6, rng))):
-        prog = C.compile_graph(graph, samples[:-1], ranges=ranges)
+        prog = C.compile_graph(graph, samples[:-1], ranges=ranges, config=isa.BOOK)
         inputs = samples[-1]
         items.append((name, prog.code, C.ext_image(prog, inputs)))
         runs.append((prog, inputs))
-    return Bundle.from_programs(items, ext_words=8192), runs
+    return Bundle.from_programs(items, ext_words=8192, config=isa.BOOK), runs
 
 
 def test_bundle_holds_the_compiled_results(compiled_bundle):
@@ -63,6 +63,6 @@ def test_compiled_bundle_replays(compiled_bundle, simulator):
     # Replayed from its text: on the golden model the bundle built in memory would be compared
     # with the very runs that made its expectations (a check that could not fail).
     bundle = Bundle.parse(compiled_bundle[0].to_text())
-    report = get_simulator(simulator).run_bundle(bundle)
+    report = get_simulator(simulator, config=isa.BOOK).run_bundle(bundle)
     assert report.passed, report.line()
     assert report.cycles == bundle.total_cycles

@@ -58,7 +58,7 @@ def test_matmul_tiles_for_the_array_and_computes_the_same_integers(config):
     mms = _mms(prog)
     assert len(mms) == math.ceil(6 / a) * math.ceil(10 / a)
     assert max(ins.M for ins in mms) == min(6, a) and max(ins.N for ins in mms) == min(10, a)
-    book = C.compile_graph(g, [inputs])
+    book = C.compile_graph(g, [inputs], config=isa.BOOK)
     outs, result = C.execute(prog, inputs)
     assert outs["o"][0] == C.run(book, inputs)["o"][0] == C.interpret(prog, inputs)[g.nodes[-1].id]
     assert result.counters == prog.counters() == isa.instruction_set(config).counters(prog.code)
@@ -70,14 +70,14 @@ def test_a_program_for_a_larger_array_is_illegal_on_the_book_chip_and_runs_on_it
     prog = C.compile_graph(g, [inputs], config=ARRAY8)
     assert [(i.M, i.N) for i in _mms(prog)] == [(8, 8)]
     assert isa.check(_mms(prog)[0])[0] == isa.ErrorCode.BAD_SHAPE          # the book's rule
-    assert golden.run(prog.code, C.ext_image(prog, inputs)).error == isa.ErrorCode.BAD_SHAPE
+    assert golden.run(prog.code, C.ext_image(prog, inputs), config=isa.BOOK).error == isa.ErrorCode.BAD_SHAPE
     C.run(prog, inputs)                                                     # its own chip: fine
 
 
 def test_max_k_bounds_the_inner_dimension():
     g, inputs = _product_graph(2, 100, 3)
     with pytest.raises(C.CompileError, match="inner dimension 100 exceeds the matrix unit's limit of 64"):
-        C.compile_graph(g, [inputs])
+        C.compile_graph(g, [inputs], config=isa.BOOK)
     deep = Config(name="deep", max_k=128)
     prog = C.compile_graph(g, [inputs], config=deep)
     assert [i.K for i in _mms(prog)] == [100]
@@ -86,7 +86,7 @@ def test_max_k_bounds_the_inner_dimension():
 
 def test_the_scratchpad_instruction_and_external_memories_are_the_configurations():
     g, inputs = _product_graph(16, 32, 16)
-    prog = C.compile_graph(g, [inputs])
+    prog = C.compile_graph(g, [inputs], config=isa.BOOK)
     assert prog.ext_words == isa.BOOK.ext_words
     small = Config(name="small", spad_words=prog.spad_high - 1)
     with pytest.raises(C.CompileError, match="cannot place"):
@@ -109,7 +109,7 @@ def test_a_configuration_the_instruction_set_refuses_is_a_compile_error():
 
 @pytest.fixture(scope="module")
 def book_rows():
-    return chapter_table(4)
+    return chapter_table(4, config=isa.BOOK)
 
 
 @pytest.mark.parametrize("config", [ARRAY8, ARRAY16], ids=lambda c: c.name)
@@ -129,7 +129,7 @@ def test_the_seven_runs_give_the_book_chips_tokens_on_a_larger_array(book_rows, 
 @pytest.mark.slow
 @pytest.mark.parametrize("config", [ARRAY8, ARRAY16], ids=lambda c: c.name)
 def test_the_seven_runs_of_32_tokens_give_the_book_chips_tokens(config):
-    book = chapter_table(32)
+    book = chapter_table(32, config=isa.BOOK)
     for b, row in zip(book, chapter_table(32, config=config)):
         assert row.tokens == b.tokens and row.tokens_equal, row.label
         assert (row.accepted, row.proposed, row.blocks, row.programs) == \

@@ -7,6 +7,7 @@ import pytest
 
 from compiler import mutate
 from ga2_cli.main import main
+from ga2_hdl import isa
 
 
 def test_mutate_compiler_cli(tmp_path, capsys):
@@ -33,7 +34,7 @@ def test_every_anchor_occurs_exactly_once():
 def test_a_stale_anchor_fails_loudly():
     stale = mutate.Mutant("a change whose text is gone", "planner", "this text is not in the planner", "x")
     with pytest.raises(mutate.MutantAnchorError, match="occurs 0 times"):
-        mutate.check(stale)
+        mutate.check(stale, config=isa.BOOK)
 
 
 def test_copies_do_not_touch_the_real_package():

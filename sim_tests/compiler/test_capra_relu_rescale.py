@@ -39,7 +39,7 @@ def test_golden_equals_interpreter(config):
 def test_the_relu_of_an_add_is_one_rq_in_place_and_rescale_is_one_rq():
     rng = np.random.default_rng(4)
     g = _graph(rng)
-    prog = compile_graph(g, [{"x": rng.normal(size=(4, 8))} for _ in range(12)])
+    prog = compile_graph(g, [{"x": rng.normal(size=(4, 8))} for _ in range(12)], config=isa.BOOK)
     relu_rq = [ins for ins in prog.code if ins.mnemonic == "RQ" and ins.relu and ins.dst == ins.src]
     assert len(relu_rq) == 1 and (relu_rq[0].m, relu_rq[0].s) == (1 << 23, 23)
     # the argmax reads the logits at their own scale, the softmax a copy at 1/16
@@ -57,7 +57,7 @@ def test_relu_still_refused_where_it_cannot_be_fused():
     g.relu(s)
     g.output(s, "s")                   # the sum has a second reader
     with pytest.raises(CompileError, match="read by nothing else"):
-        compile_graph(g, [{"x": np.ones((2, 4))}])
+        compile_graph(g, [{"x": np.ones((2, 4))}], config=isa.BOOK)
     with pytest.raises(CompileError, match="must be a matmul or an add"):
         g2 = Graph()
         g2.relu(g2.softmax(g2.input("x", (1, 4))))

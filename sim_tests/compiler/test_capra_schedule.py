@@ -24,8 +24,8 @@ def chapter_programs():
     """Example A's programs: four plain decoding steps, and the verifier and draft programs of
     eight speculative tokens (k = 3): [(name, code, ext)]."""
     from spec.runs import example_a_chip, make_model, plain_row
-    plain = plain_row("plain", make_model("random", 1), 4).log
-    chip, _wd = example_a_chip(8, 3)
+    plain = plain_row("plain", make_model("random", 1), 4, config=isa.BOOK).log
+    chip, _wd = example_a_chip(8, 3, config=isa.BOOK)
     spec = chip.generate(0, 8).log
     return [(f"{r.kind} {r.shape}", r.code, r.ext) for r in plain + spec[:4]]
 
@@ -33,8 +33,8 @@ def chapter_programs():
 def test_without_overlap_programs_are_unchanged():
     for name, code, _ext in chapter_programs():
         assert [i.encode() for i in schedule(code, isa.BOOK)] == [i.encode() for i in code], name
-    code, _ext = random_program(random.Random(3))
-    assert schedule(code) == code
+    code, _ext = random_program(random.Random(3), config=isa.BOOK)
+    assert schedule(code, config=isa.BOOK) == code
 
 
 def test_scheduled_chapter_programs_compute_the_same_memory_faster():
@@ -57,7 +57,7 @@ def test_scheduled_random_programs_compute_the_same_memory():
     rng = random.Random(5)
     moved = 0
     for _ in range(30):
-        code, ext = random_program(rng)
+        code, ext = random_program(rng, config=isa.BOOK)
         new = schedule(code, OVERLAP)
         a, b = golden.run(code, ext, config=OVERLAP), golden.run(new, ext, config=OVERLAP)
         assert (b.error, b.ext) == (a.error, a.ext), [str(i) for i in code]
@@ -84,7 +84,7 @@ def test_renaming_moves_a_reused_load_and_its_readers_only():
     assert new[:2] == code[:2] and new[4] == code[4]
     assert (new[2].dst, new[3].A, new[3].B) == (25, 25, 29)     # the first word no instruction touched
     ext = list(range(1, 17))
-    assert golden.run(new + [isa.HALT], ext, config=OVERLAP).ext == golden.run(code + [isa.HALT], ext).ext
+    assert golden.run(new + [isa.HALT], ext, config=OVERLAP).ext == golden.run(code + [isa.HALT], ext, config=isa.BOOK).ext
 
 
 def test_a_load_partly_overwritten_later_is_not_renamed():
@@ -96,7 +96,7 @@ def test_a_load_partly_overwritten_later_is_not_renamed():
     assert rename_loads(code, OVERLAP) == code
     ext = list(range(1, 17))
     new = schedule(code + [isa.HALT], OVERLAP)
-    assert golden.run(new, ext, config=OVERLAP).ext == golden.run(code + [isa.HALT], ext).ext
+    assert golden.run(new, ext, config=OVERLAP).ext == golden.run(code + [isa.HALT], ext, config=isa.BOOK).ext
 
 
 def test_a_program_that_faults_is_left_alone():
@@ -111,7 +111,7 @@ def test_schedule_program_keeps_the_nodes_of_instructions():
     from spec.on_chip import calibrate_plain
     model = make_model("random", 1)
     samples, ranges = calibrate_plain(model, 2)
-    prog = compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges)
+    prog = compile_graph(decode_step_graph(model, 2), samples[2], ranges=ranges, config=isa.BOOK)
     assert schedule_program(prog, isa.BOOK) is prog
     new = schedule_program(prog, OVERLAP)
     assert new.code != prog.code and len(new.code) == len(prog.code)

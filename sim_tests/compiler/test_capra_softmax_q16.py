@@ -26,8 +26,8 @@ def _calib():
 
 def test_q16_softmax_stores_the_units_words_and_equals_the_interpreter():
     calib = _calib()
-    prog = C.compile_graph(_graph(True), calib)
-    plain = C.compile_graph(_graph(False), calib)
+    prog = C.compile_graph(_graph(True), calib, config=isa.BOOK)
+    plain = C.compile_graph(_graph(False), calib, config=isa.BOOK)
     # the same program up to the softmax's requantizer: one RQ fewer, no temporary
     assert plain.histogram()["RQ"] - prog.histogram()["RQ"] == 1
     assert prog.histogram()["SM"] == plain.histogram()["SM"] == 3

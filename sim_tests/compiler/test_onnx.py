@@ -83,7 +83,7 @@ def _rows(n, seed=1):
 
 # ------------------------------------------------------------------------------ the digits example
 def test_digits_programs_equal_the_interpreter_bit_for_bit(digits):
-    imp = import_model(load_model(digits["model"]))
+    imp = import_model(load_model(digits["model"]), config=isa.BOOK)
     rows = np.load(digits["test_x"])[:8].astype(np.float64)
     compiled = onnx_run.compile_batch(imp, 4, np.load(digits["train_x"]).astype(np.float64))
     prog = compiled.program
@@ -99,7 +99,7 @@ def test_digits_programs_equal_the_interpreter_bit_for_bit(digits):
 
 def test_digits_small_run_golden_equals_icarus(digits):
     from spec.onnx_run import replay_programs
-    imp = import_model(load_model(digits["model"]))
+    imp = import_model(load_model(digits["model"]), config=isa.BOOK)
     rows = np.load(digits["test_x"])[:8].astype(np.float64)
     labels = np.load(digits["test_y"])[:8]
     run = onnx_run.run_model(imp, rows, labels=labels, calib=np.load(digits["train_x"]).astype(np.float64), batch=4)
@@ -129,7 +129,7 @@ def test_digits_cli_json(digits, tmp_path, capsys):
 
 
 def test_batch_choice_is_measured(digits):
-    imp = import_model(load_model(digits["model"]))
+    imp = import_model(load_model(digits["model"]), config=isa.BOOK)
     calib = np.load(digits["train_x"]).astype(np.float64)[:64]
     best, tries = onnx_run.choose_batch(imp, calib, 360)
     ok = [t for t in tries if t.cycles is not None]
@@ -194,38 +194,38 @@ def test_refuses_a_conv():
     w = np.ones((2, 1, 3, 3))
     m = _model([helper.make_node("Conv", ["X", "W"], ["y"], name="conv1")], {"W": w}, ["N", 1, 8, 8],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "M"])])
-    line = _refused(m)
+    line = _refused(m, config=isa.BOOK)
     assert line.startswith("node 'conv1' (Conv): convolutions") and "\n" not in line
 
 
 def test_refuses_a_softmax_on_another_axis():
-    line = _refused(_mlp([helper.make_node("Softmax", ["X"], ["y"], name="sm", axis=0)], {}))
+    line = _refused(_mlp([helper.make_node("Softmax", ["X"], ["y"], name="sm", axis=0)], {}), config=isa.BOOK)
     assert line.startswith("node 'sm' (Softmax): a softmax along axis 0")
     m = _model([helper.make_node("Softmax", ["X"], ["y"], name="sm3", axis=1)], {}, ["N", 4, 3],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "M"])])
-    assert _refused(m).startswith("node 'sm3' (Softmax): a softmax along axis 1 of a rank-3 tensor")
+    assert _refused(m, config=isa.BOOK).startswith("node 'sm3' (Softmax): a softmax along axis 1 of a rank-3 tensor")
 
 
 def test_refuses_a_dynamic_shape():
     m = _mlp([helper.make_node("Relu", ["X"], ["y"])], {}, shape=("N", "F"))
     with pytest.raises(OnnxError, match=r"input 'X' has a dynamic shape \(N, F\)"):
-        import_model(m)
+        import_model(m, config=isa.BOOK)
     m2 = _mlp([helper.make_node("Shape", ["X"], ["s"], name="shape"),
                helper.make_node("Reshape", ["X", "s"], ["y"], name="rs")], {})
-    assert _refused(m2).startswith("node 'shape' (Shape): a dynamic shape")
+    assert _refused(m2, config=isa.BOOK).startswith("node 'shape' (Shape): a dynamic shape")
 
 
 def test_refuses_a_weight_larger_than_the_scratchpad():
     m = _mlp([helper.make_node("MatMul", ["X", "W"], ["y"], name="big")], {"W": np.ones((64, 100))},
              shape=("N", 64))
-    line = _refused(m)
+    line = _refused(m, config=isa.BOOK)
     assert line == ("node 'big' (MatMul): its weight 'W' is 64x100 = 6,400 words; the book chip's scratchpad "
                     "holds 4,096 words")
     # the same weight fits the larger scratchpad of another configuration
     assert not import_model(m, config=PRESETS["spad8k_lat4"]).refusals
     m2 = _mlp([helper.make_node("MatMul", ["X", "W"], ["y"], name="deep")], {"W": np.ones((100, 4))},
               shape=("N", 100))
-    assert "inner dimension 100 exceeds the matrix unit's 64" in _refused(m2)
+    assert "inner dimension 100 exceeds the matrix unit's 64" in _refused(m2, config=isa.BOOK)
 
 
 def test_refuses_other_things_in_one_line():
@@ -245,7 +245,7 @@ def test_refuses_other_things_in_one_line():
          "a concatenation of rows mixes the input rows of a batch"),
     ]
     for m, why in cases:
-        line = _refused(m)
+        line = _refused(m, config=isa.BOOK)
         assert why in line and "\n" not in line, line
 
 
@@ -313,7 +313,7 @@ def test_bad_inputs(tmp_path, capsys):
 def test_digits_whole_test_split_meets_the_targets(digits):
     from spec.onnx_run import run_onnx
     res = run_onnx(digits["model"], digits["test_x"], labels_path=digits["test_y"], calibrate_path=digits["train_x"],
-                   sims=["icarus", "verilator"])
+                   sims=["icarus", "verilator"], config=isa.BOOK)
     run = res.run
     assert run.rows == 360
     assert abs(run.accuracy - run.reference_accuracy) <= 0.01
@@ -324,7 +324,7 @@ def test_digits_whole_test_split_meets_the_targets(digits):
 
 def test_profile_adds_up_and_draws(tmp_path, capsys):
     from compiler.onnx.profile import profile_program
-    imp = import_model(handmade())
+    imp = import_model(handmade(), config=isa.BOOK)
     compiled = onnx_run.compile_batch(imp, 4, _rows(40).reshape(40, -1))
     prof = profile_program(compiled.program, batch=4)
     c = compiled.program.counters()
@@ -370,7 +370,7 @@ def test_transformer_block_replays_in_icarus():
     model = make_model("structured")
     seq = rule_tokens(5, 3)
     keys, values = float_prefix_cache(model, seq[:-1])
-    imp = import_model(onnx_transformer.block_model(model, keys, values))
+    imp = import_model(onnx_transformer.block_model(model, keys, values), config=isa.BOOK)
     became = {r.name: r.became for r in imp.reports}
     assert became["keys"].startswith("concat_rows") and became["scaled"].startswith("folded into the product's factor")
     assert became["scores"] == "matmul of two computed tensors (B transposed in the MM)"
@@ -405,9 +405,9 @@ def test_outputs_the_chip_cannot_give_are_refused():
     m = _model([helper.make_node("Identity", ["C"], ["y"], name="i")], {"C": np.ones((2, 2))}, ["N", 2],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
     with pytest.raises(OnnxError, match="output 'y' is a constant"):
-        import_model(m).check()
+        import_model(m, config=isa.BOOK).check()
     m2 = _model([helper.make_node("MatMul", ["X", "W"], ["h"], name="mm"),
                  helper.make_node("Transpose", ["h"], ["y"], name="t", perm=[1, 0])], {"W": np.ones((2, 2))}, [1, 2],
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])])
     with pytest.raises(OnnxError, match="output 'y' is a Transpose"):
-        import_model(m2).check()
+        import_model(m2, config=isa.BOOK).check()

@@ -16,7 +16,7 @@ from gen.sim.simulator import SimulatorError
 def _bundle() -> Bundle:
     return Bundle.from_programs([("ld st", [make("LD", dst=0, src=0, len=3), make("ST", src=0, dst=10, len=3),
                                             isa.HALT], [5, 6, 7]),
-                                 ("fault", [make("LD", dst=0, src=8190, len=5), isa.HALT], [])], ext_words=8192)
+                                 ("fault", [make("LD", dst=0, src=8190, len=5), isa.HALT], [])], ext_words=8192, config=isa.BOOK)
 
 
 def test_bench_prints_speed_per_cpu_second_and_says_when_the_book_rtl_is_missing(tmp_path, capsys, monkeypatch):
@@ -54,6 +54,6 @@ def test_the_book_testbench_format():
 
 def test_long_programs_do_not_fit_the_book_testbench():
     long = Bundle.from_programs([("long", [make("LD", dst=0, src=0, len=1)] * 300 + [isa.HALT], [1])],
-                                ext_words=8192)
+                                ext_words=8192, config=isa.BOOK)
     with pytest.raises(SimulatorError, match="holds 256"):
         book_rtl.pieces(long)

@@ -98,13 +98,13 @@ def test_uart_bridge_runs_a_program_like_the_golden_model():
     rng = random.Random(5)
     ext = [rng.randint(-127, 127) & 0xFFFFFFFF for _ in range(32)]
     program = _program()
-    want = golden.run(program, ext, ext_words=EXT_WORDS)
+    want = golden.run(program, ext, ext_words=EXT_WORDS, config=isa.BOOK)
     assert want.error == ErrorCode.OK, want.message
 
     async def script(host, ctx):
         return await host.run([ins.encode() for ins in program], ext, EXT_WORDS)
 
-    got = run_board(script)
+    got = run_board(script, config=isa.BOOK)
     assert got.error == want.error and got.error_pc == want.error_pc
     for name, e, g in zip(isa.COUNTER_NAMES, want.counters, got.counters):
         assert g == e, f"counter {name}: expected {e}, got {g}"
@@ -115,7 +115,7 @@ def test_uart_bridge_runs_a_program_like_the_golden_model():
 
 def test_uart_bridge_reports_a_fault_and_status_while_idle():
     program = [make("LD", dst=0, src=EXT_WORDS - 2, len=4), HALT]     # EXT_RANGE at pc 0
-    want = golden.run(program, [], ext_words=EXT_WORDS)
+    want = golden.run(program, [], ext_words=EXT_WORDS, config=isa.BOOK)
 
     async def script(host, ctx):
         before = await host.status()
@@ -124,7 +124,7 @@ def test_uart_bridge_reports_a_fault_and_status_while_idle():
         after = await host.status()
         return before, after
 
-    before, after = run_board(script)
+    before, after = run_board(script, config=isa.BOOK)
     assert not before.running and not before.halted and before.counters == (0,) * 5
     assert after.halted and not after.running
     assert (after.status, after.status_pc, after.counters) == (want.error, want.error_pc, want.counters)
@@ -174,12 +174,15 @@ def test_the_board_top_follows_a_wide_configuration():
         assert g == e, f"counter {name}: expected {e}, got {g}"
     for addr, (e, g) in enumerate(zip(want.ext, got.ext)):
         assert g == e, f"ext[{addr}]: expected {e:#010x}, got {g:#010x}"
-    book = golden.run(program, ext, ext_words=ext_words)
+    book = golden.run(program, ext, ext_words=ext_words, config=isa.BOOK)
     assert book.counters.dma != want.counters.dma           # the wide port's timing, not the book's
 
 
-def test_a_configuration_the_bridge_cannot_carry_is_refused_before_anything_is_built():
+def test_a_configuration_the_bridge_cannot_carry_is_refused_before_anything_is_built(refused):
     assert bridge_problems(isa.BOOK) == [] and bridge_problems(WIDE) == []
     assert "the protocol's addresses reach 65536" in bridge_problems(isa.BOOK, ext_words=70_000)[0]
-    with pytest.raises(ValueError, match="cannot carry the configuration 'book'"):
-        BoardTop(divisor=DIVISOR, ext_words=70_000)
+    refused(lambda: BoardTop(divisor=DIVISOR, ext_words=70_000, config=isa.BOOK),
+            match="cannot carry the configuration 'book'")
+    # one the bridge carries but the chip refuses: refused before the board exists too
+    refused(lambda: BoardTop(divisor=DIVISOR, config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16)),
+            match="imem_words=65536")

@@ -76,7 +76,7 @@ def test_illegal_programs_raise_every_error_an_instruction_can_raise():
     for code in sorted(raisable_errors(isa.EXT_WORDS_DEFAULT, config=isa.BOOK) - {ErrorCode.OK}):
         bad = illegal_instruction(rng, code, isa.EXT_WORDS_DEFAULT, config=isa.BOOK)
         assert bad is not None and isa.check(bad)[0] == code
-    b = random_bundle(36, 5, 1024, illegal=1.0)
+    b = random_bundle(36, 5, 1024, illegal=1.0, config=isa.BOOK)
     ended = {p.expected.error for p in b.programs}
     assert ended >= set(raisable_errors(1024, config=isa.BOOK)) - {ErrorCode.OK}
     assert all(p.expected.error != ErrorCode.OK or all(isa.check(i, 1024)[0] == ErrorCode.OK for i in p.code)
@@ -84,14 +84,14 @@ def test_illegal_programs_raise_every_error_an_instruction_can_raise():
     # valid by default: existing callers keep getting valid programs
     rng = random.Random(8)
     for _ in range(30):
-        code, _ = random_program(rng, 1024)
+        code, _ = random_program(rng, 1024, config=isa.BOOK)
         assert all(isa.check(i, 1024)[0] == ErrorCode.OK for i in code)
 
 
 @pytest.mark.slow
 def test_ten_thousand_programs_hit_every_reachable_bin():
     # the programs of the 10,000-program campaign of docs/results.md (the simulators do not change them)
-    spec = cp.CampaignSpec(10_000, seed=1, sims=("golden",))
+    spec = cp.CampaignSpec(10_000, seed=1, sims=("golden",), config=isa.BOOK)
     rep = cp.report(spec, [cp.run_piece(t) for t in spec.pieces()])
     assert rep["coverage"]["empty"] == [], rep["coverage"]["empty"]
 
@@ -100,18 +100,18 @@ def test_ten_thousand_programs_hit_every_reachable_bin():
 
 
 def test_pieces_are_deterministic_and_piece_zero_is_the_plain_bundle():
-    spec = cp.CampaignSpec(25, seed=3, ext_words=1024, piece_size=10, illegal=0.2)
+    spec = cp.CampaignSpec(25, seed=3, ext_words=1024, piece_size=10, illegal=0.2, config=isa.BOOK)
     tasks = spec.pieces()
     assert [(t.start, t.stop) for t in tasks] == [(0, 10), (10, 20), (20, 25)]
     first = tasks[0].bundle()
-    assert [p.code for p in first.programs] == [p.code for p in random_bundle(10, 3, 1024, illegal=0.2).programs]
-    again = cp.CampaignSpec(25, seed=3, ext_words=1024, piece_size=10, illegal=0.2).pieces()[2].bundle()
+    assert [p.code for p in first.programs] == [p.code for p in random_bundle(10, 3, 1024, illegal=0.2, config=isa.BOOK).programs]
+    again = cp.CampaignSpec(25, seed=3, ext_words=1024, piece_size=10, illegal=0.2, config=isa.BOOK).pieces()[2].bundle()
     assert [p.code for p in again.programs] == [p.code for p in tasks[2].bundle().programs]
     assert tasks[1].bundle().programs[0].code != first.programs[0].code
 
 
 def test_campaign_resumes_only_unfinished_pieces(tmp_path):
-    spec = cp.CampaignSpec(25, seed=2, sims=("golden",), ext_words=1024, piece_size=10)
+    spec = cp.CampaignSpec(25, seed=2, sims=("golden",), ext_words=1024, piece_size=10, config=isa.BOOK)
     d = tmp_path / "c"
     full = cp.run_campaign(spec, d, cp.LocalRunner(1))
     assert full["complete"] and full["programs"] == 25 and full["campaign"]["pieces_run"] == 3
@@ -125,13 +125,13 @@ def test_campaign_resumes_only_unfinished_pieces(tmp_path):
     for key in ("programs", "cycles", "mismatches", "coverage"):
         assert again[key] == full[key], key
     assert cp.run_campaign(spec, d, cp.LocalRunner(1))["campaign"]["pieces_run"] == 0
-    other = cp.CampaignSpec(25, seed=3, sims=("golden",), ext_words=1024, piece_size=10)
+    other = cp.CampaignSpec(25, seed=3, sims=("golden",), ext_words=1024, piece_size=10, config=isa.BOOK)
     with pytest.raises(cp.CampaignError, match="seed"):
         cp.run_campaign(other, d, cp.LocalRunner(1))
 
 
 def test_an_interrupted_campaign_keeps_its_finished_pieces(tmp_path):
-    spec = cp.CampaignSpec(30, seed=4, sims=("golden",), ext_words=1024, piece_size=10)
+    spec = cp.CampaignSpec(30, seed=4, sims=("golden",), ext_words=1024, piece_size=10, config=isa.BOOK)
 
     class Interrupted(cp.LocalRunner):
         def run(self, tasks):
@@ -165,7 +165,7 @@ class _WrongSoftmax(GoldenSimulator):
 def test_every_mismatching_program_is_kept_and_shrunk(tmp_path, monkeypatch):
     monkeypatch.setitem(simulator.SIMULATORS, "wrongsm", f"{__name__}:_WrongSoftmax")
     monkeypatch.setattr(cp, "_SIMULATORS", {})
-    spec = cp.CampaignSpec(8, seed=2, sims=("golden", "wrongsm"), ext_words=1024, piece_size=4)
+    spec = cp.CampaignSpec(8, seed=2, sims=("golden", "wrongsm"), ext_words=1024, piece_size=4, config=isa.BOOK)
     rep = cp.run_campaign(spec, tmp_path, cp.LocalRunner(1))
     with_sm = [i for t in spec.pieces() for i, p in enumerate(t.bundle().programs, t.start)
                if any(ins.op == isa.OP_BY_NAME["SM"].code for ins in p.code[:p.expected.error_pc])]
@@ -178,8 +178,8 @@ def test_every_mismatching_program_is_kept_and_shrunk(tmp_path, monkeypatch):
         code = small.programs[0].code
         assert [i.mnemonic for i in code] == ["SM", "HALT"] and code[0].len == 1, code
         assert k["shrunk_instructions"] == 2 and k["shrink_complete"]
-        assert _WrongSoftmax().run_bundle(small).mismatch is not None       # still wrong in that simulator
-        assert GoldenSimulator().run_bundle(small).passed
+        assert _WrongSoftmax(config=isa.BOOK).run_bundle(small).mismatch is not None       # still wrong in that simulator
+        assert GoldenSimulator(config=isa.BOOK).run_bundle(small).passed
         assert len(Bundle.read(k["original_file"]).programs[0].code) == k["instructions"]
 
 
@@ -247,7 +247,7 @@ def test_scheduler_without_dask_says_what_to_install(monkeypatch, capsys):
 
 def test_dask_cluster_gives_the_local_verdicts_and_coverage(tmp_path):
     from dask import distributed      # the cluster extra: make setup installs it, so this test always runs
-    spec = cp.CampaignSpec(4, seed=9, sims=("golden", "verilator"), piece_size=2)
+    spec = cp.CampaignSpec(4, seed=9, sims=("golden", "verilator"), piece_size=2, config=isa.BOOK)
     local = cp.run_campaign(spec, tmp_path / "local", cp.LocalRunner(1))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:

@@ -20,7 +20,7 @@ class PlantedImage:
     initial value of the external memory, planted to see it found."""
 
     def __init__(self, name: str, address: int, value: int):
-        self.inner = get_simulator(name)
+        self.inner = get_simulator(name, config=isa.BOOK)
         self.address, self.value = address, value
 
     def run_program(self, program, ext, **kwargs):
@@ -38,7 +38,7 @@ def test_names_are_cleaned_as_amaranth_names_them():
 
 def test_a_planted_memory_word_is_found_at_the_cycle_it_reaches_the_chip(tmp_path):
     report = diffsims.diff_sims(PROGRAM, EXT, ["amaranth", "icarus"], keep=str(tmp_path),
-                                sim_objects={"icarus": PlantedImage("icarus", 2, 99)})
+                                sim_objects={"icarus": PlantedImage("icarus", 2, 99)}, config=isa.BOOK)
     diff = report.comparison.difference
     assert diff is not None, report.lines()
     # where the word should arrive, read from the waveform of the simulator without the plant:
@@ -56,7 +56,7 @@ def test_a_planted_memory_word_is_found_at_the_cycle_it_reaches_the_chip(tmp_pat
 
 
 def test_the_same_program_gives_no_difference_between_icarus_and_cxxrtl():
-    report = diffsims.diff_sims(PROGRAM, EXT, ["icarus", "cxxrtl"])
+    report = diffsims.diff_sims(PROGRAM, EXT, ["icarus", "cxxrtl"], config=isa.BOOK)
     assert report.comparison.difference is None, report.lines()
     assert len(report.comparison.compared) > 100
     assert any(line.startswith("no difference") for line in report.lines())
@@ -64,7 +64,7 @@ def test_the_same_program_gives_no_difference_between_icarus_and_cxxrtl():
 
 
 def test_the_command_takes_a_program_of_a_bundle_and_exits_1_on_a_difference(tmp_path, capsys):
-    bundle = Bundle.from_programs([("first", [isa.HALT], []), ("second", PROGRAM, EXT)], ext_words=8192)
+    bundle = Bundle.from_programs([("first", [isa.HALT], []), ("second", PROGRAM, EXT)], ext_words=8192, config=isa.BOOK)
     path = tmp_path / "b.hex"
     bundle.write(path)
     assert main(["diff-sims", str(path), "--program", "1", "--sims", "icarus,cxxrtl"]) == 0
@@ -81,7 +81,7 @@ def test_the_command_takes_a_program_of_a_bundle_and_exits_1_on_a_difference(tmp
 
 def test_two_simulators_are_needed():
     with pytest.raises(SimulatorError, match="two different simulators"):
-        diffsims.diff_sims(PROGRAM, EXT, ["icarus"])
+        diffsims.diff_sims(PROGRAM, EXT, ["icarus"], config=isa.BOOK)
 
 
 def _vcd(path, busy_at: dict[int, int], lead: int) -> None:
@@ -153,7 +153,7 @@ def test_the_command_exits_1_when_only_the_end_states_differ(tmp_path, capsys, m
     # waveforms the same in every compared signal but end states that differ: still a difference
     real = diffsims.compare
     monkeypatch.setattr(diffsims, "compare", lambda *a, **k: diffsims.Comparison(real(*a, **k).compared, (1, 1), None))
-    bundle = Bundle.from_programs([("p", PROGRAM, EXT)], ext_words=8192)
+    bundle = Bundle.from_programs([("p", PROGRAM, EXT)], ext_words=8192, config=isa.BOOK)
     path = tmp_path / "b.hex"
     bundle.write(path)
     monkeypatch.setattr(diffsims, "get_simulator", lambda name, **k: PlantedImage(name, 2, 99) if name == "icarus"

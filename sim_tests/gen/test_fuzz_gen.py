@@ -25,7 +25,7 @@ def _check_valid(code, ext, ext_words, max_cycles=DEFAULT_MAX_CYCLES):
             for i, p in enumerate(regions):
                 for q in regions[i + 1:]:
                     assert p.start == q.start and p.length == q.length or p.end <= q.start or q.end <= p.start
-    r = golden.run(code, ext, ext_words=ext_words)
+    r = golden.run(code, ext, ext_words=ext_words, config=isa.BOOK)
     assert r.error == ErrorCode.OK, r.message
     assert r.counters.total <= max_cycles
     return r
@@ -38,7 +38,7 @@ def test_random_programs_are_valid(ext_words):
     features = collections.Counter()
     stored = 0
     for _ in range(150):
-        code, ext = random_program(rng, ext_words)
+        code, ext = random_program(rng, ext_words, config=isa.BOOK)
         r = _check_valid(code, ext, ext_words)
         stored += r.ext != ext
         for ins in code:
@@ -61,22 +61,22 @@ def test_random_programs_are_valid(ext_words):
 
 
 def test_generator_is_deterministic_and_respects_budget():
-    a = [random_program(random.Random(5), 1024) for _ in range(3)]
-    b = [random_program(random.Random(5), 1024) for _ in range(3)]
+    a = [random_program(random.Random(5), 1024, config=isa.BOOK) for _ in range(3)]
+    b = [random_program(random.Random(5), 1024, config=isa.BOOK) for _ in range(3)]
     assert a == b
     rng = random.Random(6)
     for _ in range(40):
-        code, ext = random_program(rng, 1024, max_cycles=800)
+        code, ext = random_program(rng, 1024, max_cycles=800, config=isa.BOOK)
         _check_valid(code, ext, 1024, max_cycles=800)
     with pytest.raises(ValueError):
-        random_program(rng, 8)
+        random_program(rng, 8, config=isa.BOOK)
 
 
 def test_directed_suite_coverage():
-    suite = directed_suite()
+    suite = directed_suite(config=isa.BOOK)
     names = [n for n, _, _ in suite]
     assert len(names) == len(set(names))
-    results = {name: golden.run(code, ext) for name, code, ext in suite}
+    results = {name: golden.run(code, ext, config=isa.BOOK) for name, code, ext in suite}
     # every error the hardware can raise (NO_HALT cannot happen with a loaded program ending in HALT)
     raised = {r.error for n, r in results.items() if n.startswith("illegal")}
     assert raised == set(ErrorCode) - {ErrorCode.OK, ErrorCode.NO_HALT}
@@ -107,25 +107,25 @@ def test_directed_suite_coverage():
 
 def test_directed_suite_smaller_memories():
     for ew in (2048, 512):
-        for name, code, ext in directed_suite(ew):
-            r = golden.run(code, ext, ext_words=ew)
+        for name, code, ext in directed_suite(ew, config=isa.BOOK):
+            r = golden.run(code, ext, ext_words=ew, config=isa.BOOK)
             assert (r.error == ErrorCode.OK) != name.startswith("illegal"), name
     with pytest.raises(ValueError):
-        directed_suite(256)
+        directed_suite(256, config=isa.BOOK)
 
 
 def test_fuzz_report_and_bundle(tmp_path):
     path = tmp_path / "f.hex"
-    rep = fuzz(20, 3, ["golden"], ext_words=1024, bundle_path=str(path))
+    rep = fuzz(20, 3, ["golden"], ext_words=1024, bundle_path=str(path), config=isa.BOOK)
     assert rep["programs"] == 20 and rep["mismatches"] == 0 and rep["first_mismatch"] is None
     assert rep["sims"] == ["golden"]
     assert rep["results"]["golden"]["passed"] and rep["results"]["golden"]["programs_run"] == 20
     b = Bundle.read(path)
-    assert b.total_cycles == rep["cycles"] == random_bundle(20, 3, 1024).total_cycles
+    assert b.total_cycles == rep["cycles"] == random_bundle(20, 3, 1024, config=isa.BOOK).total_cycles
     with pytest.raises(SimulatorError):
-        fuzz(2, 1, ["nonesuch"])
-    rep = fuzz(3, 3, ["golden"], ext_words=1024, directed=True)
-    assert rep["programs"] == 3 + len(directed_suite(1024)) and rep["results"]["golden"]["passed"]
+        fuzz(2, 1, ["nonesuch"], config=isa.BOOK)
+    rep = fuzz(3, 3, ["golden"], ext_words=1024, directed=True, config=isa.BOOK)
+    assert rep["programs"] == 3 + len(directed_suite(1024, config=isa.BOOK)) and rep["results"]["golden"]["passed"]
 
 
 def test_fuzz_detects_a_wrong_simulator(monkeypatch):
@@ -149,7 +149,7 @@ def test_fuzz_detects_a_wrong_simulator(monkeypatch):
 
     monkeypatch.setitem(simulator.SIMULATORS, "offbyone", f"{__name__}:_OffByOneFactory")
     globals()["_OffByOneFactory"] = OffByOne
-    rep = fuzz(30, 2, ["golden", "offbyone"], ext_words=1024)
+    rep = fuzz(30, 2, ["golden", "offbyone"], ext_words=1024, config=isa.BOOK)
     assert rep["mismatches"] == 1 and rep["results"]["golden"]["passed"]
     assert rep["first_mismatch"].startswith("offbyone: program ") and "counter vector" in rep["first_mismatch"]
 

@@ -1,6 +1,7 @@
 """The exported chip in Icarus Verilog: the shared cases of sim_tests/verilog_cases.py."""
 from __future__ import annotations
 
+from ga2_hdl import isa
 from sim_tests.verilog_cases import VerilogSimulatorCases
 
 
@@ -33,7 +34,7 @@ def test_a_cached_build_is_found_without_making_the_icarus_form_again(tmp_path, 
     from gen.sim.verilog_sim import IcarusSimulator
 
     monkeypatch.setenv("GA2_CACHE_DIR", str(tmp_path))
-    sim = IcarusSimulator()
+    sim = IcarusSimulator(config=isa.BOOK)
     exported = sim.export(8192)
     first = sim.build(8192, exported=exported)
     assert not first.cached

@@ -41,7 +41,7 @@ def test_the_spec_checks_run_on_the_configuration():
     assert program.config == WIDE
     assert checks.rule_through_chip(mods, n=4, ks=(1,), noises=(0.0,)) == []
     beyond = beyond_checks.installed_beyond_modules(config=WIDE)
-    assert beyond.config == WIDE and checks.installed_modules().config == isa.BOOK
+    assert beyond.config == WIDE and checks.installed_modules(config=isa.BOOK).config == isa.BOOK
 
 
 @pytest.mark.parametrize("target", ["compiler", "spec"])

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from ga2_hdl import isa
 from gen.sim import replay as replay_mod
 from gen.sim import simulator as simulator_mod
 from gen.sim.replay import ReplayPool, concatenate, replay
@@ -15,7 +16,7 @@ from spec.tiny_lm import make_model
 
 
 def _bundle(label: str, tokens: int) -> Bundle:
-    return bundle_of(plain_row(label, make_model("structured"), tokens).log, label)
+    return bundle_of(plain_row(label, make_model("structured"), tokens, config=isa.BOOK).log, label)
 
 
 def _run_bundle_job(label: str, tokens: int) -> Bundle:
@@ -58,7 +59,7 @@ def prepared_simulator(monkeypatch, tmp_path):
 
 
 def test_bundles_added_while_working_are_replayed_and_put_back_together(prepared_simulator):
-    pool = ReplayPool(["golden", "prepared"], workers=2, pieces_per_worker=0)
+    pool = ReplayPool(["golden", "prepared"], workers=2, pieces_per_worker=0, config=isa.BOOK)
     made = {}
 
     def made_bundle(label, bundle):
@@ -101,7 +102,7 @@ def test_a_failed_preparation_fails_each_piece_of_its_simulator_without_running_
 
 
 def test_waiting_work_goes_in_priority_order_and_later_work_can_overtake():
-    pool = ReplayPool(["golden"], workers=1)
+    pool = ReplayPool(["golden"], workers=1, config=isa.BOOK)
     order = []
     for priority in (3, 1, 2):
         pool.submit(_value, priority, priority=priority, on_done=order.append)
@@ -131,7 +132,7 @@ def test_concatenate_renumbers_mismatches():
 
 
 def test_meanwhile_runs_once_in_this_process_while_the_workers_work():
-    pool = ReplayPool(["golden"], workers=2)
+    pool = ReplayPool(["golden"], workers=2, config=isa.BOOK)
     calls, done = [], []
     pool.submit(_value, 1, on_done=done.append)
     pool.run(meanwhile=lambda: calls.append(len(done)))

@@ -15,7 +15,7 @@ def test_memory_size_comes_from_the_caller_then_the_simulator_then_the_isa():
 
 @pytest.mark.parametrize("name", ["golden", "amaranth", "icarus"])
 def test_every_simulator_refuses_an_empty_external_memory_and_honours_a_small_one(name):
-    sim = get_simulator(name)
+    sim = get_simulator(name, config=isa.BOOK)
     with pytest.raises(SimulatorError, match="ext_words=0"):
         sim.run_program([isa.HALT], [], ext_words=0)
     result = sim.run_program([isa.make("LD", dst=0, src=0, len=4), isa.make("ST", src=0, dst=12, len=4), isa.HALT],
@@ -29,12 +29,12 @@ def test_every_simulator_refuses_an_empty_external_memory_and_honours_a_small_on
 def test_the_compiled_simulators_refuse_an_empty_external_memory_before_building(name):
     # (a small memory is a separate build of 20-60 CPU-seconds for these two: not run here)
     with pytest.raises(SimulatorError, match="ext_words=0"):
-        get_simulator(name).run_program([isa.HALT], [], ext_words=0)
+        get_simulator(name, config=isa.BOOK).run_program([isa.HALT], [], ext_words=0)
 
 
 def test_unknown_names_are_refused_with_the_known_ones():
     with pytest.raises(SimulatorError, match="choose from golden, amaranth, icarus, verilator, cxxrtl"):
-        get_simulator("nosuch")
+        get_simulator("nosuch", config=isa.BOOK)
     with pytest.raises(SimulatorError, match="unknown simulator 'x'"):
         parse_sims("golden,x")
     assert parse_sims(" golden , verilator ") == ["golden", "verilator"]

@@ -19,7 +19,7 @@ from gen.sim.simulator import SimulatorError, get_simulator
 
 def test_a_waveform_has_an_ordinary_file_mode(tmp_path):
     vcd = tmp_path / "w.vcd"
-    get_simulator("amaranth").run_program([isa.HALT], [], vcd=str(vcd))
+    get_simulator("amaranth", config=isa.BOOK).run_program([isa.HALT], [], vcd=str(vcd))
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(vcd.stat().st_mode) == 0o644 & ~mask
@@ -37,7 +37,7 @@ def test_a_configuration_the_instruction_word_cannot_hold_names_its_file(tmp_pat
 
 def _bundle():
     return Bundle.from_programs([("ld st", [make("LD", dst=0, src=0, len=4), make("ST", src=0, dst=8, len=4),
-                                            isa.HALT], [1, 2, 3, 4])], ext_words=8192)
+                                            isa.HALT], [1, 2, 3, 4])], ext_words=8192, config=isa.BOOK)
 
 
 def test_a_book_testbench_smaller_than_the_bundle_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
@@ -78,7 +78,7 @@ def test_a_bundle_is_read_line_by_line_not_held_whole(tmp_path):
     rng = random.Random(5)
     programs = [(f"p{i}", [make("LD", dst=0, src=0, len=4), isa.HALT],
                  [rng.randrange(1, 1 << 32) for _ in range(300)]) for i in range(80)]
-    bundle = Bundle.from_programs(programs, ext_words=2048)
+    bundle = Bundle.from_programs(programs, ext_words=2048, config=isa.BOOK)
     path = tmp_path / "b.bundle"
     bundle.write(path)
     size = path.stat().st_size

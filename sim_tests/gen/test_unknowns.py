@@ -69,8 +69,8 @@ def test_amaranth_names_the_read_outside_the_scratchpad():
     assert m.what == "access" and "word 6144, outside the 6144-word scratchpad" in str(m)
     # the book's programs read nothing outside: the directed suite's first program stays clean
     from gen.fuzz.directed import directed_suite
-    name, code, ext = directed_suite(8192)[0]
-    assert get_simulator("amaranth").run_program(code, ext).outside == []
+    name, code, ext = directed_suite(8192, config=isa.BOOK)[0]
+    assert get_simulator("amaranth", config=isa.BOOK).run_program(code, ext).outside == []
 
 
 @pytest.mark.skipif(not __import__("shutil").which("iverilog"), reason="Icarus Verilog is not installed")
@@ -113,9 +113,9 @@ def test_verilator_marks_the_word_that_came_from_x_by_its_own_rule():
         f"ext[{LAST}]: expected 0x00000008, got unknown (varies with the seed: ")
     # a program that reads nothing outside: nothing varies
     from gen.fuzz.directed import directed_suite
-    for name, code, ext in directed_suite(8192)[3:5]:
-        clean = get_simulator("verilator", x_check=True).run_program(code, ext)
-        assert clean.unknown == {} and first_mismatch(golden.run(code, ext), clean) is None, name
+    for name, code, ext in directed_suite(8192, config=isa.BOOK)[3:5]:
+        clean = get_simulator("verilator", x_check=True, config=isa.BOOK).run_program(code, ext)
+        assert clean.unknown == {} and first_mismatch(golden.run(code, ext, config=isa.BOOK), clean) is None, name
 
 
 def test_the_unit_bench_names_an_engine_that_reads_outside_its_regions():

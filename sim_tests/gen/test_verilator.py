@@ -12,6 +12,7 @@ import shutil
 
 import pytest
 
+from ga2_hdl import isa
 from gen.sim.verilog_sim import zero_init_loops
 from gen.sim.simulator import SimulatorError, get_simulator
 from sim_tests.verilog_cases import VerilogSimulatorCases, small_bundle
@@ -31,7 +32,7 @@ class TestVerilator(VerilogSimulatorCases):
         os.symlink(shutil.which("verilator"), bin_dir / "verilator")
         monkeypatch.setenv("PATH", str(bin_dir))
         with pytest.raises(SimulatorError, match=r"'g\+\+' was not found on PATH: install the Debian package 'g\+\+'"):
-            get_simulator("verilator").run_bundle(small_bundle())
+            get_simulator("verilator", config=isa.BOOK).run_bundle(small_bundle())
 
 
 # ---------------------------------------------------------------------- the chip as Verilator compiles it
@@ -76,7 +77,7 @@ def test_all_zero_memory_initialisers_become_loops():
 
 
 def test_the_chip_keeps_only_its_non_zero_initialisers():
-    sim = get_simulator("verilator")
+    sim = get_simulator("verilator", config=isa.BOOK)
     exported = sim.export(8192)
     text = sim.chip_text(exported)
     # the book chip's instruction memory, scratchpad and register files start at zero: loops now
@@ -96,7 +97,7 @@ def test_ccache_keeps_its_store_inside_the_build_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("GA2_CACHE_DIR", str(tmp_path / "cache"))
     found = {"ccache": str(tmp_path / "ccache"), "make": "/usr/bin/make"}
     monkeypatch.setattr(sim_verilog.shutil, "which", lambda name: found.get(name))
-    cmd = get_simulator("verilator")._make_command(tmp_path / "obj")
+    cmd = get_simulator("verilator", config=isa.BOOK)._make_command(tmp_path / "obj")
     assert "OBJCACHE=ccache" in cmd and f"CCACHE_DIR={tmp_path / 'cache' / 'ccache'}" in cmd
     found.pop("ccache")
-    assert not any(c.startswith(("OBJCACHE", "CCACHE")) for c in get_simulator("verilator")._make_command(tmp_path))
+    assert not any(c.startswith(("OBJCACHE", "CCACHE")) for c in get_simulator("verilator", config=isa.BOOK)._make_command(tmp_path))

@@ -28,10 +28,10 @@ def test_every_op_every_operand_bit_round_trips():
             if trial == 0:      # all operand bits set
                 ops = {o.name: (1 << o.bits) - 1 for o in spec.operands}
             ins = make(spec.mnemonic, **ops)
-            text = asm.disassemble_one(ins)
+            text = asm.disassemble_one(ins, config=isa.BOOK)
             assert not text.startswith(".word"), text
-            assert asm.assemble(text) == [ins]
-            assert asm.disassemble(asm.assemble(text)) == text + "\n"
+            assert asm.assemble(text, config=isa.BOOK) == [ins]
+            assert asm.disassemble(asm.assemble(text, config=isa.BOOK), config=isa.BOOK) == text + "\n"
 
 
 def test_every_operand_bit_reaches_its_field():
@@ -41,7 +41,7 @@ def test_every_operand_bit_reaches_its_field():
             for bit in range(o.bits):
                 ops = {p.name: 0 for p in spec.operands}
                 ops[o.name] = 1 << bit
-                word = asm.assemble(asm.disassemble_one(make(spec.mnemonic, **ops)))[0].encode()
+                word = asm.assemble(asm.disassemble_one(make(spec.mnemonic, **ops), config=isa.BOOK), config=isa.BOOK)[0].encode()
                 f = isa.FIELD[o.field]
                 assert word == (spec.code << 124) | (1 << (f.lsb + o.lsb + bit))
 
@@ -55,17 +55,17 @@ def test_any_128_bit_word_round_trips():
         base = make(spec.mnemonic, **random_operands(rng, spec)).encode()
         samples.append(base | 1 << 17)                 # x bit 17: used by no operation
     for w in samples:
-        text = asm.disassemble_one(w)
-        assert asm.assemble(text)[0].encode() == w, text
+        text = asm.disassemble_one(w, config=isa.BOOK)
+        assert asm.assemble(text, config=isa.BOOK)[0].encode() == w, text
 
 
 def test_words_with_unused_bits_become_raw():
     w = make("VADD", dst=1, src1=2, src2=3, len=4).encode() | (1 << (isa.FIELD["d"].lsb + 20))
-    assert asm.disassemble_one(w) == f".word 0x{w:032x}"
+    assert asm.disassemble_one(w, config=isa.BOOK) == f".word 0x{w:032x}"
     reserved = isa.RESERVED_OP_CODES[0]                       # an op code no configuration defines
-    assert asm.disassemble_one(Instruction(op=reserved)) == f".word 0x{reserved:x}" + "0" * 31
-    assert asm.disassemble_one(H) == "HALT"
-    assert asm.disassemble_one(Instruction(op=0, x=1)).startswith(".word")
+    assert asm.disassemble_one(Instruction(op=reserved), config=isa.BOOK) == f".word 0x{reserved:x}" + "0" * 31
+    assert asm.disassemble_one(H, config=isa.BOOK) == "HALT"
+    assert asm.disassemble_one(Instruction(op=0, x=1), config=isa.BOOK).startswith(".word")
 
 
 def test_canonical_text_and_defaults():
@@ -75,10 +75,10 @@ def test_canonical_text_and_defaults():
         MM dst=0 A=64 B=128 M=4 K=16 N=4 tb=1 ldb=16 ; semicolon comment
         RQ dst=1 src=2 len=3 m=0x800000 s=30
         HALT
-    """)
+    """, config=isa.BOOK)
     assert prog[1] == make("MM", dst=0, A=64, B=128, M=4, K=16, N=4, tb=1, lda=16, ldb=16, ldc=4)
     assert prog[2].relu == 0
-    assert asm.disassemble(prog) == (
+    assert asm.disassemble(prog, config=isa.BOOK) == (
         "LD dst=0 src=256 len=64\n"
         "MM dst=0 A=64 B=128 M=4 K=16 N=4 tb=1 lda=16 ldb=16 ldc=4\n"
         "RQ dst=1 src=2 len=3 m=8388608 s=30 relu=0\n"
@@ -86,7 +86,7 @@ def test_canonical_text_and_defaults():
 
 
 def test_mm_default_strides_are_dense():
-    ins = asm.assemble("MM dst=0 A=0 B=0 M=2 K=7 N=3")[0]
+    ins = asm.assemble("MM dst=0 A=0 B=0 M=2 K=7 N=3", config=isa.BOOK)[0]
     assert (ins.lda, ins.ldb, ins.ldc, ins.tb) == (7, 3, 3, 0)
 
 
@@ -116,7 +116,7 @@ def test_mm_default_strides_are_dense():
 ])
 def test_assembly_errors_name_the_line(line, fragment):
     with pytest.raises(AsmError) as e:
-        asm.assemble("HALT\n\n" + line + "\n", "prog.s")
+        asm.assemble("HALT\n\n" + line + "\n", "prog.s", config=isa.BOOK)
     assert str(e.value).startswith("prog.s:3: "), str(e.value)
     assert fragment in str(e.value)
 
@@ -193,7 +193,7 @@ def test_cli_golden_errors(tmp_path, capsys):
 
 def test_cli_golden_and_disasm_on_bundle(tmp_path, capsys):
     from ga2_hdl.formats.bundle import Bundle
-    b = Bundle.from_programs([("one", [make("LD", dst=0, src=0, len=3), H], [1]), ("two", [H], None)], 64)
+    b = Bundle.from_programs([("one", [make("LD", dst=0, src=0, len=3), H], [1]), ("two", [H], None)], 64, config=isa.BOOK)
     path = tmp_path / "b.hex"
     b.write(path)
     assert ga2(["golden", str(path)]) == 0

@@ -18,7 +18,7 @@ def small_bundle(ext_words=64):
             make("ST", src=10, dst=40, len=2), H]
     bad = [make("LD", dst=0, src=60, len=8), H]
     return Bundle.from_programs([("add two", prog, [1, 2, 3, 0xFFFFFFFF]), ("out of range", bad, None),
-                                 ("halt", [H], [0] * ext_words)], ext_words)
+                                 ("halt", [H], [0] * ext_words)], ext_words, config=isa.BOOK)
 
 
 def words_of(text):
@@ -70,7 +70,7 @@ def test_round_trip_file(tmp_path):
 
 def test_round_trip_random_programs():
     from gen.fuzz.programs import random_bundle
-    b = random_bundle(10, seed=7, ext_words=1024)
+    b = random_bundle(10, seed=7, ext_words=1024, config=isa.BOOK)
     b2 = Bundle.parse(b.to_text())
     assert b2.to_text() == b.to_text()
     assert b2.verify() == []
@@ -94,17 +94,17 @@ def test_runs_merge_small_gaps_only():
 
 
 def test_names_are_single_line():
-    b = Bundle.from_programs([("two\nlines", [H], None)], 16)
+    b = Bundle.from_programs([("two\nlines", [H], None)], 16, config=isa.BOOK)
     assert Bundle.parse(b.to_text()).programs[0].name == "two lines"
 
 
 def test_from_programs_pads_and_refuses():
-    b = Bundle.from_programs([("p", [H], [1])], 16)
+    b = Bundle.from_programs([("p", [H], [1])], 16, config=isa.BOOK)
     assert b.programs[0].ext == [1] + [0] * 15
     with pytest.raises(isa.IsaError, match="does not end with HALT"):
-        Bundle.from_programs([("p", [make("LD", dst=0, src=0, len=1)], None)], 16)
+        Bundle.from_programs([("p", [make("LD", dst=0, src=0, len=1)], None)], 16, config=isa.BOOK)
     with pytest.raises(isa.IsaError, match="longer than the memory"):
-        Bundle.from_programs([("p", [H], [0] * 17)], 16)
+        Bundle.from_programs([("p", [H], [0] * 17)], 16, config=isa.BOOK)
 
 
 def test_is_bundle_text():
@@ -173,7 +173,7 @@ def test_truncated_and_trailing_data():
 
 
 def test_bad_program_records():
-    b = Bundle.from_programs([("p", [make("LD", dst=0, src=0, len=1), H], [9])], 16)
+    b = Bundle.from_programs([("p", [make("LD", dst=0, src=0, len=1), H], [9])], 16, config=isa.BOOK)
     L = lines_of(b)
     # word 4 is n_code
     expect_error(*replace_word(L, 4, 0), "program 0 has 0 instructions")
@@ -191,7 +191,7 @@ def test_bad_program_records():
 
 
 def test_runs_out_of_order_or_overlapping():
-    b = Bundle.from_programs([("p", [H], [5, 0, 0, 0, 6])], 16)
+    b = Bundle.from_programs([("p", [H], [5, 0, 0, 0, 6])], 16, config=isa.BOOK)
     L = lines_of(b)
     # words: 4 n_code, 5..8 HALT, 9 n_runs=2, 10 start 0, 11 len 1, 12 = 5, 13 start 4, 14 len 1, 15 = 6
     assert words_of("\n".join(L))[9:16] == [2, 0, 1, 5, 4, 1, 6]
@@ -200,7 +200,7 @@ def test_runs_out_of_order_or_overlapping():
 
 def test_golden_simulator_replays_and_detects_differences():
     b = small_bundle()
-    sim = get_simulator("golden")
+    sim = get_simulator("golden", config=isa.BOOK)
     rep = sim.run_bundle(b)
     assert rep.passed and rep.line().startswith("PASS: 3 programs match the golden model")
     assert rep.cycles == b.total_cycles
@@ -216,11 +216,11 @@ def test_golden_simulator_replays_and_detects_differences():
     assert rep.mismatch.where == "ext[41]"
     b.programs[0].expected.ext[41] ^= 1
     b.programs[1].expected.error = ErrorCode.SPAD_RANGE
-    assert get_simulator("golden").run_bundle(b).mismatch.what == "status"
+    assert get_simulator("golden", config=isa.BOOK).run_bundle(b).mismatch.what == "status"
 
 
 def test_golden_simulator_interface():
-    sim = get_simulator("golden")
+    sim = get_simulator("golden", config=isa.BOOK)
     assert sim.name == "golden"
     r = sim.run_program([make("LD", dst=0, src=0, len=1), make("ST", src=0, dst=3, len=1), H], [42], ext_words=8)
     assert isinstance(r, RunResult) and r.ext == [42, 0, 0, 42, 0, 0, 0, 0]

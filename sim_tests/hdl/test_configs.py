@@ -53,7 +53,7 @@ def _selection(config: Config) -> Bundle:
     keys = tuple(k.format(a=config.array, k=config.max_k) for k in _CONFIG_SPECIFIC)
     chosen = [p for p in directed.programs if p.name.startswith(keys)]
     assert sum(p.name.startswith(keys[0]) for p in chosen) == 3
-    return Bundle(directed.ext_words, chosen + random_programs.programs, config)
+    return Bundle(directed.ext_words, chosen + random_programs.programs, config=config)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
@@ -84,7 +84,7 @@ def _whole_array(config: Config) -> Bundle:
     directed, _ = _bundles(config)
     limits = [p for p in directed.programs if p.name.startswith(("illegal_bad_shape", "illegal_spad_range_0"))]
     made = Bundle.from_programs([(f"mm_{a}x{k}x{a}_at_the_scratchpad_end", code, data)], config=config)
-    return Bundle(config.ext_words, made.programs + limits, config)
+    return Bundle(config.ext_words, made.programs + limits, config=config)
 
 
 #: Amaranth's simulator compiles the 16 x 16 array's 256 multipliers for a minute or more: that chip
@@ -135,9 +135,9 @@ def test_random_programs_reach_the_configurations_limits(config):
 
 def test_book_programs_and_budget_are_the_books():
     assert fuzz.default_max_cycles(config=isa.BOOK) == fuzz.DEFAULT_MAX_CYCLES
-    a, b = fuzz.random_bundle(20, 3), fuzz.random_bundle(20, 3, config=Config.book())
+    a, b = fuzz.random_bundle(20, 3, config=isa.BOOK), fuzz.random_bundle(20, 3, config=Config.book())
     assert a.to_text() == b.to_text()
-    assert "// config" not in a.to_text() and "// config" not in directed_bundle().to_text()
+    assert "// config" not in a.to_text() and "// config" not in directed_bundle(config=isa.BOOK).to_text()
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
@@ -198,7 +198,7 @@ def test_a_bundle_for_another_chip_is_refused_naming_the_differences():
     bundle = directed_bundle(config=PRESETS["array8"])
     for sim in ("golden", "icarus"):      # refused before anything is built or run
         with pytest.raises(SimulatorError, match=r"made for configuration 'array8'.*'book'.*array=8 \(chip: 4\)"):
-            get_simulator(sim).run_bundle(bundle)
+            get_simulator(sim, config=isa.BOOK).run_bundle(bundle)
     with pytest.raises(ChipMismatch) as e:
         check_same_chip(PRESETS["spad8k_lat4"], PRESETS["array16"])
     message = str(e.value)
@@ -259,7 +259,7 @@ def test_a_campaign_records_its_chip():
     spec = CampaignSpec(10, config=PRESETS["array16"])
     assert spec.ext_words == 8192 and spec.max_cycles == fuzz.default_max_cycles(config=PRESETS["array16"]) > 3000
     assert CampaignSpec.from_json(spec.to_json()) == spec
-    assert "config" not in CampaignSpec(10).to_json()          # a book campaign's manifest is unchanged
-    assert CampaignSpec.from_json(CampaignSpec(10).to_json()).config == isa.BOOK
+    assert "config" not in CampaignSpec(10, config=isa.BOOK).to_json()          # a book campaign's manifest is unchanged
+    assert CampaignSpec.from_json(CampaignSpec(10, config=isa.BOOK).to_json()).config == isa.BOOK
     with pytest.raises(CampaignError, match="lat >= 2"):
         CampaignSpec(10, sims=("golden", "verilator"), config=Config(name="lat1", lat=1)).validate()

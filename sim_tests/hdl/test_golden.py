@@ -61,8 +61,8 @@ def ref_mm(spad, ins):
     return A @ B
 
 
-def run_ok(code, ext=None, **kw):
-    r = golden.run(code + [H], ext, **kw)
+def run_ok(code, ext=None, config=isa.BOOK, **kw):
+    r = golden.run(code + [H], ext, config=config, **kw)
     assert r.error == ErrorCode.OK, r.message
     return r
 
@@ -83,14 +83,14 @@ def test_ld_st_copy_and_timing_hand_worked():
 
 
 def test_immediate_halt():
-    r = golden.run([H], [7, 8])
+    r = golden.run([H], [7, 8], config=isa.BOOK)
     assert r.counters == (2, 0, 0, 0, 0)
     assert r.ext[:3] == [7, 8, 0] and len(r.ext) == EXT
     assert (r.error, r.error_pc) == (ErrorCode.OK, 0)
 
 
 def test_halt_pc_is_reported_and_words_after_halt_never_run():
-    r = golden.run([make("LD", dst=0, src=0, len=1), H])
+    r = golden.run([make("LD", dst=0, src=0, len=1), H], config=isa.BOOK)
     assert (r.error, r.error_pc) == (ErrorCode.OK, 1)
 
 
@@ -119,36 +119,36 @@ def test_ext_image_padding_and_refusals():
     assert r.ext == [1, 2, 3] + [0] * 13
     assert run_ok([], [-1], ext_words=16).ext[0] == 0xFFFFFFFF     # two's complement accepted
     with pytest.raises(IsaError, match="longer than the memory"):
-        golden.run([H], [0] * 17, ext_words=16)
+        golden.run([H], [0] * 17, ext_words=16, config=isa.BOOK)
     with pytest.raises(IsaError, match="not a 32-bit value"):
-        golden.run([H], [0, 1 << 32], ext_words=16)
+        golden.run([H], [0, 1 << 32], ext_words=16, config=isa.BOOK)
     with pytest.raises(IsaError, match="not a 32-bit value"):
-        golden.run([H], [-(1 << 31) - 1], ext_words=16)
+        golden.run([H], [-(1 << 31) - 1], ext_words=16, config=isa.BOOK)
 
 
 def test_program_refusals():
     with pytest.raises(IsaError, match="does not end with HALT"):
-        golden.run([make("LD", dst=0, src=0, len=1)])
+        golden.run([make("LD", dst=0, src=0, len=1)], config=isa.BOOK)
     with pytest.raises(IsaError, match="does not end with HALT"):
-        golden.run([H, make("LD", dst=0, src=0, len=1)])
+        golden.run([H, make("LD", dst=0, src=0, len=1)], config=isa.BOOK)
     with pytest.raises(IsaError, match="empty program"):
-        golden.run([])
+        golden.run([], config=isa.BOOK)
     with pytest.raises(IsaError, match="does not fit the instruction memory"):
-        golden.run([make("ST", src=0, dst=0, len=1)] * isa.IMEM_WORDS + [H])
+        golden.run([make("ST", src=0, dst=0, len=1)] * isa.IMEM_WORDS + [H], config=isa.BOOK)
     # exactly IMEM_WORDS is fine
-    r = golden.run([make("ST", src=0, dst=0, len=1)] * (isa.IMEM_WORDS - 1) + [H])
+    r = golden.run([make("ST", src=0, dst=0, len=1)] * (isa.IMEM_WORDS - 1) + [H], config=isa.BOOK)
     assert r.counters.instructions == isa.IMEM_WORDS - 1
 
 
 def test_program_as_raw_words():
     code = [make("LD", dst=0, src=0, len=2).encode(), make("ST", src=0, dst=9, len=2).encode(), 0]
-    assert golden.run(code, [4, 5]).ext[9:11] == [4, 5]
+    assert golden.run(code, [4, 5], config=isa.BOOK).ext[9:11] == [4, 5]
 
 
 def test_keep_spad():
-    r = golden.run([make("LD", dst=4094, src=0, len=2), H], [3, 4], keep_spad=True)
+    r = golden.run([make("LD", dst=4094, src=0, len=2), H], [3, 4], keep_spad=True, config=isa.BOOK)
     assert r.spad[4094:] == [3, 4] and len(r.spad) == isa.SPAD_WORDS
-    assert golden.run([H]).spad is None
+    assert golden.run([H], config=isa.BOOK).spad is None
 
 
 # ----------------------------------------------------------------------------- MM
@@ -367,7 +367,7 @@ PRE_COUNTERS = [(2 + 13) + (2 + 6), 0, 13 + 6, 0, 2]
 
 @pytest.mark.parametrize("bad, code", [
     (isa.Instruction(op=isa.RESERVED_OP_CODES[0]), ErrorCode.BAD_OPCODE),     # no chip defines it
-    (isa.Instruction(op=isa.instruction_set().undefined_codes()[0], a=1), ErrorCode.BAD_OPCODE),
+    (isa.Instruction(op=isa.instruction_set(config=isa.BOOK).undefined_codes()[0], a=1), ErrorCode.BAD_OPCODE),
     (make("LD", dst=4093, src=0, len=4), ErrorCode.SPAD_RANGE),
     (make("MM", dst=0, A=4090, B=0, M=2, K=4, N=1), ErrorCode.SPAD_RANGE),
     (make("MM", dst=4094, A=0, B=0, M=1, K=4, N=3), ErrorCode.SPAD_RANGE),
@@ -389,7 +389,7 @@ PRE_COUNTERS = [(2 + 13) + (2 + 6), 0, 13 + 6, 0, 2]
 ])
 def test_illegal_instruction_halts_with_code_and_changes_nothing(bad, code):
     ext = [11, 22, 33, 44]
-    r = golden.run(PRE + [bad] + POST + [H], ext)
+    r = golden.run(PRE + [bad] + POST + [H], ext, config=isa.BOOK)
     assert (r.error, r.error_pc) == (code, 2), r.message
     assert r.message == isa.check(bad)[1]          # why, once: the address is error_pc
     assert list(r.counters) == [PRE_COUNTERS[0] + 2] + PRE_COUNTERS[1:]
@@ -399,11 +399,21 @@ def test_illegal_instruction_halts_with_code_and_changes_nothing(bad, code):
 def test_identical_regions_are_legal_for_rq_sm_vadd():
     for ins in (make("RQ", dst=7, src=7, len=5, m=1 << 23, s=23), make("SM", dst=7, src=7, len=5),
                 make("VADD", dst=7, src1=7, src2=7, len=5), make("VADD", dst=20, src1=7, src2=7, len=5)):
-        assert golden.run([ins, H]).error == ErrorCode.OK
+        assert golden.run([ins, H], config=isa.BOOK).error == ErrorCode.OK
 
 
 def test_ext_words_is_a_parameter():
     # the book's early chapters: 2048 words
-    assert golden.run([make("LD", dst=0, src=2047, len=1), H], ext_words=2048).error == ErrorCode.OK
-    r = golden.run([make("LD", dst=0, src=2047, len=2), H], ext_words=2048)
+    assert golden.run([make("LD", dst=0, src=2047, len=1), H], ext_words=2048, config=isa.BOOK).error == ErrorCode.OK
+    r = golden.run([make("LD", dst=0, src=2047, len=2), H], ext_words=2048, config=isa.BOOK)
     assert r.error == ErrorCode.EXT_RANGE and len(r.ext) == 2048
+
+
+def test_a_run_without_its_chip_is_a_type_error_not_the_books():
+    # config is required below the entry points: a forgotten one is an error, never the book's chip
+    with pytest.raises(TypeError, match="config"):
+        golden.run([isa.HALT])
+    with pytest.raises(TypeError, match="config"):
+        golden.Machine()
+    with pytest.raises(TypeError, match="config"):
+        isa.instruction_set()

@@ -163,10 +163,10 @@ def test_cycle_counts_equal_the_books_model():
     from gen.fuzz.programs import random_program
     from gen.fuzz.directed import directed_suite
     rng = random.Random(70961514463)
-    programs = [random_program(rng, 2048) for _ in range(150)]          # the book's early 2048 words
-    programs += [(code, ext) for name, code, ext in directed_suite(2048) if not name.startswith("illegal")]
+    programs = [random_program(rng, 2048, config=isa.BOOK) for _ in range(150)]          # the book's early 2048 words
+    programs += [(code, ext) for name, code, ext in directed_suite(2048, config=isa.BOOK) if not name.startswith("illegal")]
     for code, ext in programs:
-        r = golden.run(code, ext, ext_words=2048)
+        r = golden.run(code, ext, ext_words=2048, config=isa.BOOK)
         assert r.error == ErrorCode.OK
         assert r.counters == book_counters(code) == isa.program_counters(code)
 

@@ -25,8 +25,8 @@ from gen.fuzz import programs as fuzz
 
 
 def test_directed_suite_matches_golden():
-    bundle = Bundle.from_programs(directed_suite())
-    report = get_simulator("amaranth").run_bundle(bundle)
+    bundle = Bundle.from_programs(directed_suite(config=isa.BOOK), config=isa.BOOK)
+    report = get_simulator("amaranth", config=isa.BOOK).run_bundle(bundle)
     assert report.passed, report.line()
     assert report.cycles == bundle.total_cycles
     codes = {p.expected.error for p in bundle.programs}
@@ -34,24 +34,24 @@ def test_directed_suite_matches_golden():
 
 
 def test_random_programs_match_golden():
-    bundle = random_bundle(5, seed=2024)
-    report = get_simulator("amaranth").run_bundle(bundle)
+    bundle = random_bundle(5, seed=2024, config=isa.BOOK)
+    report = get_simulator("amaranth", config=isa.BOOK).run_bundle(bundle)
     assert report.passed, report.line()
 
 
 @pytest.mark.slow
 def test_many_random_programs_match_golden():
-    bundle = random_bundle(200, seed=77)
-    report = get_simulator("amaranth").run_bundle(bundle)
+    bundle = random_bundle(200, seed=77, config=isa.BOOK)
+    report = get_simulator("amaranth", config=isa.BOOK).run_bundle(bundle)
     assert report.passed, report.line()
 
 
 def test_run_program_interface_and_smaller_external_memory():
     program = [make("LD", dst=0, src=2040, len=8), make("ST", src=0, dst=0, len=8), HALT]
     ext = [0] * 2040 + list(range(1, 9))
-    sim = get_simulator("amaranth")
+    sim = get_simulator("amaranth", config=isa.BOOK)
     got = sim.run_program(program, ext, ext_words=2048)
-    want = golden.run(program, ext, ext_words=2048)
+    want = golden.run(program, ext, ext_words=2048, config=isa.BOOK)
     assert (got.counters, got.ext, got.error) == (want.counters, want.ext, want.error)
     assert got.ext[:8] == list(range(1, 9))
     # the EXT_RANGE bound follows ext_words
@@ -252,11 +252,17 @@ def test_every_busy_time_leaves_the_read_ahead_its_three_cycles(name):
     assert any(busy == DEEP_CHECK_BUSY for _, busy in short_busy_times(PRESETS[name], DEEP_CHECK_BUSY + 1))
 
 
-def test_bad_parameters_are_refused():
-    with pytest.raises(ValueError):
-        GA2Chip(ext_words=70000)
-    with pytest.raises(ValueError, match="imem_words=65536"):
-        GA2Chip(config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16))
+def test_bad_parameters_are_refused(refused):
+    refused(lambda: GA2Chip(ext_words=70000, config=isa.BOOK))
+    refused(lambda: GA2Chip(config=isa.BOOK.replace(name="huge_imem", imem_words=1 << 16)), match="imem_words=65536")
+
+
+def test_a_unit_built_without_its_chip_is_a_type_error_not_the_books(refused):
+    # config is required below the entry points: a forgotten one is an error, never the book's chip
+    from ga2_hdl.rtl.vector_unit import VectorUnit
+    refused(lambda: VectorUnit(), TypeError, match="config")   # both check first: nothing is built
+    refused(lambda: GA2Chip(), TypeError, match="config")
+    refused(lambda: GA2Chip(ext_words=4096), TypeError, match="config")
 
 
 def test_overlap_with_wide_ports_builds_banks_with_ports_per_master():
@@ -297,8 +303,8 @@ def _amax_tree_allowance(code, config) -> int:
 def test_golden_counters_follow_the_configurations_formulas(name):
     config = PRESETS[name]
     iset = isa.instruction_set(config)
-    for title, code, ext in directed_suite():
-        book = golden.run(code, ext)
+    for title, code, ext in directed_suite(config=isa.BOOK):
+        book = golden.run(code, ext, config=isa.BOOK)
         wide = golden.run(code, ext, config=config)
         assert wide.ext == book.ext and wide.error == book.error and wide.error_pc == book.error_pc, title
         if wide.error == isa.ErrorCode.OK:
@@ -315,7 +321,7 @@ CHIP_CONFIGS = [PRESETS["wide4"], Config(name="p2w4", spad_ports=2, ext_port_wor
 @pytest.mark.parametrize("config", CHIP_CONFIGS, ids=lambda c: c.name)
 def test_chip_runs_directed_programs(config):
     names = ("ld_st_12", "mm_3x5x2", "mm_3x5x2_tb", "rq_20", "vadd_20", "amax_20", "len1_all", "mm_strides")
-    chosen = [p for p in directed_suite() if p[0] in names]
+    chosen = [p for p in directed_suite(config=isa.BOOK) if p[0] in names]
     bundle = Bundle.from_programs(chosen, config=config)
     assert len(bundle.programs) == len(names)
     report = get_simulator("amaranth", config=config).run_bundle(bundle)

@@ -43,7 +43,7 @@ def test_issue_check_matches_isa_check(ext_words):
     cases += [isa.make("MM", dst=0, A=0, B=0, M=m, K=k, N=n) for m in (0, 1, 4, 5) for k in (0, 1, 64, 65)
               for n in (0, 4, 5)]
     cases += [isa.make("MM", dst=4095, A=0, B=0, M=1, K=1, N=1, tb=tb, ldb=4095) for tb in (0, 1)]
-    dut = IssueCheck(ext_words)
+    dut = IssueCheck(ext_words, config=isa.BOOK)
     seen = set()
 
     async def bench(ctx):
@@ -85,10 +85,10 @@ def test_unit_ops():
     # every operation but HALT runs on exactly one unit, and unit_ops lists it there (the ops
     # themselves are the ISA's: the book's table is checked in test_isa.py)
     units = [u for u in isa.Unit if u is not isa.Unit.NONE]
-    listed = [code for u in units for code in unit_ops(u)]
+    listed = [code for u in units for code in unit_ops(u, config=isa.BOOK)]
     assert sorted(listed) == sorted(s.code for s in isa.OPS if s.unit is not isa.Unit.NONE)
     for u in units:
-        assert unit_ops(u) == tuple(sorted(s.code for s in isa.OPS if s.unit is u))
+        assert unit_ops(u, config=isa.BOOK) == tuple(sorted(s.code for s in isa.OPS if s.unit is u))
 
 
 _FLAGGED = """

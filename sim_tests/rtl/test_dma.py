@@ -77,7 +77,7 @@ def test_ld_st_contents_and_exact_busy_times():
     jobs.append(_st_job(rng, 30, 40, 1, expect))
     jobs.append(_st_job(rng, 31, 41, 9, expect))
     jobs.append(_ld_job(rng, 0, 0, 4, expect))
-    busy = UnitBench(DMA(), ext_words=EXT_WORDS).run(jobs)
+    busy = UnitBench(DMA(config=isa.BOOK), ext_words=EXT_WORDS).run(jobs)
     assert len(busy) == len(jobs)
     assert busy == expect
     # the formula itself, stated once more in numbers for the first shapes: LD 1 word = 1+8+1, ST = 1+2
@@ -108,7 +108,7 @@ def test_whole_scratchpad_load():
     expect = []
     jobs = [_ld_job(rng, 0, 0, isa.SPAD_WORDS, expect), _st_job(rng, 0, 4096, isa.SPAD_WORDS, expect),
             _ld_job(rng, 7, 100, 3, expect), _st_job(rng, 4093, 8189, 3, expect)]
-    dma = DMA()
+    dma = DMA(config=isa.BOOK)
     seen = {}
     busy = UnitBench(dma, ext_words=8192).run(jobs, monitor=external_port_monitor(dma, seen))
     assert busy == expect

@@ -147,7 +147,7 @@ def test_timer_agrees_with_a_cycle_stepping_sequencer():
     iset = isa.instruction_set(OVERLAP)
     faster = 0
     for _ in range(50):
-        code, _ext = random_program(rng)
+        code, _ext = random_program(rng, config=isa.BOOK)
         got = iset.counters(code)
         assert got == _stepped(iset, code), [str(i) for i in code]
         book = isa.program_counters(code)
@@ -160,9 +160,9 @@ def test_timer_agrees_with_a_cycle_stepping_sequencer():
 def test_golden_memory_is_the_book_chips():
     rng = random.Random(7)
     for _ in range(40):
-        code, ext = random_program(rng, illegal=0.3)
+        code, ext = random_program(rng, illegal=0.3, config=isa.BOOK)
         a = golden.run(code, ext, config=OVERLAP)
-        b = golden.run(code, ext)
+        b = golden.run(code, ext, config=isa.BOOK)
         assert (a.ext, a.error, a.error_pc) == (b.ext, b.error, b.error_pc)
         if a.error == ErrorCode.OK:
             assert a.counters == isa.instruction_set(OVERLAP).counters(code)
@@ -225,9 +225,9 @@ def scheduled_chapter_programs(plain_tokens=1, speculative_tokens=0):
     at once, on renamed scratchpad words.  [(name, code, ext)]"""
     from compiler.schedule import schedule
     from spec.runs import example_a_chip, make_model, plain_row
-    log = plain_row("plain", make_model("random", 1), plain_tokens).log if plain_tokens else []
+    log = plain_row("plain", make_model("random", 1), plain_tokens, config=isa.BOOK).log if plain_tokens else []
     if speculative_tokens:
-        chip, _wd = example_a_chip(speculative_tokens, 3)
+        chip, _wd = example_a_chip(speculative_tokens, 3, config=isa.BOOK)
         log += chip.generate(0, speculative_tokens).log
     return [(f"scheduled {r.kind} {r.shape}", schedule(r.code, OVERLAP), r.ext) for r in log]
 
@@ -244,7 +244,7 @@ def hazard_bundle(random_programs=4, seed=12):
 
 def test_hazard_programs_in_the_golden_model():
     by_name = {name: golden.run(code, ext, config=OVERLAP) for name, code, ext in hazard_programs()}
-    book = {name: golden.run(code, ext) for name, code, ext in hazard_programs()}
+    book = {name: golden.run(code, ext, config=isa.BOOK) for name, code, ext in hazard_programs()}
     for name in by_name:
         assert by_name[name].ext == book[name].ext, name
         assert by_name[name].counters.total < book[name].counters.total, name

@@ -4,12 +4,13 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
+from ga2_hdl import isa
 from ga2_hdl.rtl.rowmem import BankedOperandRowMemory, OperandRowMemory
 
 
 def test_lane_writes_and_row_reads():
     rng = random.Random(2)
-    dut = OperandRowMemory(lanes=4, depth=64)
+    dut = OperandRowMemory(lanes=4, depth=64, config=isa.BOOK)
     model = [[0] * 4 for _ in range(64)]
 
     async def bench(ctx):

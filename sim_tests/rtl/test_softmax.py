@@ -37,7 +37,7 @@ def run_and_check(image, program):
         probs = isa.softmax_q16(isa.int8_of(w) for w in words)
         assert probs == numpy_softmax(words), "isa.softmax_q16 and numpy disagree"
         expected[ins.dst:ins.dst + ins.len] = probs
-    final, busy = run_program(SoftmaxUnit, expected[:0] + list(image), program)
+    final, busy = run_program(lambda: SoftmaxUnit(config=isa.BOOK), expected[:0] + list(image), program)
     for ins, w in zip(program, busy):
         assert w == ins.busy() == 3 * ins.len + 41 + 6 == busy_cycles(ins.len), \
             f"{ins}: busy {w} cycles, the ISA says {ins.busy()}"
@@ -148,7 +148,7 @@ def test_busy_time_formula_from_structure():
         seen[ins].append((cycle, ctx.get(port.rd_en), ctx.get(port.rd_addr), ctx.get(port.wr_en),
                           ctx.get(port.wr_addr)))
 
-    harness = SpadHarness(SoftmaxUnit())
+    harness = SpadHarness(SoftmaxUnit(config=isa.BOOK))
     busy = run_jobs(harness, [(ins, None, None) for ins in program], monitor=monitor)
     for ins, w in zip(program, busy):
         n = ins.len

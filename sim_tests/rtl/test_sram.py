@@ -13,7 +13,7 @@ DMA, MATRIX, VECTOR = MASTERS
 
 
 def _scratchpad(**kw):
-    return Scratchpad(len(MASTERS), **kw)
+    return Scratchpad(len(MASTERS), **{"config": isa.BOOK, **kw})
 
 
 def _idle_all(ctx, dut, junk=0):
@@ -96,7 +96,7 @@ def test_conflict_flag():
 
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError):
-        Scratchpad(0)
+        Scratchpad(0, config=isa.BOOK)
     with pytest.raises(ValueError):
         _scratchpad(depth=5000)
 
@@ -197,7 +197,7 @@ TOP = isa.SPAD_WORDS
 def test_banked_reads_and_writes_from_any_address(words):
     rng = random.Random(words)
     init = [rng.getrandbits(32) for _ in range(TOP)]
-    dut = Scratchpad(3, init=init, words=words)
+    dut = Scratchpad(3, init=init, words=words, config=isa.BOOK)
     model = list(init)
     assert dut.n_banks == words and dut.memory is None
 
@@ -276,7 +276,7 @@ def test_banked_reads_and_writes_from_any_address(words):
 @pytest.mark.parametrize("words", [2, 4, 8])
 def test_two_masters_at_once_is_a_conflict(words):
     """(Also builds the banked scratchpad of every width in the default suite: 2, 4 and 8 banks.)"""
-    dut = Scratchpad(3, words=words)
+    dut = Scratchpad(3, words=words, config=isa.BOOK)
     assert dut.n_banks == words and dut.memory is None
 
     async def bench(ctx):

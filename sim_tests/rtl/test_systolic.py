@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from ga2_hdl import isa
 from ga2_hdl.rtl.systolic import SystolicArray
 
 
@@ -19,7 +20,7 @@ def stream(size, a, b, *, gap_before=0, trace=None, pause_at=None):
     """
     M, K = a.shape
     N = b.shape[1]
-    dut = SystolicArray(size)
+    dut = SystolicArray(size, config=isa.BOOK)
     out = {}
 
     async def bench(ctx):
@@ -109,7 +110,7 @@ def test_accumulator_wraps_at_32_bits():
     dut_bits = 16
     a = np.full((1, 8), 127)
     b = np.full((8, 1), 127)
-    dut = SystolicArray(1, acc_bits=dut_bits)
+    dut = SystolicArray(1, acc_bits=dut_bits, config=isa.BOOK)
     got = {}
 
     async def bench(ctx):

@@ -215,7 +215,7 @@ def test_mixed_program_busy_times_and_quiet_idle():
 
 
 def test_start_for_another_unit_is_ignored():
-    harness = SpadHarness(VectorUnit())
+    harness = SpadHarness(VectorUnit(config=isa.BOOK))
     seen = []
 
     async def bench(ctx):

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from ga2_cli.main import main
+from ga2_hdl import isa
 from gen.sim.replay import plan_pieces, program_words, replay
 from ga2_hdl.formats.bundle import Bundle
 from spec import ch16, examples
@@ -84,9 +85,9 @@ def test_ch16_rejects_an_unknown_simulator(capsys):
 # ---------------------------------------------------------------- the replay's pieces and attribution
 def _two_runs():
     model = make_model("structured")
-    a = bundle_of(plain_row("a", model, 3).log, "a")
-    b = bundle_of(plain_row("b", model, 2).log, "b")
-    return Bundle(a.ext_words, a.programs + b.programs), len(a.programs)
+    a = bundle_of(plain_row("a", model, 3, config=isa.BOOK).log, "a")
+    b = bundle_of(plain_row("b", model, 2, config=isa.BOOK).log, "b")
+    return Bundle(a.ext_words, a.programs + b.programs, config=isa.BOOK), len(a.programs)
 
 
 def test_pieces_are_contiguous_cover_the_bundle_and_respect_the_word_limit():
@@ -99,7 +100,7 @@ def test_pieces_are_contiguous_cover_the_bundle_and_respect_the_word_limit():
     assert all(p.words <= limit for p in pieces)
     assert sum(p.cycles for p in pieces) == bundle.total_cycles
     # a piece's word count is what the bundle writer produces for it
-    sub = Bundle(bundle.ext_words, bundle.programs[pieces[0].start:pieces[0].stop])
+    sub = Bundle(bundle.ext_words, bundle.programs[pieces[0].start:pieces[0].stop], config=isa.BOOK)
     assert pieces[0].words == len(sub.words())
 
 
@@ -123,7 +124,7 @@ def test_a_figure_that_differs_from_the_book_fails_unless_explained(monkeypatch)
     row = ch16.Ch16Row("k=3, draft noise 0", True, "rule", 24, 24, 8, 32, book.cycles + 1,
                        268_346 / (book.cycles + 1), 0, book)
     assert [w for w, _, _ in row.differences()] == ["cycles"]
-    result = ch16.Ch16Result(32, [], [row], Bundle(8192), {}, {})
+    result = ch16.Ch16Result(32, [], [row], Bundle(8192, config=isa.BOOK), {}, {}, config=isa.BOOK)
     assert not result.ok and result.unexplained == ["k=3, perfect draft (noise 0): cycles 138859 (book 138858)"]
     monkeypatch.setitem(ch16.EXPLAINED, ("k=3, draft noise 0", "cycles"), "an explanation")
     assert result.ok and "an explanation" in ch16.format_differences(result)

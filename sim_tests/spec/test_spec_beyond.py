@@ -2,11 +2,12 @@
 weights (n-gram, trigram) and adaptive k, on the chip."""
 import pytest
 
+from ga2_hdl import isa
 from spec.beyond import checks as bc
 from spec.beyond import host as host
 from spec.beyond.tree_graphs import ancestors, chain_parents, tree_layout
 
-MODS = bc.installed_beyond_modules()
+MODS = bc.installed_beyond_modules(config=isa.BOOK)
 
 
 def test_tree_layout_makes_every_visible_set_one_run():
@@ -103,10 +104,10 @@ def test_tree_run_replays_on_golden():
     from spec.runs import bundle_of
     from spec.tiny_lm import make_model, rule_tokens
     model = make_model("structured")
-    run = tree_run(model, make_draft(model, 4.0, 1), 6, 2, 2)
+    run = tree_run(model, make_draft(model, 4.0, 1), 6, 2, 2, config=isa.BOOK)
     assert run.tokens == rule_tokens(0, 6)
     assert run.rows == 5 * run.blocks and {r.kind for r in run.log} == {"draft", "tree"}
-    report = get_simulator("golden").run_bundle(bundle_of(run.log, "tree"))
+    report = get_simulator("golden", config=isa.BOOK).run_bundle(bundle_of(run.log, "tree"))
     assert report.passed, report.line()
     assert report.cycles == run.cycles
 
@@ -166,11 +167,11 @@ def test_adaptive_study_replay_equals_the_runs_on_the_chip():
     n = 8
     model = make_model("structured")
     Wd = make_draft(model, 4.0, 1)                      # the poor draft: rejections in both runs
-    chip = BlockChip(model, Wd, n, 8)
+    chip = BlockChip(model, Wd, n, 8, config=isa.BOOK)
     costs = adaptive_costs(chip, chip.draft_program().counters()[0], n, host.K_MAX)
     [study] = adaptive_study.study("structured", [0], [(4.0, 1)], n=n, chip=chip)
     for name, policy in (("k=2", 2), ("adaptive", host.AdaptiveK(costs))):
-        run = linear_run(model, Wd, n, policy, chip=chip)
+        run = linear_run(model, Wd, n, policy, chip=chip, config=isa.BOOK)
         assert study["per_start"][0][name] == run.cycles, name
     assert 0 in run.ks                                  # a plain step (the verifier of one row) is in the comparison
     assert study["total"]["adaptive"] == study["per_start"][0]["adaptive"]

@@ -2,6 +2,7 @@
 and the logged programs replayed on the golden model."""
 import pytest
 
+from ga2_hdl import isa
 from ga2_hdl.isa import ErrorCode
 
 from gen.sim.simulator import get_simulator
@@ -12,7 +13,7 @@ from spec.graphs import decode_step_graph, verifier_graph
 from spec.runs import bundle_of
 from spec.tiny_lm import make_model, rule_tokens
 
-MODS = checks.installed_modules()
+MODS = checks.installed_modules(config=isa.BOOK)
 
 
 def test_check3_and_check4_causality_interpreter_and_accuracy():
@@ -25,10 +26,10 @@ def test_check5_rule_through_the_chips_speculative_loop():
 
 def test_plain_chip_logs_one_program_per_step_and_replays_on_golden():
     model = make_model("structured")
-    run = PlainChip(model, 6).generate(3, 6)
+    run = PlainChip(model, 6, config=isa.BOOK).generate(3, 6)
     assert run.tokens == rule_tokens(3, 6)
     assert [r.shape for r in run.log] == [(L,) for L in range(1, 7)]
-    report = get_simulator("golden").run_bundle(bundle_of(run.log, "plain"))
+    report = get_simulator("golden", config=isa.BOOK).run_bundle(bundle_of(run.log, "plain"))
     assert report.passed, report.line()
     assert all(r.error == ErrorCode.OK for r in report.results)      # every step ran to its HALT
     assert report.cycles == cycles_of(run.log)
@@ -36,12 +37,12 @@ def test_plain_chip_logs_one_program_per_step_and_replays_on_golden():
 
 def test_plain_chip_refuses_an_uncalibrated_context():
     with pytest.raises(ValueError, match="no calibration for context length 5"):
-        PlainChip(make_model("structured"), 4).program(5)
+        PlainChip(make_model("structured"), 4, config=isa.BOOK).program(5)
 
 
 def test_speculative_chip_log_and_cache_and_golden_replay():
     model = make_model("structured")
-    chip = SpeculativeChip(model, make_draft(model, 3.0, 1), 10, 2)
+    chip = SpeculativeChip(model, make_draft(model, 3.0, 1), 10, 2, config=isa.BOOK)
     run = chip.generate(0, 10)
     st = run.stats
     assert run.tokens == rule_tokens(0, 10)
@@ -52,7 +53,7 @@ def test_speculative_chip_log_and_cache_and_golden_replay():
     assert verify_shapes[0] == (0, 3)
     assert [c for c, _ in verify_shapes] == sorted(c for c, _ in verify_shapes)
     assert st.cache == st.emitted == st.accepted + st.blocks
-    report = get_simulator("golden").run_bundle(bundle_of(run.log, "spec"))
+    report = get_simulator("golden", config=isa.BOOK).run_bundle(bundle_of(run.log, "spec"))
     assert report.passed, report.line()
     assert all(r.error == ErrorCode.OK for r in report.results)
     assert report.cycles == cycles_of(run.log)
@@ -60,7 +61,7 @@ def test_speculative_chip_log_and_cache_and_golden_replay():
 
 def test_speculative_chip_refuses_a_shape_it_was_not_calibrated_for():
     model = make_model("structured")
-    chip = SpeculativeChip(model, make_draft(model, 0.0, 1), 8, 3)
+    chip = SpeculativeChip(model, make_draft(model, 0.0, 1), 8, 3, config=isa.BOOK)
     with pytest.raises(ValueError, match="never verified a block of 4 rows against a cache of 5"):
         chip.verifier_program(5, 4)
 

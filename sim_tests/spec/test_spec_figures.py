@@ -3,6 +3,7 @@ verifier's anatomy and the causality model's integer logits.  Cycles are the ISA
 prediction for every program executed (the RTL replays must give the same)."""
 import pytest
 
+from ga2_hdl import isa
 from spec.checks import CHIP_CHECKS, FLOAT_CHECKS
 from spec.on_chip import PlainChip, SpeculativeChip
 from spec.draft import make_draft
@@ -24,7 +25,7 @@ BOOK_TABLE = {
 
 @pytest.fixture(scope="module")
 def table():
-    return {row.label: row for row in chapter_table()}
+    return {row.label: row for row in chapter_table(config=isa.BOOK)}
 
 
 @pytest.mark.parametrize("label", list(BOOK_TABLE))
@@ -41,7 +42,7 @@ def test_random_model_chip_tokens_are_its_float_greedy_tokens(table):
 
 @pytest.fixture(scope="module")
 def example_a():
-    return example_a_chip()
+    return example_a_chip(config=isa.BOOK)
 
 
 def test_example_a_three_blocks(example_a):
@@ -58,19 +59,19 @@ def test_example_a_three_blocks(example_a):
 
 def test_verifier_anatomy_against_four_single_steps(example_a):
     chip, _ = example_a
-    verifier = anatomy(chip.verifier_program(4, 4).code)
+    verifier = anatomy(chip.verifier_program(4, 4).code, config=isa.BOOK)
     assert verifier.ops == {"LD": 10, "MM": 56, "RQ": 23, "SM": 4, "ST": 5, "VADD": 2, "AMAX": 4, "HALT": 1}
     assert verifier.words_loaded == 2496
     assert verifier.counters[:4] == (12_330, 7_732, 2_856, 1_532)
-    plain = PlainChip(chip.model, 8)
-    singles = [anatomy(plain.program(L).code) for L in range(5, 9)]
+    plain = PlainChip(chip.model, 8, config=isa.BOOK)
+    singles = [anatomy(plain.program(L).code, config=isa.BOOK) for L in range(5, 9)]
     assert [s.counters.total for s in singles] == [7378, 7457, 7536, 7615]
     assert [s.words_loaded for s in singles] == [2448, 2480, 2512, 2544]
-    assert anatomy(chip.draft_program.code).counters.total == 810
+    assert anatomy(chip.draft_program.code, config=isa.BOOK).counters.total == 810
 
 
 def test_example_a_causality_integer_logits():
-    got = causality_logits([(1, 2, 3, 4), (1, 2, 3, 12), (1, 2, 9, 4), (5, 2, 3, 4)])
+    got = causality_logits([(1, 2, 3, 4), (1, 2, 3, 12), (1, 2, 9, 4), (5, 2, 3, 4)], config=isa.BOOK)
     first_five = {b: [row[:5] for row in rows] for b, rows in got.items()}
     assert first_five == {
         (1, 2, 3, 4): [[31, 0, 3, -8, -26], [-37, 22, 39, 5, 6], [18, 14, -30, -39, -43], [-3, -2, 24, 12, 14]],
@@ -84,8 +85,8 @@ def test_example_a_causality_integer_logits():
 def test_example_b_cells(noise, k, acceptance, speedup):
     """Two cells of example B's sweep (structured model, 32 tokens)."""
     model = make_model("structured")
-    base = sum(r.cycles for r in PlainChip(model, 32).generate(0, 32).log)
-    run = SpeculativeChip(model, make_draft(model, noise, 1), 32, k).generate(0, 32)
+    base = sum(r.cycles for r in PlainChip(model, 32, config=isa.BOOK).generate(0, 32).log)
+    run = SpeculativeChip(model, make_draft(model, noise, 1), 32, k, config=isa.BOOK).generate(0, 32)
     assert f"{100 * run.stats.accepted / run.stats.proposed:.0f}%" == acceptance
     assert round(base / sum(r.cycles for r in run.log), 2) == speedup
 
@@ -99,7 +100,7 @@ def test_mutants_that_need_the_chip_checks_are_caught():
         "verifier mask: a row cannot see itself",
         "verifier: the query of row i is row 0's")]
     assert len(chosen) == 3
-    unbroken, problem, verdicts = run_mutants(chosen, jobs=1, timeout=300, baseline=False)
+    unbroken, problem, verdicts = run_mutants(chosen, jobs=1, timeout=300, baseline=False, config=isa.BOOK)
     assert unbroken, problem
     assert [v.status for v in verdicts] == ["caught"] * 3, [v.as_dict() for v in verdicts]
     # caught by a check's finding, not by a crash or a timeout (with no baseline run here, a broken
@@ -110,7 +111,7 @@ def test_mutants_that_need_the_chip_checks_are_caught():
 
 @pytest.mark.slow
 def test_all_nineteen_mutants_are_caught():
-    unbroken, problem, verdicts = run_mutants(jobs=2, timeout=900)
+    unbroken, problem, verdicts = run_mutants(jobs=2, timeout=900, config=isa.BOOK)
     assert unbroken, problem
     assert len(verdicts) == len(MUTANTS)
     missed = [v.mutant.name for v in verdicts if v.status != "caught"]

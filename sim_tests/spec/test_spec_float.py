@@ -5,6 +5,7 @@ Checks (1) and (2) of the chapter, plus the facts the chip figures rest on
 """
 import pytest
 
+from ga2_hdl import isa
 from spec import checks
 from spec.draft import (draft_logits, draft_next, make_draft, solve_gauss_jordan,
                         target_logit_table)
@@ -12,7 +13,7 @@ from spec.speculative import float_verifier, speculate
 from spec.tiny_lm import D, V, float_generate, hadamard, make_model, next_token_rule, rule_tokens
 from spec.verifier import causal_mask, float_block
 
-FLOAT = checks.installed_modules(with_chip=False)
+FLOAT = checks.installed_modules(with_chip=False, config=isa.BOOK)
 
 
 def test_structured_model_follows_the_rule_from_every_start():

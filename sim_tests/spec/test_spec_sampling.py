@@ -4,10 +4,11 @@ from fractions import Fraction
 
 import pytest
 
+from ga2_hdl import isa
 from spec.beyond import checks as bc
 from spec.beyond import sampling as sp
 
-MODS = bc.installed_beyond_modules()
+MODS = bc.installed_beyond_modules(config=isa.BOOK)
 
 
 def test_accept_weights_and_residual_are_the_rule_in_integers():
@@ -90,11 +91,11 @@ def test_sampled_runs_reproduce_at_a_fixed_seed_and_replay_on_golden():
     from spec.tiny_lm import make_model
     model = make_model("structured")
     Wd = make_draft(model, 3.0, 1)
-    chip = BlockChip(model, Wd, 6, 3)          # one chip: the second run reuses the compiled programs
-    a = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11, chip=chip)
-    b = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11, chip=chip)
+    chip = BlockChip(model, Wd, 6, 3, config=isa.BOOK)          # one chip: the second run reuses the compiled programs
+    a = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11, chip=chip, config=isa.BOOK)
+    b = speculative_sampling(model, Wd, 6, 2, 1.0, seed=11, chip=chip, config=isa.BOOK)
     assert a.tokens == b.tokens and a.cycles == b.cycles and len(a.tokens) == 7
-    report = get_simulator("golden").run_bundle(bundle_of(a.log, "sampling"))
+    report = get_simulator("golden", config=isa.BOOK).run_bundle(bundle_of(a.log, "sampling"))
     assert report.passed, report.line()
     assert report.cycles == a.cycles
 

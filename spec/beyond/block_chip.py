@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Sequence
 
 from compiler import compile_graph, execute, ext_image
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 from ..on_chip import ProgramRun, _cache_inputs, _max_abs, float_prefix_cache
@@ -39,7 +38,7 @@ OTHER_START = 7
 
 
 class BlockChip:
-    def __init__(self, model: TinyLM, Wd: Matrix | None, n: int, depth: int = 8, *, config: Config = isa.BOOK):
+    def __init__(self, model: TinyLM, Wd: Matrix | None, n: int, depth: int = 8, *, config: Config):
         """``n``: the longest context the host will reach without the block; ``depth``: the deepest
         block (rows) it will verify.  Shapes beyond n + depth are refused.  Every program is compiled
         for the chip ``config`` and runs on its golden model."""
@@ -124,8 +123,8 @@ class BlockChip:
     # ------------------------------------------------------------------ running
     def _run(self, kind: str, program, inputs: dict, shape: tuple):
         out, golden = execute(program, inputs)
-        self.log.append(ProgramRun(kind, program.code, ext_image(program, inputs), shape, self.config,
-                                   golden.counters))
+        self.log.append(ProgramRun(kind, program.code, ext_image(program, inputs), shape,
+                                   golden.counters, config=self.config))
         return out
 
     def verify_linear(self, c: int, block: list[int], keys, values):

@@ -22,10 +22,9 @@ package with one line changed.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 
@@ -39,13 +38,13 @@ class BeyondModules:
     block_chip: ModuleType
     beyond_runs: ModuleType
     beyond_host: ModuleType
-    config: Config = isa.BOOK     #: the chip the checks compile for and run on (the book's by default)
+    config: Config = field(kw_only=True)  #: the chip the checks compile for and run on
 
 
 BEYOND_MODULE_NAMES = ("beyond.sampling", "beyond.tree_graphs", "beyond.block_chip", "beyond.runs", "beyond.host")
 
 
-def installed_beyond_modules(config: Config = isa.BOOK) -> BeyondModules:
+def installed_beyond_modules(config: Config) -> BeyondModules:
     load = lambda name: importlib.import_module(f"spec.{name}")  # noqa: E731
     return BeyondModules(load("tiny_lm"), load("draft"), load("on_chip"), *(load(n) for n in BEYOND_MODULE_NAMES),
                          config=config)
@@ -274,11 +273,11 @@ def greedy_drafts_are_exact(mods: BeyondModules, n: int = 8, cases=GREEDY_DRAFT_
             if row != sorted(row):
                 problems.append(f"{kind}: adaptive k's costs {row} after a cache of {c} decrease somewhere: "
                                 f"a larger k costs less")
-        runs = {"tree 2+2": br.tree_run(model, Wd, n, 2, 2, chip=chip),
-                "tree 3+1": br.tree_run(model, Wd, n, 3, 1, chip=chip),
-                "n-gram k=3": br.linear_run(model, Wd, n, 3, draft=host.ngram_next, chip=chip),
-                "trigram k=2": br.linear_run(model, Wd, n, 2, draft=br.trigram_draft(model), chip=chip),
-                "adaptive k": br.linear_run(model, Wd, n, host.AdaptiveK(costs), chip=chip)}
+        runs = {"tree 2+2": br.tree_run(model, Wd, n, 2, 2, chip=chip, config=mods.config),
+                "tree 3+1": br.tree_run(model, Wd, n, 3, 1, chip=chip, config=mods.config),
+                "n-gram k=3": br.linear_run(model, Wd, n, 3, draft=host.ngram_next, chip=chip, config=mods.config),
+                "trigram k=2": br.linear_run(model, Wd, n, 2, draft=br.trigram_draft(model), chip=chip, config=mods.config),
+                "adaptive k": br.linear_run(model, Wd, n, host.AdaptiveK(costs), chip=chip, config=mods.config)}
         for name, r in runs.items():
             if r.tokens != plain:
                 problems.append(f"{kind} {name}: tokens {r.tokens} differ from the plain decoder's {plain}")

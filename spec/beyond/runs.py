@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 
 from .block_chip import BlockChip, top_two
@@ -52,7 +51,7 @@ def _from_sample(run, log, k=0) -> BeyondRun:
 # ---------------------------------------------------------------------------
 
 def plain_sampling(model: TinyLM, n: int, temperature: float, seed: int, start: int = 0,
-                   chip: BlockChip | None = None, config: Config = isa.BOOK) -> BeyondRun:
+                   chip: BlockChip | None = None, *, config: Config) -> BeyondRun:
     """Plain decoding by sampling from the chip's distribution after every token.
 
     Temperature 0: the chapter's decode-step programs (``PlainChip``), their greedy token
@@ -69,7 +68,7 @@ def plain_sampling(model: TinyLM, n: int, temperature: float, seed: int, start: 
             program = plain.program(L)
             inputs = _cache_inputs({"x": [list(model.embedding(token))]}, keys, values)
             out, golden = execute(program, inputs)
-            log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,), config, golden.counters))
+            log.append(ProgramRun("step", program.code, ext_image(program, inputs), (L,), golden.counters, config=config))
             return one_hot(out["tok"][0][0][0], V), out["k_new"][1][0], out["v_new"][1][0]
 
         return _from_sample(sample_plain(start, n, step, chooser), log)
@@ -87,7 +86,7 @@ def plain_sampling(model: TinyLM, n: int, temperature: float, seed: int, start: 
 
 def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature: float, seed: int,
                          start: int = 0, chip: BlockChip | None = None,
-                         draft_temperature: float | None = None, config: Config = isa.BOOK) -> BeyondRun:
+                         draft_temperature: float | None = None, *, config: Config) -> BeyondRun:
     """Speculative sampling with k guesses per block (``sampling.speculate_sampling``).
 
     Temperature 0: the chapter's programs (``SpeculativeChip``: its verifier and draft),
@@ -123,18 +122,18 @@ def speculative_sampling(model: TinyLM, Wd: Matrix, n: int, k: int, temperature:
 # ---------------------------------------------------------------------------
 
 def _chip_for(model: TinyLM, Wd: Matrix | None, n: int, chip: BlockChip | None, depth: int = 8,
-              config: Config = isa.BOOK) -> BlockChip:
+              *, config: Config) -> BlockChip:
     chip = chip or BlockChip(model, Wd, n, depth, config=config)
     chip.log = []
     return chip
 
 
 def tree_run(model: TinyLM, Wd: Matrix, n: int, l0: int, l1: int, start: int = 0,
-             chip: BlockChip | None = None, config: Config = isa.BOOK) -> BeyondRun:
+             chip: BlockChip | None = None, *, config: Config) -> BeyondRun:
     """Greedy decoding with a two-leg tree per block: the draft's top two first guesses
     (one draft program: its logits), each continued greedily (l0 - 1 and l1 - 1 programs)."""
     from .host import speculate_tree, two_leg_tree
-    chip = _chip_for(model, Wd, n, chip, l0 + l1 + 2, config)
+    chip = _chip_for(model, Wd, n, chip, l0 + l1 + 2, config=config)
     parents = two_leg_tree(l0, l1)
 
     def propose(last):
@@ -153,7 +152,7 @@ def tree_run(model: TinyLM, Wd: Matrix, n: int, l0: int, l1: int, start: int = 0
 
 
 def linear_run(model: TinyLM, Wd: Matrix | None, n: int, policy, draft=None, start: int = 0,
-               chip: BlockChip | None = None, config: Config = isa.BOOK) -> BeyondRun:
+               chip: BlockChip | None = None, *, config: Config) -> BeyondRun:
     """Greedy linear blocks (the chapter's verifier of any shape); ``policy`` a k (fixed) or an
     ``AdaptiveK``; ``draft(tokens)`` the next guess or None (default: the chip's bigram draft)."""
     from .host import FixedK, speculate_blocks

@@ -85,7 +85,7 @@ def _row(name, method, model, group, run, reference_tokens=None, reference="", *
                       run.blocks, run.proposed, run.accepted, run.rows, extra=dict(extra)), list(run.log))
 
 
-def model_job(kind: str, n: int = TOKENS, config: Config = isa.BOOK) -> list[tuple[BeyondRow, list]]:
+def model_job(kind: str, n: int = TOKENS, *, config: Config) -> list[tuple[BeyondRow, list]]:
     """Every run of one model (see the module note), every program compiled for the chip ``config``."""
     from .host import K_MAX, AdaptiveK, ngram_next
     from .runs import adaptive_costs, linear_run, plain_sampling, speculative_sampling, trigram_draft, tree_run
@@ -108,13 +108,13 @@ def model_job(kind: str, n: int = TOKENS, config: Config = isa.BOOK) -> list[tup
 
     # sampling at temperature 1
     chip = BlockChip(model, None, n, 8, config=config)
-    splain = plain_sampling(model, n, TEMPERATURE, SAMPLING_SEED, chip=chip)
+    splain = plain_sampling(model, n, TEMPERATURE, SAMPLING_SEED, chip=chip, config=config)
     out.append(_row(f"{kind}: plain sampling T=1", "sampling", kind, "sampling", splain,
                     temperature=TEMPERATURE, seed=SAMPLING_SEED))
     noise = 3.0 if kind == "structured" else 0.0
     for td in ((TEMPERATURE,) if kind == "structured" else (TEMPERATURE, 8.0)):
         r = speculative_sampling(model, make_draft(model, noise, DRAFT_SEED), n, 3, TEMPERATURE, SAMPLING_SEED,
-                                 chip=chip.use_draft(make_draft(model, noise, DRAFT_SEED)), draft_temperature=td)
+                                 chip=chip.use_draft(make_draft(model, noise, DRAFT_SEED)), draft_temperature=td, config=config)
         out.append(_row(f"{kind}: sampling k=3, noise {noise:g}, draft T={td:g}", "sampling", kind, "sampling", r,
                         noise=noise, k=3, temperature=TEMPERATURE, draft_temperature=td, seed=SAMPLING_SEED))
     for row, _ in out[-(2 if kind == "structured" else 3):]:
@@ -125,18 +125,18 @@ def model_job(kind: str, n: int = TOKENS, config: Config = isa.BOOK) -> list[tup
         Wd = make_draft(model, noise, DRAFT_SEED)
         chip.use_draft(Wd)
         for l0, l1 in ((2, 2), (3, 3)):
-            lin = linear_run(model, Wd, n, l0 + l1, chip=chip)
+            lin = linear_run(model, Wd, n, l0 + l1, chip=chip, config=config)
             out.append(_row(f"{kind}: linear k={l0 + l1}, noise {noise:g}", "greedy", kind, "tree", lin,
                             plain_tokens, ref, noise=noise, k=l0 + l1, rows_per_block=l0 + l1 + 1))
-            tr = tree_run(model, Wd, n, l0, l1, chip=chip)
+            tr = tree_run(model, Wd, n, l0, l1, chip=chip, config=config)
             out.append(_row(f"{kind}: tree {l0}+{l1}, noise {noise:g}", "tree", kind, "tree", tr, plain_tokens, ref,
                             noise=noise, legs=[l0, l1], rows_per_block=l0 + l1 + 1))
 
     # drafts without weights
     out.append(_row(f"{kind}: n-gram draft k=3", "ngram", kind, "drafts",
-                    linear_run(model, None, n, 3, draft=ngram_next, chip=chip), plain_tokens, ref, k=3))
+                    linear_run(model, None, n, 3, draft=ngram_next, chip=chip, config=config), plain_tokens, ref, k=3))
     out.append(_row(f"{kind}: trigram draft k=3", "trigram", kind, "drafts",
-                    linear_run(model, None, n, 3, draft=trigram_draft(model), chip=chip), plain_tokens, ref, k=3))
+                    linear_run(model, None, n, 3, draft=trigram_draft(model), chip=chip, config=config), plain_tokens, ref, k=3))
 
     # adaptive k against every fixed k on the chapter's drafts
     for noise in ((0.0, 3.0, 4.0) if kind == "structured" else (0.0,)):
@@ -144,12 +144,12 @@ def model_job(kind: str, n: int = TOKENS, config: Config = isa.BOOK) -> list[tup
         chip.use_draft(Wd)
         fixed = []
         for k in range(1, 6):
-            r = linear_run(model, Wd, n, k, chip=chip)
+            r = linear_run(model, Wd, n, k, chip=chip, config=config)
             fixed.append(r.cycles)
             out.append(_row(f"{kind}: fixed k={k}, noise {noise:g}", "greedy", kind, "adaptive", r, plain_tokens, ref,
                             noise=noise, k=k))
         costs = adaptive_costs(chip, chip.draft_program().counters()[0], n, K_MAX)
-        r = linear_run(model, Wd, n, AdaptiveK(costs), chip=chip)
+        r = linear_run(model, Wd, n, AdaptiveK(costs), chip=chip, config=config)
         best = min(fixed)
         out.append(_row(f"{kind}: adaptive k, noise {noise:g}", "adaptive_k", kind, "adaptive", r, plain_tokens, ref,
                         noise=noise, ks=r.ks, best_fixed_k=fixed.index(best) + 1, best_fixed_cycles=best,
@@ -169,7 +169,7 @@ class BeyondResult:
     executed: int                  #: programs executed in all runs (with repeats)
     replays: dict
     seconds: dict
-    config: Config = isa.BOOK      #: the chip every program was compiled for
+    config: Config = field(kw_only=True)  #: the chip every program was compiled for
     unique: int = 0                #: distinct programs
     golden_problems: list[str] = field(default_factory=list)
 
@@ -213,7 +213,7 @@ def _program_key(run) -> tuple:
 def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilator"), *, workers: int | None = None,
                say: Callable[[str], None] = print,
                progress: Callable[[str, int, int], None] | None = None,
-               config: Config = isa.BOOK) -> BeyondResult:
+               config: Config) -> BeyondResult:
     """Every run on the chip ``config`` (see the module note), every program replayed on each simulator
     built for that chip."""
     from gen.sim.replay import replay
@@ -256,8 +256,7 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
         if sum(golden_cycles[i] for i in row.program_ids) != row.cycles:
             raise AssertionError(f"{row.name}: the golden model's cycles differ from the ISA's prediction")
     t1 = time.perf_counter()
-    replays = replay(bundle, simulators, workers=workers, progress=progress,
-                     options={name: {"config": config} for name in simulators}) if simulators else {}
+    replays = replay(bundle, simulators, workers=workers, progress=progress) if simulators else {}
     t_replay = time.perf_counter() - t1
     for row in rows:
         for name, rep in replays.items():
@@ -274,7 +273,7 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
                               "line": line}
     return BeyondResult(n, rows, bundle, executed, replays,
                         {"software": t_software, "replay": t_replay, "total": time.perf_counter() - t0},
-                        config, len(entries), golden_problems)
+                        len(entries), golden_problems, config=config)
 
 
 def format_table(result: BeyondResult) -> str:

@@ -34,6 +34,8 @@ import json
 import sys
 from typing import Sequence
 
+from ga2_hdl import isa
+
 from ..book import TOKENS
 from ..beyond.host import K_MAX, AdaptiveK, FixedK, speculate_blocks
 from ..beyond.runs import adaptive_costs
@@ -52,7 +54,7 @@ def target_paths(model: TinyLM, kind: str, starts: Sequence[int], n: int) -> dic
     if kind == "structured":
         return {s: rule_tokens(s, n + 8) for s in starts}
     from ..on_chip import PlainChip
-    plain = PlainChip(model, n + 8)
+    plain = PlainChip(model, n + 8, config=isa.BOOK)
     return {s: plain.generate(s, n + 8).tokens for s in starts}
 
 
@@ -79,7 +81,7 @@ def study(kind: str, starts: Sequence[int], drafts: Sequence[tuple[float, int]],
           chip: BlockChip | None = None) -> list[dict]:
     """One entry per draft: every policy's cycles per start and summed over the starts."""
     model = make_model(kind, 1)
-    chip = chip or BlockChip(model, None, n, 8)
+    chip = chip or BlockChip(model, None, n, 8, config=isa.BOOK)
     paths = target_paths(model, kind, starts, n)
     cycles: dict[tuple[int, int], int] = {}
 

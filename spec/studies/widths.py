@@ -30,8 +30,8 @@ def measure(n: int = 24, configs=CONFIGS) -> dict[str, dict]:
     from ..on_chip import PlainChip
     from ..runs import example_a_chip
     chip, _ = example_a_chip(config=isa.BOOK)
-    log = PlainChip(chip.model, n).generate(0, n).log
-    book = [golden.run(r.code, r.ext) for r in log]
+    log = PlainChip(chip.model, n, config=isa.BOOK).generate(0, n).log
+    book = [golden.run(r.code, r.ext, config=isa.BOOK) for r in log]
     out = {}
     for config in configs:
         sums = dict.fromkeys(UNITS, 0)

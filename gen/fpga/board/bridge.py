@@ -214,7 +214,7 @@ class BoardTop(Elaboratable):
     ext_words : int, optional
         External memory size in words (block RAM on the FPGA); default the configuration's.
     config : Config
-        The chip (the book's by default): the chip's sizes, the memory's latency and port width.
+        The chip (required; ``isa.BOOK`` is the book's): the chip's sizes, the memory's latency and port width.
 
     Raises ValueError (before anything is built) when the bridge cannot carry the configuration
     (:func:`bridge_problems`) or the chip cannot be built for it.
@@ -223,25 +223,30 @@ class BoardTop(Elaboratable):
     ``bridge``.  On a platform, ``rx``/``tx`` are connected to the platform's ``uart`` resource.
     """
 
-    def __init__(self, *, divisor: int | None = None, baud: int = DEFAULT_BAUD,
-                 ext_words: int | None = None, config: Config = isa.BOOK):
+    def __new__(cls, *, divisor: int | None = None, baud: int = DEFAULT_BAUD,
+                ext_words: int | None = None, config: Config):
+        # Refused before the board exists, so that a refusal leaves no elaboratable behind (no
+        # UnusedElaboratable warning on top of the error): the bridge's limits, then the chip
+        # (which refuses before it exists too).
         ext_words = config.ext_words if ext_words is None else ext_words
         problems = bridge_problems(config, ext_words)
         if problems:
-            self._MustUse__silence = True         # refused, not forgotten: no UnusedElaboratable warning
             raise ValueError(f"the UART bridge cannot carry the configuration {config.name!r}: "
                              + "; ".join(problems))
+        chip = GA2Chip(config=config, ext_words=ext_words)
+        self = super().__new__(cls, src_loc_at=1)     # (Amaranth's notes name the caller's line)
+        self.chip = chip
+        return self
+
+    def __init__(self, *, divisor: int | None = None, baud: int = DEFAULT_BAUD,
+                 ext_words: int | None = None, config: Config):
+        ext_words = config.ext_words if ext_words is None else ext_words
         self.config = config
         self.divisor = divisor
         self.baud = baud
         self.ext_words = ext_words
         self.rx = Signal(init=1)
         self.tx = Signal(init=1)
-        try:
-            self.chip = GA2Chip(config=config, ext_words=ext_words)
-        except ValueError:
-            self._MustUse__silence = True
-            raise
         self.mux = _ExtMux({name: self.chip.signature.members[name]
                             for name in ExtPort(words=config.ext_port_words).members})
         self.ext = ExternalMemoryModel(self.mux, ext_words, config=config, banked=True)
