@@ -288,7 +288,7 @@ def test_a_busy_time_the_read_ahead_cannot_hide_is_refused(tmp_path, monkeypatch
     assert short_busy_times(RELU, DEEP_CHECK_BUSY) == [("RELU", 2)]
     assert short_busy_times(RELU) == []
     config = _module(tmp_path, monkeypatch, "ext_short", _SPEC.replace("len + 1", "len").replace("i.len + 1", "i.len")
-                     .format(code=12, mnemonic="SHORT", unit="VECTOR") + "EXTENSION = Extension(ops=ops)\n")
+                     .format(code=14, mnemonic="SHORT", unit="VECTOR") + "EXTENSION = Extension(ops=ops)\n")
     with pytest.raises(ValueError, match=r"SHORT can be busy 1") as e:
         GA2Chip(config=config)
     assert "\n" not in str(e.value)
