@@ -222,8 +222,10 @@ class Scratchpad(wiring.Component):
             return self._elaborate_banked()
         m = Module()
         m.submodules[self.MEMORY_NAME] = self.memory
-        rd = self.memory.read_port()          # synchronous, not transparent
         wr = self.memory.write_port()
+        # synchronous; not transparent, except behind the owned scratchpad's write stage (see
+        # _write_stage)
+        rd = self.memory.read_port(transparent_for=(wr,) if self.owned else ())
 
         ports = list(self.masters)
         rd_addr = 0
@@ -249,7 +251,7 @@ class Scratchpad(wiring.Component):
             # takes read data only the cycle after its own read), so no unit's enable, start or
             # busy logic reaches the block RAM's clock enables
             m.d.comb += rd.en.eq(1)
-            read_data = self._write_stage(m, wr, any_of(wr_ens), wr_addr, wr_data, rd_addr, rd.data)
+            self._write_stage(m, wr, any_of(wr_ens), wr_addr, wr_data)
         else:
             m.d.comb += [rd.en.eq(any_of(rd_ens)), wr.en.eq(any_of(wr_ens)), wr.addr.eq(wr_addr),
                          wr.data.eq(wr_data)]
@@ -262,28 +264,19 @@ class Scratchpad(wiring.Component):
         return m
 
     @staticmethod
-    def _write_stage(m, wr, en, addr, data, rd_addr, memory_data):
+    def _write_stage(m, wr, en, addr, data):
         """The owned scratchpad's write stage: a master's write (``en``, ``addr``, ``data`` in cycle
         t) is registered and reaches the memory in cycle t+1, so the block RAMs' write inputs come
         from registers and not from the units' multiplexers.  A read in cycle t+1 of the word
-        being written then would see the memory's old word: the write is forwarded instead (the
-        pending write and the read's address registered, compared in the data's cycle, beside the
-        block RAM's clock to output), so a master sees exactly what it sees without the stage (a
-        read and a write of one address in one cycle still return the old word).  Returns the
-        read data the masters see."""
+        being written then must see the new word, as it would without the stage: the memory's
+        read port is transparent to its write port (a read and a write of one memory word in one
+        cycle give the word written), so a master sees exactly what it sees without the stage (a
+        master's read and write of one address in one cycle still return the old word: the
+        memory takes that write a cycle later)."""
         pending_en, pending_addr = Signal(name="write_en_r"), Signal(len(wr.addr), name="write_addr_r")
         pending_data = Signal(len(wr.data), name="write_data_r")
         m.d.sync += [pending_en.eq(en), pending_addr.eq(addr), pending_data.eq(data)]
         m.d.comb += [wr.en.eq(pending_en), wr.addr.eq(pending_addr), wr.data.eq(pending_data)]
-        # the read of cycle t+1 and the write the memory takes in that cycle, one cycle later
-        read_addr_r, written_en, written_addr = (Signal(len(wr.addr), name="read_addr_r"),
-                                                 Signal(name="written_en"), Signal(len(wr.addr), name="written_addr"))
-        written_data = Signal(len(wr.data), name="written_data")
-        m.d.sync += [read_addr_r.eq(rd_addr), written_en.eq(pending_en), written_addr.eq(pending_addr),
-                     written_data.eq(pending_data)]
-        forward = Signal(name="forward")
-        m.d.comb += forward.eq(written_en & (written_addr == read_addr_r))
-        return Mux(forward, written_data, memory_data)
 
     def _elaborate_banked(self):
         m = Module()
