@@ -332,7 +332,8 @@ class _WideEngine(_Engine):
         return SimpleNamespace(chunk=chunk, reading=reading, last=last, mask=mask)
 
     def _write_chunk(self, m, valid, last, base, chunk, mask, lanes):
-        """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``."""
+        """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``;
+        with ``last`` that write is the engine's done cycle (None: the engine says when it is done)."""
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
                          self.spad.wr_addr.eq(self._addr(base, chunk << self.shift)),
@@ -340,8 +341,9 @@ class _WideEngine(_Engine):
             for j, v in enumerate(lanes):
                 m.d.comb += self.spad.wr_data[j].eq(v)                # sign-extended to the word
             m.d.sync += chunk.eq(chunk + 1)
-            with m.If(last):
-                self._finish(m)
+            if last is not None:
+                with m.If(last):
+                    self._finish(m)
 
 
 def _delay(m, value, name):
@@ -355,14 +357,20 @@ class WideRequantizeEngine(_WideEngine):
     """RQ on a P-word port: P requantizers, one chunk per cycle.  W = ceil(len/P) + 2.
 
     cycle t+i: read chunk i (chunk 0 in the start cycle t);  t+1+i: its words arrive and each
-    lane's Requantizer registers sign and magnitude (``magnitude_stage``);  t+2+i: multiply
-    (registered);  t+3+i: round, saturate, and write chunk i.  done with the last write.
-    In place, chunk i is written while chunk i+3 is read.
+    lane's Requantizer registers sign and magnitude (``magnitude_stage``);  then the multiply
+    stages;  then round, saturate, and write chunk i.  As the book's
+    :class:`RequantizeEngine`: on a chip without overlap the multiply takes two stages
+    (``Requantizer(split_multiply=True)``), chunk i is written in t+4+i and the last chunk in
+    t+W+1, the trailing write :func:`ga2_hdl.isa.trailing_write_cycles` allows, done coming in
+    t+W with the last chunk's multiply; with overlap the multiply is one stage, chunk i written in
+    t+3+i, done with the last write.  In place, chunk i is written while chunk i+3 (i+4 with the
+    split multiply) is read.
     """
 
     def elaborate(self, platform):
         m = Module()
         P = self.ports
+        trailing = isa.trailing_write_cycles(self.config)
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
         wr_chunk = Signal(_index(self.config))
         with m.If(self.start):
@@ -370,7 +378,8 @@ class WideRequantizeEngine(_WideEngine):
         rd = self._read_chunks(m, src, length)
         outs = []
         for j in range(P):
-            rq = Requantizer(magnitude_stage=True)
+            rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
+            assert rq.LATENCY == 2 + trailing
             m.submodules[f"requantizer{j}"] = rq
             m.d.comb += [
                 rq.acc.eq(self.spad.rd_data[j].as_signed()),
@@ -379,11 +388,16 @@ class WideRequantizeEngine(_WideEngine):
                 rq.relu.eq(operand(self.ins, "RQ", "relu")),
             ]
             outs.append(rq.q)
-        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read
-        valid, last, mask = rd.reading, rd.last, rd.mask
-        for k in range(1, rq.LATENCY + 2):
-            valid, last, mask = _delay(m, valid, f"valid{k}"), _delay(m, last, f"last{k}"), _delay(m, mask, f"mask{k}")
-        self._write_chunk(m, valid, last, dst, wr_chunk, mask, outs)
+        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read;
+        # done with the last write or, trailing, the cycle before it
+        depth = rq.LATENCY + 1
+        valid, lasts, mask = rd.reading, [rd.last], rd.mask
+        for k in range(1, depth + 1):
+            valid, mask = _delay(m, valid, f"valid{k}"), _delay(m, mask, f"mask{k}")
+            lasts.append(_delay(m, lasts[-1], f"last{k}"))
+        self._write_chunk(m, valid, None, dst, wr_chunk, mask, outs)
+        with m.If(lasts[depth - trailing]):
+            self._finish(m)
         return m
 
 
