@@ -46,7 +46,22 @@ P words per cycle (ceil(N/P) per row).  Nothing else changes, so
 
 (``isa``'s MM formula for the configuration).  Hardware cost over P = 1: the
 operand memories in P banks each, P write-back lanes (a P-way selection of
-accumulators instead of one), the chunk masks (P comparators per walker).
+accumulators instead of one), the chunk masks (P comparators per walker), and a
+staging register of P bytes.
+
+A wide port's chunk passes a register (``staged``) between the scratchpad's read
+data (a bank's block RAM output through the read rotator) and the operand
+memories' write port, in the slack of LOAD's cycle: the walkers are loaded in
+every idle cycle, so in the start cycle t too (the instruction is held from
+then on), and staging reads in t+1 .. t+S instead of t+2 .. t+S+1::
+
+    t+1 .. t+S           STAGE   one read per cycle (chunk j in t+1+j)
+    t+2 .. t+S+1                 chunk j arrives (t+2+j) and is registered (staged)
+    t+S+1                LAND    the last chunk arrives
+    t+S+2                DRAIN   the last chunk is written from staged; the array is cleared
+    r = t+S+3            STREAM  as above
+
+so every cycle from DRAIN on, and W, are those above.
 """
 from types import SimpleNamespace
 
