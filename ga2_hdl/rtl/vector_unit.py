@@ -320,7 +320,9 @@ class _WideEngine(_Engine):
             m.d.sync += [ahead.eq(1), last_chunk.eq(first_last)]
         with m.Elif(reading):
             m.d.sync += ahead.eq(ahead + 1)
-        chunk = Mux(self.start, 0, ahead)
+        # the chunk read: ahead while busy, chunk 0 while idle (the start cycle's), so the address
+        # comes from registers and start (late in its cycle) reaches only the enables
+        chunk = Mux(self.busy, ahead, 0)
         mask = self._mask(m, length, chunk)
         m.d.comb += [
             reading.eq(self.start | (self.busy & (ahead <= last_chunk))),
@@ -427,7 +429,7 @@ class WideAddEngine(_WideEngine):
             m.d.sync += [self.busy.eq(1), ahead.eq(1), wr_chunk.eq(0), last_slot.eq(first_last)]
         with m.Elif(reading):
             m.d.sync += ahead.eq(ahead + 1)
-        slot = Mux(self.start, 0, ahead)
+        slot = Mux(self.busy, ahead, 0)                     # from registers (as _read_chunks' chunk)
         chunk = slot[1:]
         rd_mask = self._mask(m, length, chunk)
         m.d.comb += [
