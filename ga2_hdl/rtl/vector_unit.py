@@ -378,25 +378,37 @@ class WideRequantizeEngine(_WideEngine):
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), wr_chunk.eq(0)]
         rd = self._read_chunks(m, src, length)
+        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read;
+        # done with the last write or, trailing, the cycle before it
+        depth = 2 + trailing + 1
+        valids, lasts, masks = [rd.reading], [rd.last], [rd.mask]
+        for k in range(1, depth + 1):
+            valids.append(_delay(m, valids[-1], f"valid{k}"))
+            masks.append(_delay(m, masks[-1], f"mask{k}"))
+            lasts.append(_delay(m, lasts[-1], f"last{k}"))
+        mantissa = operand(self.ins, "RQ", "m")
         outs = []
         for j in range(P):
             rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
-            assert rq.LATENCY == 2 + trailing
+            assert rq.LATENCY == depth - 1
             m.submodules[f"requantizer{j}"] = rq
+            lane_mantissa = mantissa
+            if trailing:
+                # m from a register of the lane's own, loaded while idle (the start cycle's is the
+                # instruction's, held from then on) and with each chunk whose lane j is read (mask1:
+                # the same m), so that no two lanes' registers are alike and Yosys keeps one m per
+                # lane for its multipliers, not one register for all of them
+                lane_mantissa = Signal.like(mantissa, name=f"mantissa{j}")
+                with m.If(~self.busy | masks[1][j]):
+                    m.d.sync += lane_mantissa.eq(mantissa)
             m.d.comb += [
                 rq.acc.eq(self.spad.rd_data[j].as_signed()),
-                rq.mantissa.eq(operand(self.ins, "RQ", "m")),
+                rq.mantissa.eq(lane_mantissa),
                 rq.shift.eq(operand(self.ins, "RQ", "s")),
                 rq.relu.eq(operand(self.ins, "RQ", "relu")),
             ]
             outs.append(rq.q)
-        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read;
-        # done with the last write or, trailing, the cycle before it
-        depth = rq.LATENCY + 1
-        valid, lasts, mask = rd.reading, [rd.last], rd.mask
-        for k in range(1, depth + 1):
-            valid, mask = _delay(m, valid, f"valid{k}"), _delay(m, mask, f"mask{k}")
-            lasts.append(_delay(m, lasts[-1], f"last{k}"))
+        valid, mask = valids[depth], masks[depth]
         self._write_chunk(m, valid, None, dst, wr_chunk, mask, outs)
         with m.If(lasts[depth - trailing]):
             self._finish(m)
