@@ -386,26 +386,27 @@ class WideRequantizeEngine(_WideEngine):
             valids.append(_delay(m, valids[-1], f"valid{k}"))
             masks.append(_delay(m, masks[-1], f"mask{k}"))
             lasts.append(_delay(m, lasts[-1], f"last{k}"))
-        mantissa = operand(self.ins, "RQ", "m")
+        operands = {name: operand(self.ins, "RQ", name) for name in ("m", "s", "relu")}
         outs = []
         for j in range(P):
             rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
             assert rq.LATENCY == depth - 1
             m.submodules[f"requantizer{j}"] = rq
-            lane_mantissa = mantissa
+            lane = operands
             if trailing:
-                # m from a register of the lane's own, loaded while idle (the start cycle's is the
-                # instruction's, held from then on) and with each chunk whose lane j is read (mask1:
-                # the same m), so that no two lanes' registers are alike and Yosys keeps one m per
-                # lane for its multipliers, not one register for all of them
-                lane_mantissa = Signal.like(mantissa, name=f"mantissa{j}")
+                # m, s and relu from registers of the lane's own, loaded while idle (the start
+                # cycle's are the instruction's, held from then on) and with each chunk whose lane j
+                # is read (mask1: the same values), so that no two lanes' registers are alike: Yosys
+                # keeps each lane's m for its multipliers and each lane's s for its rounding window
+                # (and their registers in the requantizer), not one register for every lane
+                lane = {name: Signal.like(value, name=f"lane{j}_{name}") for name, value in operands.items()}
                 with m.If(~self.busy | masks[1][j]):
-                    m.d.sync += lane_mantissa.eq(mantissa)
+                    m.d.sync += [lane[name].eq(value) for name, value in operands.items()]
             m.d.comb += [
                 rq.acc.eq(self.spad.rd_data[j].as_signed()),
-                rq.mantissa.eq(lane_mantissa),
-                rq.shift.eq(operand(self.ins, "RQ", "s")),
-                rq.relu.eq(operand(self.ins, "RQ", "relu")),
+                rq.mantissa.eq(lane["m"]),
+                rq.shift.eq(lane["s"]),
+                rq.relu.eq(lane["relu"]),
             ]
             outs.append(rq.q)
         valid, mask = valids[depth], masks[depth]
