@@ -297,8 +297,7 @@ class MatrixUnit(wiring.Component):
                 "data": data.ArrayLayout(unsigned(8), self.ports),
             }), name="staged")
             w.d.sync += [getattr(staged, name).eq(getattr(land, name)) for name, _ in land.shape()]
-            with w.If(land.valid):
-                w.d.sync += [staged.data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)]
+            w.d.sync += [staged.data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)]
             land = staged
         for mem in (self.a_mem, self.b_mem):
             if self.ports == 1:
