@@ -296,7 +296,7 @@ class Scratchpad(wiring.Component):
             # every bank reads the owner's address every cycle (a read changes nothing, and a unit
             # takes read data only the cycle after its own read, its lanes under its own mask), so
             # no unit's enable, mask, start or busy logic reaches the block RAMs' clock enables
-            m.d.comb += [rd_en.eq(1), r_mask.eq((1 << B) - 1)]
+            m.d.comb += [rd_en.eq(1), r_mask.eq(-1)]            # every bank (-1: all B bits set)
         else:
             m.d.comb += [rd_en.eq(any_of(rd_ens)), r_mask.eq(rd_mask)]
         m.d.comb += [
