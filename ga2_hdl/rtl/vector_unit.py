@@ -333,16 +333,26 @@ class _WideEngine(_Engine):
         last = reading & Mux(self.start, first_last == 0, ahead == last_chunk)
         return SimpleNamespace(chunk=chunk, reading=reading, last=last, mask=mask)
 
-    def _write_chunk(self, m, valid, last, base, chunk, mask, lanes):
-        """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``;
-        with ``last`` that write is the engine's done cycle (None: the engine says when it is done)."""
+    def _write_address(self, m, base):
+        """The address of the next chunk written, a register (no adder after the instruction
+        register): ``base`` while the engine is idle (the start cycle's is the instruction's, held
+        from then on), P words further after each write (:meth:`_write_chunk`)."""
+        addr = Signal(spad_addr_bits(self.config), name="wr_addr_next")
+        with m.If(~self.busy):
+            m.d.sync += addr.eq(base)
+        return addr
+
+    def _write_chunk(self, m, valid, last, addr, mask, lanes):
+        """Write ``lanes`` (one value per lane) to ``addr`` (:meth:`_write_address`'s register, which
+        then steps by P) under ``mask`` when ``valid``; with ``last`` that write is the engine's done
+        cycle (None: the engine says when it is done)."""
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(self._addr(base, chunk << self.shift)),
+                         self.spad.wr_addr.eq(addr),
                          self.spad.wr_mask.eq(mask)]
             for j, v in enumerate(lanes):
                 m.d.comb += self.spad.wr_data[j].eq(v)                # sign-extended to the word
-            m.d.sync += chunk.eq(chunk + 1)
+            m.d.sync += addr.eq(addr + self.ports)
             if last is not None:
                 with m.If(last):
                     self._finish(m)
@@ -374,9 +384,9 @@ class WideRequantizeEngine(_WideEngine):
         P = self.ports
         trailing = isa.trailing_write_cycles(self.config)
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
-        wr_chunk = Signal(_index(self.config))
+        wr_addr = self._write_address(m, dst)
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), wr_chunk.eq(0)]
+            m.d.sync += self.busy.eq(1)
         rd = self._read_chunks(m, src, length)
         # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read;
         # done with the last write or, trailing, the cycle before it
@@ -410,7 +420,7 @@ class WideRequantizeEngine(_WideEngine):
             ]
             outs.append(rq.q)
         valid, mask = valids[depth], masks[depth]
-        self._write_chunk(m, valid, None, dst, wr_chunk, mask, outs)
+        self._write_chunk(m, valid, None, wr_addr, mask, outs)
         with m.If(lasts[depth - trailing]):
             self._finish(m)
         return m
@@ -432,14 +442,15 @@ class WideAddEngine(_WideEngine):
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
         ahead = Signal(range(2 * self.config.spad_words + 1))          # the next slot after the start's
-        wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))
+        last_slot = Signal(range(2 * self.config.spad_words + 1), name="last_slot")     # the last read slot
+        wr_addr = self._write_address(m, dst)
         reading = Signal()
         first = Signal(data.ArrayLayout(signed(8), P))      # src1's chunk, held for src2's
         second = Signal(data.ArrayLayout(signed(8), P))     # src2's chunk, registered as it arrives
         result = Signal(data.ArrayLayout(signed(8), P))
         first_last = (((length - 1) >> self.shift) << 1) + 1
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), ahead.eq(1), wr_chunk.eq(0), last_slot.eq(first_last)]
+            m.d.sync += [self.busy.eq(1), ahead.eq(1), last_slot.eq(first_last)]
         with m.Elif(reading):
             m.d.sync += ahead.eq(ahead + 1)
         slot = Mux(self.busy, ahead, 0)                     # from registers (as _read_chunks' chunk)
@@ -467,7 +478,7 @@ class WideAddEngine(_WideEngine):
             with m.If(v2):
                 m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,
                                              Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))
-        self._write_chunk(m, v3, last3, dst, wr_chunk, mask3, [result[j] for j in range(P)])
+        self._write_chunk(m, v3, last3, wr_addr, mask3, [result[j] for j in range(P)])
         return m
 
 

@@ -551,7 +551,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "ahead == last_slot) and address is the same; idle, nothing reads it (reading is start | "
                 "busy & ...), and start sets it again"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
-                "wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))",
+                "last_slot = Signal(range(2 * self.config.spad_words + 1), name=\"last_slot\")",
                 "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
                 "last_slot is loaded once, at start, with 2 * ((len - 1) >> log2 P) + 1 <= 2 * ceil(S / P) - 1 "
                 "< S for the engine's P >= 2 (len <= S = spad_words: the issue check), and range(2 * S) holds "
