@@ -191,10 +191,11 @@ class GA2Chip(wiring.Component):
                       isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
         self.spad_words_per_access = config.spad_banks
-        # one bank without overlap: the scratchpad takes address and data from the unit of the
-        # instruction the sequencer runs (a register), so a unit's start reaches only its enables
+        # without overlap: the scratchpad takes address and data (banked: its read address) from
+        # the unit of the instruction the sequencer runs (a register), so a unit's start reaches
+        # only its enables
         self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access,
-                               owned=not config.overlap and self.spad_words_per_access == 1)
+                               owned=not config.overlap)
         self.pc = Signal(config.pc_bits, name="pc")
         super().__init__({
             "start": In(1),
@@ -312,7 +313,7 @@ class GA2Chip(wiring.Component):
 
         verdict = self._verdict()
         if self.spad.owned:
-            # the scratchpad's owner (one bank without overlap) is the verdict's unit, loaded with
+            # the scratchpad's owner (without overlap) is the verdict's unit, loaded with
             # cur in FETCH: in ISSUE the unit starting, in WAIT the one running, in FETCH the one
             # that finished (its trailing write)
             m.d.comb += self.spad.owner.eq(Cat(*(verdict[UNIT_NAMES[kind]] for kind in self.units)))

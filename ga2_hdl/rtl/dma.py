@@ -131,6 +131,20 @@ class DMA(wiring.Component):
 
         if wide:
             request_mask, completed_mask = mask(requested), mask(completed)
+            # the scratchpad addresses from registers (no adder after the instruction register):
+            # the base while idle (the start cycle's is the instruction's, held from then on), one
+            # chunk further with each read (ST) or write (LD)
+            rd_ptr, wr_ptr = Signal(addr_bits, name="spad_rd_ptr"), Signal(addr_bits, name="spad_wr_ptr")
+            with m.If(~self.busy):
+                m.d.sync += [rd_ptr.eq(spad_base), wr_ptr.eq(spad_base)]
+            with m.If(more_to_request):
+                m.d.sync += rd_ptr.eq(rd_ptr + w)
+            with m.If(word_done):
+                m.d.sync += wr_ptr.eq(wr_ptr + w)
+            spad_wr_addr, spad_rd_addr = wr_ptr, rd_ptr
+        else:
+            spad_wr_addr = (spad_base + first_word(completed))[:addr_bits]
+            spad_rd_addr = (spad_base + first_word(requested))[:addr_bits]
 
         with m.If(is_load):
             # requests to external memory; answers written to the scratchpad as they arrive
@@ -139,7 +153,7 @@ class DMA(wiring.Component):
                 self.ext_addr.eq(ext_base + first_word(requested)),
                 word_done.eq(self.busy & self.ext_rvalid),
                 self.spad.wr_en.eq(word_done),
-                self.spad.wr_addr.eq((spad_base + first_word(completed))[:addr_bits]),
+                self.spad.wr_addr.eq(spad_wr_addr),
                 self.spad.wr_data.eq(self.ext_rdata),
             ]
             if wide:
@@ -149,7 +163,7 @@ class DMA(wiring.Component):
             # scratchpad reads; each word goes to external memory the cycle it arrives
             m.d.comb += [
                 self.spad.rd_en.eq(more_to_request),
-                self.spad.rd_addr.eq((spad_base + first_word(requested))[:addr_bits]),
+                self.spad.rd_addr.eq(spad_rd_addr),
                 word_done.eq(read_pending),
                 self.ext_we.eq(word_done),
                 self.ext_addr.eq(ext_base + first_word(completed)),

@@ -46,7 +46,22 @@ P words per cycle (ceil(N/P) per row).  Nothing else changes, so
 
 (``isa``'s MM formula for the configuration).  Hardware cost over P = 1: the
 operand memories in P banks each, P write-back lanes (a P-way selection of
-accumulators instead of one), the chunk masks (P comparators per walker).
+accumulators instead of one), the chunk masks (P comparators per walker), and a
+staging register of P bytes.
+
+A wide port's chunk passes a register (``staged``) between the scratchpad's read
+data (a bank's block RAM output through the read rotator) and the operand
+memories' write port, in the slack of LOAD's cycle: the walkers are loaded in
+every idle cycle, so in the start cycle t too (the instruction is held from
+then on), and staging reads in t+1 .. t+S instead of t+2 .. t+S+1::
+
+    t+1 .. t+S           STAGE   one read per cycle (chunk j in t+1+j)
+    t+2 .. t+S+1                 chunk j arrives (t+2+j) and is registered (staged)
+    t+S+1                LAND    the last chunk arrives
+    t+S+2                DRAIN   the last chunk is written from staged; the array is cleared
+    r = t+S+3            STREAM  as above
+
+so every cycle from DRAIN on, and W, are those above.
 """
 from types import SimpleNamespace
 
@@ -121,16 +136,26 @@ class MatrixUnit(wiring.Component):
         with m.If(self.done):
             m.d.sync += self.busy.eq(0)
 
+        wide = self.ports > 1
         with m.FSM(name="mm"):
             with m.State("IDLE"):
+                if wide:
+                    # the walkers are loaded in every idle cycle, so in the start cycle's too (the
+                    # instruction is held from then on), and staging reads from t+1 (the module's
+                    # docstring: the cycle of LOAD goes to the staging register)
+                    self._load(m, r)
                 with m.If(self.start):
                     m.d.sync += self.busy.eq(1)
-                    m.next = "LOAD"
-            with m.State("LOAD"):
-                self._load(m, r)
-                m.next = "STAGE"
+                    m.next = "STAGE" if wide else "LOAD"
+            if not wide:
+                with m.State("LOAD"):
+                    self._load(m, r)
+                    m.next = "STAGE"
             with m.State("STAGE"):
                 self._stage(m, r)
+            if wide:
+                with m.State("LAND"):       # the last chunk arrives and is registered
+                    m.next = "DRAIN"
             with m.State("DRAIN"):          # the array is cleared while the last staged word lands
                 m.d.comb += self.array.clear.eq(1)
                 m.d.sync += r.stream.step.eq(0)
@@ -237,7 +262,7 @@ class MatrixUnit(wiring.Component):
             m.d.sync += walk.inner.eq(0)
             with m.If(walk.outer == walk.outer_last):
                 with m.If(walk.in_b):
-                    m.next = "DRAIN"
+                    m.next = "LAND" if wide else "DRAIN"
                 with m.Else():     # A done: walk B
                     b_base = _operand(self.ins, "B")
                     row_end = Mux(tb, dims.last_k, dims.last_n)
@@ -262,8 +287,18 @@ class MatrixUnit(wiring.Component):
 
     def _land_staged_words(self, land):
         """The word (chunk) read last cycle goes to lane ``land.lane``, position ``land.k``, of A or B;
-        a wide port's chunk to P positions along k (A, B transposed) or P lanes (B)."""
+        a wide port's chunk to P positions along k (A, B transposed) or P lanes (B), from the
+        staging register (``staged``: the chunk's low bytes and ``land``, a cycle later), so no bank
+        output reaches the operand memories' write data."""
         w = Module()
+        if self.ports > 1:
+            staged = Signal(data.StructLayout({
+                **{name: field.shape for name, field in land.shape()},
+                "data": data.ArrayLayout(unsigned(8), self.ports),
+            }), name="staged")
+            w.d.sync += [getattr(staged, name).eq(getattr(land, name)) for name, _ in land.shape()]
+            w.d.sync += [staged.data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)]
+            land = staged
         for mem in (self.a_mem, self.b_mem):
             if self.ports == 1:
                 w.d.comb += [
@@ -275,7 +310,7 @@ class MatrixUnit(wiring.Component):
                 w.d.comb += [
                     mem.wr_along_k.eq(land.along_k), mem.wr_lane.eq(land.lane), mem.wr_k.eq(land.k),
                     mem.wr_mask.eq(land.mask),
-                    *(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),
+                    *(mem.wr_data[j].eq(land.data[j]) for j in range(self.ports)),
                 ]
         w.d.comb += [
             self.b_mem.wr_en.eq(land.valid & land.b),

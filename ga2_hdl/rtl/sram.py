@@ -10,7 +10,8 @@ An idle unit (enables low) contributes nothing, whatever its address lines
 hold, and no "which unit is busy" signal is needed.  The book's chip instead names the
 owner, the unit of the instruction it runs, from a register (``owned``): address and data
 are the owner's, the memory reads every cycle, so a unit's start (decided late in its
-cycle) reaches only the write enable.
+cycle) reaches only the write enable.  The wide chips without overlap do the same for the
+reads of their banked storage (below): every bank reads the owner's address every cycle.
 
 The scratchpad's masters are members of its signature,
 ``masters: In(SpadPort()).array(n)``; the chip connects each unit's ``spad``
@@ -113,12 +114,14 @@ class Scratchpad(wiring.Component):
     masters : In(SpadPort()).array(n_masters)
         The master ports (a unit's ``spad`` connects to one with ``wiring.connect``).
     owner : In(n_masters)
-        ``owned=True`` only (one bank, no overlap: the book's chip): one-hot, the master whose
+        ``owned=True`` only (no overlap: the chips without overlap): one-hot, the master whose
         address and write data reach the memory this cycle (the chip names the unit of the
         instruction it runs, from a register); the memory then reads the owner's address in
         every cycle (a master's ``rd_data`` is valid the cycle after its read, as always, and
         holds nothing between reads) and writes when a master enables a write, as without it.
-        A master that enables an access must be the owner.
+        A master that enables an access must be the owner.  Banked (``words`` > 1), only the read
+        address is the owner's, and every bank reads in every cycle whatever the read mask (a
+        master takes only the lanes it asked for); writes are those without ``owned``.
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
         enables a write (partitioned: where two masters address one memory's read port, or
@@ -157,8 +160,8 @@ class Scratchpad(wiring.Component):
         self.config = config
         self.depth = depth
         self.n_banks = words
-        if owned and (config.overlap or words > 1):
-            raise ValueError("an owned scratchpad (one master at a time, named by owner) is one bank without overlap")
+        if owned and config.overlap:
+            raise ValueError("an owned scratchpad (one master at a time, named by owner) is one without overlap")
         self.owned = owned
         if self.n_banks > 1 << addr_bits:
             raise ValueError(f"{self.n_banks} banks for a {addr_bits}-bit address")
@@ -286,10 +289,11 @@ class Scratchpad(wiring.Component):
             m.submodules[name] = bank
         ports = list(self.masters)
 
-        # the master multiplexer (AND-OR, as the book's), B lanes wide
+        # the master multiplexer (AND-OR, as the book's), B lanes wide; owned, the read address is
+        # the owner's (as the one-bank scratchpad's)
         rd_addr = wr_addr = wr_data = rd_mask = wr_mask = 0
-        for p in ports:
-            rd_addr = rd_addr | Mux(p.rd_en, p.rd_addr, 0)
+        for i, p in enumerate(ports):
+            rd_addr = rd_addr | Mux(self.owner[i] if self.owned else p.rd_en, p.rd_addr, 0)
             rd_mask = rd_mask | Mux(p.rd_en, p.rd_mask, 0)
             wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
             wr_mask = wr_mask | Mux(p.wr_en, p.wr_mask, 0)
@@ -301,8 +305,15 @@ class Scratchpad(wiring.Component):
 
         rd_en, r_addr, r_mask = Signal(), Signal(self.addr_bits), Signal(B)
         wr_en, w_addr, w_mask, w_data = Signal(), Signal(self.addr_bits), Signal(B), Signal(B * W)
+        if self.owned:
+            # every bank reads the owner's address every cycle (a read changes nothing, and a unit
+            # takes read data only the cycle after its own read, its lanes under its own mask), so
+            # no unit's enable, mask, start or busy logic reaches the block RAMs' clock enables
+            m.d.comb += [rd_en.eq(1), r_mask.eq(-1)]            # every bank (-1: all B bits set)
+        else:
+            m.d.comb += [rd_en.eq(any_of(rd_ens)), r_mask.eq(rd_mask)]
         m.d.comb += [
-            rd_en.eq(any_of(rd_ens)), r_addr.eq(rd_addr), r_mask.eq(rd_mask),
+            r_addr.eq(rd_addr),
             wr_en.eq(any_of(wr_ens)), w_addr.eq(wr_addr), w_mask.eq(wr_mask), w_data.eq(wr_data),
             self.conflict.eq(two_of(rd_ens) | two_of(wr_ens)),
             self.write_en.eq(wr_en),

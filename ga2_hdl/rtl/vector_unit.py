@@ -351,7 +351,9 @@ class _WideEngine(_Engine):
             m.d.sync += [ahead.eq(1), last_chunk.eq(first_last)]
         with m.Elif(reading):
             m.d.sync += ahead.eq(ahead + 1)
-        chunk = Mux(self.start, 0, ahead)
+        # the chunk read: ahead while busy, chunk 0 while idle (the start cycle's), so the address
+        # comes from registers and start (late in its cycle) reaches only the enables
+        chunk = Mux(self.busy, ahead, 0)
         mask = self._mask(m, length, chunk)
         m.d.comb += [
             reading.eq(self.start | (self.busy & (ahead <= last_chunk))),
@@ -362,17 +364,29 @@ class _WideEngine(_Engine):
         last = reading & Mux(self.start, first_last == 0, ahead == last_chunk)
         return SimpleNamespace(chunk=chunk, reading=reading, last=last, mask=mask)
 
-    def _write_chunk(self, m, valid, last, base, chunk, mask, lanes):
-        """Write ``lanes`` (one value per lane) to ``base + chunk*P`` under ``mask`` when ``valid``."""
+    def _write_address(self, m, base):
+        """The address of the next chunk written, a register (no adder after the instruction
+        register): ``base`` while the engine is idle (the start cycle's is the instruction's, held
+        from then on), P words further after each write (:meth:`_write_chunk`)."""
+        addr = Signal(spad_addr_bits(self.config), name="wr_addr_next")
+        with m.If(~self.busy):
+            m.d.sync += addr.eq(base)
+        return addr
+
+    def _write_chunk(self, m, valid, last, addr, mask, lanes):
+        """Write ``lanes`` (one value per lane) to ``addr`` (:meth:`_write_address`'s register, which
+        then steps by P) under ``mask`` when ``valid``; with ``last`` that write is the engine's done
+        cycle (None: the engine says when it is done)."""
         with m.If(valid):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(self._addr(base, chunk << self.shift)),
+                         self.spad.wr_addr.eq(addr),
                          self.spad.wr_mask.eq(mask)]
             for j, v in enumerate(lanes):
                 m.d.comb += self.spad.wr_data[j].eq(v)                # sign-extended to the word
-            m.d.sync += chunk.eq(chunk + 1)
-            with m.If(last):
-                self._finish(m)
+            m.d.sync += addr.eq(addr + self.ports)
+            if last is not None:
+                with m.If(last):
+                    self._finish(m)
 
 
 def _delay(m, value, name):
@@ -386,35 +400,60 @@ class WideRequantizeEngine(_WideEngine):
     """RQ on a P-word port: P requantizers, one chunk per cycle.  W = ceil(len/P) + 2.
 
     cycle t+i: read chunk i (chunk 0 in the start cycle t);  t+1+i: its words arrive and each
-    lane's Requantizer registers sign and magnitude (``magnitude_stage``);  t+2+i: multiply
-    (registered);  t+3+i: round, saturate, and write chunk i.  done with the last write.
-    In place, chunk i is written while chunk i+3 is read.
+    lane's Requantizer registers sign and magnitude (``magnitude_stage``);  then the multiply
+    stages;  then round, saturate, and write chunk i.  As the book's
+    :class:`RequantizeEngine`: on a chip without overlap the multiply takes two stages
+    (``Requantizer(split_multiply=True)``), chunk i is written in t+4+i and the last chunk in
+    t+W+1, the trailing write :func:`ga2_hdl.isa.trailing_write_cycles` allows, done coming in
+    t+W with the last chunk's multiply; with overlap the multiply is one stage, chunk i written in
+    t+3+i, done with the last write.  In place, chunk i is written while chunk i+3 (i+4 with the
+    split multiply) is read.
     """
 
     def elaborate(self, platform):
         m = Module()
         P = self.ports
+        trailing = isa.trailing_write_cycles(self.config)
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
-        wr_chunk = Signal(_index(self.config))
+        wr_addr = self._write_address(m, dst)
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), wr_chunk.eq(0)]
+            m.d.sync += self.busy.eq(1)
         rd = self._read_chunks(m, src, length)
+        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read;
+        # done with the last write or, trailing, the cycle before it
+        depth = 2 + trailing + 1
+        valids, lasts, masks = [rd.reading], [rd.last], [rd.mask]
+        for k in range(1, depth + 1):
+            valids.append(_delay(m, valids[-1], f"valid{k}"))
+            masks.append(_delay(m, masks[-1], f"mask{k}"))
+            lasts.append(_delay(m, lasts[-1], f"last{k}"))
+        operands = {name: operand(self.ins, "RQ", name) for name in ("m", "s", "relu")}
         outs = []
         for j in range(P):
-            rq = Requantizer(magnitude_stage=True)
+            rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
+            assert rq.LATENCY == depth - 1
             m.submodules[f"requantizer{j}"] = rq
+            lane = operands
+            if trailing:
+                # m, s and relu from registers of the lane's own, loaded while idle (the start
+                # cycle's are the instruction's, held from then on) and with each chunk whose lane j
+                # is read (mask1: the same values), so that no two lanes' registers are alike: Yosys
+                # keeps each lane's m for its multipliers and each lane's s for its rounding window
+                # (and their registers in the requantizer), not one register for every lane
+                lane = {name: Signal.like(value, name=f"lane{j}_{name}") for name, value in operands.items()}
+                with m.If(~self.busy | masks[1][j]):
+                    m.d.sync += [lane[name].eq(value) for name, value in operands.items()]
             m.d.comb += [
                 rq.acc.eq(self.spad.rd_data[j].as_signed()),
-                rq.mantissa.eq(operand(self.ins, "RQ", "m")),
-                rq.shift.eq(operand(self.ins, "RQ", "s")),
-                rq.relu.eq(operand(self.ins, "RQ", "relu")),
+                rq.mantissa.eq(lane["m"]),
+                rq.shift.eq(lane["s"]),
+                rq.relu.eq(lane["relu"]),
             ]
             outs.append(rq.q)
-        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read
-        valid, last, mask = rd.reading, rd.last, rd.mask
-        for k in range(1, rq.LATENCY + 2):
-            valid, last, mask = _delay(m, valid, f"valid{k}"), _delay(m, last, f"last{k}"), _delay(m, mask, f"mask{k}")
-        self._write_chunk(m, valid, last, dst, wr_chunk, mask, outs)
+        valid, mask = valids[depth], masks[depth]
+        self._write_chunk(m, valid, None, wr_addr, mask, outs)
+        with m.If(lasts[depth - trailing]):
+            self._finish(m)
         return m
 
 
@@ -434,17 +473,18 @@ class WideAddEngine(_WideEngine):
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
         ahead = Signal(range(2 * self.config.spad_words + 1))          # the next slot after the start's
-        wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))
+        last_slot = Signal(range(2 * self.config.spad_words + 1), name="last_slot")     # the last read slot
+        wr_addr = self._write_address(m, dst)
         reading = Signal()
         first = Signal(data.ArrayLayout(signed(8), P))      # src1's chunk, held for src2's
         second = Signal(data.ArrayLayout(signed(8), P))     # src2's chunk, registered as it arrives
         result = Signal(data.ArrayLayout(signed(8), P))
         first_last = (((length - 1) >> self.shift) << 1) + 1
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), ahead.eq(1), wr_chunk.eq(0), last_slot.eq(first_last)]
+            m.d.sync += [self.busy.eq(1), ahead.eq(1), last_slot.eq(first_last)]
         with m.Elif(reading):
             m.d.sync += ahead.eq(ahead + 1)
-        slot = Mux(self.start, 0, ahead)
+        slot = Mux(self.busy, ahead, 0)                     # from registers (as _read_chunks' chunk)
         chunk = slot[1:]
         rd_mask = self._mask(m, length, chunk)
         m.d.comb += [
@@ -469,7 +509,7 @@ class WideAddEngine(_WideEngine):
             with m.If(v2):
                 m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,
                                              Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))
-        self._write_chunk(m, v3, last3, dst, wr_chunk, mask3, [result[j] for j in range(P)])
+        self._write_chunk(m, v3, last3, wr_addr, mask3, [result[j] for j in range(P)])
         return m
 
 

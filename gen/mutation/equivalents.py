@@ -160,7 +160,13 @@ _MM_LANDING_KEPT = ("outside STAGE and DRAIN the change keeps writing the scratc
                     "registered lane offset while no read is enabled (sram.py loads read_offset only with "
                     "rd_en), so the masked lanes rewritten are the last staged chunk's words at the same "
                     "positions; a chunk written between MMs covers positions of one old row (its mask), each "
-                    "re-staged or never streamed or selected, as above")
+                    "re-staged or never streamed or selected, as above.  Owned (the wide chips without "
+                    "overlap), the banked scratchpad reads the owner's address in every cycle instead: while the "
+                    "MM runs that is walk.ptr, which stays at the last staged chunk's address after its read, so "
+                    "the same words come back (through the staging register, a cycle later) until the write-back, "
+                    "which comes after the last STREAM read of the operand memories; after it, and between MMs, "
+                    "other data may be written at the last staged positions, each re-staged by the next MM "
+                    "before it streams it, or never streamed or selected, as above")
 
 _MM_DIM = ("dim_bits = max(size, max_k).bit_length() = 7 for the ISA's array (MM_MAX_MN = 4, MM_MAX_K = 64), "
            "one more than needed: the fields of that shape hold M-1, K-1 and N-1 (last_m/k/n, and the walk's "
@@ -306,9 +312,10 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
                 "only its low 8, the same int8 as before", netlist="matrix unit"),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words",
-                "*(mem.wr_data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)),", ":8 -> :9",
-                "a banked operand memory's wr_data lanes are signed(8) (rowmem.BankedOperandRowMemory): "
-                "assigning the low 9 bits of lane j's word keeps only its low 8, the same int8 as before"),
+                "w.d.sync += [staged.data[j].eq(self.spad.rd_data[j][:8]) for j in range(self.ports)]", ":8 -> :9",
+                "the staging register's lanes (staged.data, a wide port's) are unsigned(8): assigning the low "
+                "9 bits of lane j's word keeps only its low 8, the same byte as before, which the banked "
+                "operand memory takes as its int8"),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "product = Signal(PRODUCT_BITS)",
                 "PRODUCT_BITS -> PRODUCT_BITS - 1",
                 "product = e * r with r = floor(2**38 / S) and e one of the terms of the sum S, so e <= S and "
@@ -540,7 +547,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "ahead == last_slot) and address is the same; idle, nothing reads it (reading is start | "
                 "busy & ...), and start sets it again"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
-                "wr_chunk, last_slot = Signal(_index(self.config)), Signal(range(2 * self.config.spad_words + 1))",
+                "last_slot = Signal(range(2 * self.config.spad_words + 1), name=\"last_slot\")",
                 "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
                 "last_slot is loaded once, at start, with 2 * ((len - 1) >> log2 P) + 1 <= 2 * ceil(S / P) - 1 "
                 "< S for the engine's P >= 2 (len <= S = spad_words: the issue check), and range(2 * S) holds "

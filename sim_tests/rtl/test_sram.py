@@ -343,3 +343,60 @@ def test_owned_write_stage_forwards_the_word_written_the_cycle_before():
     sim.add_testbench(bench)
     sim.run()
     assert hits["forwarded"] > 20 and hits["same cycle"] > 5, hits
+
+
+@pytest.mark.parametrize("words", [2, 4, 8])
+def test_owned_banked_reads_the_owners_address_every_cycle(words):
+    """Owned and banked (the wide chips without overlap): every bank reads the owner's address in
+    every cycle, whatever the masters' read enables and masks, so every lane of the next cycle's
+    read data is the word at the owner's address + lane; writes follow the write enables and masks
+    as without ``owned``."""
+    rng = random.Random(50 + words)
+    init = [rng.getrandbits(32) for _ in range(TOP)]
+    dut = Scratchpad(3, config=isa.BOOK, init=init, words=words, owned=True)
+    model = list(init)
+    assert dut.owned and dut.n_banks == words
+
+    async def bench(ctx):
+        want = None
+        for step in range(300):
+            owner = rng.randrange(3)
+            ctx.set(dut.owner, 1 << owner)
+            for p in dut.masters:
+                ctx.set(p.rd_en, 0)
+                ctx.set(p.wr_en, 0)
+                ctx.set(p.rd_addr, rng.randrange(TOP))
+                ctx.set(p.wr_addr, rng.randrange(TOP))
+                ctx.set(p.rd_mask, rng.getrandbits(words))
+                ctx.set(p.wr_mask, rng.getrandbits(words))
+            p = dut.masters[owner]
+            ra = rng.randrange(TOP - words, TOP) if rng.random() < 0.2 else rng.randrange(TOP)
+            ctx.set(p.rd_addr, ra)
+            ctx.set(p.rd_en, rng.random() < 0.5)            # the read happens either way
+            wa, wmask = rng.randrange(TOP), rng.getrandbits(words) or 1
+            read_addrs = {(ra + i) % TOP for i in range(words)}
+            wmask &= ~sum(1 << i for i in range(words) if (wa + i) % TOP in read_addrs) & ((1 << words) - 1)
+            writing = bool(wmask) and rng.random() < 0.5
+            data = [rng.getrandbits(32) for _ in range(words)]
+            if writing:
+                ctx.set(p.wr_en, 1)
+                ctx.set(p.wr_addr, wa)
+                ctx.set(p.wr_mask, wmask)
+                for i in range(words):
+                    ctx.set(p.wr_data[i], data[i])
+            assert ctx.get(dut.conflict) == 0 and ctx.get(dut.write_en) == writing
+            now = [model[(ra + i) % TOP] for i in range(words)]
+            await ctx.tick()
+            if writing:
+                for i in range(words):
+                    if wmask >> i & 1:
+                        model[(wa + i) % TOP] = data[i]
+            got = dut.masters[rng.randrange(3)].rd_data
+            assert [ctx.get(got[i]) for i in range(words)] == now, f"step {step}"
+        for a in range(TOP):
+            assert ctx.get(dut.cell(a)) == model[a], f"word {a}"
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()

@@ -345,6 +345,24 @@ def test_wide_vector_ops(config):
         assert b == want, f"{ins}: busy {b}, expected {want}"
 
 
+def test_wide_rq_with_overlap_multiplies_in_one_stage_and_writes_no_trailing_chunk():
+    """With overlap the next instruction may issue in the cycle after done, so the wide RQ engine
+    keeps the one-stage multiply (``Requantizer(split_multiply=False)``) and writes its last chunk
+    with done: the bench (``trailing_write_cycles`` = 0) refuses a write after done.  Without
+    overlap (the other tests) it multiplies in two stages and writes the last chunk one cycle after
+    done, in the same busy time."""
+    from ga2_hdl.config import Config
+    config = Config(name="p2_overlap", spad_ports=2, overlap=True)
+    assert isa.trailing_write_cycles(config) == 0 and isa.trailing_write_cycles(CONFIGS[0]) == 1
+    rng = random.Random(7)
+    accs = [0, -1, INT32_MIN, INT32_MAX] + [rng.randrange(INT32_MIN, INT32_MAX + 1) for _ in range(9)]
+    program = [isa.make("RQ", dst=100, src=0, len=1, m=(1 << 23) + 5, s=20),
+               isa.make("RQ", dst=201, src=1, len=len(accs) - 1, m=rng.randrange(1 << 24), s=27, relu=1),
+               isa.make("RQ", dst=0, src=0, len=len(accs), m=(1 << 23) + 99, s=25)]      # in place
+    _, busy = run_and_check(words(accs), program, config=config)
+    assert busy == [isa.ceil_div(ins.len, 2) + 2 for ins in program]
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_wide_amax_of_negative_values_starts_below_every_word(config):
     """Every word negative, the first maximum not at index 0 and not in the first chunk: the
