@@ -109,7 +109,7 @@ class Requantizer(wiring.Component):
         s_eff = Signal(range(PRODUCT_BITS + 1), name="s_eff")
         at_least = Signal(PRODUCT_BITS + 2, name="at_least")
         m.d.comb += [s_eff.eq(Mux(shift > PRODUCT_BITS, PRODUCT_BITS, shift)),
-                     at_least.eq(Cat(*(s_eff >= k for k in range(PRODUCT_BITS + 2))))]
+                     at_least.eq(Cat(1, *(s_eff >= k for k in range(1, PRODUCT_BITS + 2))))]   # s_eff >= 0
         if self.magnitude_stage:
             # ---- stage 0: the sign and the ones' complement (and the other operands), registered
             negative, ones, mantissa, relu, s_eff, at_least = _registered(
