@@ -371,6 +371,7 @@ class GA2Chip(wiring.Component):
         counters, unit_counter, instructions, total = self._counters()
 
         word0 = Signal(isa.INSTR_BITS, name="word0")
+        nxt = Signal(isa.INSTR_BITS, name="nxt")         # the word after cur, read ahead
         cur = Signal(INSTRUCTION, name="cur")            # the instruction ISSUE starts
         terms_word0 = Signal(stages.layout, name="terms_word0")
         terms_next = Signal(stages.layout, name="terms_next")
@@ -385,9 +386,9 @@ class GA2Chip(wiring.Component):
         with m.If(imem_wr.en & (imem_wr.addr == 0)):
             m.d.sync += [word0.eq(imem_wr.data),
                          *stages.assign(terms_word0, data.View(INSTRUCTION, imem_wr.data))]
-        # the word read ahead, every cycle: it holds still on the memory's output for the two
-        # cycles before its FETCH, which is all the two stages need
-        m.d.sync += stages.assign(terms_next, data.View(INSTRUCTION, imem_rd.data), stage)
+        # the word read ahead, every cycle: it holds still in nxt for the two cycles before its
+        # FETCH, which is all the two stages need
+        m.d.sync += stages.assign(terms_next, data.View(INSTRUCTION, nxt), stage)
         m.d.sync += [r.eq(e) for r, e in products]
 
         # the scratchpad regions of every op, as the record's starts and ends; slot k of an op is
@@ -425,9 +426,12 @@ class GA2Chip(wiring.Component):
 
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
-                # word 1 is read in every idle cycle (the start cycle's read is the one that counts;
-                # the others keep the read register at a word some program wrote, as in every simulator)
-                m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1)]
+                # nxt follows word 1: the memory reads it in every idle cycle (and in the halting
+                # cycle before), transparent to the write port, and a write to word 1 in this very
+                # cycle goes straight in.  The start cycle reads word 2 (transparent too)
+                wr1 = imem_wr.en & (imem_wr.addr == 1)
+                m.d.comb += [imem_rd.addr.eq(Mux(self.start, 2, 1)), imem_rd.en.eq(1)]
+                m.d.sync += nxt.eq(Mux(wr1, imem_wr.data, imem_rd.data))
                 with m.If(self.start):
                     m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0),
                                  first.eq(1)]
@@ -460,6 +464,7 @@ class GA2Chip(wiring.Component):
                 m.d.sync += total.eq(total + 1)
                 with m.If(verdict.past_end | verdict.halt | (verdict.error != isa.ErrorCode.OK)):
                     with m.If(~any_busy):
+                        m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1)]     # word 1, for the next start
                         with m.If(verdict.past_end):
                             halt(isa.ErrorCode.NO_HALT)
                         with m.Elif(verdict.halt):
@@ -473,9 +478,11 @@ class GA2Chip(wiring.Component):
                         with m.If(selected):
                             m.d.sync += [copies[kind].eq(cur)]
                             m.d.sync += [h.eq(r) for h, r in zip(held[kind], incoming)]
-                    # the word after the next: the next is on the memory's output, into cur
-                    m.d.comb += [imem_rd.addr.eq(self.pc + 2), imem_rd.en.eq(1)]
-                    m.d.sync += [cur.eq(imem_rd.data), self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
+                    # the words move on: pc + 1 from nxt into cur, pc + 2 from the memory's output
+                    # into nxt, and the memory reads pc + 3
+                    m.d.comb += [imem_rd.addr.eq(self.pc + 3), imem_rd.en.eq(1)]
+                    m.d.sync += [cur.eq(nxt), nxt.eq(imem_rd.data), self.pc.eq(self.pc + 1),
+                                 instructions.eq(instructions + 1)]
                     m.next = "FETCH"
         return m
 
