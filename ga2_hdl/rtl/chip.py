@@ -50,6 +50,12 @@ Wide ports (docs/chip.md, "Wide ports").  With ``config.spad_ports`` = P or
 is W words wide on both sides, the matrix and vector units' P words; a unit
 whose port is narrower than the scratchpad's uses its low lanes.  The chip's
 external-memory port is W words wide (``ext_mask`` selects the lanes).
+
+Overlap (docs/chip.md, "Overlap").  With ``config.overlap`` the sequencer is
+:meth:`GA2Chip._overlapped`: the next instruction is fetched the cycle after an
+issue and issued as soon as the ISA's rule allows (:class:`ga2_hdl.isa.IssueTimer`);
+its words are read ahead and checked over the same two registered stages, in the
+cycles between an instruction's FETCH and its issue.
 """
 import functools
 
@@ -345,20 +351,21 @@ class GA2Chip(wiring.Component):
         until no unit is busy, then halt.
 
         The check is made ahead, at no cycle's cost (docs/chip.md, "Overlap"; docs/fpga.md):
-        there are no branches, so the issuing ISSUE cycle of instruction i reads word i + 2,
-        which is on the instruction memory's output from the FETCH of i + 1 to its issue, at
-        least 2 cycles (an instruction issues at the earliest the cycle after its FETCH).  In
-        those cycles the first half of its check (:meth:`CheckStages.terms
-        <ga2_hdl.rtl.decoder.CheckStages.terms>`: every region's start and end) is computed over
-        two registered stages, the products of sizes and strides (``check_product*``) and then
-        the sums (``terms_next``), so FETCH of i + 2 only does the second half (the compares and
-        the priority of the rules, :meth:`CheckStages.error
-        <ga2_hdl.rtl.decoder.CheckStages.error>`) and the partitions of the regions' bounds.
-        The issuing cycle also loads the word on the memory's output (i + 1's) into ``cur``, the
-        instruction the next ISSUE starts.  Word 0 and word 1 have no instruction before them:
-        as on the book's sequencer, a write to word 0 loads its copy (``word0``) and its first
-        half (``terms_word0``) in the write's own cycle, and the idle sequencer reads word 1
-        (the read port is transparent to the write port), so words written in the start cycle
+        there are no branches, so the issuing ISSUE cycle of instruction i reads word i + 3 and
+        moves the words read before it along, i + 2 from the instruction memory's output into
+        ``nxt`` and i + 1 from ``nxt`` into ``cur``, the instruction the next ISSUE starts.  Word
+        i + 2 holds still in ``nxt`` from the FETCH of i + 1 to its issue, at least 2 cycles (an
+        instruction issues at the earliest the cycle after its FETCH); in those cycles the first
+        half of its check (:meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`:
+        every region's start and end) is computed over two registered stages, the products of
+        sizes and strides (``check_product*``) and then the sums (``terms_next``), so FETCH of
+        i + 2 only does the second half (the compares and the priority of the rules,
+        :meth:`CheckStages.error <ga2_hdl.rtl.decoder.CheckStages.error>`) and the partitions of
+        the regions' bounds.  Words 0 to 2 have no issue before them: as on the book's sequencer,
+        a write to word 0 loads its copy (``word0``) and its first half (``terms_word0``) in the
+        write's own cycle; ``nxt`` follows word 1 while idle (the memory reads it in every idle
+        cycle and in the halting cycle before, transparent to the write port, and a write to word
+        1 goes straight in); the start cycle reads word 2.  So words written in the start cycle
         itself are the ones that run.  The memory cannot change while running (writes are
         ignored), so a word read ahead is the word a later read would give.
 
