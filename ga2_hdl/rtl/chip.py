@@ -50,6 +50,12 @@ Wide ports (docs/chip.md, "Wide ports").  With ``config.spad_ports`` = P or
 is W words wide on both sides, the matrix and vector units' P words; a unit
 whose port is narrower than the scratchpad's uses its low lanes.  The chip's
 external-memory port is W words wide (``ext_mask`` selects the lanes).
+
+Overlap (docs/chip.md, "Overlap").  With ``config.overlap`` the sequencer is
+:meth:`GA2Chip._overlapped`: the next instruction is fetched the cycle after an
+issue and issued as soon as the ISA's rule allows (:class:`ga2_hdl.isa.IssueTimer`);
+its words are read ahead and checked over the same two registered stages, in the
+cycles between an instruction's FETCH and its issue.
 """
 import functools
 
@@ -59,7 +65,7 @@ from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
-from .decoder import STATUS_BITS, CheckStages, IssueCheck, spad_accesses
+from .decoder import STATUS_BITS, CheckStages
 from .dma import DMA
 from .layout import INSTRUCTION, ExtPort
 from .matrix_unit import MatrixUnit
@@ -186,7 +192,6 @@ class GA2Chip(wiring.Component):
         self.ext_words = ext_words
         self.imem_words = imem_words
         self.imem = memory.Memory(shape=isa.INSTR_BITS, depth=imem_words, init=[])
-        self.issue_check = IssueCheck(ext_words, config=config) if config.overlap else None
         self.units = {isa.Unit.DMA: DMA(config=config), isa.Unit.MATRIX: MatrixUnit(config=config),
                       isa.Unit.VECTOR: vector}
         assert list(self.units) == list(UNIT_NAMES)
@@ -250,10 +255,7 @@ class GA2Chip(wiring.Component):
         ]
         m.submodules.ins_fanout = fanout = Module()
         if self.config.overlap:
-            ins = data.View(INSTRUCTION, imem_rd.data)
-            m.submodules.issue_check = check = self.issue_check
-            fanout.d.comb += check.ins.eq(ins)
-            return self._overlapped(m, ins, imem_rd, fanout)
+            return self._overlapped(m, imem_wr, imem_rd, fanout)
         return self._sequencer(m, imem_wr, imem_rd, fanout)
 
     def _sequencer(self, m, imem_wr, imem_rd, fanout):
@@ -387,51 +389,72 @@ class GA2Chip(wiring.Component):
         m.d.sync += [self.status.eq(code), self.status_pc.eq(self.pc), self.halted.eq(1)]
         m.next = "IDLE"
 
-    def _idle(self, m, imem_rd, counters):
-        """IDLE: wait for ``start``; then clear pc, status and the counters, and FETCH word 0."""
-        # word 0 is read in every idle cycle, not only in the start cycle: the read
-        # register then never holds a value no program wrote (Verilog's x before the first
-        # read, Amaranth's 0), so every simulator's decode sees the same word at start
-        m.d.comb += [imem_rd.addr.eq(0), imem_rd.en.eq(1)]
-        with m.If(self.start):
-            m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0)]
-            m.d.sync += [c.eq(0) for c in counters.values()]
-            m.next = "FETCH"
-
-    def _fetch(self, m, ins, verdict, past_end, total):
-        """FETCH: decode and check the word ``ins`` and register the verdict (``past_end``: the
-        pc is beyond the instruction memory)."""
-        iset = isa.instruction_set(self.config)
-        m.d.comb += self.running.eq(1)
-        m.d.sync += [total.eq(total + 1), past_end.eq(self.pc >= self.imem_words),
-                     verdict.halt.eq(ins.op == isa.HALT.op), verdict.error.eq(self.issue_check.error)]
-        m.d.sync += [verdict[UNIT_NAMES[kind]].eq(ins.op.matches(*iset.unit_ops(kind))) for kind in self.units]
-
     # ------------------------------------------------------------------ overlap
 
-    def _overlapped(self, m, ins, imem_rd, fanout):
+    def _overlapped(self, m, imem_wr, imem_rd, fanout):
         """The sequencer of a chip with overlap: FETCH, then ISSUE as soon as the rule allows.
 
-        FETCH (1 cycle) decodes and checks the word, as without overlap, and also registers the
-        scratchpad partitions each region it reads or writes touches (``incoming``: the ISA's
-        :func:`~ga2_hdl.isa.partition_span` of the region's bounds, evaluated on the decoded
-        word).  ISSUE waits, cycle by cycle, while the op's unit is busy or one of its regions
-        shares a partition with a region held for a busy unit (:func:`~ga2_hdl.isa.spans_meet`;
-        ``held``: the regions of the instruction each unit runs, loaded when it starts); then it
-        starts the unit, reads word pc + 1, and the next cycle is FETCH.  HALT, a failing check and
-        a fetch past the end wait until no unit is busy, then halt.  Each unit keeps its own copy of
-        the instruction it runs (``unit.ins`` is the instruction memory's word in the start cycle,
-        the copy while busy), since the word moves on to the next instruction.
+        FETCH (1 cycle) registers the verdict on the word (HALT, the check's error code, the unit
+        to start) and the scratchpad partitions each region it reads or writes touches
+        (``incoming``: the ISA's :func:`~ga2_hdl.isa.partition_span` of the region's bounds).
+        ISSUE waits, cycle by cycle, while the op's unit is busy or one of its regions shares a
+        partition with a region held for a busy unit (:func:`~ga2_hdl.isa.spans_meet`; ``held``:
+        the regions of the instruction each unit runs, loaded when it starts); then it starts the
+        unit, and the next cycle is FETCH.  HALT, a failing check and a fetch past the end wait
+        until no unit is busy, then halt.
+
+        The check is made ahead, at no cycle's cost (docs/chip.md, "Overlap"; docs/fpga.md):
+        there are no branches, so the issuing ISSUE cycle of instruction i reads word i + 3 and
+        moves the words read before it along, i + 2 from the instruction memory's output into
+        ``nxt`` and i + 1 from ``nxt`` into ``cur``, the instruction the next ISSUE starts.  Word
+        i + 2 holds still in ``nxt`` from the FETCH of i + 1 to its issue, at least 2 cycles (an
+        instruction issues at the earliest the cycle after its FETCH); in those cycles the first
+        half of its check (:meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`:
+        every region's start and end) is computed over two registered stages, the products of
+        sizes and strides (``check_product*``) and then the sums (``terms_next``), so FETCH of
+        i + 2 only does the second half (the compares and the priority of the rules,
+        :meth:`CheckStages.error <ga2_hdl.rtl.decoder.CheckStages.error>`) and the partitions of
+        the regions' bounds.  Words 0 to 2 have no issue before them: as on the book's sequencer,
+        a write to word 0 loads its copy (``word0``) and its first half (``terms_word0``) in the
+        write's own cycle; ``nxt`` follows word 1 while idle (the memory reads it in every idle
+        cycle and in the halting cycle before, transparent to the write port, and a write to word
+        1 goes straight in); the start cycle reads word 2.  So words written in the start cycle
+        itself are the ones that run.  The memory cannot change while running (writes are
+        ignored), so a word read ahead is the word a later read would give.
+
+        Each unit keeps its own copy of the instruction it runs (``unit.ins`` is ``cur`` in the
+        start cycle, the copy while busy), since ``cur`` moves on to the next instruction.
         """
         config = self.config
         iset = isa.instruction_set(config)
+        stages = CheckStages(self.ext_words, config=config)
         counters, unit_counter, instructions, total = self._counters()
 
-        # the scratchpad accesses of every op, as hardware on the fetched word; slot k of an op is
-        # its k-th scratchpad region
-        accesses = {spec.code: spad_accesses(ins, spec) for spec in iset.ops}
-        slots = max(len(a) for a in accesses.values())
-        # a region is held as the partitions it touches (isa.partition_span): first and last
+        word0 = Signal(isa.INSTR_BITS, name="word0")
+        nxt = Signal(isa.INSTR_BITS, name="nxt")         # the word after cur, read ahead
+        cur = Signal(INSTRUCTION, name="cur")            # the instruction ISSUE starts
+        terms_word0 = Signal(stages.layout, name="terms_word0")
+        terms_next = Signal(stages.layout, name="terms_next")
+        first = Signal(name="first")                     # the next FETCH is of word 0
+        products = []                                    # the first half's products, registered
+
+        def stage(expr):
+            register = Signal(expr.shape(), name=f"check_product{len(products)}")
+            products.append((register, expr))
+            return register
+
+        with m.If(imem_wr.en & (imem_wr.addr == 0)):
+            m.d.sync += [word0.eq(imem_wr.data),
+                         *stages.assign(terms_word0, data.View(INSTRUCTION, imem_wr.data))]
+        # the word read ahead, every cycle: it holds still in nxt for the two cycles before its
+        # FETCH, which is all the two stages need
+        m.d.sync += stages.assign(terms_next, data.View(INSTRUCTION, nxt), stage)
+        m.d.sync += [r.eq(e) for r, e in products]
+
+        # the scratchpad regions of every op, as the record's starts and ends; slot k of an op is
+        # its k-th scratchpad region.  A region is held as the partitions it touches
+        # (isa.partition_span): first and last
+        slots = max(len(stages.spad_regions(terms_next, spec)) for spec in iset.ops)
         part_bits = max(1, config.spad_partitions.bit_length() - 1)
         region = data.StructLayout({"valid": 1, "first": part_bits, "last": part_bits})
         incoming = [Signal(region, name=f"incoming{k}") for k in range(slots)]
@@ -439,7 +462,7 @@ class GA2Chip(wiring.Component):
                 for kind in self.units}
         copies = {kind: Signal(INSTRUCTION, name=f"ins_{UNIT_NAMES[kind]}") for kind in self.units}
         for kind, unit in self.units.items():
-            fanout.d.comb += unit.ins.eq(Mux(unit.busy, copies[kind], ins))
+            fanout.d.comb += unit.ins.eq(Mux(unit.busy, copies[kind], cur))
 
         verdict = self._verdict(past_end=1)
 
@@ -458,27 +481,50 @@ class GA2Chip(wiring.Component):
             blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
 
         halt = functools.partial(self._halt, m)
+        error_word0 = stages.error(m, terms_word0, name="error_word0")
+        error_next = stages.error(m, terms_next, name="error_next")
 
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
-                self._idle(m, imem_rd, counters)
+                # nxt follows word 1: the memory reads it in every idle cycle (and in the halting
+                # cycle before), transparent to the write port, and a write to word 1 in this very
+                # cycle goes straight in.  The start cycle reads word 2 (transparent too)
+                wr1 = imem_wr.en & (imem_wr.addr == 1)
+                m.d.comb += [imem_rd.addr.eq(Mux(self.start, 2, 1)), imem_rd.en.eq(1)]
+                m.d.sync += nxt.eq(Mux(wr1, imem_wr.data, imem_rd.data))
+                with m.If(self.start):
+                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0),
+                                 first.eq(1)]
+                    m.d.sync += [c.eq(0) for c in counters.values()]
+                    m.next = "FETCH"
 
             with m.State("FETCH"):
-                self._fetch(m, ins, verdict, verdict.past_end, total)
+                op = Mux(first, terms_word0.op, terms_next.op)
+                m.d.comb += self.running.eq(1)
+                m.d.sync += [total.eq(total + 1), verdict.past_end.eq(self.pc >= self.imem_words),
+                             first.eq(0), verdict.halt.eq(op == isa.HALT.op),
+                             verdict.error.eq(Mux(first, error_word0, error_next))]
+                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(op.matches(*iset.unit_ops(kind))) for kind in self.units]
+                with m.If(first):
+                    m.d.sync += cur.eq(word0)
                 m.d.sync += [r.valid.eq(0) for r in incoming]
-                with m.Switch(ins.op):
-                    for code, regions in accesses.items():
-                        with m.Case(code):
-                            for r, (start, end, _write) in zip(incoming, regions):
-                                first, last = isa.partition_span(start, end, config)
-                                m.d.sync += [r.valid.eq(1), r.first.eq(first), r.last.eq(last)]
+                with m.Switch(op):
+                    for spec in iset.ops:
+                        with m.Case(spec.code):
+                            spans = zip(stages.spad_regions(terms_word0, spec), stages.spad_regions(terms_next, spec))
+                            for r, ((start0, end0), (start, end)) in zip(incoming, spans):
+                                first0, last0 = isa.partition_span(start0, end0, config)
+                                first1, last1 = isa.partition_span(start, end, config)
+                                m.d.sync += [r.valid.eq(1), r.first.eq(Mux(first, first0, first1)),
+                                             r.last.eq(Mux(first, last0, last1))]
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):
-                m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1)]
+                m.d.comb += self.running.eq(1)
                 m.d.sync += total.eq(total + 1)
                 with m.If(verdict.past_end | verdict.halt | (verdict.error != isa.ErrorCode.OK)):
                     with m.If(~any_busy):
+                        m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1)]     # word 1, for the next start
                         with m.If(verdict.past_end):
                             halt(isa.ErrorCode.NO_HALT)
                         with m.Elif(verdict.halt):
@@ -490,10 +536,13 @@ class GA2Chip(wiring.Component):
                         selected = verdict[UNIT_NAMES[kind]]
                         m.d.comb += unit.start.eq(selected)
                         with m.If(selected):
-                            m.d.sync += [copies[kind].eq(ins)]
+                            m.d.sync += [copies[kind].eq(cur)]
                             m.d.sync += [h.eq(r) for h, r in zip(held[kind], incoming)]
-                    m.d.comb += imem_rd.en.eq(1)
-                    m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
+                    # the words move on: pc + 1 from nxt into cur, pc + 2 from the memory's output
+                    # into nxt, and the memory reads pc + 3
+                    m.d.comb += [imem_rd.addr.eq(self.pc + 3), imem_rd.en.eq(1)]
+                    m.d.sync += [cur.eq(nxt), nxt.eq(imem_rd.data), self.pc.eq(self.pc + 1),
+                                 instructions.eq(instructions + 1)]
                     m.next = "FETCH"
         return m
 

@@ -259,6 +259,15 @@ class CheckStages:
                 stmts.append(record[key].eq(value))
         return stmts
 
+    def spad_regions(self, record, spec: isa.OpSpec) -> list[tuple[Value, Value]]:
+        """``spec``'s scratchpad regions in a record of :attr:`layout`: [(start, end)] in the ISA's
+        order, what :func:`spad_accesses` gives on the word (the overlapped sequencer's hazard
+        check takes their partitions from the registered record)."""
+        key = self._key(spec)
+        terms = record[key] if key in self.layout.members else {}
+        return [(terms[f"start{k}"], terms[f"end{k}"])
+                for k, memory in enumerate(self._memories[spec.code]) if memory == "spad"]
+
     def _op_error(self, spec: isa.OpSpec, terms) -> Value:
         """The error code of ``spec``'s rules on its terms, as a priority chain in isa.check's order."""
         rules: list[tuple[Value, isa.ErrorCode]] = []

@@ -261,7 +261,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "before any operand rule); halt(OK) is what the Elif does, in the same cycle, so status, "
                 "status_pc, halted and every counter are the same"),
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "verdict = self._verdict(past_end=1)", "1 -> 2",
-                "verdict.past_end is set only from the one-bit comparison pc >= imem_words (_fetch) and read "
+                "verdict.past_end is set only from the one-bit comparison pc >= imem_words (in FETCH) and read "
                 "only as a condition (ISSUE's halt test and its NO_HALT branch): a two-bit field holds 0 or 1 "
                 "the same way and is true exactly when the one-bit field is, so no halt, status or counter "
                 "differs (the verdict register's other fields keep their values; only their bit positions "

@@ -205,7 +205,7 @@ def test_running_off_the_end_of_instruction_memory(config):
 
 
 @pytest.mark.parametrize("config", SEQUENCERS)
-@pytest.mark.parametrize("case", ["legal_over_fault", "fault_over_legal", "halt_over_legal", "word1"])
+@pytest.mark.parametrize("case", ["legal_over_fault", "fault_over_legal", "halt_over_legal", "word1", "word2"])
 def test_word_written_in_the_start_cycle_is_the_one_that_runs(config, case):
     """A word written through the port in the start cycle itself (word 0 included, whose check the
     book's sequencer keeps ready from the write: docs/fpga.md) runs as written: its verdict, its
@@ -218,6 +218,7 @@ def test_word_written_in_the_start_cycle_is_the_one_that_runs(config, case):
         "fault_over_legal": ([legal, st, HALT], (0, fault)),
         "halt_over_legal": ([legal, st, HALT], (0, HALT)),
         "word1": ([legal, st, HALT], (1, fault)),
+        "word2": ([legal, st, st, HALT], (2, fault)),
     }[case]
     after = list(before)
     after[addr] = word
@@ -237,6 +238,46 @@ def test_word_written_in_the_start_cycle_is_the_one_that_runs(config, case):
         await b.until_halted(ctx, want.counters.total)
         assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (want.error, want.error_pc)
         assert b.counters(ctx) == want.counters
+
+    b.run(bench)
+
+
+@pytest.mark.parametrize("config", SEQUENCERS)
+def test_a_start_in_the_first_idle_cycle_runs_the_program_from_word_0(config):
+    """Both sequencers read ahead (word 1 and beyond before their FETCH): a start in the very first
+    idle cycle after a halt, with the program's second word rewritten while the chip was halted,
+    runs the program as it is then, its counters the golden model's."""
+    first = [make("LD", dst=0, src=0, len=3), make("ST", src=0, dst=8, len=2), HALT]
+    second = [first[0], make("MM", dst=100, A=0, B=0, M=2, K=3, N=2), HALT]
+    b = _Bench(config=config)
+    chip = b.chip
+
+    async def run(ctx, program, write=None):
+        """Start now (the first idle cycle after the last run's halt), with ``write`` = (address,
+        word) in the start cycle; check the run against the golden model."""
+        want = golden.run(program, [], config=config)
+        if write is not None:
+            ctx.set(chip.imem_we, 1)
+            ctx.set(chip.imem_addr, write[0])
+            ctx.set(chip.imem_wdata, write[1].encode())
+        ctx.set(chip.start, 1)
+        await ctx.tick()
+        ctx.set(chip.start, 0)
+        ctx.set(chip.imem_we, 0)
+        await b.until_halted(ctx, want.counters.total)      # returns in the first idle cycle
+        assert (ctx.get(chip.status), b.counters(ctx)) == (want.error, want.counters)
+
+    async def bench(ctx):
+        await b.load(ctx, first)
+        await run(ctx, first)
+        await run(ctx, first)                                # started the cycle it halted in + 1
+        await run(ctx, second, write=(1, second[1]))         # word 1 rewritten in that start cycle
+        ctx.set(chip.imem_we, 1)                             # word 1 back, the cycle before a start
+        ctx.set(chip.imem_addr, 1)
+        ctx.set(chip.imem_wdata, first[1].encode())
+        await ctx.tick()
+        ctx.set(chip.imem_we, 0)
+        await run(ctx, first)
 
     b.run(bench)
 
