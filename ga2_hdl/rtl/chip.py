@@ -438,7 +438,9 @@ class GA2Chip(wiring.Component):
         first = Signal(name="first")                     # the next FETCH is of word 0
         products = []                                    # the first half's products, registered
 
-        def stage(expr):
+        def stage(expr, kind="product"):
+            if kind == "operand":        # two stages here: a product's factors stay combinational
+                return expr
             register = Signal(expr.shape(), name=f"check_product{len(products)}")
             products.append((register, expr))
             return register
