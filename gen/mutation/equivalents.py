@@ -483,15 +483,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "and no accumulator differs, and after j run cycles no a register holds it.  Nothing else reads a cell's operand register "
                 "(a_out and b_out go only to the neighbours; the last column's a_out to nothing), so the "
                 "results the write-back reads are the same"),
-    Equivalence("ga2_hdl/rtl/systolic.py", "ProcessingElement.__init__",
-                "m.d.sync += [state.eq(0), acc.eq(0), product.eq(0), *(f.eq(0) for f in staged)]",
-                "f.eq(0) -> f.eq(1)",
-                "the clear then leaves a cell's factor register (the book chip's, mac_latency 2) at a = 1, "
-                "b = 0 (the struct's low byte is a) instead of 0, 0.  The factor register is read only by the "
-                "cell's multiplier, in the next run cycle, whose product 1 * 0 = 0 is the product of 0 * 0; "
-                "that same cycle loads the factors from the cell's inputs, as in the design.  The product "
-                "register and the accumulator therefore hold the same values in every cycle, and so do the "
-                "results the write-back reads"),
     Equivalence("ga2_hdl/rtl/rowmem.py", "BankedOperandRowMemory.elaborate",
                 "m.d.comb += [across_data.eq((values << (self.wr_lane * 8))[:8 * lanes]),",
                 "8 * lanes -> 9 * lanes",
