@@ -6,29 +6,26 @@
 
 Schedule (start in cycle t; S = M*K + K*N, D = K+M+N-2, P = M*N)::
 
-    t                    IDLE    the walkers (bases, strides, counts) are registered from the
-                                 instruction, as in every idle cycle (it is held from then on)
-    t+1 .. t+S           STAGE   one scratchpad read per cycle: A row by row, then B
-    t+S+1                DRAIN   the last staged word arrives (scratchpad read latency);
+    t+1                  LOAD    register the walkers: bases, strides, counts
+    t+2 .. t+S+1         STAGE   one scratchpad read per cycle: A row by row, then B
+    t+S+2                DRAIN   the last staged word arrives (scratchpad read latency);
                                  the array's accumulators and pipeline registers are cleared
-    r = t+S+2            STREAM  read step 0 of the operand memories (their read latency)
+    r = t+S+3            STREAM  read step 0 of the operand memories (their read latency)
     r+1                          step 0 enters the array's edge register
-    r+2                          ... and the first cells' factor registers
-    r+3                          ... and their product registers
-    r+4 .. r+D+3                 the D = K+M+N-2 cycles of skewed accumulation
-    r+D+4 .. r+D+P+3     WRITE   select C[m][n] into the write-back register, one per cycle
-    r+D+5 .. r+D+P+4             ... which writes it to the scratchpad the next cycle
-    r+D+P+5 = t+W                done
+    r+2                          ... and the first cells' product registers
+    r+3 .. r+D+2                 the D = K+M+N-2 cycles of skewed accumulation
+    r+D+3 .. r+D+P+2     WRITE   select C[m][n] into the write-back register, one per cycle
+    r+D+4 .. r+D+P+3             ... which writes it to the scratchpad the next cycle
+    r+D+P+4                      done
 
 So W = S + D + P + 7: the staging reads (M*K + K*N), the skewed streaming
-(K+M+N-2), the write-back (M*N) and seven cycles of control, one each for the
-scratchpad read latency (with the array's clear), the operand-memory read latency,
-the array's edge register, its cells' factor and product registers, the
+(K+M+N-2), the write-back (M*N) and seven cycles of control, one each for
+LOAD, the scratchpad read latency (with the array's clear), the operand-memory
+read latency, the array's edge register, its cells' product register, the
 write-back register and the ``done`` pulse.  These are the reference machine's
-cycles: it spent one on registering the walkers (LOAD, here done while idle) and
-one on clearing the array (CLEAR, here sharing the cycle of the read latency); those
-two cycles go to the factor and product registers around each cell's multiplier, so
-that it runs from registers into a register placed beside it (docs/fpga.md).
+cycles: its own seventh cycle cleared the array on its own (CLEAR); here the clear
+shares the cycle of the read latency, and that cycle goes to the product register
+that lets the multipliers run from a register into a register (docs/fpga.md).
 
 Staging uses one address walker for both tiles: an inner index that steps
 the address by 1 and an outer index that steps the row base by a stride.
@@ -54,16 +51,17 @@ staging register of P bytes.
 
 A wide port's chunk passes a register (``staged``) between the scratchpad's read
 data (a bank's block RAM output through the read rotator) and the operand
-memories' write port, in the cycle the one-word port gives to the factor registers
-(the array has the product register only)::
+memories' write port, in the slack of LOAD's cycle: the walkers are loaded in
+every idle cycle, so in the start cycle t too (the instruction is held from
+then on), and staging reads in t+1 .. t+S instead of t+2 .. t+S+1::
 
     t+1 .. t+S           STAGE   one read per cycle (chunk j in t+1+j)
     t+2 .. t+S+1                 chunk j arrives (t+2+j) and is registered (staged)
     t+S+1                LAND    the last chunk arrives
     t+S+2                DRAIN   the last chunk is written from staged; the array is cleared
-    r = t+S+3            STREAM  read step 0; then as above, without the factor registers
+    r = t+S+3            STREAM  as above
 
-so W is the same.
+so every cycle from DRAIN on, and W, are those above.
 """
 from types import SimpleNamespace
 
@@ -110,9 +108,7 @@ class MatrixUnit(wiring.Component):
         self.size = size = config.array
         self.max_k = max_k = config.max_k
         self.ports = config.spad_ports
-        # every port loads the walkers while idle (the LOAD cycle is free): a wide port spends that
-        # cycle on its staging register, a one-word port on the array's factor registers
-        self.array = SystolicArray(config=config, mac_latency=2 if config.spad_ports == 1 else 1)
+        self.array = SystolicArray(config=config)
         if self.ports == 1:
             self.a_mem = OperandRowMemory(config=config)
             self.b_mem = OperandRowMemory(config=config)
@@ -143,13 +139,17 @@ class MatrixUnit(wiring.Component):
         wide = self.ports > 1
         with m.FSM(name="mm"):
             with m.State("IDLE"):
-                # the walkers are loaded in every idle cycle, so in the start cycle's too (the
-                # instruction is held from then on), and staging reads from t+1 (the module's
-                # docstring: the cycle of the reference machine's LOAD goes to the staging register
-                # of a wide port, to the array's factor registers on a one-word port)
-                self._load(m, r)
+                if wide:
+                    # the walkers are loaded in every idle cycle, so in the start cycle's too (the
+                    # instruction is held from then on), and staging reads from t+1 (the module's
+                    # docstring: the cycle of LOAD goes to the staging register)
+                    self._load(m, r)
                 with m.If(self.start):
                     m.d.sync += self.busy.eq(1)
+                    m.next = "STAGE" if wide else "LOAD"
+            if not wide:
+                with m.State("LOAD"):
+                    self._load(m, r)
                     m.next = "STAGE"
             with m.State("STAGE"):
                 self._stage(m, r)
@@ -229,7 +229,7 @@ class MatrixUnit(wiring.Component):
         M, K, N = (_operand(ins, n) for n in ("M", "K", "N"))
         m.d.sync += [
             r.dims.last_m.eq(M - 1), r.dims.last_k.eq(K - 1), r.dims.last_n.eq(N - 1),
-            r.dims.stream_last.eq(K + M + N - 2 + SystolicArray.EDGE_LATENCY + self.array.MAC_LATENCY),
+            r.dims.stream_last.eq(K + M + N - 2 + SystolicArray.EDGE_LATENCY + SystolicArray.MAC_LATENCY),
             r.walk.ptr.eq(_operand(ins, "A")), r.walk.row.eq(_operand(ins, "A")),
             r.walk.stride.eq(_operand(ins, "lda")),
             r.walk.inner.eq(0), r.walk.outer.eq(0),

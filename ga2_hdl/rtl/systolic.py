@@ -57,25 +57,18 @@ class ProcessingElement:
     is most of a cycle).  ``clear`` zeroes all four and wins over ``run``.
     """
 
-    def __init__(self, m: Module, state, acc, a_in, b_in, *, run, clear, product, factors=None):
+    def __init__(self, m: Module, state, acc, a_in, b_in, *, run, clear, product):
         self.state = state
         self._acc = acc
-        # with ``factors`` (a pe_state register of the cell's own), the multiplier's operands are
-        # registered first: the multiply then runs from two registers beside the multiplier block
-        # (a third stage, SystolicArray(mac_latency=2))
-        staged = [] if factors is None else [factors]
         with m.If(clear):
-            m.d.sync += [state.eq(0), acc.eq(0), product.eq(0), *(f.eq(0) for f in staged)]
+            m.d.sync += [state.eq(0), acc.eq(0), product.eq(0)]
         with m.Elif(run):
             m.d.sync += [
                 state.a.eq(a_in),
                 state.b.eq(b_in),
+                product.eq(a_in * b_in),
                 acc.eq(acc + product),
             ]
-            if factors is None:
-                m.d.sync += product.eq(a_in * b_in)
-            else:
-                m.d.sync += [factors.a.eq(a_in), factors.b.eq(b_in), product.eq(factors.a * factors.b)]
 
     @property
     def a_out(self):
@@ -106,9 +99,6 @@ class SystolicArray(wiring.Component):
         Accumulator width (32: the machine's wrap-around int32 sums).
     config : Config
         The chip (required; ``isa.BOOK`` is the book's).
-    mac_latency : int
-        1: a product register between each cell's multiplier and its accumulator; 2: the
-        multiplier's two factors registered too (:attr:`MAC_LATENCY`).
 
     Ports
     -----
@@ -132,18 +122,13 @@ class SystolicArray(wiring.Component):
     """
 
     EDGE_LATENCY = 1
-    #: the product register between a cell's multiplier and its accumulator (the default)
+    #: the product register between a cell's multiplier and its accumulator
     MAC_LATENCY = 1
 
-    def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config,
-                 mac_latency: int = MAC_LATENCY):
+    def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config):
         size = config.array if size is None else size
         if size < 1:
             raise ValueError(f"array size {size}: at least 1")
-        if mac_latency not in (1, 2):
-            raise ValueError(f"mac_latency {mac_latency}: 1 (a product register) or 2 (and the factors')")
-        #: this array's: 2 registers the multiplier's factors too
-        self.MAC_LATENCY = mac_latency
         self.size = size
         self.acc_bits = acc_bits
         self.pes = None
@@ -178,8 +163,6 @@ class SystolicArray(wiring.Component):
         b_edge = self._skew(m, self.b, "b")
         cells = Signal(data.ArrayLayout(pe_state(), n * n), name="cells")
         products = Signal(data.ArrayLayout(signed(2 * OPERAND.width), n * n), name="products")
-        factors = (Signal(data.ArrayLayout(pe_state(), n * n), name="factors")
-                   if self.MAC_LATENCY == 2 else None)
         # The accumulators are the output port itself, a register: no wiring between the
         # cells and the port (docs/verilog.md, "Structure and simulator speed").
         pes = [[None] * n for _ in range(n)]
@@ -189,7 +172,6 @@ class SystolicArray(wiring.Component):
                     m, cells[i * n + j], self.acc[i * n + j],
                     a_in=a_edge[i] if j == 0 else pes[i][j - 1].a_out,
                     b_in=b_edge[j] if i == 0 else pes[i - 1][j].b_out,
-                    run=self.run, clear=self.clear, product=products[i * n + j],
-                    factors=None if factors is None else factors[i * n + j])
+                    run=self.run, clear=self.clear, product=products[i * n + j])
         self.pes = pes
         return m

@@ -470,7 +470,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "SCALE the register is not written either way.  So prob, the writes, done and the busy time "
                 "are the same (e_read, the stage before, is loaded in every SCALE cycle for the same reason)"),
     Equivalence("ga2_hdl/rtl/systolic.py", "ProcessingElement.__init__",
-                "m.d.sync += [state.eq(0), acc.eq(0), product.eq(0), *(f.eq(0) for f in staged)]",
+                "m.d.sync += [state.eq(0), acc.eq(0), product.eq(0)]",
                 "state.eq(0) -> state.eq(1)",
                 "the clear then leaves every cell's operand register at a = 1, b = 0 (the struct's low byte is "
                 "a) instead of 0, 0; the accumulators are still cleared.  Only run cycles move anything, and "
@@ -478,8 +478,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "neighbour, in run cycles t <= j (the 1s shift right one column per cycle; column 0 takes the "
                 "A skew's output), while its b input is the B skew's output delayed by i cycles, and the skew "
                 "registers are cleared too (lane j leaves after 1 + j stages), so b_in is 0 in every run "
-                "cycle t <= i + j + 1.  So each stale 1 is multiplied by 0 (with the factors registered, the book "
-                "chip's, the factor registers hold the same a = 1 and b = 0 a cycle later): no product register (cleared too) "
+                "cycle t <= i + j + 1.  So each stale 1 is multiplied by 0: no product register (cleared too) "
                 "and no accumulator differs, and after j run cycles no a register holds it.  Nothing else reads a cell's operand register "
                 "(a_out and b_out go only to the neighbours; the last column's a_out to nothing), so the "
                 "results the write-back reads are the same"),

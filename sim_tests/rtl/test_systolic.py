@@ -11,7 +11,7 @@ def wrap32(x: np.ndarray) -> np.ndarray:
     return ((x.astype(np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def stream(size, a, b, *, gap_before=0, trace=None, pause_at=None, mac_latency=1):
+def stream(size, a, b, *, gap_before=0, trace=None, pause_at=None):
     """Clear, then present step k = (a[:, k], b[k, :]) for k in 0..K-1; return acc after draining.
 
     ``trace`` (optional dict) receives, per cycle after the first step, the accumulator matrix,
@@ -20,7 +20,7 @@ def stream(size, a, b, *, gap_before=0, trace=None, pause_at=None, mac_latency=1
     """
     M, K = a.shape
     N = b.shape[1]
-    dut = SystolicArray(size, config=isa.BOOK, mac_latency=mac_latency)
+    dut = SystolicArray(size, config=isa.BOOK)
     out = {}
 
     async def bench(ctx):
@@ -34,7 +34,7 @@ def stream(size, a, b, *, gap_before=0, trace=None, pause_at=None, mac_latency=1
                 ctx.set(dut.a[i], -77)
                 ctx.set(dut.b[i], 99)
             await ctx.tick()
-        cycles = K + 1 + 2 * (size - 1) + 1 + mac_latency
+        cycles = K + 1 + 2 * (size - 1) + 2
         for c in range(cycles):
             if c == pause_at:
                 ctx.set(dut.run, 0)
@@ -136,32 +136,22 @@ def test_accumulator_wraps_at_32_bits():
     assert got["acc"] == ((true + (1 << 15)) % (1 << 16)) - (1 << 15)
 
 
-@pytest.mark.parametrize("mac_latency", [1, 2])
-def test_exact_skew_timing(mac_latency):
-    """PE(i, j) is final exactly at cycle (K-1) + EDGE_LATENCY + MAC_LATENCY + i + j after the first
-    step, not before (MAC_LATENCY 1: the product registered; 2: its factors too, the book chip's)."""
+def test_exact_skew_timing():
+    """PE(i, j) is final exactly at cycle (K-1) + EDGE_LATENCY + MAC_LATENCY + i + j after the first step, not before."""
     M = N = 4
     K = 6
     rng = np.random.default_rng(3)
     a = rng.integers(1, 100, size=(M, K))          # positive: every step changes every sum
     b = rng.integers(1, 100, size=(K, N))
     trace = {}
-    stream(4, a, b, trace=trace, mac_latency=mac_latency)
+    stream(4, a, b, trace=trace)
     c = a @ b
     for i in range(M):
         for j in range(N):
-            final_at = (K - 1) + SystolicArray.EDGE_LATENCY + mac_latency + i + j   # final after this tick
+            final_at = (K - 1) + SystolicArray.EDGE_LATENCY + SystolicArray.MAC_LATENCY + i + j   # final after this tick
             assert trace[final_at][i, j] == c[i, j]
             assert trace[final_at - 1][i, j] != c[i, j]
-    # the whole 4x4 tile is final after K + 1 + MAC_LATENCY + (M-1) + (N-1) ticks: the K+M+N-2 of the
-    # MM formula plus the edge register and the multiply's registers
-    assert (trace[K + mac_latency + (M - 1) + (N - 1)] == c).all()
-    assert not (trace[K - 1 + mac_latency + (M - 1) + (N - 1)] == c).all()
-
-
-def test_factor_registers_freeze_and_clear():
-    """With the factors registered (mac_latency 2), a pause freezes them and the sums stay exact."""
-    rng = np.random.default_rng(5)
-    a = rng.integers(-128, 128, size=(4, 9))
-    b = rng.integers(-128, 128, size=(9, 4))
-    assert (stream(4, a, b, mac_latency=2, pause_at=5, gap_before=2) == a @ b).all()
+    # the whole 4x4 tile is final after K + 2 + (M-1) + (N-1) ticks: the K+M+N-2 of the MM formula
+    # plus the edge register and the product register
+    assert (trace[K + 1 + (M - 1) + (N - 1)] == c).all()
+    assert not (trace[K + (M - 1) + (N - 1)] == c).all()
