@@ -54,7 +54,7 @@ PRODUCT_BITS = ACC_BITS + MANTISSA_BITS      #: ``|acc| <= 2**31``, ``m < 2**24`
 #: the product plus the rounding bias (at most 2**55 either way): signed, two bits more
 BIASED_BITS = PRODUCT_BITS + 2
 Q_BITS = 8                                   #: the int8 result
-#: with ``split_multiply``, |acc| and m are multiplied in halves, the low ones this many bits (an
+#: with ``split_multiply``, ``|acc|`` and ``m`` are multiplied in halves, the low ones this many bits (an
 #: ECP5 multiplier's width, so each partial product is one multiplier block and no adder after it)
 MULTIPLY_SPLIT = 18
 
