@@ -240,8 +240,9 @@ class CheckStages:
     def terms(self, ins, stage=None) -> dict:
         """The first half on the instruction view ``ins``: a dict to assign to a record of
         :attr:`layout` (``record.eq(stages.terms(ins))`` through :meth:`assign`).  ``stage``: a
-        function that registers a product (``stage(expr)`` returns the register), for a first half
-        over two cycles on a word that holds still (:class:`_Staged`)."""
+        function that registers a product (``stage(expr)`` returns the register) and, when asked
+        (``stage(expr, "operand")``), a product's factor, for a first half over two or three cycles
+        on a word that holds still (:class:`_Staged`)."""
         out = {"op": ins.op}
         for spec in self.iset.ops:
             terms, _ = self._op_terms(ins, spec, stage)
