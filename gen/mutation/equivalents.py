@@ -482,6 +482,47 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "and no accumulator differs, and after j run cycles no a register holds it.  Nothing else reads a cell's operand register "
                 "(a_out and b_out go only to the neighbours; the last column's a_out to nothing), so the "
                 "results the write-back reads are the same"),
+    Equivalence("ga2_hdl/rtl/requant.py", "_constants",
+                "clip_positive, clip_negative = at_least[PRODUCT_BITS - 7], at_least[PRODUCT_BITS - 6]",
+                "PRODUCT_BITS - 6 -> PRODUCT_BITS - 5",
+                "the negative acc's saturation limit is then clipped to 2**56 from s = 51 on instead of 50, so "
+                "only s = 50 changes: its limit becomes 127 * 2**50 cut to bits 50 .. 55, 2**56 - 2**50, instead "
+                "of 2**56.  Both are above every biased product: |acc| <= 2**31 and m < 2**24 make |acc| * m "
+                "< 2**55, and a negative acc's bias is negative, so the compare biased >= limit is false for "
+                "either limit and q is the same for every operand (requant.formula proves the design's "
+                "form; nothing else reads the limit)"),
+    Equivalence("ga2_hdl/rtl/requant.py", "_constants",
+                "minus_half = Signal(signed(BIASED_BITS), name=\"minus_half\")",
+                "BIASED_BITS -> BIASED_BITS - 1",
+                "minus_half holds -2**(s-1) (s >= 1) or -1 (s = 0), so a value in -2**55 .. -1: its 58 assigned "
+                "bits (bit 56 and 57 both 1) cut to 57 are the same value as a signed 57-bit number, and every "
+                "reader sign-extends it (the offset's signed add), so the offset and everything after it are "
+                "the same"),
+    Equivalence("ga2_hdl/rtl/requant.py", "_constants",
+                "clip_positive, clip_negative = at_least[PRODUCT_BITS - 7], at_least[PRODUCT_BITS - 6]",
+                "PRODUCT_BITS - 6 -> PRODUCT_BITS - 7",
+                "the negative acc's saturation limit is then clipped to 2**56 from s = 49 on instead of 50, so "
+                "only s = 49 changes: 2**56 instead of 127 * 2**49.  Both are above every biased product of a "
+                "negative acc (|acc| * m < 2**55, less the bias), so biased >= limit is false for either and q "
+                "is the same for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "_constants",
+                "half.eq(Cat(*(between(i + 1, i + 1) for i in range(PRODUCT_BITS)))),",
+                "PRODUCT_BITS -> PRODUCT_BITS - 1",
+                "half then lacks its bit 55, set only for s = 56 (every shift of 56 or more, clipped): the "
+                "positive bias 2**55 becomes 0 there.  With |acc| * m < 2**55 the biased product stays below "
+                "2**56 either way, so the window (biased >> 56) is 0 and the compare with the limit 2**56 false "
+                "in both: q is 0 (the rounded value of anything below 2**55 / 2**56) for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "_constants",
+                "limit_positive.eq(Cat(*(between(i - 7, i - 7) if i >= 7 else 0 for i in range(PRODUCT_BITS)),",
+                "i >= 7 -> i >= 6",
+                "bit 6 of the positive limit becomes between(-1, -1) = ge(-1) & ~at_least[0]; ge(k) is 1 for k "
+                "<= 0 and at_least[0] is the constant 1 (s >= 0), so the bit is the constant 0 it was: the "
+                "same netlist"),
+    Equivalence("ga2_hdl/rtl/requant.py", "_constants",
+                "limit_negative.eq(Cat(*(between(max(i - 6, 0), i) & ~clip_negative for i in range(PRODUCT_BITS)),",
+                "max(i - 6, 0) -> max(i - 6, -1)",
+                "the lower bound changes only for i < 6, from ge(0) to ge(-1), and ge(k) is the constant 1 for "
+                "every k <= 0 (s >= 0 always): the same bits, the same netlist"),
     Equivalence("ga2_hdl/rtl/rowmem.py", "BankedOperandRowMemory.elaborate",
                 "m.d.comb += [across_data.eq((values << (self.wr_lane * 8))[:8 * lanes]),",
                 "8 * lanes -> 9 * lanes",
