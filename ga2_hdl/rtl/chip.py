@@ -292,12 +292,7 @@ class GA2Chip(wiring.Component):
         # products' factors then combinational)
         deep = not short_busy_times(self.config, DEEP_CHECK_BUSY)
 
-        def stage(expr, kind="product"):
-            if kind == "operand" and not deep:
-                return expr
-            register = Signal(expr.shape(), name=f"check_{kind}{len(products)}")
-            products.append((register, expr))
-            return register
+        stage = _check_stage(products, factors=deep)
 
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(cur)
@@ -438,12 +433,7 @@ class GA2Chip(wiring.Component):
         first = Signal(name="first")                     # the next FETCH is of word 0
         products = []                                    # the first half's products, registered
 
-        def stage(expr, kind="product"):
-            if kind == "operand":        # two stages here: a product's factors stay combinational
-                return expr
-            register = Signal(expr.shape(), name=f"check_product{len(products)}")
-            products.append((register, expr))
-            return register
+        stage = _check_stage(products, factors=False)     # two stages: a product's factors stay combinational
 
         with m.If(imem_wr.en & (imem_wr.addr == 0)):
             m.d.sync += [word0.eq(imem_wr.data),
@@ -547,6 +537,20 @@ class GA2Chip(wiring.Component):
                                  instructions.eq(instructions + 1)]
                     m.next = "FETCH"
         return m
+
+def _check_stage(registers: list, *, factors: bool):
+    """The ``stage`` function of :meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`
+    for a sequencer that registers the first half of the next word's check: each product (and,
+    with ``factors``, each product's factor) becomes a register ``check_KINDn``, appended with its
+    expression to ``registers`` for the sequencer to load."""
+    def stage(expr, kind="product"):
+        if kind == "operand" and not factors:
+            return expr
+        register = Signal(expr.shape(), name=f"check_{kind}{len(registers)}")
+        registers.append((register, expr))
+        return register
+    return stage
+
 
 def _connect_narrow(m, port, master):
     """A unit's scratchpad port of w words on the low w lanes of a wider master port."""

@@ -247,7 +247,6 @@ class Scratchpad(wiring.Component):
         rd_ens = [p.rd_en for p in ports]
         wr_ens = [p.wr_en for p in ports]
         two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
-        read_data = rd.data
         m.d.comb += [rd.addr.eq(rd_addr), self.conflict.eq(two_of(rd_ens) | two_of(wr_ens))]
         if self.owned:
             # the memory reads the owner's address every cycle (a read changes nothing, and a unit
@@ -263,7 +262,7 @@ class Scratchpad(wiring.Component):
         # simulator that is a separate process, which runs only when the memory's output changes.
         m.submodules.read_fanout = fanout = Module()
         for p in ports:
-            fanout.d.comb += p.rd_data.eq(read_data)
+            fanout.d.comb += p.rd_data.eq(rd.data)
         return m
 
     @staticmethod
