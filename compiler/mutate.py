@@ -27,6 +27,7 @@ from pathlib import Path
 from ga2_hdl.support import mutation
 from ga2_hdl.config import Config
 from ga2_hdl.support.mutation import Finding, Result
+from ga2_hdl.support.reporter import Reporter
 
 from .battery import run_battery
 
@@ -174,7 +175,7 @@ def judge(graphs: int = 40, *, config: Config):
     return run
 
 
-def run_mutation(graphs: int = 40, progress=None, jobs: int = 1,
+def run_mutation(graphs: int = 40, reporter: Reporter | None = None, jobs: int = 1,
                  *, config: Config) -> tuple[bool, str, list[Result]]:
     """Check the unbroken compiler, then every mutant (each in a child process of the engine), the
     battery compiling for and running on the chip ``config``.
@@ -188,5 +189,5 @@ def run_mutation(graphs: int = 40, progress=None, jobs: int = 1,
     if bad:
         return False, problem, []
     results = mutation.run_mutants(MUTANTS, judge(graphs, config=config), jobs=jobs, timeout=600,
-                                   progress=(lambda _n, r: progress(r)) if progress else None)
+                                   reporter=reporter)
     return True, "", results

@@ -46,8 +46,8 @@ def _beyond(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     progress = Progress()
     try:
-        result = beyond.run_beyond(args.tokens, sims, workers=args.workers, say=lambda s: print(s, flush=True),
-                                   progress=progress, config=args.config)
+        result = beyond.run_beyond(args.tokens, sims, workers=args.workers, reporter=progress,
+                                   config=args.config)
     finally:
         progress.close()
     print()

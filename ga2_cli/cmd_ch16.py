@@ -86,7 +86,7 @@ def _ch16(args) -> int:
     try:
         # matplotlib is imported while the workers decode and replay, not after them
         result = ch16.run_ch16(args.tokens, sims, workers=args.workers, checks=not args.no_checks,
-                               say=lambda s: print(s, flush=True), progress=progress, config=args.config,
+                               reporter=progress, config=args.config,
                                meanwhile=lambda: importlib.import_module("spec.figures"))
     finally:
         progress.close()

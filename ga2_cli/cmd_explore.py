@@ -18,6 +18,7 @@ from ga2_hdl.config import PRESETS
 from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
+from .progress import Lines
 from .main import CommandError
 
 
@@ -163,15 +164,9 @@ def _explore(args) -> int:
         print(f"  skipped preset {name}: {why}", flush=True)
     t0 = time.perf_counter()
 
-    def progress(entry: dict, done: int, total: int) -> None:
-        what = (f"FAILED: {entry['error']}" if "error" in entry else
-                f"plain {entry['plain_cycles_per_token']:,.1f} cycles/token, "
-                f"k=3 perfect {entry['k3_perfect_cycles_per_token']:,.1f}")
-        print(f"  [{done}/{total}] {entry['name']}: {what} ({entry['seconds']:.1f} s)", file=sys.stderr, flush=True)
-
     try:
         report = explore.run_explore(configs, args.tokens, workers=args.workers, dask_client=client,
-                                     progress=progress, skipped=skipped)
+                                     reporter=Lines(), skipped=skipped)
     finally:
         if runner is not None:
             runner.close()
@@ -191,7 +186,7 @@ def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
         try:
             report["problems"] += explore_synth.synthesize_configs(
                 report, synth_target, use_cache=not args.no_synth_cache, cached_only=args.synth_cached_only,
-                say=lambda msg: print(msg, file=sys.stderr, flush=True), runner=runner)
+                reporter=Lines(notes=sys.stderr), runner=runner)
         except synth.SynthError as e:
             raise CommandError(str(e)) from None
         finally:

@@ -14,6 +14,7 @@ from ga2_hdl.support.safe_io import atomic_write
 from gen.sim.simulator import SIMULATORS
 
 from . import options
+from .progress import Lines
 from .main import CommandError
 
 
@@ -79,14 +80,6 @@ def cmd_fuzz(args) -> int:
     print(f"  {spec.random_pieces + spec.directed} piece{'s' if spec.random_pieces + spec.directed != 1 else ''} "
           f"of up to {spec.piece_size} programs on {runner.describe()}"
           + (f"; campaign directory {args.resume}" if args.resume else ""), flush=True)
-    last = [0.0]
-
-    def progress(p) -> None:
-        now = time.monotonic()
-        if p.pieces_done == p.pieces_total or p.pieces_total <= 20 or now - last[0] >= 10:
-            last[0] = now
-            print(p.line(), flush=True)
-
     tmp = None
     directory = args.resume
     if directory is None:
@@ -94,7 +87,7 @@ def cmd_fuzz(args) -> int:
         directory = tmp.name
     try:
         try:
-            report = run_campaign(spec, directory, runner, progress=progress)
+            report = run_campaign(spec, directory, runner, reporter=Lines(stream=sys.stdout, every=10.0, unit="pieces"))
         except CampaignError as e:
             raise CommandError(str(e)) from None
         except KeyboardInterrupt:

@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
 
 from . import options
+from .progress import Lines
 from .cmd_spec import mutate_targets, write_mutation_json
 from .main import CommandError
 
@@ -109,18 +109,8 @@ def _mutate_rtl(args) -> int:
         print(f"unbroken design passes: True ({base_seconds:.0f} s); each mutant's chip is elaborated before "
               f"its tests (a copy that does not build is counted apart without running them)", flush=True)
 
-        start = time.perf_counter()
-
-        def progress(done, r):
-            elapsed = time.perf_counter() - start
-            eta = elapsed / done * (len(chosen) - done)
-            by = f" by {r.caught_by}" if r.caught_by else ""
-            print(f"  [{done}/{len(chosen)}] {r.mutant.file}:{r.mutant.line} [{r.mutant.operator}] "
-                  f"{r.mutant.change[:70]}: {r.status}{by} ({r.seconds:.0f} s; eta {eta / 60:.1f} min)",
-                  file=sys.stderr, flush=True)
-
         results = mutation.run_mutants(chosen, mutate_rtl.judge(bundle, base, reach, **how), jobs=args.jobs,
-                                       timeout=args.timeout, crash_status="error", progress=progress)
+                                       timeout=args.timeout, crash_status="error", reporter=Lines(eta=True))
     for r in results:
         if r.status == "survived":
             r.detail = {("tests",): mutate_rtl.SURVIVOR_REASON, ("prove",): proofs.HOLDS}.get(

@@ -83,7 +83,7 @@ def _run(args) -> int:
     try:
         result = run_onnx(args.model, args.inputs, labels_path=args.labels, calibrate_path=args.calibrate,
                           config=args.config, sims=args.sims, batch=args.batch, workers=args.workers,
-                          say=lambda s: print(s, flush=True), progress=progress)
+                          reporter=progress)
     except (front.OnnxError, CompileError) as e:
         raise CommandError(str(e).splitlines()[0]) from None
     finally:

@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from . import options
+from .progress import Lines
 from .main import CommandError
 
 
@@ -41,16 +43,8 @@ def _prove(args) -> int:
     except ValueError as e:
         raise CommandError(str(e)) from None
 
-    def show(r):
-        extra = f" depth {r['depth']} cycles" if r["status"] == "bounded" else ""
-        cov = f", covers {r['covers']}" if "covers" in r else ""
-        where = f"  VCD {r['vcd']}" if r.get("vcd") else ""
-        detail = f"  ({r['detail']})" if r.get("detail") and r["status"] != "proven" else ""
-        print(f"{r['unit']:>8}.{r['name']:<20} {r['status']}{extra}{cov}  {r['seconds']:.1f} s{where}{detail}",
-              flush=True)
-
     records = prove.run(args.config, args.unit, depth=args.depth, keep=args.keep,
-                        covers=not args.no_covers, timeout=args.timeout, on_result=show)
+                        covers=not args.no_covers, timeout=args.timeout, reporter=Lines(stream=sys.stdout))
     rep = prove.report(records, config=args.config.name)
     print("totals: " + ", ".join(f"{k} {v}" for k, v in rep["totals"].items()))
     if args.json:

@@ -22,7 +22,7 @@ from gen.support.cpu import cpu_seconds
 from . import options
 from .cmd_isa import add_run_arguments, ext_words_of, is_bundle, load_bundle, load_memory, load_program, report_run
 from .main import CommandError
-from .progress import Progress
+from .progress import Lines, Progress
 
 
 def _simulator(name: str, *, config, **options):
@@ -112,7 +112,7 @@ def cmd_replay(args) -> int:
         vcd = _vcd_name(args.vcd, name, len(names) > 1) if args.vcd else None
         try:
             report = sim.run_bundle(bundle, vcd=vcd, vcd_program=args.program if vcd else None,
-                                    progress=progress.of(name) if progress else None)
+                                    reporter=progress)
         except SimulatorError as e:
             if progress:
                 progress.close()
@@ -261,7 +261,7 @@ def cmd_bench_ch16(args) -> int:
           f"round(s) in turns (book, ours from an empty cache, ours warm); logs in {work}; load average "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores", flush=True)
     runs = bench_ch16.measure(script.resolve(), rounds=args.rounds, python=python, work=work,
-                              report=lambda line: print(line, flush=True))
+                              reporter=Lines())
     end = list(os.getloadavg())
     summ = bench_ch16.summary(runs)
     print(f"medians (load average at the end {end[0]:.1f} {end[1]:.1f} {end[2]:.1f}):")

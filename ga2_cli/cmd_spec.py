@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
+from .progress import Lines
 
 
 def mutate_targets(subparsers) -> argparse._SubParsersAction:
@@ -62,15 +62,8 @@ def _mutate_spec(args) -> int:
 
     print("NOTE: this deliberately breaks copies of spec/. 'caught' is EXPECTED: it shows the checks "
           "notice the mistake.", flush=True)
-    done = []
-
-    def progress(verdict):
-        done.append(verdict)
-        print(f"  [{len(done)}/{len(MUTANTS)}] {verdict.mutant.name}: {verdict.status} ({verdict.seconds:.0f} s)",
-              file=sys.stderr, flush=True)
-
     print(f"the checks' programs are compiled for and run on the chip {args.config.describe()}", flush=True)
-    unbroken, problem, verdicts = run_mutants(jobs=args.jobs, timeout=args.timeout, progress=progress,
+    unbroken, problem, verdicts = run_mutants(jobs=args.jobs, timeout=args.timeout, reporter=Lines(),
                                               config=args.config)
     print(f"unbroken spec passes: {unbroken}")
     if not unbroken:

@@ -20,6 +20,7 @@ from pathlib import Path
 from ga2_hdl.support.safe_io import atomic_write
 
 from . import options
+from .progress import Lines
 from .main import CommandError
 
 #: board name -> (amaranth_boards module, platform class)
@@ -169,7 +170,7 @@ def cmd_synth(args) -> int:
     t0 = time.perf_counter()
     outcomes: dict[tuple[str, str], list] = {}
     try:
-        for n, o in enumerate(batch.run_jobs(jobs, runner, progress=_say), 1):
+        for n, o in enumerate(batch.run_jobs(jobs, runner, reporter=Lines(stream=sys.stdout)), 1):
             j = o.job
             what = (f"Fmax {o.result.fmax_mhz:.1f} MHz" if o.kind == "result" and o.result.fmax_mhz else
                     "no Fmax" if o.kind == "result" else o.message)
@@ -289,7 +290,7 @@ def cmd_build(args) -> int:
     _say(f"  yosys, nextpnr-ecp5 and ecppack run in {out_dir} (several minutes; logs top.rpt, top.tim)")
     t0 = time.perf_counter()
     try:
-        bit, verdicts = build.build(top, platform, out_dir, env, progress=_say)
+        bit, verdicts = build.build(top, platform, out_dir, env, reporter=Lines(stream=sys.stdout))
     except build.BuildError as e:
         raise CommandError(str(e)) from None
     _say(f"bitstream: {bit} ({bit.stat().st_size:,} bytes) in {time.perf_counter() - t0:.0f} s; "

@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from .book import BOOK_TABLE, BookRow  # noqa: F401  (the chapter's table, read here)
 from .runs import CHAPTER_RUNS, TABLE_TOKENS, TableRow, bundle_of
@@ -262,13 +263,15 @@ class Ch16Result:
 
 def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "verilator"), *,
              workers: int | None = None, checks: bool = True,
-             say: Callable[[str], None] = print,
-             progress: Callable[[str, int, int], None] | None = None,
+             reporter: Reporter | None = None,
              config: Config, meanwhile: Callable[[], object] | None = None) -> Ch16Result:
-    """The whole job, every program compiled for the chip ``config``.  ``say`` gets each part's text as
-    soon as it is known; ``progress`` the replay's progress (simulator, programs done, programs);
+    """The whole job, every program compiled for the chip ``config``.  ``reporter`` gets each part's text
+    as notes as soon as it is known and the replay's steps (programs done, programs, simulator);
     ``meanwhile()`` runs in this process while the workers work (:meth:`gen.sim.replay.ReplayPool.run`)."""
     from gen.sim.replay import BUILD_HINT, ReplayPool, concatenate
+
+    reporter = or_quiet(reporter)
+    say = reporter.note
 
     if n < 1:
         raise ValueError(f"--tokens must be at least 1, got {n}")
@@ -280,7 +283,7 @@ def run_ch16(n: int = TABLE_TOKENS, simulators: Sequence[str] = ("icarus", "veri
     # One pool does everything, so that no core waits while there is work: the simulators' builds
     # (the longest build first, beside the decoding), the seven runs, each run's replay as
     # soon as the run is decoded, and the software checks.
-    pool = ReplayPool(simulators, config=config, workers=workers, progress=progress, pieces_per_worker=0)
+    pool = ReplayPool(simulators, config=config, workers=workers, reporter=reporter, pieces_per_worker=0)
     order = sorted(simulators, key=lambda name: -BUILD_HINT.get(name, 0.0))     # the longest build first
     for name in order[:1]:
         pool.prepare(name, config.ext_words, priority=ReplayPool.PREPARE)

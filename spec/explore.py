@@ -32,10 +32,11 @@ from __future__ import annotations
 import functools
 import os
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS, Config
+from ga2_hdl.support.reporter import Reporter, or_quiet
 from gen.support.runner import DaskRunner, LocalRunner
 
 from .ch16 import DISPLAY
@@ -153,15 +154,22 @@ def explore_config(config: Config, n: int = TABLE_TOKENS) -> dict:
 
 
 # ----------------------------------------------------------------------------- running many
-Progress = Callable[[dict, int, int], None]     # (entry just finished, done, total)
+def entry_line(entry: dict) -> str:
+    """One configuration's entry in one line: its name, its cycles per token (or its failure), its time."""
+    what = (f"FAILED: {entry['error']}" if "error" in entry else
+            f"plain {entry['plain_cycles_per_token']:,.1f} cycles/token, "
+            f"k=3 perfect {entry['k3_perfect_cycles_per_token']:,.1f}")
+    return f"{entry['name']}: {what} ({entry['seconds']:.1f} s)"
 
 
 def run_explore(configs: Sequence[Config], n: int = TABLE_TOKENS, *, workers: int | None = None,
-                dask_client=None, progress: Progress | None = None, skipped: Sequence[tuple[str, str]] = ()) -> dict:
+                dask_client=None, reporter: Reporter | None = None, skipped: Sequence[tuple[str, str]] = ()) -> dict:
     """Every configuration's entry, the book's chip first: ``{"configs": [...], "skipped": [...], ...}``.
 
     ``dask_client``: a ``dask.distributed.Client`` (e.g. :attr:`gen.fuzz.campaign.DaskRunner.client`); else
-    ``workers`` local processes (default one per core)."""
+    ``workers`` local processes (default one per core).  ``reporter`` gets ``step(configurations done,
+    configurations, the entry's line)`` (:func:`entry_line`) as each finishes."""
+    reporter = or_quiet(reporter)
     if n < 1:
         raise ValueError(f"tokens must be at least 1, got {n}")
     configs = book_first(configs)
@@ -171,8 +179,7 @@ def run_explore(configs: Sequence[Config], n: int = TABLE_TOKENS, *, workers: in
     results: dict[int, dict] = {}
     for i, entry in pool.map_unordered(functools.partial(explore_config, n=n), configs, name="ga2-explore"):
         results[i] = entry
-        if progress:
-            progress(entry, len(results), len(configs))
+        reporter.step(len(results), len(configs), entry_line(entry))
     everything = [results[i] for i in range(len(configs))]
     entries = [e for e in everything if "error" not in e]
     return {"tokens": n, "source": SOURCE, "configs": entries,

@@ -29,6 +29,7 @@ from types import ModuleType
 from ga2_hdl.support import mutation
 from ga2_hdl.config import Config
 from ga2_hdl.support.mutation import Finding, MutantError, Result
+from ga2_hdl.support.reporter import Reporter
 
 #: the package's modules that the checks load, in dependency order
 MODULE_ORDER = ("tiny_lm", "verifier", "draft", "speculative", "graphs", "on_chip", "beyond.sampling",
@@ -282,7 +283,7 @@ def judge(mutant: mutation.Mutant | None, config: Config):
     return Finding(check, detail)
 
 
-def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress=None,
+def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, reporter: Reporter | None = None,
                 baseline: bool = True, *, config: Config) -> tuple[bool, str | None, list[Result]]:
     """The unbroken package first (it must pass; ``baseline=False`` skips it when the caller
     has just checked it), then every mutant, ``jobs`` at a time, each in its own child
@@ -296,5 +297,5 @@ def run_mutants(mutants=MUTANTS, jobs: int = 2, timeout: float = 900.0, progress
         if unbroken.status != "survived":
             return False, f"{unbroken.caught_by}: {unbroken.detail}" if unbroken.caught_by else unbroken.detail, []
     results = mutation.run_mutants(list(mutants), lambda m: judge(m, config), jobs=jobs, timeout=timeout,
-                                   progress=(lambda _n, r: progress(r)) if progress else None)
+                                   reporter=reporter)
     return True, None, results

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from compiler.onnx import import_model, load_model
 from compiler.onnx.run import OnnxRun, load_labels, load_rows, run_model, summary_json
 from ga2_hdl.config import Config
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 
 @dataclass
@@ -47,8 +48,9 @@ class OnnxResult:
 
 
 def replay_programs(run: OnnxRun, simulators: Sequence[str], *, workers: int | None = None,
-                    progress: Callable[[str, int, int], None] | None = None) -> dict[str, dict]:
-    """Every program of the run as one bundle, replayed in each simulator against the golden model."""
+                    reporter: Reporter | None = None) -> dict[str, dict]:
+    """Every program of the run as one bundle, replayed in each simulator against the golden model
+    (``reporter``: each simulator's steps)."""
     if not simulators:
         return {}
     from ga2_hdl.formats.bundle import Bundle
@@ -56,7 +58,7 @@ def replay_programs(run: OnnxRun, simulators: Sequence[str], *, workers: int | N
 
     config = run.imported.config
     bundle = Bundle.from_programs(run.chip.programs, config=config)
-    reps = replay(bundle, list(simulators), workers=workers, progress=progress)
+    reps = replay(bundle, list(simulators), workers=workers, reporter=reporter)
     golden = bundle.total_cycles
     out = {}
     for name, rep in reps.items():
@@ -73,12 +75,14 @@ def replay_programs(run: OnnxRun, simulators: Sequence[str], *, workers: int | N
 def run_onnx(model_path: str, inputs_path: str, *, labels_path: str | None = None,
              calibrate_path: str | None = None, config: Config, sims: Sequence[str] = (),
              batch: int | None = None, workers: int | None = None, fmax=None,
-             say: Callable[[str], None] = lambda s: None,
-             progress: Callable[[str, int, int], None] | None = None) -> OnnxResult:
+             reporter: Reporter | None = None) -> OnnxResult:
     """The whole of ``ga2 onnx run``; every refusal (:class:`compiler.onnx.OnnxError`) comes before any work.
 
     ``fmax``: the chip's clock from a cached synthesis (:func:`gen.fpga.report.cached_fmax`, which
-    the command looks up: the synthesis flow is not below the workload), or None."""
+    the command looks up: the synthesis flow is not below the workload), or None.  ``reporter``
+    gets the stages (notes) and the programs run and replayed (steps)."""
+    reporter = or_quiet(reporter)
+    say = reporter.note
     t0 = time.perf_counter()
     imp = import_model(load_model(model_path), config=config)
     imp.check()
@@ -86,10 +90,10 @@ def run_onnx(model_path: str, inputs_path: str, *, labels_path: str | None = Non
     labels = load_labels(labels_path, rows.shape[0]) if labels_path else None
     calib = load_rows(calibrate_path, imp, "--calibrate") if calibrate_path else None
     say(f"compiling for {config.describe()}: trying batches of rows per program")
-    run = run_model(imp, rows, labels=labels, calib=calib, batch=batch, say=say)
+    run = run_model(imp, rows, labels=labels, calib=calib, batch=batch, reporter=reporter)
     t1 = time.perf_counter()
     say(f"replaying {len(run.chip.programs)} programs in {', '.join(sims) or 'no simulator'}")
-    verdicts = replay_programs(run, sims, workers=workers, progress=progress)
+    verdicts = replay_programs(run, sims, workers=workers, reporter=reporter)
     t2 = time.perf_counter()
     return OnnxResult(run, verdicts, fmax, {"replay": t2 - t1, "total": time.perf_counter() - t0})
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ga2_hdl import isa
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..errors import CompileError
 from ..interpret import interpret
@@ -146,12 +147,14 @@ def candidate_batches(imp: Imported, rows: int) -> list[int]:
 
 
 def choose_batch(imp: Imported, calib: np.ndarray, rows: int, batches: Sequence[int] | None = None,
-                 say: Callable[[str], None] | None = None) -> tuple[Compiled, list[BatchTry]]:
+                 reporter: Reporter | None = None) -> tuple[Compiled, list[BatchTry]]:
     """Compile for every batch size in ``batches`` (default :func:`candidate_batches`); keep the one with
     the fewest cycles per inference (ties: the smaller batch).  Batches that do not compile (the
     scratchpad, the external or the instruction memory is full) are listed with Capra's reason;
     the cost of a batch is its program's cycles times the programs ``rows`` need, over ``rows``;
-    trying stops after the first batch that does not fit past one that did."""
+    trying stops after the first batch that does not fit past one that did.  ``reporter`` gets a note
+    per batch tried."""
+    say = or_quiet(reporter).note
     tries: list[BatchTry] = []
     best: Compiled | None = None
     best_cost = math.inf
@@ -162,15 +165,13 @@ def choose_batch(imp: Imported, calib: np.ndarray, rows: int, batches: Sequence[
             raise
         except CompileError as e:
             tries.append(BatchTry(b, error=str(e).splitlines()[0]))
-            if say:
-                say(f"  batch {b:3d}: refused: {tries[-1].error}")
+            say(f"  batch {b:3d}: refused: {tries[-1].error}")
             if best is not None and not batches:
                 break
             continue
         tries.append(BatchTry(b, c.program.counters().total, programs=math.ceil(rows / b), rows=rows))
-        if say:
-            say(f"  batch {b:3d}: {c.program.counters().total:,} cycles per program, {tries[-1].per_inference:,.1f} "
-                f"per inference over {rows} rows in {tries[-1].programs} programs")
+        say(f"  batch {b:3d}: {c.program.counters().total:,} cycles per program, {tries[-1].per_inference:,.1f} "
+            f"per inference over {rows} rows in {tries[-1].programs} programs")
         if best is None or tries[-1].per_inference < best_cost - 1e-9:
             best, best_cost = c, tries[-1].per_inference
     if best is None:
@@ -208,7 +209,10 @@ class ChipRun:
 
 
 def run_rows(compiled: Compiled, rows: np.ndarray, *, check_interpreter: bool = True,
-             progress: Callable[[int, int], None] | None = None) -> ChipRun:
+             reporter: Reporter | None = None) -> ChipRun:
+    """Every batch of ``rows`` run on the golden model (and Capra's interpreter); ``reporter`` gets
+    ``step(programs done, programs, "golden")``."""
+    reporter = or_quiet(reporter)
     built, prog, B = compiled.built, compiled.program, compiled.batch
     t0 = time.perf_counter()
     pieces = batches_of(rows, B)
@@ -228,8 +232,7 @@ def run_rows(compiled: Compiled, rows: np.ndarray, *, check_interpreter: bool = 
                                       f"Capra's interpreter")
         for name in prog.output_names:
             collected[name].append(np.asarray(out[name][1], dtype=np.float64))
-        if progress:
-            progress(k + 1, len(pieces))
+        reporter.step(k + 1, len(pieces), "golden")
     n = rows.shape[0]
     chip = {name: np.concatenate(v)[:n] for name, v in collected.items()}
     outputs = {}
@@ -309,9 +312,9 @@ def _as_list(values: np.ndarray) -> list:
 
 def run_model(imp: Imported, rows: np.ndarray, *, labels: np.ndarray | None = None,
               calib: np.ndarray | None = None, batch: int | None = None,
-              say: Callable[[str], None] = lambda s: None,
-              progress: Callable[[int, int], None] | None = None) -> OnnxRun:
-    """Compile (choosing the batch), run every row on the golden model, run onnxruntime, compare."""
+              reporter: Reporter | None = None) -> OnnxRun:
+    """Compile (choosing the batch), run every row on the golden model, run onnxruntime, compare;
+    ``reporter`` gets the batches tried (notes) and the golden model's programs (steps)."""
     imp.check()
     t0 = time.perf_counter()
     rows = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1)
@@ -319,9 +322,9 @@ def run_model(imp: Imported, rows: np.ndarray, *, labels: np.ndarray | None = No
     if batch and imp.input_batch is not None and batch != imp.input_batch:
         raise OnnxError(f"--batch {batch}: the model's input {imp.input_name!r} has a fixed first dimension of "
                         f"{imp.input_batch} rows")
-    compiled, tries = choose_batch(imp, calib, rows.shape[0], [batch] if batch else None, say=say)
+    compiled, tries = choose_batch(imp, calib, rows.shape[0], [batch] if batch else None, reporter=reporter)
     t1 = time.perf_counter()
-    chip = run_rows(compiled, rows, progress=progress)
+    chip = run_rows(compiled, rows, reporter=reporter)
     t2 = time.perf_counter()
     ref = reference(imp, rows)
     t3 = time.perf_counter()

@@ -44,6 +44,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from .reporter import Reporter, or_quiet
+
 STATUSES = ("caught", "survived", "equivalent", "timeout", "error")
 
 
@@ -131,6 +133,14 @@ class Result:
     argument_refuted: bool = False   #: argued equivalent, yet a check caught it
     before_judging: bool = False     #: the verdict came before any check ran (a copy that does not build)
 
+    def summary(self) -> str:
+        """The verdict in one line: the mutant (its name, or where and what it changes), status, by what, time."""
+        m = self.mutant
+        what = m.name or (f"{m.file}:{self.line or m.line}" + (f" [{m.operator}]" if m.operator else "")
+                          + f" {m.change[:70]}")
+        by = f" by {self.caught_by}" if self.caught_by else ""
+        return f"{what}: {self.status}{by} ({self.seconds:.0f} s)"
+
     def as_dict(self) -> dict:
         d = {"file": self.mutant.file, "line": self.line or self.mutant.line, "change": self.mutant.change,
              "status": self.status, "caught_by": self.caught_by or None, "detail": self.detail,
@@ -197,13 +207,14 @@ def _kill(proc) -> None:
 
 def run_mutants(mutants: Sequence[Mutant], judge: Judge, *, jobs: int = 2, timeout: float = 600.0,
                 timeouts: Sequence[float] | None = None, crash_status: str = "caught",
-                progress: Callable[[int, Result], None] | None = None) -> list[Result]:
+                reporter: Reporter | None = None) -> list[Result]:
     """Judge every mutant in a forked child, ``jobs`` at a time; results in the mutants' order.
 
     ``crash_status``: what an exception escaping the judge means ("caught" when
     the judge runs the broken code itself, so a crash is a detection; "error"
     when it only drives other processes).  ``timeouts`` (one per mutant)
-    overrides ``timeout``.  ``progress(done, result)`` is called as each ends.
+    overrides ``timeout``.  ``reporter`` gets ``step(done, mutants, the verdict's line)``
+    (:meth:`Result.summary`) as each ends.
     """
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
@@ -212,6 +223,7 @@ def run_mutants(mutants: Sequence[Mutant], judge: Judge, *, jobs: int = 2, timeo
     pending = list(range(len(mutants)))
     running: dict[int, tuple] = {}
     done = 0
+    reporter = or_quiet(reporter)
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -245,8 +257,7 @@ def run_mutants(mutants: Sequence[Mutant], judge: Judge, *, jobs: int = 2, timeo
                 del running[i]
                 results[i] = Result(m, status, by, detail, elapsed, m.line, refuted, early)
                 done += 1
-                if progress:
-                    progress(done, results[i])
+                reporter.step(done, len(mutants), results[i].summary())
     finally:
         for proc, conn, _, _ in running.values():
             _kill(proc)
@@ -272,7 +283,3 @@ def report(results: Sequence[Result], **extra) -> dict:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def eprint(*args) -> None:
-    print(*args, file=sys.stderr, flush=True)

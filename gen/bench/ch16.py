@@ -27,7 +27,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..support.cpu import cpu_seconds
 
@@ -68,8 +69,10 @@ def _timed(label: str, rnd: int, command: list[str], *, cwd: Path, env: dict, lo
 
 
 def measure(script: Path, *, rounds: int, python: str, work: Path,
-            report: Callable[[str], None] = print) -> list[Run]:
-    """Run the book's script and ours (cold, warm) in turns; logs and caches under ``work``."""
+            reporter: Reporter | None = None) -> list[Run]:
+    """Run the book's script and ours (cold, warm) in turns; logs and caches under ``work``;
+    ``reporter`` gets a note as each run starts and ends."""
+    reporter = or_quiet(reporter)
     runs: list[Run] = []
     here = Path(__file__).resolve().parents[2]         # the repository (ga2_cli importable from there)
     for rnd in range(1, rounds + 1):
@@ -82,11 +85,11 @@ def measure(script: Path, *, rounds: int, python: str, work: Path,
         try:
             for label, command, cwd, env in plan:
                 shown = (f"GA2_CACHE_DIR={cache} " if label.startswith("ours") else "") + " ".join(command)
-                report(f"round {rnd}: {label}: {shown}  (in {cwd}; load average {os.getloadavg()[0]:.1f})")
+                reporter.note(f"round {rnd}: {label}: {shown}  (in {cwd}; load average {os.getloadavg()[0]:.1f})")
                 run = _timed(label, rnd, command, cwd=cwd, env=env,
                              log=work / f"{label.replace(' ', '_')}_{rnd}.log")
                 runs.append(run)
-                report(f"round {rnd}: {label}: {run.wall_seconds:.1f} s wall, {run.cpu_seconds:.1f} CPU-s"
+                reporter.note(f"round {rnd}: {label}: {run.wall_seconds:.1f} s wall, {run.cpu_seconds:.1f} CPU-s"
                        + ("" if run.ok else f", FAILED (exit status {run.returncode}; output in {run.log})"))
                 if not run.ok:
                     return runs

@@ -20,6 +20,7 @@ from typing import Callable
 
 from ga2_hdl import isa
 from ga2_hdl.config import Config
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from . import sby
 
@@ -164,14 +165,26 @@ def check_property(prop: Property, config: Config, *, depth: int | None = None, 
 
 
 def run(config: Config, unit: str | None = None, *, depth: int | None = None, keep: str | None = None,
-        covers: bool = True, timeout: float | None = None, on_result=None) -> list[dict]:
+        covers: bool = True, timeout: float | None = None, reporter: Reporter | None = None) -> list[dict]:
+    """Every property of ``unit`` (all units: None) checked on ``config``, the records in order;
+    ``reporter`` gets ``step(properties done, properties, the record's line)`` (:func:`record_line`)."""
+    reporter = or_quiet(reporter)
     records = []
-    for prop in chosen(unit):
+    props = chosen(unit)
+    for prop in props:
         rec = check_property(prop, config, depth=depth, keep=keep, covers=covers, timeout=timeout)
         records.append(rec)
-        if on_result is not None:
-            on_result(rec)
+        reporter.step(len(records), len(props), record_line(rec))
     return records
+
+
+def record_line(r: dict) -> str:
+    """One property's verdict in one line: unit, property, status, depth, covers, time, VCD, detail."""
+    extra = f" depth {r['depth']} cycles" if r["status"] == "bounded" else ""
+    cov = f", covers {r['covers']}" if "covers" in r else ""
+    where = f"  VCD {r['vcd']}" if r.get("vcd") else ""
+    detail = f"  ({r['detail']})" if r.get("detail") and r["status"] != "proven" else ""
+    return f"{r['unit']:>8}.{r['name']:<20} {r['status']}{extra}{cov}  {r['seconds']:.1f} s{where}{detail}"
 
 
 def report(records: list[dict], **extra) -> dict:

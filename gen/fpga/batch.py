@@ -16,7 +16,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
+
+from ga2_hdl.support.reporter import Reporter
 
 from ..support.runner import LocalRunner
 from . import synth
@@ -45,11 +47,11 @@ class Outcome:
     message: str = ""                           #: one line, for every kind but ``result``
 
 
-def run_job(job: Job, progress: Callable[[str], None] | None = None) -> Outcome:
+def run_job(job: Job, reporter: Reporter | None = None) -> Outcome:
     """Run one job (in this process: a worker calls this); never raises for a tool's failure."""
     try:
         r = synth.synthesize(job.unit, job.target, exported=job.exported, use_cache=job.use_cache,
-                             cached_only=job.cached_only, seed=job.seed, progress=progress,
+                             cached_only=job.cached_only, seed=job.seed, reporter=reporter,
                              keep_dir=Path(job.keep_dir) if job.keep_dir else None)
     except synth.NotCached as e:
         return Outcome(job, "not_cached", message=str(e))
@@ -63,11 +65,11 @@ def run_job(job: Job, progress: Callable[[str], None] | None = None) -> Outcome:
 
 
 def run_jobs(jobs: Sequence[Job], runner=None, *,
-             progress: Callable[[str], None] | None = None) -> Iterator[Outcome]:
+             reporter: Reporter | None = None) -> Iterator[Outcome]:
     """Every job's outcome, as the runner finishes them (default: one at a time in this process,
-    with the tools' progress lines; on a pool or a cluster the lines stay with the workers)."""
+    with the tools' notes to ``reporter``; on a pool or a cluster the notes stay with the workers)."""
     runner = runner or LocalRunner(1)
     in_process = isinstance(runner, LocalRunner) and runner.jobs == 1     # (a one-job pool runs in order, here)
-    task = functools.partial(run_job, progress=progress) if in_process else run_job
+    task = functools.partial(run_job, reporter=reporter) if in_process else run_job
     for _, outcome in runner.map_unordered(task, jobs, name="ga2-synth"):
         yield outcome

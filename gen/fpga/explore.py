@@ -15,7 +15,8 @@ it needs more of than the part has): a row that says why, never a dropped one.
 from __future__ import annotations
 
 import time
-from typing import Callable
+
+from ga2_hdl.support.reporter import Prefixed, Reporter, or_quiet
 
 from .report import per_second
 from .synth import SynthError, ToolsMissing
@@ -38,14 +39,16 @@ def check_tools(target: str) -> dict:
 
 
 def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cached_only: bool = False,
-                       say: Callable[[str], None] = print, runner=None) -> list[str]:
+                       reporter: Reporter | None = None, runner=None) -> list[str]:
     """Add ``"synth"`` to every entry of ``report["configs"]``; return the problems (tool failures).
 
     ``cached_only``: take only cached results and verdicts; a chip without one gets
     ``{"fits": None, "not_synthesised": why}`` (a row that says so) and no tool runs.
     ``runner``: where the chips' syntheses run (:mod:`gen.support.runner`; default one at a time
-    in this process)."""
+    in this process).  ``reporter`` gets a note as the work starts, each chip's
+    ``step(chips done, chips, its verdict)`` and (one at a time in this process) the tools' notes."""
     from gen.fpga import synth
+    reporter = or_quiet(reporter)
     from gen.verilog import export as verilog
     from ga2_hdl.config import Config
 
@@ -53,7 +56,7 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
 
     entries = report["configs"]
     part = synth.TARGETS[target].part
-    say(f"synthesis: {len(entries)} chip(s) on the {target} ({part}), Yosys + nextpnr-ecp5 out of context; "
+    reporter.note(f"synthesis: {len(entries)} chip(s) on the {target} ({part}), Yosys + nextpnr-ecp5 out of context; "
         f"exporting every chip to Verilog first ...")
     jobs = []
     for e in entries:
@@ -66,21 +69,21 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
                         tag=str(len(jobs))))
     problems = []
     t0 = time.perf_counter()
-    for i, o in enumerate(run_jobs(jobs, runner, progress=lambda msg: say(f"  {msg.strip()}")), 1):
+    for i, o in enumerate(run_jobs(jobs, runner, reporter=Prefixed(reporter, "  ")), 1):
         e = entries[int(o.job.tag)]
         if o.kind == "not_cached":
             e["synth"] = {"target": target, "part": part, "fits": None, "not_synthesised": o.message}
-            say(f"[{i}/{len(entries)}] {e['name']}: not synthesised: {o.message}")
+            reporter.step(i, len(entries), f"{e['name']}: not synthesised: {o.message}")
             continue
         if o.kind == "misfit":
             e["synth"] = {"target": target, "part": part, **o.misfit}
-            say(f"[{i}/{len(entries)}] {e['name']}: does not fit: {o.misfit['reason']}"
+            reporter.step(i, len(entries), f"{e['name']}: does not fit: {o.misfit['reason']}"
                 + (" (cached verdict)" if o.misfit["cached"] else ""))
             continue
         if o.kind == "error":
             e["synth"] = {"target": target, "part": part, "fits": None, "error": o.message}
             problems.append(f"{e['name']}: synthesis failed: {o.message}")
-            say(f"[{i}/{len(entries)}] {e['name']}: FAILED: {o.message}")
+            reporter.step(i, len(entries), f"{e['name']}: FAILED: {o.message}")
             continue
         r = o.result
         rec = {"target": target, "part": part, "fits": True, "lut": r.lut, "ff": r.ff, "ebr": r.ebr,
@@ -95,7 +98,7 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
             problems.append(f"{e['name']}: nextpnr reported no Fmax for the chip")
         e["synth"] = rec
         how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
-        say(f"[{i}/{len(entries)}] {e['name']}: {r.summary()} ({how}; {time.perf_counter() - t0:.0f} s so far)")
+        reporter.step(i, len(entries), f"{e['name']}: {r.summary()} ({how}; {time.perf_counter() - t0:.0f} s so far)")
     report["synth"] = {"target": target, "part": part, "flow": "gen/fpga/synth.py: Yosys synth_ecp5, nextpnr-ecp5 "
                        f"out of context, --freq 100 --seed {synth.SEED}; Fmax is nextpnr's achieved clk frequency"}
     return problems

@@ -33,7 +33,8 @@ import time
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..support import toolchain
 from ..verilog import export as verilog
@@ -305,11 +306,11 @@ def _last_line(log: Path) -> str:
 
 
 def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
-             progress: Callable[[str], None] | None, heartbeat: float = 20.0,
+             reporter: Reporter | None, heartbeat: float = 20.0,
              watch: Path | None = None) -> float:
-    """Run ``cmd`` with its output in ``log``; report progress every ``heartbeat`` s; return seconds.
+    """Run ``cmd`` with its output in ``log``; a note to ``reporter`` every ``heartbeat`` s; return seconds.
 
-    The progress line shows the last line of ``watch`` (the tool's own log), else of ``log``.
+    The note shows the last line of ``watch`` (the tool's own log), else of ``log``.
     """
     t0 = time.perf_counter()
     with open(log, "wb") as out:
@@ -323,8 +324,8 @@ def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
                     break
                 except subprocess.TimeoutExpired:
                     now = time.perf_counter()
-                    if progress and now >= next_beat:
-                        progress(f"  {what}: {now - t0:.0f} s, {_last_line(watch or log)}")
+                    if reporter and now >= next_beat:
+                        reporter.note(f"  {what}: {now - t0:.0f} s, {_last_line(watch or log)}")
                         next_beat = now + heartbeat
         finally:
             if proc.poll() is None:       # interrupted: the tool ends with us
@@ -511,12 +512,13 @@ def _flow_fingerprint(target: Target, seed: int = SEED) -> str:
 
 
 def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
-               config=None, progress: Callable[[str], None] | None = None, use_cache: bool = True,
+               config=None, reporter: Reporter | None = None, use_cache: bool = True,
                keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
                cached_only: bool = False, seed: int = SEED) -> SynthResult:
     """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
 
-    ``seed``: nextpnr's placement seed (part of the cache key and of the result).
+    ``seed``: nextpnr's placement seed (part of the cache key and of the result).  ``reporter``
+    gets a note as each tool starts and ends, and the tool's heartbeat.
 
     ``config``: the chip (:class:`ga2_hdl.config.Config`, the book's when None) the unit is built
     for; the export's text names it, so the cache keeps one result per configuration.
@@ -564,7 +566,7 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
         misfit = None
         try:
             try:
-                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, progress, seed)
+                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, reporter, seed)
                 (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
             except DoesNotFit as e:                      # a verdict about the design: kept like a result
                 misfit = e
@@ -621,9 +623,9 @@ def _keep(src: Path, dst: str | Path) -> None:
 
 
 def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
-              progress: Callable[[str], None] | None, seed: int = SEED) -> SynthResult:
+              reporter: Reporter | None, seed: int = SEED) -> SynthResult:
     top = exported.unit
-    say = progress or (lambda _msg: None)
+    say = or_quiet(reporter).note
     src = exported.write(work)
     netlist, stat = f"{top}.json", "stat.json"
     (work / "synth.ys").write_text(SYNTH_SCRIPT.format(verilog=src.name, top=top, netlist=netlist, stat=stat))
@@ -639,7 +641,7 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         else:
             say(f"{top}: yosys synth_ecp5 ({len(exported.text.splitlines())} lines of Verilog)")
             synth_s = run_tool([yosys, "-q", "-l", "yosys.log", "synth.ys"], cwd=work, log=work / "yosys.out",
-                               what=f"{top}: yosys", progress=progress, watch=work / "yosys.log")
+                               what=f"{top}: yosys", reporter=reporter, watch=work / "yosys.log")
             ntmp = toolchain.new_build_dir(nfinal)
             for name in (netlist, stat, "yosys.log"):
                 shutil.copyfile(work / name, ntmp / name)
@@ -654,7 +656,7 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
            "--detailed-timing-report", "--timing-allow-fail", "--freq", str(AIM_MHZ), "--seed", str(seed),
            "-l", "nextpnr.log", "-q"]
     try:
-        pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", progress=progress,
+        pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", reporter=reporter,
                          watch=work / "nextpnr.log")
     except SynthError:
         log = work / "nextpnr.log"

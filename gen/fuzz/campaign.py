@@ -40,12 +40,13 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 from ga2_hdl.support.safe_io import atomic_write
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from . import coverage as cov
 from .programs import random_bundle
@@ -455,11 +456,11 @@ class CampaignProgress:
         return self.programs_this_run / self.seconds if self.seconds > 0 else 0.0
 
     def line(self) -> str:
+        """The programs done, mismatches, errors, rate and time left (the pieces are the step's count)."""
         pct = 100 * self.programs_done / self.programs_total if self.programs_total else 100
         left = self.programs_total - self.programs_done
         eta = f", about {_duration(left / self.rate)} left" if self.rate > 0 and left else ""
-        return (f"  {self.pieces_done}/{self.pieces_total} pieces, {self.programs_done:,}/{self.programs_total:,} "
-                f"programs ({pct:.1f}%), {self.mismatches} mismatch{'es' if self.mismatches != 1 else ''}"
+        return (f"{self.programs_done:,}/{self.programs_total:,} programs ({pct:.1f}%), {self.mismatches} mismatch{'es' if self.mismatches != 1 else ''}"
                 + (f", {self.errors} piece error{'s' if self.errors != 1 else ''}" if self.errors else "")
                 + f", {self.rate:.1f} programs/s{eta}")
 
@@ -474,8 +475,11 @@ def _duration(s: float) -> str:
 
 
 def run_campaign(spec: CampaignSpec, directory: str | os.PathLike, runner=None, *,
-                 progress: Callable[[CampaignProgress], None] | None = None) -> dict:
+                 reporter: Reporter | None = None) -> dict:
     """Run (or resume) the campaign ``spec`` in ``directory``; the report (see :func:`report`).
+
+    ``reporter`` gets ``step(pieces finished, pieces, the programs' line)`` as each piece ends
+    (:meth:`CampaignProgress.line`).
 
     A directory holding a campaign must hold this one (same parameters).  Pieces already
     finished there are not run again.  SIGTERM stops the run like Ctrl-C (KeyboardInterrupt):
@@ -492,7 +496,7 @@ def run_campaign(spec: CampaignSpec, directory: str | os.PathLike, runner=None, 
     else:
         d.create(spec)
     with d.locked():
-        return _run(spec, d, runner or LocalRunner(), progress)
+        return _run(spec, d, runner or LocalRunner(), or_quiet(reporter))
 
 
 def campaign_status(directory: str | os.PathLike) -> tuple[CampaignSpec, dict]:
@@ -510,7 +514,7 @@ def campaign_status(directory: str | os.PathLike) -> tuple[CampaignSpec, dict]:
     return spec, rep
 
 
-def _run(spec: CampaignSpec, d: CampaignDir, runner, progress) -> dict:
+def _run(spec: CampaignSpec, d: CampaignDir, runner, reporter: Reporter) -> dict:
     tasks = spec.pieces()
     saved = d.finished(tasks)
     results = {name: r for name, r in saved.items() if _complete(r)}
@@ -534,9 +538,9 @@ def _run(spec: CampaignSpec, d: CampaignDir, runner, progress) -> dict:
             else:
                 errors[task.file_name] = result
                 state["errors"] += 1
-            if progress:
-                progress(CampaignProgress(len(results), len(tasks), state["done"], programs_total, state["mismatches"],
-                                  state["errors"], time.perf_counter() - t0, state["now"]))
+            now = CampaignProgress(len(results), len(tasks), state["done"], programs_total, state["mismatches"],
+                                   state["errors"], time.perf_counter() - t0, state["now"])
+            reporter.step(now.pieces_done, now.pieces_total, now.line())
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

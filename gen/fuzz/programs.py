@@ -28,6 +28,7 @@ from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction, OpSpec, make
+from ga2_hdl.support.reporter import Reporter
 
 #: the generator's choice, not an ISA limit: a random MM's C spans at most this many full tiles'
 #: words (4 x 4 x 4 = 64 on the book chip), so that its program keeps room for other operands; a
@@ -579,7 +580,7 @@ def random_bundle(n: int, seed: int, ext_words: int | None = None,
 
 def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int | None = None,
          max_cycles: int | None = None, bundle_path: str | None = None, directed: bool = False,
-         progress: Callable[[str, int, int], None] | None = None, config: Config) -> dict:
+         reporter: Reporter | None = None, config: Config) -> dict:
     """Replay ``n`` random programs (seeded by ``seed``) in every simulator of ``sims``.
 
     Returns ``{"programs", "seed", "ext_words", "cycles" (golden total),
@@ -590,7 +591,7 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
     ``bundle_path`` keeps the bundle on disk so that a mismatch can be
     replayed (``ga2 replay``).  ``directed`` puts the directed suite first
     (``programs`` then counts both).  ``config``: the chip every simulator builds and the golden
-    model predicts.
+    model predicts.  ``reporter`` gets each simulator's ``step(programs done, programs, simulator)``.
     """
     from gen.sim.simulator import SimulatorError, get_simulator
 
@@ -614,8 +615,7 @@ def fuzz(n: int, seed: int, sims: Sequence[str] = ("golden",), *, ext_words: int
                     "generate_seconds": round(gen_seconds, 3), "mismatches": 0, "first_mismatch": None,
                     "sims": list(simulators), "results": {}}
     for name, sim in simulators.items():
-        cb = (lambda done, total, _name=name: progress(_name, done, total)) if progress else None
-        rep = sim.run_bundle(bundle, progress=cb)
+        rep = sim.run_bundle(bundle, reporter=reporter)
         entry = {"passed": rep.passed, "programs_run": len(rep.results), "cycles": rep.cycles,
                  "wall_seconds": round(rep.wall_seconds, 3), "line": rep.line(),
                  "mismatch": str(rep.mismatch) if rep.mismatch else None}

@@ -40,6 +40,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.formats.memimage import MemoryImage
 from ga2_hdl.formats.results import RunResult, first_mismatch
+from ga2_hdl.support.reporter import Reporter
 
 from .extmem import AccessMonitor, ExternalMemoryModel, WriteMonitor
 from .simulator import (BundleReport, SimulatorError, check_bundle_chip, check_vcd, cycle_bound, external_memory_words, timeout_line, vcd_output)
@@ -240,7 +241,7 @@ class AmaranthSimulator:
         return results[0]
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> BundleReport:
+                   reporter: Reporter | None = None) -> BundleReport:
         check_bundle_chip(self, bundle)
         n = len(bundle.programs)
         if vcd and vcd_program is not None and not 0 <= vcd_program < n:
@@ -255,8 +256,8 @@ class AmaranthSimulator:
         def on_result(i: int, result: RunResult) -> bool:
             nonlocal mismatch
             mismatch = first_mismatch(bundle.programs[i].expected, result, program=i)
-            if progress:
-                progress(i + 1, n)
+            if reporter:
+                reporter.step(i + 1, n, self.name)
             return mismatch is None
 
         results = session.run(jobs, on_result=on_result)

@@ -7,12 +7,13 @@ current golden model predicts.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ga2_hdl import golden, isa
 from ga2_hdl.config import Config
 from ga2_hdl.isa import Instruction
 from ga2_hdl.formats.results import RunResult
+from ga2_hdl.support.reporter import Reporter
 
 from .simulator import BundleReport, SimulatorError, check_bundle_chip, external_memory_words, replay_with
 
@@ -37,7 +38,7 @@ class GoldenSimulator:
         return golden.run(program, ext, ext_words=words, config=self.config)
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> BundleReport:
+                   reporter: Reporter | None = None) -> BundleReport:
         self._no_vcd(vcd)
         check_bundle_chip(self, bundle)
 
@@ -45,4 +46,4 @@ class GoldenSimulator:
             entry = bundle.programs[i]
             return golden.run(entry.code, entry.ext, ext_words=bundle.ext_words, sparse=True, config=self.config)
 
-        return replay_with(self, bundle, run_one, progress)
+        return replay_with(self, bundle, run_one, reporter)

@@ -39,6 +39,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.isa import Counters, ErrorCode
 from ga2_hdl.formats.results import Mismatch
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from .simulator import SimulatorError, get_simulator
 from ..support.cpu import cpu_seconds
@@ -243,14 +244,18 @@ def _run_piece(piece: Piece, sub: Bundle) -> PieceResult:
     cpu0 = cpu_seconds()
     done = [0]
 
-    def progress(k: int, _n: int) -> None:
-        if _PROGRESS is not None and k > done[0]:
-            _PROGRESS.put((piece.simulator, k - done[0]))
-            done[0] = k
+    class ToParent:                     # the piece's steps, sent to the pool's process as increments
+        def step(self, k: int, _n: int, _what: str = "") -> None:
+            if _PROGRESS is not None and k > done[0]:
+                _PROGRESS.put((piece.simulator, k - done[0]))
+                done[0] = k
+
+        def note(self, message: str) -> None:
+            pass
 
     try:
         sim = get_simulator(piece.simulator, **_OPTIONS.get(piece.simulator, {}))
-        report = sim.run_bundle(sub, progress=progress)
+        report = sim.run_bundle(sub, reporter=ToParent())
     except Exception as e:          # reported as this piece's error; the other pieces go on
         return PieceResult(piece, [], None, 0.0, 0.0, started, time.time(), _error_text(e))
     outcomes = [ProgramOutcome(r.counters, r.error, r.error_pc) for r in report.results]
@@ -300,7 +305,7 @@ class ReplayPool:
     ----------
     simulators : simulator names (unknown ones are refused here, before any work).
     workers : worker processes (default: one per core).
-    progress : ``progress(simulator, programs done, programs added so far)``, called in this process.
+    reporter : gets ``step(programs done, programs added so far, simulator)``, in this process.
     config : the chip every simulator simulates (each bundle added must be made for it).
     options : other keyword arguments per simulator name for :func:`get_simulator`.
     pieces_per_worker : a slow simulator's bundle is cut into at least this many pieces per
@@ -313,7 +318,7 @@ class ReplayPool:
     PIECES = 10
 
     def __init__(self, simulators: Sequence[str], *, config: Config, workers: int | None = None,
-                 progress: Callable[[str, int, int], None] | None = None,
+                 reporter: Reporter | None = None,
                  options: dict[str, dict] | None = None, pieces_per_worker: int = 2):
         self.workers = workers or os.cpu_count() or 1
         if self.workers < 1:
@@ -322,7 +327,7 @@ class ReplayPool:
         self.options = {name: {**(options or {}).get(name, {}), "config": config} for name in self.names}
         self._sims = {name: get_simulator(name, **self.options.get(name, {})) for name in self.names}
         self.pieces_per_worker = pieces_per_worker
-        self.progress = progress
+        self.reporter = or_quiet(reporter)
         self.bundles: list[Bundle] = []
         self.results: list[PieceResult] = []
         self.preparations: dict[str, Preparation | None] = {}     # None: queued or running
@@ -399,8 +404,7 @@ class ReplayPool:
                 except queue.Empty:
                     return
                 self._done[name] += k
-                if self.progress:
-                    self.progress(name, self._done[name], self.programs)
+                self.reporter.step(self._done[name], self.programs, name)
 
         try:
             # an interrupt (or an error) ends the workers at once, each ending its simulator's group
@@ -466,15 +470,15 @@ def concatenate(parts: Sequence[SimulatorReplay]) -> SimulatorReplay:
 
 
 def replay(bundle: Bundle, simulators: Sequence[str], *, workers: int | None = None,
-           progress: Callable[[str, int, int], None] | None = None,
+           reporter: Reporter | None = None,
            options: dict[str, dict] | None = None) -> dict[str, SimulatorReplay]:
     """Replay ``bundle`` in every named simulator, pieces spread over ``workers`` processes.
 
-    ``progress(simulator, programs done, programs in the bundle)`` is called in this
+    ``reporter`` gets ``step(programs done, programs in the bundle, simulator)`` in this
     process as programs finish.  The simulators are those of the bundle's chip (``bundle.config``);
     ``options`` are their other keyword arguments per simulator name for :func:`get_simulator`.
     """
-    pool = ReplayPool(simulators, config=bundle.config, workers=workers, progress=progress, options=options)
+    pool = ReplayPool(simulators, config=bundle.config, workers=workers, reporter=reporter, options=options)
     pool.add(bundle)
     pool.run()
     return pool.replays()[0]

@@ -24,6 +24,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.isa import FETCH_ISSUE_CYCLES, HALT, Instruction
 from ga2_hdl.formats.results import Mismatch, RunResult
 from ga2_hdl.support.safe_io import check_output, temporary_sibling
+from ga2_hdl.support.reporter import Reporter
 from ..support.toolchain import SimulatorError  # noqa: F401  (the interface's error, re-exported)
 
 #: name -> "module:factory"; the module is imported only when the simulator is asked for.
@@ -83,8 +84,9 @@ class Simulator(Protocol):
         """Run one program on an external-memory image; return its end state."""
 
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> BundleReport:
-        """Run every program of a bundle and compare each with its expected result."""
+                   reporter: Reporter | None = None) -> BundleReport:
+        """Run every program of a bundle and compare each with its expected result; ``reporter`` gets
+        ``step(programs done, programs, simulator's name)`` as each finishes."""
 
     # Optional: ``prepare(ext_words)`` makes what runs need (export, compiled simulation) ahead of
     # them, so that runs in several processes find it cached (gen.sim.replay.ReplayPool calls it once).
@@ -224,7 +226,7 @@ RTL_SIMULATORS: tuple[str, ...] = tuple(n for n in SIMULATORS if n != "golden")
 
 
 def replay_with(sim: Simulator, bundle, run_one: Callable[[int], RunResult],
-                progress: Callable[[int, int], None] | None = None) -> BundleReport:
+                reporter: Reporter | None = None) -> BundleReport:
     """Shared loop for simulators that run a bundle one program at a time."""
     from ga2_hdl.formats.results import first_mismatch
     t0 = time.perf_counter()
@@ -235,8 +237,8 @@ def replay_with(sim: Simulator, bundle, run_one: Callable[[int], RunResult],
         got = run_one(i)
         results.append(got)
         mismatch = first_mismatch(entry.expected, got, program=i)
-        if progress:
-            progress(i + 1, n)
+        if reporter:
+            reporter.step(i + 1, n, sim.name)
         if mismatch:
             break
     return BundleReport(sim.name, n, results, mismatch, time.perf_counter() - t0)

@@ -41,13 +41,14 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ga2_hdl import isa
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
 from ga2_hdl.isa import ErrorCode, Instruction
 from ga2_hdl.formats.results import Mismatch, RunResult, first_mismatch
+from ga2_hdl.support.reporter import Reporter
 
 from ..support import toolchain
 from ..verilog import export as verilog
@@ -165,12 +166,12 @@ class _VerilogSimulator:
 
     # ------------------------------------------------------------------ running
     def run_bundle(self, bundle, *, vcd: str | None = None, vcd_program: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> BundleReport:
+                   reporter: Reporter | None = None) -> BundleReport:
         """Replay every program of ``bundle``."""
-        return self._replay(bundle, vcd=vcd, vcd_program=vcd_program, progress=progress)
+        return self._replay(bundle, vcd=vcd, vcd_program=vcd_program, reporter=reporter)
 
     def _replay(self, bundle, *, vcd: str | None, vcd_program: int | None,
-                progress: Callable[[int, int], None] | None, ext_all: bool = False,
+                reporter: Reporter | None, ext_all: bool = False,
                 plusargs: Sequence[str] = ()) -> BundleReport:
         """``run_bundle``; with ``ext_all`` the testbench dumps every program's whole final memory;
         ``plusargs`` go to the simulation's command line."""
@@ -204,7 +205,7 @@ class _VerilogSimulator:
             if vcd_target.tmp is not None:
                 args += [f"+vcd={os.path.abspath(vcd_target.tmp)}", f"+vcd_program={vcd_program or 0}"]
             r0 = time.perf_counter()
-            status_lines, verdict, notes, rc, output = self._execute(build.command + args, n, progress)
+            status_lines, verdict, notes, rc, output = self._execute(build.command + args, n, reporter)
             run_seconds = time.perf_counter() - r0
             dumps = _read_ext_dump(ext_path, bundle.ext_words) if ext_path.exists() else {}
 
@@ -256,7 +257,7 @@ class _VerilogSimulator:
         """Run one program; its end state (the whole final memory), whatever the golden model says."""
         words = external_memory_words(ext_words, self.ext_words, config=self.config)
         one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
-        report = self._replay(one, vcd=vcd, vcd_program=0 if vcd else None, progress=None, ext_all=True)
+        report = self._replay(one, vcd=vcd, vcd_program=0 if vcd else None, reporter=None, ext_all=True)
         if vcd and not any(note.startswith("waveform of program") for note in report.notes):
             raise SimulatorError(f"{self.name}: --vcd {vcd}: the simulation wrote no waveform")
         if not report.results:
@@ -264,7 +265,7 @@ class _VerilogSimulator:
                                  + "; ".join(report.messages))
         return report.results[0]
 
-    def _execute(self, cmd: list[str], n: int, progress) -> tuple[list, str | None, list[str], int, str]:
+    def _execute(self, cmd: list[str], n: int, reporter) -> tuple[list, str | None, list[str], int, str]:
         """Run the simulation, following its output; (per-program fields, verdict, notes, rc, output)."""
         results: list[tuple[int, int, list[int]]] = []
         verdict = None
@@ -279,8 +280,8 @@ class _VerilogSimulator:
                 lines.append(line)
                 if line.startswith("RESULT "):
                     results.append(_parse_result(line, len(results)))
-                    if progress:
-                        progress(len(results), n)
+                    if reporter:
+                        reporter.step(len(results), n, self.name)
                 elif line.startswith(("PASS: ", "MISMATCH: ", "FAIL: ")):
                     verdict = line
                 elif line.startswith(("TIMEOUT: ", "ERROR: ")):
@@ -409,7 +410,7 @@ class VerilatorSimulator(_VerilogSimulator):
         one = Bundle.from_programs([("program", program, list(ext))], ext_words=words, config=self.config)
         runs = []
         for seed in self.X_CHECK_SEEDS:
-            report = self._replay(one, vcd=None, vcd_program=None, progress=None, ext_all=True,
+            report = self._replay(one, vcd=None, vcd_program=None, reporter=None, ext_all=True,
                                   plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed}"])
             if not report.results:
                 raise SimulatorError(f"{self.name}: the program did not finish: {report.line()}; "

@@ -159,7 +159,7 @@ class _WrongSoftmax(GoldenSimulator):
 
     def run_bundle(self, bundle, **kw):
         return simulator.replay_with(self, bundle, lambda i: self.run_program(
-            bundle.programs[i].code, bundle.programs[i].ext, ext_words=bundle.ext_words), kw.get("progress"))
+            bundle.programs[i].code, bundle.programs[i].ext, ext_words=bundle.ext_words), kw.get("reporter"))
 
 
 def test_every_mismatching_program_is_kept_and_shrunk(tmp_path, monkeypatch):

@@ -145,7 +145,7 @@ def test_fuzz_detects_a_wrong_simulator(monkeypatch):
         def run_bundle(self, bundle, **kw):
             return simulator.replay_with(self, bundle, lambda i: self.run_program(
                 bundle.programs[i].code, bundle.programs[i].ext, ext_words=bundle.ext_words),
-                kw.get("progress"))
+                kw.get("reporter"))
 
     monkeypatch.setitem(simulator.SIMULATORS, "offbyone", f"{__name__}:_OffByOneFactory")
     globals()["_OffByOneFactory"] = OffByOne

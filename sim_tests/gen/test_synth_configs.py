@@ -16,6 +16,7 @@ from gen.fpga import explore as explore_synth
 from ga2_cli.main import main
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS
+from ga2_hdl.support.reporter import Recorder
 from gen.fpga import synth
 from gen.verilog import export as verilog
 from spec import explore, figures
@@ -126,9 +127,10 @@ def test_explore_synth_joins_area_clock_and_cycles(fake_tools, monkeypatch, tmp_
 
     monkeypatch.setattr(synth, "synthesize", fake_synthesize)
     report = _report()
-    said = []
-    problems = explore_synth.synthesize_configs(report, "ecp5-25k", say=said.append)
+    said = Recorder()
+    problems = explore_synth.synthesize_configs(report, "ecp5-25k", reporter=said)
     assert problems == [] and exported == ["book", "array8"]        # every chip exported before any run
+    assert [(d, t) for d, t, _ in said.steps] == [(1, 2), (2, 2)]          # one step per chip
     book, array8 = report["configs"]
     assert book["synth"]["fits"] and book["synth"]["lut"] == 5000
     assert book["synth"]["plain"]["tokens_per_s"] == pytest.approx(40e6 / 8000.0)        # Fmax / cycles per token

@@ -80,7 +80,7 @@ def test_failed_tool_run_keeps_its_log_and_says_why_in_one_line(tmp_path, monkey
 
     def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=synth.SEED):
         synth.run_tool([sys.executable, str(fake)], cwd=work, log=work / "nextpnr.out",
-                       what=f"{exported.unit}: nextpnr", progress=None, watch=work / "nextpnr.log")
+                       what=f"{exported.unit}: nextpnr", reporter=None, watch=work / "nextpnr.log")
 
     monkeypatch.setattr(synth, "tool_path", lambda name: name)
     monkeypatch.setattr(synth, "tool_versions", lambda: {"yosys": "stand-in", "nextpnr-ecp5": "stand-in"})

@@ -8,6 +8,7 @@ from ga2_hdl.formats.bundle import END_MARKER, MAGIC, Bundle, _runs, is_bundle_t
 from ga2_hdl.formats.files import FileFormatError
 from ga2_hdl.isa import ErrorCode, make
 from ga2_hdl.formats.results import RunResult
+from ga2_hdl.support.reporter import Recorder
 from gen.sim.simulator import SimulatorError, get_simulator
 
 H = isa.HALT
@@ -227,6 +228,6 @@ def test_golden_simulator_interface():
     assert len(sim.run_program([H], []).ext) == isa.EXT_WORDS_DEFAULT
     with pytest.raises(SimulatorError, match="waveform"):
         sim.run_program([H], [], vcd="x.vcd")
-    progress = []
-    sim.run_bundle(small_bundle(), progress=lambda d, t: progress.append((d, t)))
-    assert progress == [(1, 3), (2, 3), (3, 3)]
+    said = Recorder()
+    sim.run_bundle(small_bundle(), reporter=said)
+    assert said.steps == [(1, 3, "golden"), (2, 3, "golden"), (3, 3, "golden")]

@@ -25,12 +25,13 @@ import functools
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ga2_hdl import isa
 from gen.support.runner import LocalRunner
 from ga2_hdl.formats.bundle import Bundle
 from ga2_hdl.config import Config
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..book import BOOK_PLAIN_CYCLES, TOKENS
 
@@ -211,12 +212,13 @@ def _program_key(run) -> tuple:
 
 
 def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilator"), *, workers: int | None = None,
-               say: Callable[[str], None] = print,
-               progress: Callable[[str, int, int], None] | None = None,
-               config: Config) -> BeyondResult:
+               reporter: Reporter | None = None, config: Config) -> BeyondResult:
     """Every run on the chip ``config`` (see the module note), every program replayed on each simulator
-    built for that chip."""
+    built for that chip; ``reporter`` gets the text as notes and the replay's steps."""
     from gen.sim.replay import replay
+
+    reporter = or_quiet(reporter)
+    say = reporter.note
 
     if n < 2:
         raise ValueError(f"--tokens must be at least 2, got {n}")
@@ -256,7 +258,7 @@ def run_beyond(n: int = TOKENS, simulators: Sequence[str] = ("icarus", "verilato
         if sum(golden_cycles[i] for i in row.program_ids) != row.cycles:
             raise AssertionError(f"{row.name}: the golden model's cycles differ from the ISA's prediction")
     t1 = time.perf_counter()
-    replays = replay(bundle, simulators, workers=workers, progress=progress) if simulators else {}
+    replays = replay(bundle, simulators, workers=workers, reporter=reporter) if simulators else {}
     t_replay = time.perf_counter() - t1
     for row in rows:
         for name, rep in replays.items():

@@ -12,7 +12,8 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+
+from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from .. import synth
 from ..report import timing_verdicts
@@ -36,9 +37,11 @@ def tool_environment() -> dict[str, str]:
 
 
 def build(top, platform, out_dir: Path, env: dict[str, str], *,
-          progress: Callable[[str], None] = print) -> tuple[Path, list[tuple[str, float, bool, float]]]:
+          reporter: Reporter | None = None) -> tuple[Path, list[tuple[str, float, bool, float]]]:
     """Build ``top`` for ``platform`` in ``out_dir`` with the tools of ``env``; the bitstream's path
-    and nextpnr's timing verdicts (:func:`~gen.fpga.report.timing_verdicts`)."""
+    and nextpnr's timing verdicts (:func:`~gen.fpga.report.timing_verdicts`); ``reporter`` gets a
+    note every 30 s while the platform's build runs."""
+    reporter = or_quiet(reporter)
     os.environ.update(env)
     t0 = time.perf_counter()
     finished = threading.Event()
@@ -48,7 +51,7 @@ def build(top, platform, out_dir: Path, env: dict[str, str], *,
             logs = [p for p in (out_dir / "top.rpt", out_dir / "top.tim") if p.exists()]
             newest = max(logs, key=lambda p: p.stat().st_mtime) if logs else None
             where = f"{newest.name}: {synth._last_line(newest)}" if newest else "starting"
-            progress(f"  {time.perf_counter() - t0:.0f} s, {where}")
+            reporter.note(f"  {time.perf_counter() - t0:.0f} s, {where}")
 
     beat = threading.Thread(target=heartbeat, daemon=True)
     beat.start()
