@@ -41,8 +41,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ga2_hdl import isa
-
 from .errors import CompileError
 from .graph import EXTERNAL_OPS, Graph
 
@@ -143,9 +141,10 @@ class AllocationError(Exception):
 
 
 class Allocator:
-    """First fit over the free runs of the scratchpad, kept in address order and coalesced."""
+    """First fit over the free runs of the scratchpad (``size`` words: the chip's ``spad_words``), kept
+    in address order and coalesced."""
 
-    def __init__(self, size: int = isa.BOOK.spad_words):
+    def __init__(self, size: int):
         self.size = size
         self.free: list[tuple[int, int]] = [(0, size)]   # (start, length), sorted, no two adjacent
         self.high = 0                                     # one past the highest word ever handed out
@@ -175,7 +174,7 @@ class Allocator:
         self.free = merged
 
 
-def plan_external(graph: Graph, ext_words: int = isa.BOOK.ext_words) -> tuple[dict[str, dict], int]:
+def plan_external(graph: Graph, ext_words: int) -> tuple[dict[str, dict], int]:
     """External memory: ``{name: {"addr", "shape", "node", "kind", "words"}}`` and the words used."""
     layout: dict[str, dict] = {}
     top = 0

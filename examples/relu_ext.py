@@ -19,7 +19,6 @@ import numpy as np
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 from ga2_hdl.rtl.decoder import operand
 from ga2_hdl.isa import Extension, Operand, OpSpec, Region, Unit
@@ -57,7 +56,7 @@ class ReluEngine(wiring.Component):
     """cycle t+1+i: read src[i];  t+2+i: the word arrives, dst[i] = max(word, 0) is written.
     The last write (t+len+1) is the done cycle: W = len + 1."""
 
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         super().__init__(UnitSignature(config=config))      # the contract, sized for this chip
 

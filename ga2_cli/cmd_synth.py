@@ -112,13 +112,6 @@ def _report(results: dict, tokens: int, png: Path | None, label: str, also: list
     return {"tokens": tokens, "config": config.to_dict(), "cycles": cycles, "rows": rows}
 
 
-def _export_config(unit: str, config):
-    """The configuration to export ``unit`` for: ``config``, or None for a unit that is the same on
-    every chip (it has no ``config`` parameter: the divider, the exp table ...)."""
-    from gen.verilog import export as verilog
-    return config if "config" in verilog.resolve(unit).params else None
-
-
 def cmd_synth(args) -> int:
     from ga2_hdl import isa
     from gen.fpga import batch, report, synth
@@ -145,7 +138,7 @@ def cmd_synth(args) -> int:
     from gen.verilog import export as verilog
     _say(f"exporting {len(units)} unit(s) to Verilog for the configuration {config.describe()} ...")
     try:
-        exports = {unit: verilog.export(unit, config=_export_config(unit, config)) for unit in units}
+        exports = {unit: verilog.export(unit, config=config) for unit in units}
     except verilog.ExportError as e:
         raise CommandError(str(e)) from None
     out: dict = {"config": config.to_dict(), "tools": tools, "targets": {}}

@@ -58,16 +58,14 @@ def cmd_verilog(args) -> int:
             ext_words = args.ext_words if "ext_words" in info.params else None
             if ext_words is None and args.ext_words_given and args.unit != "all":
                 raise CommandError(f"unit {info.name} has no ext_words parameter")
-            # a unit without a config parameter is the same hardware in every configuration
-            config = args.config if "config" in info.params else None
-            exported = verilog.export(name, ext_words=ext_words, config=config, params=params,
+            exported = verilog.export(name, ext_words=ext_words, config=args.config, params=params,
                                       emit_src=args.src, use_cache=not args.no_cache)
         except verilog.ExportError as e:
             raise CommandError(str(e)) from None
         path = exported.write(args.output)
         how = "from the cache" if exported.cached else "converted"
         chip = "" if args.config == isa.BOOK else (
-            f" for {args.config.describe()}" if config is not None else " (the same in every configuration)")
+            f" for {args.config.describe()}" if not info.chip_independent else " (the same in every configuration)")
         print(f"{path}: module {exported.unit}{chip}, {len(exported.text.splitlines())} lines, "
               f"{how} in {exported.seconds:.2f} s")
         print(f"  lint it with: verilator --lint-only -Wall {waivers} {path} --top-module {exported.unit}")

@@ -186,7 +186,9 @@ def bundle_of(log, label: str = "run"):
     if len(chips) > 1:
         raise ValueError(f"{label}: programs compiled for {', '.join(sorted(c.name for c in chips))}: a bundle "
                          f"holds the programs of one chip")
-    config = chips.pop() if chips else isa.BOOK
+    if not chips:                    # no program to say which chip: never the book's by default
+        raise ValueError(f"{label}: the run has no programs: a bundle needs them to know its chip")
+    config = chips.pop()
     names = (f"{label} #{i} {r.kind}{'' if not r.shape else ' ' + 'x'.join(map(str, r.shape))}"
              for i, r in enumerate(log))
     return Bundle.from_programs(((name, r.code, r.ext) for name, r in zip(names, log)), config=config)

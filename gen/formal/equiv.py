@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ga2_hdl.config import Config
+
 from . import sby
 
 # each text read, flattened and stashed alone (both define the same submodule names)
@@ -48,9 +50,10 @@ def prove_equivalent(gold: str, gate: str, *, top: str = "top", seq: int = 5, ti
             "detail": "; ".join(unproven) or (out.strip().splitlines() or ["yosys failed"])[-1]}
 
 
-def icarus_form_of(unit: str, config=None) -> tuple[str, str, str]:
+def icarus_form_of(unit: str, *, config: Config) -> tuple[str, str, str]:
     """(the export, its Icarus form, the top module's name) of a unit of the export's registry
-    (``ga2_chip``, ``divider``, ``dma`` ...), exactly as ``ga2 verilog`` and the Icarus runner make them."""
+    (``ga2_chip``, ``divider``, ``dma`` ...) for the chip ``config``, exactly as ``ga2 verilog`` and the
+    Icarus runner make them."""
     from gen.verilog.export import export
     from gen.verilog.icarus_form import icarus_form
     exp = export(unit, config=config)

@@ -39,9 +39,10 @@ def find(file: str, change: str, context: str = "") -> Mutant:
     return found[0]
 
 
-def check_mutant(mutant: Mutant, key: str, config: str = "book", *, depth: int | None = None,
+def check_mutant(mutant: Mutant, key: str, config: str, *, depth: int | None = None,
                  timeout: float = 600.0) -> dict:
-    """Property ``key`` (``unit.name``) checked on a copy of the design with ``mutant`` applied."""
+    """Property ``key`` (``unit.name``) checked on a copy of the design with ``mutant`` applied, on the
+    chip ``config`` (a preset's name or a configuration file: the child process reads it)."""
     from gen.mutation.rtl import make_copy
     from gen.support.toolchain import child
     with tempfile.TemporaryDirectory(prefix="ga2-formal-mutant-") as tmp:

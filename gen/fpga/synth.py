@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 
+from ga2_hdl.config import Config
 from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..support import toolchain
@@ -512,7 +513,7 @@ def _flow_fingerprint(target: Target, seed: int = SEED) -> str:
 
 
 def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
-               config=None, reporter: Reporter | None = None, use_cache: bool = True,
+               config: Config | None = None, reporter: Reporter | None = None, use_cache: bool = True,
                keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
                cached_only: bool = False, seed: int = SEED) -> SynthResult:
     """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
@@ -520,8 +521,9 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
     ``seed``: nextpnr's placement seed (part of the cache key and of the result).  ``reporter``
     gets a note as each tool starts and ends, and the tool's heartbeat.
 
-    ``config``: the chip (:class:`ga2_hdl.config.Config`, the book's when None) the unit is built
-    for; the export's text names it, so the cache keeps one result per configuration.
+    ``config``: the chip (:class:`ga2_hdl.config.Config`) the unit is built for; the export's text
+    names it, so the cache keeps one result per configuration.  Required unless ``exported`` is
+    given (an export is already one chip's unit): None means "not given", never the book's chip.
     ``keep_dir``: also copy the Verilog, scripts, logs and reports there.  ``exported``: the
     unit's Verilog export when the caller already has it (``ga2 synth`` exports every unit
     before the first long run, so that all figures are of the sources as they were then).
@@ -531,6 +533,8 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
     Raises :class:`DoesNotFit` when nextpnr finds the design bigger than the part (that verdict
     is cached too), :class:`ToolsMissing` without the tools, :class:`SynthError` otherwise.
     """
+    if exported is None and config is None:
+        raise TypeError("synthesize() needs the chip: config=, or the unit's export as exported=")
     if target not in TARGETS:
         raise SynthError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
     tgt = TARGETS[target]

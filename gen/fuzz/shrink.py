@@ -105,7 +105,7 @@ def shrink(sim, code: Sequence[Instruction], ext: Sequence[int], ext_words: int,
     mismatches (the result is then 1-minimal for these reductions) or after ``seconds``.
     """
     t0 = time.perf_counter()
-    config = getattr(sim, "config", isa.BOOK)        # the chip the simulator builds
+    config = sim.config                              # the chip the simulator builds
     code, ext = list(code), list(ext)
     current = Bundle.from_programs([("mismatch", code, ext)], ext_words, config=config)
     first = sim.run_bundle(current).mismatch

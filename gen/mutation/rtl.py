@@ -510,9 +510,10 @@ def _assertion(exc: str) -> bool:
 
 def _exports() -> str | None:
     """None if the (mutated) chip converts to Verilog, else why not."""
+    from ga2_hdl import isa
     from gen.verilog import export as verilog
     try:
-        verilog.export("chip", use_cache=False)
+        verilog.export("chip", use_cache=False, config=isa.BOOK)
     except Exception as e:
         return f"{type(e).__name__}: {' '.join(str(e).split())}"[:300]
     return None

@@ -82,7 +82,8 @@ class SpadHarness(wiring.Component):
     ----------
     unit : wiring.Component
         The unit, on the unit contract (:class:`ga2_hdl.rtl.layout.UnitSignature`); its
-        ``config`` attribute, if any, sizes the scratchpad (else the book's chip).
+        ``config`` attribute (the chip it was built for) sizes the scratchpad: a unit without one
+        is refused (:class:`TypeError`), never given the book's chip.
     ext_words : int
         Words of the external-memory model to attach (0: none; the DMA needs one).
     spad_init : sequence of int
@@ -102,10 +103,16 @@ class SpadHarness(wiring.Component):
     ins: In(INSTRUCTION)
     done: Out(1)
 
+    def __new__(cls, unit: wiring.Component, **_kw):
+        if getattr(unit, "config", None) is None:       # refused before the harness exists (nothing to warn of)
+            raise TypeError(f"unit {type(unit).__name__} has no config attribute: the harness builds the "
+                            f"scratchpad of the chip the unit was built for (set self.config = config)")
+        return super().__new__(cls, src_loc_at=1)
+
     def __init__(self, unit: wiring.Component, *, ext_words: int = 0, spad_init=()):
         super().__init__()
         self.unit = unit
-        self.config = getattr(unit, "config", isa.BOOK)
+        self.config = unit.config
         self.words = port_words(unit)
         self.spad = Scratchpad(1, config=self.config, init=spad_init, words=self.words)
         self.mem = self.spad.memory

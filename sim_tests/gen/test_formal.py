@@ -223,7 +223,7 @@ def test_icarus_rewrite_is_equivalent_to_the_export(unit, rewrite):
     from gen.formal.equiv import prove_equivalent
     from gen.verilog import icarus_form
     from gen.verilog.export import export
-    exp = export(unit)
+    exp = export(unit, config=isa.BOOK)
     gate = getattr(icarus_form, rewrite)(exp.text)
     assert gate != exp.text, f"{rewrite} changes nothing in {unit}: the test proves nothing"
     rec = prove_equivalent(exp.text, gate, top=exp.unit)
@@ -236,7 +236,7 @@ def test_a_planted_difference_in_a_rewrite_fails_the_equivalence():
     from gen.formal.equiv import prove_equivalent
     from gen.verilog.icarus_form import inline_arithmetic
     from gen.verilog.export import export
-    exp = export("divider")
+    exp = export("divider", config=isa.BOOK)
     gate = inline_arithmetic(exp.text)
     # the step counter's decrement, wherever the rewrite leaves it (inlined in the register's
     # process, and the adder it left unused): count down by 0 instead of 1

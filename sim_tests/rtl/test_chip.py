@@ -383,7 +383,7 @@ def test_directed_suite_and_random_programs_in_every_simulator(name, sim):
 @pytest.mark.parametrize("name", WIDE)
 def test_wide_chip_verilog_lints_clean(tmp_path, name):
     from gen.verilog import export as verilog
-    exported = verilog.export("chip", params={"config": PRESETS[name]})
+    exported = verilog.export("chip", config=PRESETS[name])
     verilog.lint(exported.write(tmp_path), exported.unit)
 
 
