@@ -328,6 +328,13 @@ class IssueCheck(wiring.Component):
         order (op code, operand ranges, zero lengths, regions in order, overlap), or ``OK``.
     """
 
+    def __new__(cls, ext_words: int | None = None, *, config: Config):
+        # refused before the check exists (a configuration the instruction word cannot describe, a bad
+        # ext_words): nothing left for Amaranth to warn about
+        isa.instruction_set(config)
+        isa.check_ext_words(config.ext_words if ext_words is None else ext_words)
+        return super().__new__(cls, src_loc_at=1)
+
     def __init__(self, ext_words: int | None = None, *, config: Config):
         self.stages = CheckStages(ext_words, config=config)
         self.config, self.iset, self.ext_words = config, self.stages.iset, self.stages.ext_words

@@ -48,9 +48,13 @@ class Divider(wiring.Component):
         Valid from done until the next start.
     """
 
-    def __init__(self, width: int = isa.DIV_BITS):
+    def __new__(cls, width: int = isa.DIV_BITS):
+        # refused before the divider exists: nothing left for Amaranth to warn about
         if width < 2:
-            raise ValueError(f"divider width must be at least 2, got {width}")
+            raise ValueError(f"width={width}: the divider needs at least 2 bits")
+        return super().__new__(cls, src_loc_at=1)
+
+    def __init__(self, width: int = isa.DIV_BITS):
         self.width = width
         #: cycles from start to done: one per quotient bit
         self.CYCLES = width

@@ -52,7 +52,7 @@ class _MemoryPort(wiring.Signature):
 
     def __init__(self, what: str, addr_bits: int, data_bits: int, words: int, members):
         if words < 1 or words & (words - 1):
-            raise ValueError(f"{what} moves a power of two words, not {words}")
+            raise ValueError(f"words={words}: {what} moves a power of two words")
         self.addr_bits = addr_bits
         self.data_bits = data_bits
         self.words = words

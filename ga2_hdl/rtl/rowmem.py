@@ -27,6 +27,13 @@ from ..config import Config
 __all__ = ["OperandRowMemory", "BankedOperandRowMemory"]
 
 
+def _check_positive(**sizes: int) -> None:
+    """ValueError naming the first of ``sizes`` (argument name -> value) below 1."""
+    for name, value in sizes.items():
+        if value < 1:
+            raise ValueError(f"{name}={value}: an operand row memory needs at least 1")
+
+
 class OperandRowMemory(wiring.Component):
     """``lanes`` x ``depth`` int8 operand memory: one-lane writes, all-lane reads.
 
@@ -59,11 +66,14 @@ class OperandRowMemory(wiring.Component):
         ``storage.data[k]`` is row k, lane i in bits 8i .. 8i+7 (for tests).
     """
 
+    def __new__(cls, lanes: int | None = None, depth: int | None = None, *, config: Config):
+        # refused before the memory exists: nothing left for Amaranth to warn about
+        _check_positive(lanes=config.array if lanes is None else lanes, depth=config.max_k if depth is None else depth)
+        return super().__new__(cls, src_loc_at=1)
+
     def __init__(self, lanes: int | None = None, depth: int | None = None, *, config: Config):
         lanes = config.array if lanes is None else lanes
         depth = config.max_k if depth is None else depth
-        if lanes < 1 or depth < 1:
-            raise ValueError(f"operand memory of {lanes} lanes x {depth}: both must be positive")
         self.lanes = lanes
         self.depth = depth
         self.row = data.ArrayLayout(signed(8), lanes)
@@ -112,9 +122,14 @@ class BankedOperandRowMemory(wiring.Component):
     (a shifter of ``8*banks`` bits by the lane).
     """
 
+    def __new__(cls, lanes: int = 4, depth: int = 64, banks: int = 2):
+        # refused before the memory exists: nothing left for Amaranth to warn about
+        _check_positive(lanes=lanes, depth=depth)
+        if banks < 2 or banks & (banks - 1):
+            raise ValueError(f"banks={banks}: a power of two, at least 2 (one bank is OperandRowMemory)")
+        return super().__new__(cls, src_loc_at=1)
+
     def __init__(self, lanes: int = 4, depth: int = 64, banks: int = 2):
-        if lanes < 1 or depth < 1 or banks < 2 or banks & (banks - 1):
-            raise ValueError(f"banked operand memory of {lanes} lanes x {depth} in {banks} banks")
         self.lanes = lanes
         self.depth = depth
         self.n_banks = banks

@@ -125,10 +125,18 @@ class SystolicArray(wiring.Component):
     #: the product register between a cell's multiplier and its accumulator
     MAC_LATENCY = 1
 
-    def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config):
+    def __new__(cls, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config):
+        # refused before the array exists: nothing left for Amaranth to warn about
         size = config.array if size is None else size
         if size < 1:
-            raise ValueError(f"array size {size}: at least 1")
+            raise ValueError(f"size={size}: the array needs at least 1 row")
+        if acc_bits < 2 * OPERAND.width:
+            raise ValueError(f"acc_bits={acc_bits}: an accumulator holds at least one product "
+                             f"({2 * OPERAND.width} bits)")
+        return super().__new__(cls, src_loc_at=1)
+
+    def __init__(self, size: int | None = None, acc_bits: int = isa.WORD_BITS, *, config: Config):
+        size = config.array if size is None else size
         self.size = size
         self.acc_bits = acc_bits
         self.pes = None
