@@ -149,11 +149,10 @@ def table(out: str, configs: list[str], sims: list[str]) -> dict:
 
 def confusion_png(truth: np.ndarray, predicted: np.ndarray, path: str, title: str) -> str:
     """The confusion matrix (rows: true digit, columns: predicted), written atomically."""
-    import io
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from ga2_hdl.support.safe_io import atomic_write
+    from ga2_hdl.support.safe_io import write_figure
     k = int(max(truth.max(), predicted.max())) + 1
     m = np.zeros((k, k), dtype=int)
     for t, p in zip(truth, predicted):
@@ -171,11 +170,7 @@ def confusion_png(truth: np.ndarray, predicted: np.ndarray, path: str, title: st
     ax.set_ylabel("true digit")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write(path, buf.getvalue())
-    return path
+    return write_figure(fig, path, format="png")
 
 
 def main(argv=None) -> int:

@@ -116,26 +116,25 @@ def cmd_disasm(args) -> int:
     return 0
 
 
-def cmd_isadoc(args) -> int:
-    from ga2_hdl.isa.doc import render_isa_markdown
-    text = render_isa_markdown(args.config)
-    if args.output:
-        atomic_write(args.output, text)
-        print(f"{args.output}: the instruction set of {args.config.describe()}")
+def _write_page(output: str | None, text: str, what: str) -> int:
+    """A generated page to ``output`` (said in one line), or to stdout."""
+    if output:
+        atomic_write(output, text)
+        print(f"{output}: {what}")
     else:
         sys.stdout.write(text)
     return 0
+
+
+def cmd_isadoc(args) -> int:
+    from ga2_hdl.isa.doc import render_isa_markdown
+    return _write_page(args.output, render_isa_markdown(args.config),
+                       f"the instruction set of {args.config.describe()}")
 
 
 def cmd_configdoc(args) -> int:
     from ga2_hdl.config_doc import render_config_markdown
-    text = render_config_markdown()
-    if args.output:
-        atomic_write(args.output, text)
-        print(f"{args.output}: every configuration field")
-    else:
-        sys.stdout.write(text)
-    return 0
+    return _write_page(args.output, render_config_markdown(), "every configuration field")
 
 
 def _golden_bundle(args) -> int:

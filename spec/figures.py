@@ -15,7 +15,6 @@ Each function returns the path it wrote.
 """
 from __future__ import annotations
 
-import io
 import os
 
 import matplotlib
@@ -26,7 +25,7 @@ import matplotlib.ticker  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from ga2_hdl import isa  # noqa: E402
-from ga2_hdl.support.safe_io import atomic_write  # noqa: E402
+from ga2_hdl.support.safe_io import write_figure  # noqa: E402
 
 from .verifier import causal_mask  # noqa: E402
 
@@ -44,11 +43,7 @@ UNIT_LABELS = {"matrix": _unit_label("matrix unit", isa.Unit.MATRIX), "dma": _un
 def _save(fig, path: str) -> str:
     """Render, then write atomically (a failure leaves the old figure or none)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format=os.path.splitext(path)[1].lstrip(".") or "png", dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    atomic_write(path, buffer.getvalue())
-    return path
+    return write_figure(fig, path, dpi=130, bbox_inches="tight")
 
 
 def mask_figure(cache_len: int, block_len: int, path: str) -> str:

@@ -187,11 +187,10 @@ def decode_step_profile(config: Config):
 def roofline_png(profiles: Sequence[tuple[str, object]], path: str) -> str:
     """Operations per cycle against operations per word loaded, with the chip's compute and memory
     roofs; a point per profile (the whole program) and a small one per layer that multiplies."""
-    import io
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from ga2_hdl.support.safe_io import atomic_write
+    from ga2_hdl.support.safe_io import write_figure
 
     first = profiles[0][1]
     peak, port = 2 * first.array ** 2, first.ext_port_words
@@ -218,8 +217,4 @@ def roofline_png(profiles: Sequence[tuple[str, object]], path: str) -> str:
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write(path, buf.getvalue())
-    return path
+    return write_figure(fig, path, format="png")

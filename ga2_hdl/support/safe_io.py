@@ -30,7 +30,8 @@ from typing import Iterator
 
 from ..isa import IsaError
 
-__all__ = ["atomic_write", "atomic_open", "check_output", "check_output_dir", "read_text", "temporary_sibling"]
+__all__ = ["atomic_write", "atomic_open", "write_figure", "check_output", "check_output_dir", "read_text",
+           "temporary_sibling"]
 
 #: the one place bytes reach the disk (tests inject a full disk here)
 _os_write = os.write
@@ -91,6 +92,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_figure(fig, path: str | os.PathLike, **savefig) -> str:
+    """Render the Matplotlib figure ``fig`` and write it to ``path`` atomically (:func:`atomic_write`:
+    a failure leaves the old figure, or none); the figure is closed.  ``savefig`` are Matplotlib's
+    ``savefig`` arguments; the format is the path's ending (PNG without one) unless ``format`` says."""
+    import matplotlib.pyplot as plt             # only here: the rest of this module is plain Python
+    path = os.fspath(path)
+    savefig.setdefault("format", os.path.splitext(path)[1].lstrip(".") or "png")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, **savefig)
+    plt.close(fig)
+    atomic_write(path, buffer.getvalue())
+    return path
 
 
 @contextlib.contextmanager

@@ -9,13 +9,12 @@ drawn here and written atomically.
 """
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ga2_hdl.config import Config
-from ga2_hdl.support.safe_io import atomic_write
+from ga2_hdl.support.safe_io import write_figure
 
 from .synth import SynthError
 
@@ -113,10 +112,7 @@ def _save_area_figure(plt, fig, ax, title: str, png: str | Path, *, fontsize: in
     ax.legend(**({"fontsize": fontsize - 2} if fontsize else {}))
     ax.set_ylim(bottom=0)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write(png, buf.getvalue())
+    write_figure(fig, png, format="png", dpi=110)
 
 
 _TIMING = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)")

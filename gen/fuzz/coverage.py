@@ -363,9 +363,5 @@ def plot(summary: Mapping, results: Mapping[str, Mapping], path: str, title: str
     fig.suptitle(title or f"coverage: {summary['hit']} of {summary['total_bins']} bins hit, "
                  f"{len(unreachable)} unreachable, {len(summary['empty'])} empty")
     fig.tight_layout()
-    import io
-    from ga2_hdl.support.safe_io import atomic_write
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
-    atomic_write(path, buf.getvalue())          # a failed write leaves the old figure, no half file
+    from ga2_hdl.support.safe_io import write_figure
+    write_figure(fig, path, format="png", dpi=90)       # a failed write leaves the old figure, no half file

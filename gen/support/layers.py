@@ -148,13 +148,11 @@ def draw(root: Path | str, png: Path | str, graph: list[Import] | None = None) -
     """The rooms and the imports between them as a PNG (written atomically): an arrow from a room
     to each room it imports, red where the import breaks the rule (``graph`` as for
     :func:`violations`)."""
-    import io
-
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ga2_hdl.support.safe_io import atomic_write
+    from ga2_hdl.support.safe_io import write_figure
 
     edges: dict[tuple[str, str], int] = {}
     for i in (import_graph(root) if graph is None else graph):
@@ -177,7 +175,4 @@ def draw(root: Path | str, png: Path | str, graph: list[Import] | None = None) -
                  "grey: allowed, red: against the rule)\nga2_cli, above them all, may import any room (its arrows are "
                  "left out); read from the sources by gen/support/layers.py",
                  fontsize=10)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    atomic_write(png, buf.getvalue())
+    write_figure(fig, png, format="png", dpi=110, bbox_inches="tight")
