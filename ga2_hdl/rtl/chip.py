@@ -321,11 +321,7 @@ class GA2Chip(wiring.Component):
 
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
-                with m.If(self.start):
-                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0),
-                                 first.eq(1)]
-                    m.d.sync += [c.eq(0) for c in counters.values()]
-                    m.next = "FETCH"
+                self._start(m, first, counters)
 
             with m.State("FETCH"):
                 op = Mux(first, terms_word0.op, terms_next.op)
@@ -372,6 +368,15 @@ class GA2Chip(wiring.Component):
         unit_counter = {kind: counters[isa.COUNTER_NAMES[isa.UNIT_COUNTER[kind]]] for kind in self.units}
         return (counters, unit_counter, counters[isa.COUNTER_NAMES[isa.Counter.INSTRUCTIONS]],
                 counters[isa.COUNTER_NAMES[isa.Counter.TOTAL]])
+
+    def _start(self, m: Module, first, counters: dict) -> None:
+        """In the IDLE state of either sequencer: a start runs the program from word 0 (``first``: the
+        next FETCH takes word 0's decoded terms), with status, halt and counters cleared."""
+        with m.If(self.start):
+            m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0),
+                         first.eq(1)]
+            m.d.sync += [c.eq(0) for c in counters.values()]
+            m.next = "FETCH"
 
     def _verdict(self, **extra):
         """The verdict on the fetched word, made in FETCH and registered for ISSUE: HALT, the
@@ -484,11 +489,7 @@ class GA2Chip(wiring.Component):
                 wr1 = imem_wr.en & (imem_wr.addr == 1)
                 m.d.comb += [imem_rd.addr.eq(Mux(self.start, 2, 1)), imem_rd.en.eq(1)]
                 m.d.sync += nxt.eq(Mux(wr1, imem_wr.data, imem_rd.data))
-                with m.If(self.start):
-                    m.d.sync += [self.pc.eq(0), self.halted.eq(0), self.status.eq(0), self.status_pc.eq(0),
-                                 first.eq(1)]
-                    m.d.sync += [c.eq(0) for c in counters.values()]
-                    m.next = "FETCH"
+                self._start(m, first, counters)
 
             with m.State("FETCH"):
                 op = Mux(first, terms_word0.op, terms_next.op)
