@@ -425,9 +425,8 @@ class GA2Chip(wiring.Component):
         Each unit keeps its own copy of the instruction it runs (``unit.ins`` is ``cur`` in the
         start cycle, the copy while busy), since ``cur`` moves on to the next instruction.
         """
-        config = self.config
-        iset = isa.instruction_set(config)
-        stages = CheckStages(self.ext_words, config=config)
+        iset = isa.instruction_set(self.config)
+        stages = CheckStages(self.ext_words, config=self.config)
         counters, unit_counter, instructions, total = self._counters()
 
         word0 = Signal(isa.INSTR_BITS, name="word0")
@@ -448,15 +447,7 @@ class GA2Chip(wiring.Component):
         m.d.sync += stages.assign(terms_next, data.View(INSTRUCTION, nxt), stage)
         m.d.sync += [r.eq(e) for r, e in products]
 
-        # the scratchpad regions of every op, as the record's starts and ends; slot k of an op is
-        # its k-th scratchpad region.  A region is held as the partitions it touches
-        # (isa.partition_span): first and last
-        slots = max(len(stages.spad_regions(terms_next, spec)) for spec in iset.ops)
-        part_bits = max(1, config.spad_partitions.bit_length() - 1)
-        region = data.StructLayout({"valid": 1, "first": part_bits, "last": part_bits})
-        incoming = [Signal(region, name=f"incoming{k}") for k in range(slots)]
-        held = {kind: [Signal(region, name=f"held_{UNIT_NAMES[kind]}{k}") for k in range(slots)]
-                for kind in self.units}
+        incoming, held = self._region_registers(stages, terms_next, iset)
         copies = {kind: Signal(INSTRUCTION, name=f"ins_{UNIT_NAMES[kind]}") for kind in self.units}
         for kind, unit in self.units.items():
             fanout.d.comb += unit.ins.eq(Mux(unit.busy, copies[kind], cur))
@@ -466,16 +457,7 @@ class GA2Chip(wiring.Component):
         for kind, unit in self.units.items():
             m.d.sync += unit_counter[kind].eq(unit_counter[kind] + unit.busy)
 
-        any_busy = 0
-        for unit in self.units.values():
-            any_busy = any_busy | unit.busy
-        blocked = 0
-        for kind, unit in self.units.items():
-            hazard = 0
-            for p in incoming:
-                for q in held[kind]:       # the ISA's rule on the registered spans
-                    hazard = hazard | (p.valid & q.valid & isa.spans_meet((p.first, p.last), (q.first, q.last)))
-            blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
+        any_busy, blocked = self._blocked(verdict, incoming, held)
 
         halt = functools.partial(self._halt, m)
         error_word0 = stages.error(m, terms_word0, name="error_word0")
@@ -492,24 +474,8 @@ class GA2Chip(wiring.Component):
                 self._start(m, first, counters)
 
             with m.State("FETCH"):
-                op = Mux(first, terms_word0.op, terms_next.op)
-                m.d.comb += self.running.eq(1)
-                m.d.sync += [total.eq(total + 1), verdict.past_end.eq(self.pc >= self.imem_words),
-                             first.eq(0), verdict.halt.eq(op == isa.HALT.op),
-                             verdict.error.eq(Mux(first, error_word0, error_next))]
-                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(op.matches(*iset.unit_ops(kind))) for kind in self.units]
-                with m.If(first):
-                    m.d.sync += cur.eq(word0)
-                m.d.sync += [r.valid.eq(0) for r in incoming]
-                with m.Switch(op):
-                    for spec in iset.ops:
-                        with m.Case(spec.code):
-                            spans = zip(stages.spad_regions(terms_word0, spec), stages.spad_regions(terms_next, spec))
-                            for r, ((start0, end0), (start, end)) in zip(incoming, spans):
-                                first0, last0 = isa.partition_span(start0, end0, config)
-                                first1, last1 = isa.partition_span(start, end, config)
-                                m.d.sync += [r.valid.eq(1), r.first.eq(Mux(first, first0, first1)),
-                                             r.last.eq(Mux(first, last0, last1))]
+                self._overlapped_fetch(m, stages, total, first, (word0, cur), (terms_word0, terms_next),
+                                       (error_word0, error_next), verdict, incoming)
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):
@@ -538,6 +504,61 @@ class GA2Chip(wiring.Component):
                                  instructions.eq(instructions + 1)]
                     m.next = "FETCH"
         return m
+
+    def _region_registers(self, stages, terms, iset):
+        """The overlapped sequencer's region registers: ``incoming`` (the regions of the word in
+        ISSUE) and ``held`` (per unit, the regions of the instruction it runs), each slot the
+        first and last scratchpad partition a region touches (:func:`~ga2_hdl.isa.partition_span`);
+        slot k of an op is its k-th scratchpad region."""
+        slots = max(len(stages.spad_regions(terms, spec)) for spec in iset.ops)
+        part_bits = max(1, self.config.spad_partitions.bit_length() - 1)
+        region = data.StructLayout({"valid": 1, "first": part_bits, "last": part_bits})
+        incoming = [Signal(region, name=f"incoming{k}") for k in range(slots)]
+        held = {kind: [Signal(region, name=f"held_{UNIT_NAMES[kind]}{k}") for k in range(slots)]
+                for kind in self.units}
+        return incoming, held
+
+    def _blocked(self, verdict, incoming, held):
+        """Whether any unit is busy, and whether ISSUE must wait: the op's unit is busy, or a busy
+        unit holds a partition one of the incoming regions touches (the ISA's rule,
+        :func:`~ga2_hdl.isa.spans_meet`, on the registered spans)."""
+        any_busy = 0
+        for unit in self.units.values():
+            any_busy = any_busy | unit.busy
+        blocked = 0
+        for kind, unit in self.units.items():
+            hazard = 0
+            for p in incoming:
+                for q in held[kind]:
+                    hazard = hazard | (p.valid & q.valid & isa.spans_meet((p.first, p.last), (q.first, q.last)))
+            blocked = blocked | (unit.busy & (verdict[UNIT_NAMES[kind]] | hazard))
+        return any_busy, blocked
+
+    def _overlapped_fetch(self, m, stages, total, first, words, terms, errors, verdict, incoming):
+        """The overlapped sequencer's FETCH: the check's second half and the verdict registered,
+        and the partitions of the word's regions into ``incoming`` (word 0's from its own
+        registers while ``first``, when ``cur`` also takes ``word0``)."""
+        iset = isa.instruction_set(self.config)
+        (word0, cur), (terms_word0, terms_next), (error_word0, error_next) = words, terms, errors
+        op = Mux(first, terms_word0.op, terms_next.op)
+        m.d.comb += self.running.eq(1)
+        m.d.sync += [total.eq(total + 1), verdict.past_end.eq(self.pc >= self.imem_words),
+                     first.eq(0), verdict.halt.eq(op == isa.HALT.op),
+                     verdict.error.eq(Mux(first, error_word0, error_next))]
+        m.d.sync += [verdict[UNIT_NAMES[kind]].eq(op.matches(*iset.unit_ops(kind))) for kind in self.units]
+        with m.If(first):
+            m.d.sync += cur.eq(word0)
+        m.d.sync += [r.valid.eq(0) for r in incoming]
+        with m.Switch(op):
+            for spec in iset.ops:
+                with m.Case(spec.code):
+                    spans = zip(stages.spad_regions(terms_word0, spec), stages.spad_regions(terms_next, spec))
+                    for r, ((start0, end0), (start, end)) in zip(incoming, spans):
+                        first0, last0 = isa.partition_span(start0, end0, self.config)
+                        first1, last1 = isa.partition_span(start, end, self.config)
+                        m.d.sync += [r.valid.eq(1), r.first.eq(Mux(first, first0, first1)),
+                                     r.last.eq(Mux(first, last0, last1))]
+
 
 def _check_stage(registers: list, *, factors: bool):
     """The ``stage`` function of :meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`

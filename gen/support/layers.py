@@ -134,6 +134,34 @@ def violations(root: Path | str, graph: list[Import] | None = None) -> list[str]
             if i.target not in MAY_IMPORT.get(i.source, set())]
 
 
+
+#: the house's size limits (docs/architecture.md): lines of a module, lines of a function
+#: (its docstring included) in the packages
+MAX_MODULE_LINES = 700
+MAX_FUNCTION_LINES = 120
+
+
+def oversized(root: Path | str) -> list[str]:
+    """Every module of the packages longer than :data:`MAX_MODULE_LINES` and every function or
+    method longer than :data:`MAX_FUNCTION_LINES`: ``file: N lines`` or ``file:line: name N
+    lines``, read with :mod:`ast` like the imports."""
+    root = Path(root)
+    found = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            text = path.read_text()
+            name = path.relative_to(root).as_posix()
+            lines = len(text.splitlines())
+            if lines > MAX_MODULE_LINES:
+                found.append(f"{name}: {lines} lines (at most {MAX_MODULE_LINES})")
+            for node in ast.walk(ast.parse(text, filename=name)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    length = node.end_lineno - node.lineno + 1
+                    if length > MAX_FUNCTION_LINES:
+                        found.append(f"{name}:{node.lineno}: {node.name} {length} lines "
+                                     f"(at most {MAX_FUNCTION_LINES})")
+    return found
+
 #: where each room is drawn: (column, row); row 0 at the bottom
 _PLACES = {
     "ga2_hdl": (3.0, 0.0), "amaranth": (-0.6, 0.4), "ga2_hdl.contracts": (-0.4, 1.9), "gen.formal": (0.6, 3.4),

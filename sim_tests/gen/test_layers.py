@@ -43,3 +43,22 @@ def test_the_picture_is_drawn(tmp_path):
     png = tmp_path / "layers.png"
     layers.draw(REPO, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_module_or_function_of_the_packages_is_oversized():
+    assert layers.oversized(REPO) == []
+
+
+def test_an_oversized_module_and_function_are_named(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(layers.MAX_FUNCTION_LINES))   # def line + this: one too many
+    root = _tree(tmp_path, {
+        "gen/__init__.py": "",
+        "gen/fit.py": "def f():\n" + "".join(f"    x{i} = {i}\n" for i in range(layers.MAX_FUNCTION_LINES - 1)),
+        "gen/long.py": "def g():\n" + body,
+        "spec/big.py": "x = 1\n" * (layers.MAX_MODULE_LINES + 1),
+        "spec/ok.py": "x = 1\n" * layers.MAX_MODULE_LINES,
+    })
+    found = sorted(layers.oversized(root))
+    assert len(found) == 2
+    assert found[0].startswith("gen/long.py:1: g ")
+    assert found[1].startswith("spec/big.py: ")
