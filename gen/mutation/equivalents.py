@@ -252,6 +252,18 @@ _DIV_PARTIAL = ("the partial remainder after i steps is below 2**i: it is formed
                 "and the divider does w = 40 steps (steps_left), the first on the inputs in the start cycle "
                 "(cur_rem = 0).  ")
 
+#: a wide RQ lane's m, s and relu registers loaded in more or fewer of the busy cycles
+_RQ_LANE_LOAD = ("a lane's m, s and relu registers (built only without overlap) load the instruction's operands "
+                 "in every idle cycle, so in the start cycle too, where ins is already the RQ; from then until "
+                 "done (its last busy cycle) the instruction is held, so every load while busy loads the very "
+                 "values the register holds.  The enable decides only which busy cycles reload (the design: "
+                 "those whose chunk reads lane j, mask1; the change: every one, or those of mask0 or mask2), "
+                 "and a reload of the held value changes nothing: the registers hold the same values in every "
+                 "cycle, in the design and in the change (the enable is there only so that no two lanes' "
+                 "registers are alike for Yosys, docs/fpga.md), so the products, writes and busy time are the "
+                 "same")
+
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -656,6 +668,19 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "<= last_chunk; VADD: ahead // 2 <= last_slot // 2), so remaining = len - chunk * P lies in "
                 "1 .. len <= 2**16 - 1 (the len field is len(length) = 16 bits wide): it fits the narrower "
                 "register, whose value, and every comparison, is then the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "RequantizeEngine._chunks", "with m.If(~self.busy | masks[1][j]):",
+                "~self.busy | masks[1][j] -> 1", _RQ_LANE_LOAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "RequantizeEngine._chunks", "with m.If(~self.busy | masks[1][j]):",
+                "1 -> 0", _RQ_LANE_LOAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "RequantizeEngine._chunks", "with m.If(~self.busy | masks[1][j]):",
+                "1 -> 2", _RQ_LANE_LOAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._words", "with m.If(v2):", "v2 -> 1",
+                "result (the clamped sum) is read only by the write of dst[i], under v3, and v3 is v2 one cycle "
+                "later: in every cycle that writes, the cycle before had v2 = 1 and loaded result with the same "
+                "sum in the design and in the change.  The change only loads it also in cycles with v2 = 0, "
+                "whose value nothing reads (v3 is 0 the cycle after; the engine drives wr_data only inside the "
+                "write's If) and which the next v2 cycle overwrites: the writes, done and the busy time are the "
+                "same (the wide engine's argument, one lane)"),
 )
 
 
