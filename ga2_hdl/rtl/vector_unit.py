@@ -44,10 +44,11 @@ Operands come from ``ins`` through the ISA's operand definitions
 own (``docs/extending.md``).  Lengths are at
 least 1 (the sequencer refuses 0).
 
-Wide scratchpad port (``Config.spad_ports`` = P > 1).  RQ, VADD and AMAX have
-engines of their own (:class:`WideRequantizeEngine`, :class:`WideAddEngine`,
-:class:`WideArgmaxEngine`) that stream *chunks* of P consecutive words, one chunk
-per cycle (per two for VADD), the last chunk masked to the words below ``len``.
+Wide scratchpad port (``Config.spad_ports`` = P > 1).  RQ, VADD and AMAX have one
+engine each (:class:`RequantizeEngine`, :class:`AddEngine`, :class:`ArgmaxEngine`),
+as wide as the chip's port: on a P-word port each streams *chunks* of P consecutive
+words, one chunk per cycle (per two for VADD), the last chunk masked to the words
+below ``len``; on the book's one-word port it builds the one-word pipeline above.
 Each reads its first chunk in the start cycle and registers every chunk as it
 arrives (RQ's requantizers with their magnitude stage, VADD's src2 chunk before
 the adders, AMAX's chunk before its lane tree), so no bank output feeds logic.
@@ -86,32 +87,69 @@ def _int8(word):
     return word[:8].as_signed()
 
 
+def _clamp(total):
+    """A sum clamped into [INT8_MIN, INT8_MAX] (VADD's saturation, one lane)."""
+    return Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))
+
+
+def _delay(m, value, name):
+    """``value`` one cycle later (a register)."""
+    out = Signal.like(value, name=name)
+    m.d.sync += out.eq(value)
+    return out
+
+
+def _signature(config: Config) -> UnitSignature:
+    """The unit contract on the chip ``config``, its port as wide as ``spad_ports``: the book's one-word
+    port (no masks) when ``spad_ports`` = 1."""
+    return (UnitSignature(config=config) if config.spad_ports == 1
+            else UnitSignature(spad=SpadPort(words=config.spad_ports, config=config), config=config))
+
+
 class _Engine(wiring.Component):
-    """One operation's engine, on the unit contract (:class:`ga2_hdl.rtl.layout.UnitSignature`).
+    """One operation's engine, on the unit contract (:class:`ga2_hdl.rtl.layout.UnitSignature`), its
+    scratchpad port as wide as the chip's (``config.spad_ports`` = P words).
+
+    Each engine's ``elaborate`` builds the book's one-word pipeline when P = 1 and, when P > 1,
+    one that streams *chunks* of P consecutive words (one chunk per cycle, per two for VADD, the
+    last chunk masked to the words below ``len``).  The two share the operands, the start, the
+    lanes' arithmetic and the write (:meth:`_write`); they differ where the book's chip needs its
+    own registers (an element counter beside the address; the chunk pipeline keeps the address
+    itself in a register and reads its first chunk in the start cycle).
 
     Parameters
     ----------
     config : Config
         The chip (required; ``isa.BOOK`` is the book's): the scratchpad's size sets the address and
-        counter widths.
+        counter widths, ``spad_ports`` the port's width.
     """
 
     def __init__(self, *, config: Config):
         self.config = config
-        super().__init__(UnitSignature(config=config))
+        #: P, the words per access (the port's width), and log2(P)
+        self.ports = config.spad_ports
+        self.shift = self.ports.bit_length() - 1
+        super().__init__(_signature(config))
 
     def _addr(self, base, index):
         """A scratchpad address: base + index, within the scratchpad's address space."""
         return (base + index)[:spad_addr_bits(self.config)]
 
-    def _write(self, m, valid, last, base, index, value):
-        """Write ``value`` to ``base + index`` when ``valid`` (``index`` then steps);
-        with ``last`` that write is the engine's done cycle (None: the engine says when it is done)."""
+    def _write(self, m, valid, last, addr, counter, lanes, mask=None):
+        """Write ``lanes`` (one value per lane, sign-extended to the word) to ``addr`` when ``valid``,
+        under ``mask`` on a wide port; ``counter`` then steps by P (one-word port: the element index
+        ``addr`` is ``base + counter`` of; wide: :meth:`_write_address`'s register, ``addr`` itself).
+        With ``last`` that write is the engine's done cycle (None: the engine says when it is done)."""
         with m.If(valid):
-            m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(self._addr(base, index)),
-                         self.spad.wr_data.eq(value)]           # sign-extended to the word
-            m.d.sync += index.eq(index + 1)
+            m.d.comb += [self.spad.wr_en.eq(1), self.spad.wr_addr.eq(addr)]
+            if self.ports == 1:
+                [value] = lanes
+                m.d.comb += self.spad.wr_data.eq(value)
+            else:
+                m.d.comb += self.spad.wr_mask.eq(mask)
+                for j, v in enumerate(lanes):
+                    m.d.comb += self.spad.wr_data[j].eq(v)
+            m.d.sync += counter.eq(counter + self.ports)
             if last is not None:
                 with m.If(last):
                     self._finish(m)
@@ -121,218 +159,18 @@ class _Engine(wiring.Component):
         m.d.comb += self.done.eq(1)
         m.d.sync += self.busy.eq(0)
 
-
-class RequantizeEngine(_Engine):
-    """RQ dst src len m s relu: dst[i] = requantize(int32 src[i]).  W = len + 2.
-
-    cycle t+i: read src[i] (the first in the start cycle t itself: the scratchpad is free then,
-    since nothing else runs, and a read changes nothing);  t+1+i: the data arrives and the
-    Requantizer's magnitude stage registers it;  then its multiply stages;  then its rounding
-    stage, and the write of dst[i].  On a chip without overlap the multiply takes two stages
-    (``Requantizer(split_multiply=True)``), so dst[i] is written in t+4+i: the last write, in
-    t+W+1, is the trailing write :func:`ga2_hdl.isa.trailing_write_cycles` allows (the next
-    instruction's FETCH cycle), and done comes with the last result's multiply, in t+W.  With
-    overlap the multiply is one stage, dst[i] written in t+3+i, done with the last write.
-    (Reading one cycle before the first busy cycle and writing one after the last buy the
-    registers after the scratchpad's output and inside the multiply, in the same cycles:
-    docs/fpga.md.)
-    """
-
-    def elaborate(self, platform):
-        m = Module()
-        trailing = isa.trailing_write_cycles(self.config)
-        m.submodules.requantizer = rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
-        assert rq.LATENCY == 2 + trailing
-        dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
-
-        rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
-        reading = Signal()
-        # valid[k], last[k]: element i's read data is on rd_data in k = 1, its q in k = LATENCY + 1
-        depth = rq.LATENCY + 1
-        valid = [reading] + [Signal(name=f"v{k}") for k in range(1, depth + 1)]
-        last = [Signal(name="last0")] + [Signal(name=f"last{k}") for k in range(1, depth + 1)]
-
-        with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), rd_index.eq(1), wr_index.eq(0)]
-        index = Mux(self.start, 0, rd_index)
-        m.d.comb += [
-            reading.eq(self.start | (self.busy & (rd_index < length))),   # (len >= 1: the issue check)
-            last[0].eq(reading & (index == length - 1)),
-            self.spad.rd_en.eq(reading),
-            # the address from registers only: idle (the start cycle), the first element's; start
-            # (late in its cycle) reaches only the read enable
-            self.spad.rd_addr.eq(Mux(self.busy, self._addr(src, rd_index), self._addr(src, 0))),
-            rq.acc.eq(self.spad.rd_data.as_signed()),
-        ]
-        # m, s and relu from registers of the engine's own, loaded from the instruction every cycle:
-        # the requantizer takes them with the first element's data, a cycle after the start (the
-        # instruction is held while busy), and its constants from s then start beside it, not at
-        # the sequencer's instruction register
-        for port, name in ((rq.mantissa, "m"), (rq.shift, "s"), (rq.relu, "relu")):
-            value = operand(self.ins, "RQ", name)
-            local = Signal(value.shape(), name=f"ins_{name}")
-            m.d.sync += local.eq(value)
-            m.d.comb += port.eq(local)
-        m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, depth + 1)]
-        m.d.sync += [last[k].eq(last[k - 1]) for k in range(1, depth + 1)]
-        with m.If(reading & ~self.start):
-            m.d.sync += rd_index.eq(rd_index + 1)
-
-        # the write of each q; done with the last write or, trailing, the cycle before it
-        self._write(m, valid[depth], None, dst, wr_index, rq.q)
-        with m.If(last[depth - trailing]):
-            self._finish(m)
-        return m
-
-
-class AddEngine(_Engine):
-    """VADD dst src1 src2 len: dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127).  W = 2*len + 2.
-
-    One read port, so element i takes two read slots: cycle t+2i reads src1[i] (the first in
-    the start cycle t itself, as the RQ engine), t+1+2i reads src2[i]; each word is registered
-    when it arrives (src1[i] moved on when src2[i] arrives); the cycle after src2[i]'s, the sum
-    is clamped into a register, written in t+4+2i.  done with the last write.
-    """
-
-    def elaborate(self, platform):
-        m = Module()
-        dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
-        length = operand(self.ins, "VADD", "len")
-
-        slot = Signal(range(2 * self.config.spad_words + 1))    # read slots issued: 2 per element
-        wr_index = Signal(_index(self.config))
-        reading = Signal()
-        v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
-        v2, last2 = Signal(), Signal()                      # both operands of an element registered
-        v3, last3 = Signal(), Signal()                      # a sum is ready to write
-        first_operand = Signal(signed(8))
-        second_operand = Signal(signed(8))
-        total = Signal(signed(9))
-        clamped = Signal(signed(8))
-
-        with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), slot.eq(1), wr_index.eq(0)]
-        now = Mux(self.start, 0, slot)                      # the slot read this cycle
-        m.d.comb += [
-            reading.eq(self.start | (self.busy & (slot < 2 * length))),
-            self.spad.rd_en.eq(reading),
-            # the address from registers only: idle (the start cycle), src1[0]'s; start (late in its
-            # cycle) reaches only the read enable
-            self.spad.rd_addr.eq(Mux(self.busy, self._addr(Mux(slot[0], src2, src1), slot[1:]), self._addr(src1, 0))),
-        ]
-        m.d.sync += [v1.eq(reading), second1.eq(now[0]), last1.eq(reading & (now == 2 * length - 1))]
-        with m.If(reading & ~self.start):
-            m.d.sync += slot.eq(slot + 1)
-
-        m.d.comb += [
-            total.eq(first_operand + second_operand),
-            clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),
-        ]
-        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1), v3.eq(v2), last3.eq(last2)]
-        # every word read is registered as it arrives, in a register without an enable (the block
-        # RAM's output reaches a flip-flop through no multiplexer): src2[i]'s arrival moves src1[i]
-        # on into first_operand, and the sum is formed the cycle after, from the two registers
-        m.d.sync += second_operand.eq(_int8(self.spad.rd_data))
-        with m.If(v1 & second1):
-            m.d.sync += first_operand.eq(second_operand)
-        result = Signal(signed(8))
-        with m.If(v2):
-            m.d.sync += result.eq(clamped)
-
-        self._write(m, v3, last3, dst, wr_index, result)
-        return m
-
-
-class ArgmaxEngine(_Engine):
-    """AMAX dst src len: dst[0] = index of the first maximum of int32 src[0..len).  W = len + 3.
-
-    cycle t+1+i: read src[i];  t+2+i: the word is registered with its index;
-    t+3+i: compared with the best so far (strictly greater replaces it, so
-    ties keep the first index);  t+len+3: the index is written, with done.
-    """
-
-    def elaborate(self, platform):
-        m = Module()
-        dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
-
-        rd_index = Signal(_index(self.config))
-        reading = Signal()
-        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data on rd_data
-        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data registered
-        value2 = Signal(signed(isa.WORD_BITS))
-        best = Signal(signed(isa.WORD_BITS))
-        best_index = Signal(spad_addr_bits(self.config))
-        finish = Signal()                                              # all compared: write
-
-        with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), rd_index.eq(0),
-                         best.eq(-(1 << (isa.WORD_BITS - 1))), best_index.eq(0)]
-        m.d.comb += [
-            reading.eq(self.busy & (rd_index < length)),
-            self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(src, rd_index)),
-        ]
-        m.d.sync += [
-            v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
-            v2.eq(v1), last2.eq(last1), idx2.eq(idx1), value2.eq(self.spad.rd_data),
-            finish.eq(v2 & last2),
-        ]
-        with m.If(reading):
-            m.d.sync += rd_index.eq(rd_index + 1)
-        with m.If(v2 & (value2 > best)):
-            m.d.sync += [best.eq(value2), best_index.eq(idx2)]
-
+    def _write_result(self, m, finish, dst, value):
+        """Write the single word ``value`` to ``dst`` when ``finish`` (lane 0 of a wide port), with done."""
         with m.If(finish):
             m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(self._addr(dst, 0)),
-                         self.spad.wr_data.eq(best_index)]
+                         self.spad.wr_addr.eq(self._addr(dst, 0))]
+            if self.ports == 1:
+                m.d.comb += self.spad.wr_data.eq(value)
+            else:
+                m.d.comb += [self.spad.wr_mask.eq(1), self.spad.wr_data[0].eq(value)]
             self._finish(m)
-        return m
 
-
-def _off_contract(name: str, engine_cls) -> str:
-    return (f"the engine of {name} ({getattr(engine_cls, '__name__', engine_cls)}) is not a "
-            f"wiring.Component on the unit contract (ga2_hdl.rtl.layout.UnitSignature)")
-
-
-def _drop_refused(engines: dict) -> None:
-    """Drop the engines built for a vector unit that is refused (one of them is off the unit
-    contract, which only its instance shows): they are discarded on purpose, so Amaranth's
-    warning that they were never used is not shown for them (an Elaboratable refers to itself,
-    so it is freed by the cycle collector, run here, within the filter)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        engines.clear()
-        gc.collect()
-
-
-def _ports(signature: wiring.Signature) -> dict:
-    """Every port of a signature: path -> (flow, shape) (a user's engine may declare the contract's ports in a
-    plain Signature of its own, which compares equal to no UnitSignature)."""
-    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
-
-
-class _WideEngine(_Engine):
-    """An engine on a ``config.spad_ports``-word port: streams chunks of P consecutive words.
-
-    Every wide engine reads its first chunk in the start cycle (as the book's RQ and VADD
-    engines read their first word), so each has a register after the banks' outputs without
-    a cycle more: no bank output drives a multiplier, an adder or a compare.
-
-    Not a unit of the Verilog export's registry (``EXPORTED_ALONE``): it exists only on chips
-    with wide ports, and the registry builds each unit for the book's chip unless told otherwise.
-    """
-
-    EXPORTED_ALONE = False
-
-    def __init__(self, *, config):
-        if config.spad_ports < 2:
-            raise ValueError("a wide engine needs spad_ports >= 2")
-        self.config = config
-        self.ports = config.spad_ports
-        self.shift = self.ports.bit_length() - 1
-        wiring.Component.__init__(self, UnitSignature(spad=SpadPort(words=self.ports, config=config), config=config))
-
+    # ------------------------------------------------------------------ chunks (P > 1)
     def _mask(self, m, length, chunk):
         """Lanes j of chunk ``chunk`` below ``length``: ``chunk*P + j < length``."""
         remaining = Signal(len(length) + 1)
@@ -367,61 +205,94 @@ class _WideEngine(_Engine):
     def _write_address(self, m, base):
         """The address of the next chunk written, a register (no adder after the instruction
         register): ``base`` while the engine is idle (the start cycle's is the instruction's, held
-        from then on), P words further after each write (:meth:`_write_chunk`)."""
+        from then on), P words further after each write (:meth:`_write`)."""
         addr = Signal(spad_addr_bits(self.config), name="wr_addr_next")
         with m.If(~self.busy):
             m.d.sync += addr.eq(base)
         return addr
 
-    def _write_chunk(self, m, valid, last, addr, mask, lanes):
-        """Write ``lanes`` (one value per lane) to ``addr`` (:meth:`_write_address`'s register, which
-        then steps by P) under ``mask`` when ``valid``; with ``last`` that write is the engine's done
-        cycle (None: the engine says when it is done)."""
-        with m.If(valid):
-            m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(addr),
-                         self.spad.wr_mask.eq(mask)]
-            for j, v in enumerate(lanes):
-                m.d.comb += self.spad.wr_data[j].eq(v)                # sign-extended to the word
-            m.d.sync += addr.eq(addr + self.ports)
-            if last is not None:
-                with m.If(last):
-                    self._finish(m)
 
+class RequantizeEngine(_Engine):
+    """RQ dst src len m s relu: dst[i] = requantize(int32 src[i]).  W = ceil(len/P) + 2.
 
-def _delay(m, value, name):
-    """``value`` one cycle later (a register)."""
-    out = Signal.like(value, name=name)
-    m.d.sync += out.eq(value)
-    return out
+    One-word port (P = 1): cycle t+i: read src[i] (the first in the start cycle t itself: the
+    scratchpad is free then, since nothing else runs, and a read changes nothing);  t+1+i: the
+    data arrives and the Requantizer's magnitude stage registers it;  then its multiply stages;
+    then its rounding stage, and the write of dst[i].  On a chip without overlap the multiply
+    takes two stages (``Requantizer(split_multiply=True)``), so dst[i] is written in t+4+i: the
+    last write, in t+W+1, is the trailing write :func:`ga2_hdl.isa.trailing_write_cycles` allows
+    (the next instruction's FETCH cycle), and done comes with the last result's multiply, in t+W.
+    With overlap the multiply is one stage, dst[i] written in t+3+i, done with the last write.
+    (Reading one cycle before the first busy cycle and writing one after the last buy the
+    registers after the scratchpad's output and inside the multiply, in the same cycles:
+    docs/fpga.md.)
 
-
-class WideRequantizeEngine(_WideEngine):
-    """RQ on a P-word port: P requantizers, one chunk per cycle.  W = ceil(len/P) + 2.
-
-    cycle t+i: read chunk i (chunk 0 in the start cycle t);  t+1+i: its words arrive and each
-    lane's Requantizer registers sign and magnitude (``magnitude_stage``);  then the multiply
-    stages;  then round, saturate, and write chunk i.  As the book's
-    :class:`RequantizeEngine`: on a chip without overlap the multiply takes two stages
-    (``Requantizer(split_multiply=True)``), chunk i is written in t+4+i and the last chunk in
-    t+W+1, the trailing write :func:`ga2_hdl.isa.trailing_write_cycles` allows, done coming in
-    t+W with the last chunk's multiply; with overlap the multiply is one stage, chunk i written in
-    t+3+i, done with the last write.  In place, chunk i is written while chunk i+3 (i+4 with the
-    split multiply) is read.
+    P-word port: P requantizers, chunk i read in cycle t+i (chunk 0 in the start cycle), each
+    lane's word registered as it arrives, chunk i written in t+4+i (t+3+i with overlap), done
+    as above.  In place, chunk i is written while chunk i+3 (i+4 with the split multiply) is read.
     """
 
     def elaborate(self, platform):
         m = Module()
-        P = self.ports
         trailing = isa.trailing_write_cycles(self.config)
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
+        # the write of element (chunk) i: 1 (the read) + the requantizer's latency cycles after its
+        # read; done with the last write or, trailing, the cycle before it
+        depth = 2 + trailing + 1
+        if self.ports == 1:
+            valid, last = self._words(m, trailing, depth, dst, src, length)
+        else:
+            valid, last = self._chunks(m, trailing, depth, dst, src, length)
+        with m.If(last[depth - trailing]):
+            self._finish(m)
+        return m
+
+    def _words(self, m, trailing, depth, dst, src, length):
+        """The book's one-word pipeline: (valid, last) by pipeline stage."""
+        m.submodules.requantizer = rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
+        assert rq.LATENCY == depth - 1
+        rd_index, wr_index = Signal(_index(self.config)), Signal(_index(self.config))
+        reading = Signal()
+        # valid[k], last[k]: element i's read data is on rd_data in k = 1, its q in k = LATENCY + 1
+        valid = [reading] + [Signal(name=f"v{k}") for k in range(1, depth + 1)]
+        last = [Signal(name="last0")] + [Signal(name=f"last{k}") for k in range(1, depth + 1)]
+
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), rd_index.eq(1), wr_index.eq(0)]
+        index = Mux(self.start, 0, rd_index)
+        m.d.comb += [
+            reading.eq(self.start | (self.busy & (rd_index < length))),   # (len >= 1: the issue check)
+            last[0].eq(reading & (index == length - 1)),
+            self.spad.rd_en.eq(reading),
+            # the address from registers only: idle (the start cycle), the first element's; start
+            # (late in its cycle) reaches only the read enable
+            self.spad.rd_addr.eq(Mux(self.busy, self._addr(src, rd_index), self._addr(src, 0))),
+            rq.acc.eq(self.spad.rd_data.as_signed()),
+        ]
+        # m, s and relu from registers of the engine's own, loaded from the instruction every cycle:
+        # the requantizer takes them with the first element's data, a cycle after the start (the
+        # instruction is held while busy), and its constants from s then start beside it, not at
+        # the sequencer's instruction register
+        for port, name in ((rq.mantissa, "m"), (rq.shift, "s"), (rq.relu, "relu")):
+            value = operand(self.ins, "RQ", name)
+            local = Signal(value.shape(), name=f"ins_{name}")
+            m.d.sync += local.eq(value)
+            m.d.comb += port.eq(local)
+        m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, depth + 1)]
+        m.d.sync += [last[k].eq(last[k - 1]) for k in range(1, depth + 1)]
+        with m.If(reading & ~self.start):
+            m.d.sync += rd_index.eq(rd_index + 1)
+
+        # the write of each q
+        self._write(m, valid[depth], None, self._addr(dst, wr_index), wr_index, [rq.q])
+        return valid, last
+
+    def _chunks(self, m, trailing, depth, dst, src, length):
+        """P requantizers on chunks: (valid, last) by pipeline stage."""
         wr_addr = self._write_address(m, dst)
         with m.If(self.start):
             m.d.sync += self.busy.eq(1)
         rd = self._read_chunks(m, src, length)
-        # the write of chunk i: 1 (the read) + the requantizer's latency cycles after its read;
-        # done with the last write or, trailing, the cycle before it
-        depth = 2 + trailing + 1
         valids, lasts, masks = [rd.reading], [rd.last], [rd.mask]
         for k in range(1, depth + 1):
             valids.append(_delay(m, valids[-1], f"valid{k}"))
@@ -429,7 +300,7 @@ class WideRequantizeEngine(_WideEngine):
             lasts.append(_delay(m, lasts[-1], f"last{k}"))
         operands = {name: operand(self.ins, "RQ", name) for name in ("m", "s", "relu")}
         outs = []
-        for j in range(P):
+        for j in range(self.ports):
             rq = Requantizer(magnitude_stage=True, split_multiply=trailing > 0)
             assert rq.LATENCY == depth - 1
             m.submodules[f"requantizer{j}"] = rq
@@ -450,28 +321,80 @@ class WideRequantizeEngine(_WideEngine):
                 rq.relu.eq(lane["relu"]),
             ]
             outs.append(rq.q)
-        valid, mask = valids[depth], masks[depth]
-        self._write_chunk(m, valid, None, wr_addr, mask, outs)
-        with m.If(lasts[depth - trailing]):
-            self._finish(m)
-        return m
+        self._write(m, valids[depth], None, wr_addr, wr_addr, outs, masks[depth])
+        return valids, lasts
 
 
-class WideAddEngine(_WideEngine):
-    """VADD on a P-word port: a chunk of src1, then the same chunk of src2, P adders.
+class AddEngine(_Engine):
+    """VADD dst src1 src2 len: dst[i] = clamp(int8 src1[i] + int8 src2[i], -127, 127).
     W = 2*ceil(len/P) + 2.
 
-    Read slot k = 2i (src1's chunk i) or 2i+1 (src2's) in cycle t+k (slot 0 in the start cycle
-    t); each chunk is registered when it arrives (t+1+k); the cycle after src2's chunk i
-    arrives (t+2i+3) the clamped sums are registered, written in t+2i+4 (while src1's chunk
-    i+2 is read).  done with the last write.
+    One read port, so element (chunk) i takes two read slots: cycle t+2i reads src1's (the first
+    in the start cycle t itself, as the RQ engine), t+1+2i reads src2's; each word (chunk) is
+    registered when it arrives; the cycle after src2's arrives, the sums are clamped into a
+    register, written in t+4+2i (while src1's element i+2 is read).  done with the last write.
+    On the one-word port src1[i] is moved on when src2[i] arrives; on a P-word port src1's chunk
+    is held for src2's, P adders.
     """
 
     def elaborate(self, platform):
         m = Module()
-        P = self.ports
         dst, src1, src2 = (operand(self.ins, "VADD", n) for n in ("dst", "src1", "src2"))
         length = operand(self.ins, "VADD", "len")
+        if self.ports == 1:
+            self._words(m, dst, src1, src2, length)
+        else:
+            self._chunks(m, dst, src1, src2, length)
+        return m
+
+    def _words(self, m, dst, src1, src2, length):
+        """The book's one-word pipeline."""
+        slot = Signal(range(2 * self.config.spad_words + 1))    # read slots issued: 2 per element
+        wr_index = Signal(_index(self.config))
+        reading = Signal()
+        v1, second1, last1 = Signal(), Signal(), Signal()   # data on rd_data; it is src2's; the last
+        v2, last2 = Signal(), Signal()                      # both operands of an element registered
+        v3, last3 = Signal(), Signal()                      # a sum is ready to write
+        first_operand = Signal(signed(8))
+        second_operand = Signal(signed(8))
+        total = Signal(signed(9))
+        clamped = Signal(signed(8))
+
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), slot.eq(1), wr_index.eq(0)]
+        now = Mux(self.start, 0, slot)                      # the slot read this cycle
+        m.d.comb += [
+            reading.eq(self.start | (self.busy & (slot < 2 * length))),
+            self.spad.rd_en.eq(reading),
+            # the address from registers only: idle (the start cycle), src1[0]'s; start (late in its
+            # cycle) reaches only the read enable
+            self.spad.rd_addr.eq(Mux(self.busy, self._addr(Mux(slot[0], src2, src1), slot[1:]), self._addr(src1, 0))),
+        ]
+        m.d.sync += [v1.eq(reading), second1.eq(now[0]), last1.eq(reading & (now == 2 * length - 1))]
+        with m.If(reading & ~self.start):
+            m.d.sync += slot.eq(slot + 1)
+
+        m.d.comb += [
+            total.eq(first_operand + second_operand),
+            clamped.eq(_clamp(total)),
+        ]
+        m.d.sync += [v2.eq(v1 & second1), last2.eq(last1), v3.eq(v2), last3.eq(last2)]
+        # every word read is registered as it arrives, in a register without an enable (the block
+        # RAM's output reaches a flip-flop through no multiplexer): src2[i]'s arrival moves src1[i]
+        # on into first_operand, and the sum is formed the cycle after, from the two registers
+        m.d.sync += second_operand.eq(_int8(self.spad.rd_data))
+        with m.If(v1 & second1):
+            m.d.sync += first_operand.eq(second_operand)
+        result = Signal(signed(8))
+        with m.If(v2):
+            m.d.sync += result.eq(clamped)
+
+        self._write(m, v3, last3, self._addr(dst, wr_index), wr_index, [result])
+
+    def _chunks(self, m, dst, src1, src2, length):
+        """A chunk of src1, then the same chunk of src2, P adders: read slot k = 2i (src1's chunk
+        i) or 2i+1 (src2's) in cycle t+k (slot 0 in the start cycle t)."""
+        P = self.ports
         ahead = Signal(range(2 * self.config.spad_words + 1))          # the next slot after the start's
         last_slot = Signal(range(2 * self.config.spad_words + 1), name="last_slot")     # the last read slot
         wr_addr = self._write_address(m, dst)
@@ -507,38 +430,74 @@ class WideAddEngine(_WideEngine):
             with m.If(v1 & second1):
                 m.d.sync += second[j].eq(x)
             with m.If(v2):
-                m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,
-                                             Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))
-        self._write_chunk(m, v3, last3, wr_addr, mask3, [result[j] for j in range(P)])
-        return m
+                m.d.sync += result[j].eq(_clamp(total))
+        self._write(m, v3, last3, wr_addr, wr_addr, [result[j] for j in range(P)], mask3)
 
 
-class WideArgmaxEngine(_WideEngine):
-    """AMAX on a P-word port: a chunk per cycle, its lanes reduced by a registered tree, the
-    chunk's winner compared with the best so far.  W = ceil(len/P) + 2 + log2(P).
+class ArgmaxEngine(_Engine):
+    """AMAX dst src len: dst[0] = index of the first maximum of int32 src[0..len).
+    W = ceil(len/P) + 2 + log2(P) (len + 3 on the one-word port).
 
-    cycle t+i: read chunk i (chunk 0 in the start cycle t);  t+1+i: its words arrive and are
-    registered (a masked lane as the smallest int32, so it never wins);  t+2+i .. t+1+i+log2(P):
-    one level of pairwise compares per cycle, each registered: the right (higher) half of a pair
-    replaces the left only when strictly greater, so each level keeps the first index of its
-    maximum;  t+2+i+log2(P): the chunk's winner against the best so far (strictly greater
-    replaces: the chunk's indices all come after the best's), so the first maximum wins overall;
-    t+R+2+log2(P) (R = ceil(len/P)): the index is written, with done.
+    One-word port: cycle t+1+i: read src[i];  t+2+i: the word is registered with its index;
+    t+3+i: compared with the best so far (strictly greater replaces it, so ties keep the first
+    index);  t+len+3: the index is written, with done.
+
+    P-word port: cycle t+i: read chunk i (chunk 0 in the start cycle t);  t+1+i: its words arrive
+    and are registered (a masked lane as the smallest int32, so it never wins);  t+2+i ..
+    t+1+i+log2(P): one level of pairwise compares per cycle, each registered: the right (higher)
+    half of a pair replaces the left only when strictly greater, so each level keeps the first
+    index of its maximum;  t+2+i+log2(P): the chunk's winner against the best so far (strictly
+    greater replaces: the chunk's indices all come after the best's), so the first maximum wins
+    overall;  t+R+2+log2(P) (R = ceil(len/P)): the index is written, with done.
     """
 
     def elaborate(self, platform):
         m = Module()
-        P, L = self.ports, self.shift
-        bits = spad_addr_bits(self.config)
         dst, src, length = (operand(self.ins, "AMAX", n) for n in ("dst", "src", "len"))
-        smallest = -(1 << (isa.WORD_BITS - 1))
         best = Signal(signed(isa.WORD_BITS))
-        best_index = Signal(bits)
-        finish = Signal()
+        best_index = Signal(spad_addr_bits(self.config))
+        finish = Signal()                                              # all compared: write
+        smallest = -(1 << (isa.WORD_BITS - 1))          # the best's start value, below every word
+        if self.ports == 1:
+            self._words(m, src, length, best, best_index, smallest, finish)
+        else:
+            self._chunks(m, src, length, best, best_index, smallest, finish)
+        self._write_result(m, finish, dst, best_index)
+        return m
+
+    def _words(self, m, src, length, best, best_index, smallest, finish):
+        """The book's one-word pipeline."""
+        rd_index = Signal(_index(self.config))
+        reading = Signal()
+        v1, last1, idx1 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data on rd_data
+        v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data registered
+        value2 = Signal(signed(isa.WORD_BITS))
+
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), rd_index.eq(0), best.eq(smallest), best_index.eq(0)]
+        m.d.comb += [
+            reading.eq(self.busy & (rd_index < length)),
+            self.spad.rd_en.eq(reading),
+            self.spad.rd_addr.eq(self._addr(src, rd_index)),
+        ]
+        m.d.sync += [
+            v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
+            v2.eq(v1), last2.eq(last1), idx2.eq(idx1), value2.eq(self.spad.rd_data),
+            finish.eq(v2 & last2),
+        ]
+        with m.If(reading):
+            m.d.sync += rd_index.eq(rd_index + 1)
+        with m.If(v2 & (value2 > best)):
+            m.d.sync += [best.eq(value2), best_index.eq(idx2)]
+
+    def _chunks(self, m, src, length, best, best_index, smallest, finish):
+        """A chunk per cycle, its lanes reduced by a registered tree, the chunk's winner compared
+        with the best so far."""
+        P, L = self.ports, self.shift
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), best.eq(smallest), best_index.eq(0)]
         rd = self._read_chunks(m, src, length)
-        v, last, base = rd.reading, rd.last, (rd.chunk << self.shift)[:bits]
+        v, last, base = rd.reading, rd.last, (rd.chunk << self.shift)[:spad_addr_bits(self.config)]
         mask = _delay(m, rd.mask, "mask1")
         v, last, base = _delay(m, v, "v1"), _delay(m, last, "last1"), _delay(m, base, "base1")   # on rd_data
         # level 0: the chunk registered; level k: 2**(L-k) candidates (value, offset in its group)
@@ -560,13 +519,29 @@ class WideArgmaxEngine(_WideEngine):
         with m.If(v & (winner > best)):
             m.d.sync += [best.eq(winner), best_index.eq(base | offset)]
         m.d.sync += finish.eq(v & last)
-        with m.If(finish):
-            m.d.comb += [self.spad.wr_en.eq(1),
-                         self.spad.wr_addr.eq(self._addr(dst, 0)),
-                         self.spad.wr_mask.eq(1),
-                         self.spad.wr_data[0].eq(best_index)]
-            self._finish(m)
-        return m
+
+
+def _off_contract(name: str, engine_cls) -> str:
+    return (f"the engine of {name} ({getattr(engine_cls, '__name__', engine_cls)}) is not a "
+            f"wiring.Component on the unit contract (ga2_hdl.rtl.layout.UnitSignature)")
+
+
+def _drop_refused(engines: dict) -> None:
+    """Drop the engines built for a vector unit that is refused (one of them is off the unit
+    contract, which only its instance shows): they are discarded on purpose, so Amaranth's
+    warning that they were never used is not shown for them (an Elaboratable refers to itself,
+    so it is freed by the cycle collector, run here, within the filter)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        engines.clear()
+        gc.collect()
+
+
+def _ports(signature: wiring.Signature) -> dict:
+    """Every port of a signature: path -> (flow, shape) (a user's engine may declare the contract's ports in a
+    plain Signature of its own, which compares equal to no UnitSignature)."""
+    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
+
 
 
 class VectorUnit(wiring.Component):
@@ -588,7 +563,8 @@ class VectorUnit(wiring.Component):
         ignored.
     """
 
-    #: the engine of each of the book's operations
+    #: the engine of each of the book's operations (RQ, VADD and AMAX as wide as the chip's port,
+    #: SM one word wide: on lane 0 of a wide port)
     ENGINES = {"RQ": RequantizeEngine, "SM": SoftmaxUnit, "VADD": AddEngine, "AMAX": ArgmaxEngine}
 
     def __new__(cls, *, config: Config):
@@ -608,8 +584,7 @@ class VectorUnit(wiring.Component):
     @staticmethod
     def _signature(config: Config) -> UnitSignature:
         """The unit's contract on the chip ``config`` (its port as wide as ``spad_ports``)."""
-        return (UnitSignature(config=config) if config.spad_ports == 1
-                else UnitSignature(spad=SpadPort(words=config.spad_ports, config=config), config=config))
+        return _signature(config)
 
     @classmethod
     def check(cls, config: Config) -> None:
@@ -647,12 +622,7 @@ class VectorUnit(wiring.Component):
         for code in iset.unit_ops(isa.Unit.VECTOR):
             spec = iset.by_code[code]
             ext = iset.extension_of.get(code)
-            if ext is not None:
-                engine = ext.engines.get(spec.mnemonic)
-            elif config.spad_ports > 1 and spec.mnemonic in cls.WIDE_ENGINES:
-                engine = cls.WIDE_ENGINES[spec.mnemonic]
-            else:
-                engine = cls.ENGINES.get(spec.mnemonic)
+            engine = (cls.ENGINES if ext is None else ext.engines).get(spec.mnemonic)
             if engine is None:
                 where = ("VectorUnit.ENGINES" if ext is None
                          else f"the engines mapping of {ext.module}'s EXTENSION")
@@ -713,6 +683,3 @@ class VectorUnit(wiring.Component):
                                      self.spad.wr_data[0].eq(p.wr_data)]
         return m
 
-    #: the engines of a wide port (spad_ports > 1); an operation without one runs its
-    #: one-word engine on lane 0
-    WIDE_ENGINES = {"RQ": WideRequantizeEngine, "VADD": WideAddEngine, "AMAX": WideArgmaxEngine}

@@ -252,6 +252,18 @@ _DIV_PARTIAL = ("the partial remainder after i steps is below 2**i: it is formed
                 "and the divider does w = 40 steps (steps_left), the first on the inputs in the start cycle "
                 "(cur_rem = 0).  ")
 
+#: a wide RQ lane's m, s and relu registers loaded in more or fewer of the busy cycles
+_RQ_LANE_LOAD = ("a lane's m, s and relu registers (built only without overlap) load the instruction's operands "
+                 "in every idle cycle, so in the start cycle too, where ins is already the RQ; from then until "
+                 "done (its last busy cycle) the instruction is held, so every load while busy loads the very "
+                 "values the register holds.  The enable decides only which busy cycles reload (the design: "
+                 "those whose chunk reads lane j, mask1; the change: every one, or those of mask0 or mask2), "
+                 "and a reload of the held value changes nothing: the registers hold the same values in every "
+                 "cycle, in the design and in the change (the enable is there only so that no two lanes' "
+                 "registers are alike for Yosys, docs/fpga.md), so the products, writes and busy time are the "
+                 "same")
+
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -383,16 +395,16 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the change only calls acc = 0 negative: its magnitude is 0 either way (-0 = 0), the product, "
                 "the rounded value and the saturated value are 0, and the result is -0 = 0, or 0 with relu: "
                 "the same q for every input"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
-                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "_clamp",
+                "return Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
-                "the only input the change treats differently is total = INT8_MAX, which the clamp then "
-                "replaces by INT8_MAX: the same value"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate",
-                "clamped.eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))),",
+                "the only input the change treats differently is total = INT8_MAX (one lane's sum, on a "
+                "one-word or a wide port), which the clamp then replaces by INT8_MAX: the same value"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "_clamp",
+                "return Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))",
                 "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
-                "the only input the change treats differently is total = INT8_MIN, which the clamp then "
-                "replaces by INT8_MIN: the same value"),
+                "the only input the change treats differently is total = INT8_MIN (one lane's sum, on a "
+                "one-word or a wide port), which the clamp then replaces by INT8_MIN: the same value"),
     Equivalence("ga2_hdl/rtl/decoder.py", "CheckStages._op_error", "for qs, qe in spad[i + 1:]:",
                 "i + 1 -> i + 0",
                 "spad[i:] also pairs each scratchpad region with itself; the OVERLAP rule added for such a pair "
@@ -542,7 +554,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "_from_banks is called only with word_bits = isa.WORD_BITS = 32 (the read data): "
                 "(32 - 2).bit_length() = 30.bit_length() = 5 = 31.bit_length(), so the same constant and the "
                 "same rotation (the netlist is checked byte-identical)", netlist="banked scratchpads"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine.elaborate", "with m.If(v1 & second1):", "v1 & second1 -> 1",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._words", "with m.If(v1 & second1):", "v1 & second1 -> 1",
                 "second_operand is read only through total, and total only by the load of result under v2, and "
                 "v2 is v1 & second1 one cycle later: in every cycle that loads result, the cycle before had "
                 "v1 & second1 = 1 and loaded second_operand with the same src2[i] in the design and in the "
@@ -576,7 +588,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "data; the masks take the other branch): (32 - 2).bit_length() = 30.bit_length() = 5 = "
                 "31.bit_length(), so the same 5-bit zero offset part and the same rotation (the netlist is "
                 "checked byte-identical)", netlist="banked scratchpads"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._chunks",
                 "ahead = Signal(range(2 * self.config.spad_words + 1))",
                 "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
                 "ahead (the read slot after the start cycle's) is set to 1 by start and grows by one per read "
@@ -587,17 +599,17 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "register takes the same value in every busy cycle and every comparison (ahead <= last_slot, "
                 "ahead == last_slot) and address is the same; idle, nothing reads it (reading is start | "
                 "busy & ...), and start sets it again"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._chunks",
                 "last_slot = Signal(range(2 * self.config.spad_words + 1), name=\"last_slot\")",
                 "2 * self.config.spad_words + 1 -> (2 * self.config.spad_words + 1) - 1",
                 "last_slot is loaded once, at start, with 2 * ((len - 1) >> log2 P) + 1 <= 2 * ceil(S / P) - 1 "
                 "< S for the engine's P >= 2 (len <= S = spad_words: the issue check), and range(2 * S) holds "
                 "0 .. 2S - 1: the narrower register holds the same value, so every comparison is the same"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.Elif(reading):", "reading -> 1",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._chunks", "with m.Elif(reading):", "reading -> 1",
                 _WIDE_AHEAD),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "_WideEngine._read_chunks", "with m.Elif(reading):", "reading -> 1",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "_Engine._read_chunks", "with m.Elif(reading):", "reading -> 1",
                 _WIDE_AHEAD),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._chunks",
                 "self.spad.rd_addr.eq(self._addr(Mux(slot[0], src2, src1), chunk << self.shift)),",
                 "src2, src1 -> src1, src2",
                 "reading src2's chunk before src1's instead of after: each is registered as it arrives and the "
@@ -606,22 +618,12 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "of one of the operands, never its own addresses, since src1, src2 and dst are each identical or "
                 "disjoint (the issue check); so memory and cycle counts are the same (the book VADD's argument, "
                 "lane by lane)"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
-                "Mux(total < isa.INT8_MIN, isa.INT8_MIN, total)))",
-                "total < isa.INT8_MIN -> total <= isa.INT8_MIN",
-                "the only input the change treats differently is a lane's total = INT8_MIN, which the clamp "
-                "then replaces by INT8_MIN: the same value (the book VADD's argument, lane by lane)"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v2):", "v2 -> 1",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._chunks", "with m.If(v2):", "v2 -> 1",
                 "result (the clamped sums) is read only by the masked write of dst, under v3, and v3 is v2 one "
                 "cycle later: in every cycle that writes, the cycle before had v2 = 1 and loaded result with the "
                 "same sums in the design and in the change.  The change only loads it also in cycles with "
                 "v2 = 0, whose value nothing reads (v3 is 0 the cycle after) and which the next v2 cycle "
                 "overwrites: the writes, done and the busy time are the same"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate",
-                "m.d.sync += result[j].eq(Mux(total > isa.INT8_MAX, isa.INT8_MAX,",
-                "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
-                "the only input the change treats differently is a lane's total = INT8_MAX, which the clamp "
-                "then replaces by INT8_MAX: the same value (the book VADD's argument, lane by lane)"),
     Equivalence("ga2_hdl/rtl/sram.py", "_to_banks",
                 "return twice.bit_select(Cat(C(0, (lane_bits - 1).bit_length()) if lane_bits > 1 else C(0, 0),",
                 "lane_bits > 1 -> lane_bits >= 1", _SPAD_ROTATE_LOW_BITS,
@@ -648,7 +650,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "but it is the bank's write data, assigned to a W-bit write port (through the partitions' "
                 "AND-OR multiplexer, whose OR of masked values keeps the low W bits too), which keeps its low "
                 "W bits: the same word; the netlist is the same", netlist="banked scratchpads"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "WideAddEngine.elaborate", "with m.If(v1 & second1):",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._chunks", "with m.If(v1 & second1):",
                 "v1 & second1 -> 1",
                 "second (src2's chunk, an int8 per lane) is read only through the lanes' sums, and the sums only "
                 "by the load of result under v2, and v2 is v1 & second1 one cycle later: in every cycle that "
@@ -656,7 +658,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "the design and in the change.  The change only loads it also in other cycles, whose value "
                 "nothing reads before the next v1 & second1 cycle overwrites it: result, the masked writes, done "
                 "and the busy time are the same (the book VADD's argument, lane by lane)"),
-    Equivalence("ga2_hdl/rtl/vector_unit.py", "_WideEngine._mask", "remaining = Signal(len(length) + 1)",
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "_Engine._mask", "remaining = Signal(len(length) + 1)",
                 "len(length) + 1 -> (len(length) + 1) - 1",
                 "a wide engine's chunk mask (remaining = len - chunk * P, lane j kept when remaining > j) "
                 "matters only in the cycles the engine reads: the port's rd_mask is Mux(reading, mask, 0), "
@@ -666,6 +668,19 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "<= last_chunk; VADD: ahead // 2 <= last_slot // 2), so remaining = len - chunk * P lies in "
                 "1 .. len <= 2**16 - 1 (the len field is len(length) = 16 bits wide): it fits the narrower "
                 "register, whose value, and every comparison, is then the same"),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "RequantizeEngine._chunks", "with m.If(~self.busy | masks[1][j]):",
+                "~self.busy | masks[1][j] -> 1", _RQ_LANE_LOAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "RequantizeEngine._chunks", "with m.If(~self.busy | masks[1][j]):",
+                "1 -> 0", _RQ_LANE_LOAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "RequantizeEngine._chunks", "with m.If(~self.busy | masks[1][j]):",
+                "1 -> 2", _RQ_LANE_LOAD),
+    Equivalence("ga2_hdl/rtl/vector_unit.py", "AddEngine._words", "with m.If(v2):", "v2 -> 1",
+                "result (the clamped sum) is read only by the write of dst[i], under v3, and v3 is v2 one cycle "
+                "later: in every cycle that writes, the cycle before had v2 = 1 and loaded result with the same "
+                "sum in the design and in the change.  The change only loads it also in cycles with v2 = 0, "
+                "whose value nothing reads (v3 is 0 the cycle after; the engine drives wr_data only inside the "
+                "write's If) and which the next v2 cycle overwrites: the writes, done and the busy time are the "
+                "same (the wide engine's argument, one lane)"),
 )
 
 

@@ -345,14 +345,16 @@ def test_wide_vector_ops(config):
         assert b == want, f"{ins}: busy {b}, expected {want}"
 
 
-def test_wide_rq_with_overlap_multiplies_in_one_stage_and_writes_no_trailing_chunk():
-    """With overlap the next instruction may issue in the cycle after done, so the wide RQ engine
-    keeps the one-stage multiply (``Requantizer(split_multiply=False)``) and writes its last chunk
-    with done: the bench (``trailing_write_cycles`` = 0) refuses a write after done.  Without
-    overlap (the other tests) it multiplies in two stages and writes the last chunk one cycle after
-    done, in the same busy time."""
+@pytest.mark.parametrize("ports", [1, 2])
+def test_rq_with_overlap_multiplies_in_one_stage_and_writes_no_trailing_chunk(ports):
+    """With overlap the next instruction may issue in the cycle after done, so the RQ engine keeps
+    the one-stage multiply (``Requantizer(split_multiply=False)``) and writes its last element
+    (chunk) with done: the bench (``trailing_write_cycles`` = 0) refuses a write after done.
+    Without overlap (the other tests) it multiplies in two stages and writes the last one a cycle
+    after done, in the same busy time.  On the one-word port (the ``overlap`` preset's) and a
+    2-word one."""
     from ga2_hdl.config import Config
-    config = Config(name="p2_overlap", spad_ports=2, overlap=True)
+    config = Config(name=f"p{ports}_overlap", spad_ports=ports, overlap=True)
     assert isa.trailing_write_cycles(config) == 0 and isa.trailing_write_cycles(CONFIGS[0]) == 1
     rng = random.Random(7)
     accs = [0, -1, INT32_MIN, INT32_MAX] + [rng.randrange(INT32_MIN, INT32_MAX + 1) for _ in range(9)]
@@ -360,7 +362,7 @@ def test_wide_rq_with_overlap_multiplies_in_one_stage_and_writes_no_trailing_chu
                isa.make("RQ", dst=201, src=1, len=len(accs) - 1, m=rng.randrange(1 << 24), s=27, relu=1),
                isa.make("RQ", dst=0, src=0, len=len(accs), m=(1 << 23) + 99, s=25)]      # in place
     _, busy = run_and_check(words(accs), program, config=config)
-    assert busy == [isa.ceil_div(ins.len, 2) + 2 for ins in program]
+    assert busy == [isa.ceil_div(ins.len, ports) + 2 for ins in program]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
