@@ -10,8 +10,10 @@ An idle unit (enables low) contributes nothing, whatever its address lines
 hold, and no "which unit is busy" signal is needed.  The book's chip instead names the
 owner, the unit of the instruction it runs, from a register (``owned``): address and data
 are the owner's, the memory reads every cycle, so a unit's start (decided late in its
-cycle) reaches only the write enable.  The wide chips without overlap do the same for the
-reads of their banked storage (below): every bank reads the owner's address every cycle.
+cycle) reaches only the write enable; its writes are registered before the memory (a write
+stage, the read port transparent to the write port).  The wide chips without overlap do the same
+for their banked storage (below): every bank reads the owner's address every cycle, and each
+bank's write (after the write rotator) is registered before its block RAM.
 
 The scratchpad's masters are members of its signature,
 ``masters: In(SpadPort()).array(n)``; the chip connects each unit's ``spad``
@@ -121,7 +123,9 @@ class Scratchpad(wiring.Component):
         holds nothing between reads) and writes when a master enables a write, as without it.
         A master that enables an access must be the owner.  Banked (``words`` > 1), only the read
         address is the owner's, and every bank reads in every cycle whatever the read mask (a
-        master takes only the lanes it asked for); writes are those without ``owned``.
+        master takes only the lanes it asked for); writes are those without ``owned``, each bank's
+        registered after the write rotator and taken a cycle later, behind a read port transparent
+        to it (the write stage, :meth:`_bank_access`), so the masters see what they see without it.
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
         enables a write (partitioned: where two masters address one memory's read port, or
@@ -129,7 +133,8 @@ class Scratchpad(wiring.Component):
     write_en : Out(1)
     write_addr : Out(spad_addr_bits(config))
         The write the memory takes this cycle (read-only debug outputs, for
-        testbenches that track writes).
+        testbenches that track writes); banked, the write the masters make this cycle (owned,
+        the banks take it a cycle later).
 
     Attributes
     ----------
@@ -266,7 +271,7 @@ class Scratchpad(wiring.Component):
         return m
 
     @staticmethod
-    def _write_stage(m, wr, en, addr, data):
+    def _write_stage(m, wr, en, addr, data, *, prefix=""):
         """The owned scratchpad's write stage: a master's write (``en``, ``addr``, ``data`` in cycle
         t) is registered and reaches the memory in cycle t+1, so the block RAMs' write inputs come
         from registers and not from the units' multiplexers.  A read in cycle t+1 of the word
@@ -275,8 +280,9 @@ class Scratchpad(wiring.Component):
         cycle give the word written), so a master sees exactly what it sees without the stage (a
         master's read and write of one address in one cycle still return the old word: the
         memory takes that write a cycle later)."""
-        pending_en, pending_addr = Signal(name="write_en_r"), Signal(len(wr.addr), name="write_addr_r")
-        pending_data = Signal(len(wr.data), name="write_data_r")
+        pending_en = Signal(name=f"{prefix}write_en_r")
+        pending_addr = Signal(len(wr.addr), name=f"{prefix}write_addr_r")
+        pending_data = Signal(len(wr.data), name=f"{prefix}write_data_r")
         m.d.sync += [pending_en.eq(en), pending_addr.eq(addr), pending_data.eq(data)]
         m.d.comb += [wr.en.eq(pending_en), wr.addr.eq(pending_addr), wr.data.eq(pending_data)]
 
@@ -320,7 +326,8 @@ class Scratchpad(wiring.Component):
             self.write_last.eq(w_addr + (B - 1)),
         ]
 
-        read_data, _ = self._bank_access(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data)
+        read_data, _ = self._bank_access(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data,
+                                         write_stage=self.owned)
         read_lanes = Signal(B * W)
         m.d.comb += read_lanes.eq(read_data)
         m.submodules.read_fanout = fanout = Module()
@@ -354,9 +361,17 @@ class Scratchpad(wiring.Component):
                              w_bank_data[b * W:(b + 1) * W]))
         return requests, r_off
 
-    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix=""):
+    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix="",
+                     write_stage=False):
         """One access path into the banks: a read and a write port in every bank, driven by one
         (masked, any-address) read and write of up to B words (:meth:`_bank_requests`).
+
+        With ``write_stage`` (the owned banked scratchpad) each bank's write request, as the write
+        rotator and the row adder make it (enable, row, word), is registered and reaches the bank a
+        cycle later, and the bank's read port is transparent to its write port: the one-bank
+        scratchpad's write stage (:meth:`_write_stage`) per bank, so a master sees exactly what it
+        sees without the stage (a read in cycle t+1 of a word written in cycle t gives the new
+        word; a read and a write of one word in one cycle still give the old word).
 
         Returns the read data as lanes (one cycle later, rotated back by the registered offset)
         and, per bank, the ``(enable, row)`` of the write port.
@@ -364,17 +379,16 @@ class Scratchpad(wiring.Component):
         requests, r_off = self._bank_requests(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data,
                                               prefix=prefix)
         bank_data, writes = [], []
-        for bank, (r_en, r_row, w_en, w_row, w_word) in zip(self.banks, requests):
-            rd = bank.read_port()             # synchronous, not transparent
+        for name, bank, (r_en, r_row, w_en, w_row, w_word) in zip(self.bank_names(), self.banks, requests):
             wr = bank.write_port()
+            # synchronous; not transparent, except behind the write stage
+            rd = bank.read_port(transparent_for=(wr,) if write_stage else ())
             row_bits = len(rd.addr)
-            m.d.comb += [
-                rd.en.eq(r_en),
-                rd.addr.eq(r_row[:row_bits]),
-                wr.en.eq(w_en),
-                wr.addr.eq(w_row[:row_bits]),
-                wr.data.eq(w_word),
-            ]
+            m.d.comb += [rd.en.eq(r_en), rd.addr.eq(r_row[:row_bits])]
+            if write_stage:
+                self._write_stage(m, wr, w_en, w_row[:row_bits], w_word, prefix=f"{prefix}{name}_")
+            else:
+                m.d.comb += [wr.en.eq(w_en), wr.addr.eq(w_row[:row_bits]), wr.data.eq(w_word)]
             bank_data.append(rd.data)
             writes.append((wr.en, wr.addr))
         return _from_banks(bank_data, self._read_offset(m, rd_en, r_off, prefix), isa.WORD_BITS), writes
