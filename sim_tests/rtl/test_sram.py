@@ -385,6 +385,8 @@ def test_owned_banked_reads_the_owners_address_every_cycle(words):
                 for i in range(words):
                     ctx.set(p.wr_data[i], data[i])
             assert ctx.get(dut.conflict) == 0 and ctx.get(dut.write_en) == writing
+            if writing:                          # the masters' write of this cycle (the banks take it later)
+                assert ctx.get(dut.write_addr) == wa and ctx.get(dut.write_last) == (wa + words - 1) % TOP
             now = [model[(ra + i) % TOP] for i in range(words)]
             await ctx.tick()
             if writing:
