@@ -10,8 +10,10 @@ An idle unit (enables low) contributes nothing, whatever its address lines
 hold, and no "which unit is busy" signal is needed.  The book's chip instead names the
 owner, the unit of the instruction it runs, from a register (``owned``): address and data
 are the owner's, the memory reads every cycle, so a unit's start (decided late in its
-cycle) reaches only the write enable.  The wide chips without overlap do the same for the
-reads of their banked storage (below): every bank reads the owner's address every cycle.
+cycle) reaches only the write enable; its writes are registered before the memory (a write
+stage, the read port transparent to the write port).  The wide chips without overlap do the same
+for their banked storage (below): every bank reads the owner's address every cycle, and each
+master's write is registered before the master multiplexer and the write rotator.
 
 The scratchpad's masters are members of its signature,
 ``masters: In(SpadPort()).array(n)``; the chip connects each unit's ``spad``
@@ -121,7 +123,9 @@ class Scratchpad(wiring.Component):
         holds nothing between reads) and writes when a master enables a write, as without it.
         A master that enables an access must be the owner.  Banked (``words`` > 1), only the read
         address is the owner's, and every bank reads in every cycle whatever the read mask (a
-        master takes only the lanes it asked for); writes are those without ``owned``.
+        master takes only the lanes it asked for); writes are those without ``owned``, each master's
+        registered before the master multiplexer and taken a cycle later, behind read ports
+        transparent to them (the write stage), so the masters see what they see without it.
     conflict : Out(1)
         High in a cycle where more than one master enables a read or more than one
         enables a write (partitioned: where two masters address one memory's read port, or
@@ -129,7 +133,8 @@ class Scratchpad(wiring.Component):
     write_en : Out(1)
     write_addr : Out(spad_addr_bits(config))
         The write the memory takes this cycle (read-only debug outputs, for
-        testbenches that track writes).
+        testbenches that track writes); banked, the write the masters make this cycle (owned,
+        the banks take it a cycle later).
 
     Attributes
     ----------
@@ -266,6 +271,15 @@ class Scratchpad(wiring.Component):
         return m
 
     @staticmethod
+    def _registered_write(m, prefix, en, addr, mask, data):
+        """A master's write (``en``, ``addr``, ``mask``, ``data``) one cycle later: the owned banked
+        scratchpad's write stage (registers named ``{prefix}write_en_r`` and so on)."""
+        regs = [Signal.like(v, name=f"{prefix}write_{name}_r")
+                for name, v in (("en", en), ("addr", addr), ("mask", mask), ("data", data))]
+        m.d.sync += [r.eq(v) for r, v in zip(regs, (en, addr, mask, data))]
+        return regs
+
+    @staticmethod
     def _write_stage(m, wr, en, addr, data):
         """The owned scratchpad's write stage: a master's write (``en``, ``addr``, ``data`` in cycle
         t) is registered and reaches the memory in cycle t+1, so the block RAMs' write inputs come
@@ -288,15 +302,22 @@ class Scratchpad(wiring.Component):
             m.submodules[name] = bank
         ports = list(self.masters)
 
+        # owned, the write stage: each master's write (enable, address, mask, data) is registered
+        # and reaches the master multiplexer, the write rotator and the banks a cycle later, so a
+        # unit's write data (RQ's rounding, the matrix unit's output) ends in a register beside
+        # the unit, and the banks' read ports are transparent to their write ports (below)
+        writes = [(p.wr_en, p.wr_addr, p.wr_mask, p.wr_data.as_value()) for p in ports]
+        if self.owned:
+            writes = [self._registered_write(m, f"m{i}_", *write) for i, write in enumerate(writes)]
         # the master multiplexer (AND-OR, as the book's), B lanes wide; owned, the read address is
         # the owner's (as the one-bank scratchpad's)
         rd_addr = wr_addr = wr_data = rd_mask = wr_mask = 0
-        for i, p in enumerate(ports):
+        for i, (p, (en, addr, mask, data)) in enumerate(zip(ports, writes)):
             rd_addr = rd_addr | Mux(self.owner[i] if self.owned else p.rd_en, p.rd_addr, 0)
             rd_mask = rd_mask | Mux(p.rd_en, p.rd_mask, 0)
-            wr_addr = wr_addr | Mux(p.wr_en, p.wr_addr, 0)
-            wr_mask = wr_mask | Mux(p.wr_en, p.wr_mask, 0)
-            wr_data = wr_data | Mux(p.wr_en, p.wr_data.as_value(), 0)
+            wr_addr = wr_addr | Mux(en, addr, 0)
+            wr_mask = wr_mask | Mux(en, mask, 0)
+            wr_data = wr_data | Mux(en, data, 0)
         any_of = functools.partial(functools.reduce, operator.or_)
         rd_ens = [p.rd_en for p in ports]
         wr_ens = [p.wr_en for p in ports]
@@ -311,16 +332,21 @@ class Scratchpad(wiring.Component):
             m.d.comb += [rd_en.eq(1), r_mask.eq(-1)]            # every bank (-1: all B bits set)
         else:
             m.d.comb += [rd_en.eq(any_of(rd_ens)), r_mask.eq(rd_mask)]
+        # the debug outputs name the masters' writes of this cycle (owned: the banks take them a
+        # cycle later)
+        master_addr = any_of([Mux(p.wr_en, p.wr_addr, 0) for p in ports]) if self.owned else w_addr
         m.d.comb += [
             r_addr.eq(rd_addr),
-            wr_en.eq(any_of(wr_ens)), w_addr.eq(wr_addr), w_mask.eq(wr_mask), w_data.eq(wr_data),
+            wr_en.eq(any_of([en for en, *_ in writes])), w_addr.eq(wr_addr), w_mask.eq(wr_mask),
+            w_data.eq(wr_data),
             self.conflict.eq(two_of(rd_ens) | two_of(wr_ens)),
-            self.write_en.eq(wr_en),
-            self.write_addr.eq(w_addr),
-            self.write_last.eq(w_addr + (B - 1)),
+            self.write_en.eq(any_of(wr_ens)),
+            self.write_addr.eq(master_addr),
+            self.write_last.eq(master_addr + (B - 1)),
         ]
 
-        read_data, _ = self._bank_access(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data)
+        read_data, _ = self._bank_access(m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data,
+                                         transparent=self.owned)
         read_lanes = Signal(B * W)
         m.d.comb += read_lanes.eq(read_data)
         m.submodules.read_fanout = fanout = Module()
@@ -354,9 +380,16 @@ class Scratchpad(wiring.Component):
                              w_bank_data[b * W:(b + 1) * W]))
         return requests, r_off
 
-    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix=""):
+    def _bank_access(self, m, rd_en, r_addr, r_mask, wr_en, w_addr, w_mask, w_data, *, prefix="",
+                     transparent=False):
         """One access path into the banks: a read and a write port in every bank, driven by one
         (masked, any-address) read and write of up to B words (:meth:`_bank_requests`).
+
+        With ``transparent`` (the owned banked scratchpad, behind its write stage) each bank's
+        read port is transparent to its write port: a read and a write of one row in one cycle
+        give the word written.  The write stage then delays every write a cycle, so a master sees
+        exactly what it sees without the stage (a read in cycle t+1 of a word written in cycle t
+        gives the new word; a read and a write of one word in one cycle still give the old word).
 
         Returns the read data as lanes (one cycle later, rotated back by the registered offset)
         and, per bank, the ``(enable, row)`` of the write port.
@@ -365,16 +398,12 @@ class Scratchpad(wiring.Component):
                                               prefix=prefix)
         bank_data, writes = [], []
         for bank, (r_en, r_row, w_en, w_row, w_word) in zip(self.banks, requests):
-            rd = bank.read_port()             # synchronous, not transparent
             wr = bank.write_port()
+            # synchronous; not transparent, except behind the write stage
+            rd = bank.read_port(transparent_for=(wr,) if transparent else ())
             row_bits = len(rd.addr)
-            m.d.comb += [
-                rd.en.eq(r_en),
-                rd.addr.eq(r_row[:row_bits]),
-                wr.en.eq(w_en),
-                wr.addr.eq(w_row[:row_bits]),
-                wr.data.eq(w_word),
-            ]
+            m.d.comb += [rd.en.eq(r_en), rd.addr.eq(r_row[:row_bits]),
+                         wr.en.eq(w_en), wr.addr.eq(w_row[:row_bits]), wr.data.eq(w_word)]
             bank_data.append(rd.data)
             writes.append((wr.en, wr.addr))
         return _from_banks(bank_data, self._read_offset(m, rd_en, r_off, prefix), isa.WORD_BITS), writes

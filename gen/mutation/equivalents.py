@@ -638,6 +638,15 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "C(1, 0) is a zero-width constant, and a constant's value is truncated to its width: it is "
                 "(const 0'd0), the very expression C(0, 0) builds, so the rotation's offset and the banked "
                 "scratchpad are the same netlist", netlist="banked scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._elaborate_banked",
+                "wr_en.eq(any_of([en for en, *_ in writes])), w_addr.eq(wr_addr), w_mask.eq(wr_mask),",
+                "any_of([en for en, *_ in writes]) -> 1",
+                "wr_en (the enable of the write that reaches the banks this cycle) is read only by the banks' "
+                "write enables, wr_en & w_bank_mask[b] (_bank_requests), and w_bank_mask is the rotation of "
+                "w_mask, the OR of every write's mask gated by that write's own enable (Mux(en, mask, 0)): in "
+                "a cycle without an enabled write it is 0, so a wr_en of 1 enables no bank, and in a cycle "
+                "with one wr_en is 1 already.  The debug output write_en is its own expression of the "
+                "masters' enables.  The same bank writes in every cycle, so the same reads"),
     Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._bank_requests",
                 "r_next, w_next = ((b < r_off), (b < w_off)) if b < B - 1 else (0, 0)", "B - 1 -> B - 0",
                 _SPAD_LAST_BANK),
