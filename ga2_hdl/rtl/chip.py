@@ -201,8 +201,6 @@ class GA2Chip(wiring.Component):
         # only its enables
         self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access,
                                owned=not config.overlap)
-        if not config.overlap and self.spad_words_per_access == 1:
-            vector.forward_from(self.spad)             # the forward engine by engine
         self.pc = Signal(config.pc_bits, name="pc")
         super().__init__({
             "start": In(1),

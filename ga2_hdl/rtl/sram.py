@@ -177,12 +177,6 @@ class Scratchpad(wiring.Component):
                                     init=init[b::self.n_banks][p * part_rows:(p + 1) * part_rows])
                       for p in range(self.n_partitions) for b in range(self.n_banks)]
         self.memory = self.banks[0] if len(self.banks) == 1 else None
-        if owned and len(self.banks) == 1:
-            # the owned scratchpad's read without its forward, for a master that forwards itself
-            # (the vector unit, engine by engine: VectorUnit.forward_from)
-            self.read_word = Signal(isa.WORD_BITS, name="read_word")
-            self.forward_hit_next = Signal(name="read_forward_hit_next")
-            self.forward_data = Signal(isa.WORD_BITS, name="read_forward_data")
         super().__init__({
             "masters": In(SpadPort(words=words, config=config)).array(n_masters),
             "conflict": Out(1),
@@ -232,9 +226,9 @@ class Scratchpad(wiring.Component):
         m = Module()
         m.submodules[self.MEMORY_NAME] = self.memory
         wr = self.memory.write_port()
-        # synchronous, not transparent (the owned scratchpad's write stage forwards the word
-        # written the cycle before by registers of its own: _write_stage)
-        rd = self.memory.read_port()
+        # synchronous; not transparent, except behind the owned scratchpad's write stage (see
+        # _write_stage)
+        rd = self.memory.read_port(transparent_for=(wr,) if self.owned else ())
 
         ports = list(self.masters)
         rd_addr = 0
@@ -259,7 +253,7 @@ class Scratchpad(wiring.Component):
             # takes read data only the cycle after its own read), so no unit's enable, start or
             # busy logic reaches the block RAM's clock enables
             m.d.comb += rd.en.eq(1)
-            hit_next, forward = self._write_stage(m, wr, rd, any_of(wr_ens), wr_addr, wr_data)
+            self._write_stage(m, wr, any_of(wr_ens), wr_addr, wr_data)
         else:
             m.d.comb += [rd.en.eq(any_of(rd_ens)), wr.en.eq(any_of(wr_ens)), wr.addr.eq(wr_addr),
                          wr.data.eq(wr_data)]
@@ -267,42 +261,24 @@ class Scratchpad(wiring.Component):
         # The read data goes back to every master from a submodule of its own: in Amaranth's
         # simulator that is a separate process, which runs only when the memory's output changes.
         m.submodules.read_fanout = fanout = Module()
-        if not self.owned:
-            for p in ports:
-                fanout.d.comb += p.rd_data.eq(rd.data)
-            return m
-        # Owned: each master's word is the memory's or, after a read of the word written the cycle
-        # before, the forwarded one; the forward's select is a register of each master's own
-        # (the hit in the read cycle and the master owning it), so each master's multiplexer is
-        # its own and sits by its logic rather than one multiplexer for the whole chip.
-        m.d.comb += [self.read_word.eq(rd.data), self.forward_hit_next.eq(hit_next),
-                     self.forward_data.eq(forward)]
-        for i, p in enumerate(ports):
-            hit = Signal(name=f"forward_hit{i}")
-            m.d.sync += hit.eq(hit_next & self.owner[i])
-            fanout.d.comb += p.rd_data.eq(Mux(hit, forward, rd.data))
+        for p in ports:
+            fanout.d.comb += p.rd_data.eq(rd.data)
         return m
 
     @staticmethod
-    def _write_stage(m, wr, rd, en, addr, data):
+    def _write_stage(m, wr, en, addr, data):
         """The owned scratchpad's write stage: a master's write (``en``, ``addr``, ``data`` in cycle
         t) is registered and reaches the memory in cycle t+1, so the block RAMs' write inputs come
         from registers and not from the units' multiplexers.  A read in cycle t+1 of the word
-        being written then must see the new word, as it would without the stage: the read
-        cycle compares its address with the pending write's (``hit_next``, returned) and
-        registers the pending word (``forward``, returned), and the data cycle takes the
-        forwarded word instead of the memory's on a hit, so a master sees exactly what it sees
-        without the stage (a master's read and write of one address in one cycle still return the
-        old word: the memory takes that write a cycle later)."""
+        being written then must see the new word, as it would without the stage: the memory's
+        read port is transparent to its write port (a read and a write of one memory word in one
+        cycle give the word written), so a master sees exactly what it sees without the stage (a
+        master's read and write of one address in one cycle still return the old word: the
+        memory takes that write a cycle later)."""
         pending_en, pending_addr = Signal(name="write_en_r"), Signal(len(wr.addr), name="write_addr_r")
         pending_data = Signal(len(wr.data), name="write_data_r")
         m.d.sync += [pending_en.eq(en), pending_addr.eq(addr), pending_data.eq(data)]
         m.d.comb += [wr.en.eq(pending_en), wr.addr.eq(pending_addr), wr.data.eq(pending_data)]
-        hit_next = Signal(name="forward_hit_next")
-        forward = Signal(len(wr.data), name="forward_data")
-        m.d.comb += hit_next.eq(pending_en & (pending_addr == rd.addr))
-        m.d.sync += forward.eq(pending_data)
-        return hit_next, forward
 
     def _elaborate_banked(self):
         m = Module()

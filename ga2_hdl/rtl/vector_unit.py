@@ -603,25 +603,7 @@ class VectorUnit(wiring.Component):
     def __init__(self, *, config: Config):
         self.config = config
         self.ports = config.spad_ports
-        #: the owned scratchpad's read without its forward, when :meth:`forward_from` was called
-        self.forward = None
         super().__init__(self._signature(config))
-
-    def forward_from(self, spad) -> None:
-        """Take the scratchpad's read data from ``spad`` (an owned one-bank
-        :class:`ga2_hdl.rtl.sram.Scratchpad`) before its forward, and forward engine by engine.
-
-        The engines see the same words as from ``spad.rd_data``: the memory's word, or, after a
-        read of the word written the cycle before (the write stage's forward), the forwarded
-        word.  Each engine's select is a register of its own (the hit in the read cycle and the
-        engine the instruction names, which is the same in the read cycle and the data cycle:
-        no unit reads in FETCH, the only cycle in which the instruction changes), so each
-        engine's multiplexer can sit with its first logic instead of one multiplexer feeding
-        them all across the chip.  The caller drives the unit's ``spad.rd_data`` as well (unused
-        then)."""
-        if self.ports != 1:
-            raise ValueError("the forward engine by engine is for a one-word scratchpad port")
-        self.forward = (spad.read_word, spad.forward_hit_next, spad.forward_data)
 
     @staticmethod
     def _signature(config: Config) -> UnitSignature:
@@ -704,11 +686,6 @@ class VectorUnit(wiring.Component):
             read_data = self.spad.rd_data
             if wide_port:
                 read_data = read_data.as_value() if engine.spad.signature.wide else read_data[0]
-            if self.forward is not None:
-                word, hit_next, forward = self.forward
-                hit = Signal(name=f"forward_hit_{name.lower()}")
-                m.d.sync += hit.eq(hit_next & selected)
-                read_data = Mux(hit, forward, word)
             read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
             with m.If(engine.done):
                 m.d.comb += self.done.eq(1)
