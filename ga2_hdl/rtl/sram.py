@@ -147,7 +147,8 @@ class Scratchpad(wiring.Component):
     """
 
     def __init__(self, n_masters: int, *, config: Config, depth: int | None = None, init=(),
-                 words: int = 1, owned: bool = False, read_copies: tuple[int, ...] | None = None):
+                 words: int = 1, owned: bool = False, read_copies: tuple[int, ...] | None = None,
+                 taps: int = 0):
         if not n_masters >= 1:
             raise ValueError("the scratchpad needs at least one master port")
         if depth is None:
@@ -167,8 +168,10 @@ class Scratchpad(wiring.Component):
         # reading the owner's address: Yosys duplicates the block RAMs, written alike), so a
         # copy's outputs reach only its masters' logic
         self.read_copies = tuple(read_copies) if read_copies is not None else (0,) * n_masters
-        if len(self.read_copies) != n_masters or (max(self.read_copies) > 0 and (not owned or words > 1)):
+        if len(self.read_copies) != n_masters or (max(self.read_copies) + taps > 0 and (not owned or words > 1)):
             raise ValueError("read copies: one per master, for an owned one-bank scratchpad")
+        #: ``taps`` further copies, their read data for a master's engines (``VectorUnit.read_taps``)
+        self.taps = [Signal(isa.WORD_BITS, name=f"read_tap{k}") for k in range(taps)]
         if self.n_banks > 1 << addr_bits:
             raise ValueError(f"{self.n_banks} banks for a {addr_bits}-bit address")
         init = list(init)
@@ -235,7 +238,7 @@ class Scratchpad(wiring.Component):
         # synchronous; not transparent, except behind the owned scratchpad's write stage (see
         # _write_stage)
         reads = [self.memory.read_port(transparent_for=(wr,) if self.owned else ())
-                 for _ in range(max(self.read_copies) + 1)]
+                 for _ in range(max(self.read_copies) + 1 + len(self.taps))]
         rd = reads[0]
 
         ports = list(self.masters)
@@ -272,6 +275,8 @@ class Scratchpad(wiring.Component):
         m.submodules.read_fanout = fanout = Module()
         for p, copy in zip(ports, self.read_copies):
             fanout.d.comb += p.rd_data.eq(reads[copy].data)
+        for k, tap in enumerate(self.taps):
+            fanout.d.comb += tap.eq(reads[max(self.read_copies) + 1 + k].data)
         return m
 
     @staticmethod
