@@ -199,15 +199,8 @@ class GA2Chip(wiring.Component):
         # without overlap: the scratchpad takes address and data (banked: its read address) from
         # the unit of the instruction the sequencer runs (a register), so a unit's start reaches
         # only its enables
-        # without overlap and one bank, the vector unit reads a copy of its own
-        copies = (None if config.overlap or self.spad_words_per_access > 1
-                  else tuple(int(kind == isa.Unit.VECTOR) for kind in self.units))
-        # and its RQ and SM engines one each (ENGINE_TAPS)
-        taps = [name for name in ENGINE_TAPS if name in vector.engines] if copies else []
         self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access,
-                               owned=not config.overlap, read_copies=copies, taps=len(taps))
-        if taps:
-            vector.read_taps(zip(taps, self.spad.taps))
+                               owned=not config.overlap)
         self.pc = Signal(config.pc_bits, name="pc")
         super().__init__({
             "start": In(1),
@@ -544,10 +537,6 @@ class GA2Chip(wiring.Component):
                                  instructions.eq(instructions + 1)]
                     m.next = "FETCH"
         return m
-
-#: the vector engines that read a copy of the scratchpad of their own (one-bank chips without overlap)
-ENGINE_TAPS = ("RQ", "SM")
-
 
 def _check_stage(registers: list, *, factors: bool):
     """The ``stage`` function of :meth:`CheckStages.terms <ga2_hdl.rtl.decoder.CheckStages.terms>`

@@ -603,17 +603,7 @@ class VectorUnit(wiring.Component):
     def __init__(self, *, config: Config):
         self.config = config
         self.ports = config.spad_ports
-        #: engine mnemonic -> the scratchpad's read data of a copy of its own (:meth:`read_taps`)
-        self.taps = {}
         super().__init__(self._signature(config))
-
-    def read_taps(self, taps) -> None:
-        """Engines that take the scratchpad's read data from a copy of its own: ``taps`` maps a
-        mnemonic to a word that is always ``spad.rd_data`` (the same address read, the same
-        forward), from block RAMs of its own, so each copy's outputs reach one engine's logic."""
-        if self.ports != 1:
-            raise ValueError("read taps are for a one-word scratchpad port")
-        self.taps = dict(taps)
 
     @staticmethod
     def _signature(config: Config) -> UnitSignature:
@@ -693,7 +683,7 @@ class VectorUnit(wiring.Component):
                 engine.ins.eq(self.ins),
                 engine.start.eq(self.start & selected),
             ]
-            read_data = self.taps.get(name, self.spad.rd_data)
+            read_data = self.spad.rd_data
             if wide_port:
                 read_data = read_data.as_value() if engine.spad.signature.wide else read_data[0]
             read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
