@@ -97,6 +97,12 @@ class Scratchpad(wiring.Component):
         Words per access of the widest master (a power of two): the number of banks.
     init : sequence of int
         Initial contents (default all zero).
+    read_copies : tuple of int, optional
+        Owned, one bank: the read port each master takes its data from (default all 0, one
+        port).  Every port reads the owner's address; Yosys merges equal read ports into one set
+        of block RAMs (docs/fpga.md, "Towards 100 MHz, fourth round": the book chip's second
+        port for the vector unit changes the netlist's structure, measured faster, not its block
+        RAMs).
     words : int
         Words per access of the master ports (a power of two, default 1); the
         storage has that many banks.  The chip's is ``max(spad_ports,
@@ -163,9 +169,8 @@ class Scratchpad(wiring.Component):
         if owned and config.overlap:
             raise ValueError("an owned scratchpad (one master at a time, named by owner) is one without overlap")
         self.owned = owned
-        # owned, one bank: the read port each master takes its data from (one per copy, each
-        # reading the owner's address: Yosys duplicates the block RAMs, written alike), so a
-        # copy's outputs reach only its masters' logic
+        # owned, one bank: the read port each master takes its data from (each reading the
+        # owner's address; Yosys merges equal read ports: docs/fpga.md, fourth round)
         self.read_copies = tuple(read_copies) if read_copies is not None else (0,) * n_masters
         if len(self.read_copies) != n_masters or (max(self.read_copies) > 0 and (not owned or words > 1)):
             raise ValueError("read copies: one per master, for an owned one-bank scratchpad")
