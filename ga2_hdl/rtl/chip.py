@@ -199,12 +199,8 @@ class GA2Chip(wiring.Component):
         # without overlap: the scratchpad takes address and data (banked: its read address) from
         # the unit of the instruction the sequencer runs (a register), so a unit's start reaches
         # only its enables
-        # without overlap and one bank, the vector unit reads a port of its own (Yosys merges it
-        # with the other: the same block RAMs, a netlist measured faster, docs/fpga.md fourth round)
-        copies = (None if config.overlap or self.spad_words_per_access > 1
-                  else tuple(int(kind == isa.Unit.VECTOR) for kind in self.units))
         self.spad = Scratchpad(len(self.units), config=config, words=self.spad_words_per_access,
-                               owned=not config.overlap, read_copies=copies)
+                               owned=not config.overlap)
         self.pc = Signal(config.pc_bits, name="pc")
         super().__init__({
             "start": In(1),

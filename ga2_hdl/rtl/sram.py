@@ -99,12 +99,6 @@ class Scratchpad(wiring.Component):
         Words per access of the widest master (a power of two): the number of banks.
     init : sequence of int
         Initial contents (default all zero).
-    read_copies : tuple of int, optional
-        Owned, one bank: the read port each master takes its data from (default all 0, one
-        port).  Every port reads the owner's address; Yosys merges equal read ports into one set
-        of block RAMs (docs/fpga.md, "Towards 100 MHz, fourth round": the book chip's second
-        port for the vector unit changes the netlist's structure, measured faster, not its block
-        RAMs).
     words : int
         Words per access of the master ports (a power of two, default 1); the
         storage has that many banks.  The chip's is ``max(spad_ports,
@@ -158,7 +152,7 @@ class Scratchpad(wiring.Component):
     """
 
     def __init__(self, n_masters: int, *, config: Config, depth: int | None = None, init=(),
-                 words: int = 1, owned: bool = False, read_copies: tuple[int, ...] | None = None):
+                 words: int = 1, owned: bool = False):
         if not n_masters >= 1:
             raise ValueError("the scratchpad needs at least one master port")
         if depth is None:
@@ -174,11 +168,6 @@ class Scratchpad(wiring.Component):
         if owned and config.overlap:
             raise ValueError("an owned scratchpad (one master at a time, named by owner) is one without overlap")
         self.owned = owned
-        # owned, one bank: the read port each master takes its data from (each reading the
-        # owner's address; Yosys merges equal read ports: docs/fpga.md, fourth round)
-        self.read_copies = tuple(read_copies) if read_copies is not None else (0,) * n_masters
-        if len(self.read_copies) != n_masters or (max(self.read_copies) > 0 and (not owned or words > 1)):
-            raise ValueError("read copies: one per master, for an owned one-bank scratchpad")
         if self.n_banks > 1 << addr_bits:
             raise ValueError(f"{self.n_banks} banks for a {addr_bits}-bit address")
         init = list(init)
@@ -244,9 +233,7 @@ class Scratchpad(wiring.Component):
         wr = self.memory.write_port()
         # synchronous; not transparent, except behind the owned scratchpad's write stage (see
         # _write_stage)
-        reads = [self.memory.read_port(transparent_for=(wr,) if self.owned else ())
-                 for _ in range(max(self.read_copies) + 1)]
-        rd = reads[0]
+        rd = self.memory.read_port(transparent_for=(wr,) if self.owned else ())
 
         ports = list(self.masters)
         rd_addr = 0
@@ -265,13 +252,12 @@ class Scratchpad(wiring.Component):
         rd_ens = [p.rd_en for p in ports]
         wr_ens = [p.wr_en for p in ports]
         two_of = lambda ens: any_of([a & b for i, a in enumerate(ens) for b in ens[i + 1:]] or [0])
-        m.d.comb += [r.addr.eq(rd_addr) for r in reads]
-        m.d.comb += self.conflict.eq(two_of(rd_ens) | two_of(wr_ens))
+        m.d.comb += [rd.addr.eq(rd_addr), self.conflict.eq(two_of(rd_ens) | two_of(wr_ens))]
         if self.owned:
             # the memory reads the owner's address every cycle (a read changes nothing, and a unit
             # takes read data only the cycle after its own read), so no unit's enable, start or
             # busy logic reaches the block RAM's clock enables
-            m.d.comb += [r.en.eq(1) for r in reads]
+            m.d.comb += rd.en.eq(1)
             self._write_stage(m, wr, any_of(wr_ens), wr_addr, wr_data)
         else:
             m.d.comb += [rd.en.eq(any_of(rd_ens)), wr.en.eq(any_of(wr_ens)), wr.addr.eq(wr_addr),
@@ -280,8 +266,8 @@ class Scratchpad(wiring.Component):
         # The read data goes back to every master from a submodule of its own: in Amaranth's
         # simulator that is a separate process, which runs only when the memory's output changes.
         m.submodules.read_fanout = fanout = Module()
-        for p, copy in zip(ports, self.read_copies):
-            fanout.d.comb += p.rd_data.eq(reads[copy].data)
+        for p in ports:
+            fanout.d.comb += p.rd_data.eq(rd.data)
         return m
 
     @staticmethod
