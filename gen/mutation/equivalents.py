@@ -17,9 +17,9 @@ building it runs the mutated line (:func:`netlist_fingerprint`).
 """
 from __future__ import annotations
 
-import hashlib
-import sys
 from dataclasses import dataclass
+
+from .netlists import DESIGNS, netlist_fingerprint  # noqa: F401 (the arguments' designs)
 
 
 @dataclass(frozen=True)
@@ -41,89 +41,6 @@ _WIDE_AHEAD = ("ahead (the chunk, or VADD's slot, read next after the start cycl
                "could take it, so it does not wrap back into range while busy), and idle nothing reads it "
                "(reading is start | busy & ...) and start sets it again: the reads, writes and busy time are "
                "the same")
-
-
-def _divider():
-    from ga2_hdl.rtl.divider import Divider
-    return [Divider()]
-
-
-def _requantizer():
-    from ga2_hdl.rtl.requant import Requantizer
-    return [Requantizer()]
-
-
-def _softmax():
-    from ga2_hdl import isa
-    from ga2_hdl.rtl.softmax import SoftmaxUnit
-    return [SoftmaxUnit(config=isa.BOOK)]
-
-
-def _matrix_unit():
-    from ga2_hdl import isa
-    from ga2_hdl.rtl.matrix_unit import MatrixUnit
-    return [MatrixUnit(config=isa.BOOK)]
-
-
-def _banked_operand_memories():
-    from ga2_hdl.rtl.rowmem import BankedOperandRowMemory
-    return [BankedOperandRowMemory(lanes, 64, banks) for lanes, banks in ((4, 2), (4, 4), (4, 8), (8, 8))]
-
-
-def _banked_scratchpads():
-    from ga2_hdl import isa
-    from ga2_hdl.rtl.sram import Scratchpad
-    return [Scratchpad(3, words=w, depth=256, config=isa.BOOK) for w in (2, 4, 8)]
-
-
-#: the designs a netlist claim may name: name -> a function building them (the book's units, the
-#: banked scratchpad at every width the presets use, and the wide matrix unit's operand memories of the
-#: presets: 4 lanes in 2, 4 and 8 banks, 8 lanes in 8)
-DESIGNS = {"divider": _divider, "requantizer": _requantizer, "softmax": _softmax, "matrix unit": _matrix_unit,
-           "banked scratchpads": _banked_scratchpads, "banked operand memories": _banked_operand_memories}
-
-
-def netlist_fingerprint(design: str, file: str = "", line: int = 0, function: str = "") -> tuple[str, bool]:
-    """The SHA-256 of ``design``'s RTLIL without source-location attributes, as the ``ga2_hdl`` imported
-    now builds it; and whether building it ran line ``line`` of ``file`` (e.g. "ga2_hdl/rtl/sram.py") in
-    ``function`` (Class.method[.nested], as the keys name it; traced only while that method runs)."""
-    import importlib
-
-    from amaranth.back import rtlil
-    reached = False
-    restore = None
-    if file and line and function:
-        module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
-        parts = function.split(".")
-        owner, name = (getattr(module, parts[0]), parts[1]) if isinstance(getattr(module, parts[0]), type) \
-            else (module, parts[0])
-        method = getattr(owner, name)
-
-        def local(frame, event, arg):
-            nonlocal reached
-            if event == "line" and frame.f_lineno == line:
-                reached = True
-            return local
-
-        def tracer(frame, event, arg):
-            return local if frame.f_code.co_filename.endswith(file) else None
-
-        def traced(*args, **kwargs):
-            before = sys.gettrace()
-            sys.settrace(tracer)
-            try:
-                return method(*args, **kwargs)
-            finally:
-                sys.settrace(before)
-        setattr(owner, name, traced)
-        restore = (owner, name, method)
-    try:
-        built = [rtlil.convert(d) for d in DESIGNS[design]()]
-    finally:
-        if restore:
-            setattr(*restore)
-    text = "\n".join(l for p in built for l in p.splitlines() if "attribute \\src" not in l)
-    return hashlib.sha256(text.encode()).hexdigest(), reached
 
 
 _SOFTMAX_LAST = ("the last-element flags of stages 2, 3 and 4 are read only under their valid bits (EXP's write "
