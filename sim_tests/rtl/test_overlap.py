@@ -21,6 +21,8 @@ from ga2_hdl import golden
 from ga2_hdl.config import Config, PRESETS
 from ga2_hdl.rtl.sram import Scratchpad
 
+from sim_tests.spad_bench import assert_cells, simulate
+
 OVERLAP = PRESETS["overlap"]
 BOOK = Config.book()
 
@@ -433,7 +435,6 @@ def test_partitions_serve_one_master_each_at_once_and_flag_a_shared_memory(confi
     rule guarantees; a model follows each master's read data (its own, from the memory it read)
     and the memory.  ``conflict`` rises exactly when two masters address one memory (partition
     and bank) in a cycle."""
-    from amaranth.sim import Simulator
     top, size = config.spad_words, config.spad_partition_words
     rng = random.Random(4)
     init = [rng.getrandbits(32) for _ in range(top)]
@@ -519,10 +520,6 @@ def test_partitions_serve_one_master_each_at_once_and_flag_a_shared_memory(confi
                     assert ctx.get(dut.conflict) == clash, (a, b, kind, other)
                 for p in dut.masters:
                     drive(p, 0, 0, 0, 0, 0, 0, [0] * words)
-        for a in range(top):
-            assert ctx.get(dut.cell(a)) == model[a], f"word {a}"
+        assert_cells(ctx, dut, model, top)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)

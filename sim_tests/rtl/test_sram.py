@@ -2,11 +2,12 @@
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from ga2_hdl import isa
 from ga2_hdl.config import PRESETS
 from ga2_hdl.rtl.sram import Scratchpad
+
+from sim_tests.spad_bench import assert_cells, simulate
 
 MASTERS = range(3)                  # the chip has three: DMA, matrix unit, vector unit
 DMA, MATRIX, VECTOR = MASTERS
@@ -68,10 +69,7 @@ def test_each_master_reads_and_writes_through_the_mux():
         for a in range(0, isa.SPAD_WORDS, 7):
             assert ctx.get(dut.memory.data[a]) == model[a]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench, period=1e-6)
 
 
 def test_conflict_flag():
@@ -89,9 +87,7 @@ def test_conflict_flag():
         ctx.set(dut.masters[VECTOR].wr_en, 1)
         assert ctx.get(dut.conflict)
 
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench, period=None)
 
 
 def test_bad_parameters_are_refused():
@@ -137,9 +133,7 @@ def test_partitioned_conflict_flag_and_write_outputs():
             ctx.set(dut.masters[name].wr_addr, 0x246)
             assert (ctx.get(dut.write_en), ctx.get(dut.write_addr)) == (1, 0x246), f"master {name} writes 0x246"
 
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench, period=None)
 
 
 def test_ported_read_data_holds_while_its_master_does_not_read():
@@ -172,10 +166,7 @@ def test_ported_read_data_holds_while_its_master_does_not_read():
             assert ctx.get(dut.masters[DMA].rd_data) == 0x1000 + 10, f"step {step}: an idle master's rd_data moved"
             assert ctx.get(dut.masters[MATRIX].rd_data) == 0x1000 + other + step, f"step {step}: a reading master"
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench, period=1e-6)
 
 
 # ==================================================================== wide ports
@@ -264,13 +255,9 @@ def test_banked_reads_and_writes_from_any_address(words):
                         assert ctx.get(got[i]) == want_words[i], f"step {step}: lane {i}"
                     else:                                          # its bank was not read: it holds
                         assert ctx.get(got[i]) == bank_out[(at + i) % words], f"step {step}: unread lane {i}"
-        for a in range(TOP):
-            assert ctx.get(dut.cell(a)) == model[a], f"word {a}"
+        assert_cells(ctx, dut, model, TOP)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
 
 
 @pytest.mark.parametrize("words", [2, 4, 8])
@@ -287,9 +274,7 @@ def test_two_masters_at_once_is_a_conflict(words):
         ctx.set(dut.masters[1].wr_en, 1)
         assert ctx.get(dut.conflict) == 0
 
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench, period=None)
 
 
 def test_owned_write_stage_forwards_the_word_written_the_cycle_before():
@@ -338,10 +323,7 @@ def test_owned_write_stage_forwards_the_word_written_the_cycle_before():
         for a in range(words):
             assert ctx.get(dut.memory.data[a]) == model[a], f"word {a}"
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench, period=1e-6)
     assert hits["forwarded"] > 20 and hits["same cycle"] > 5, hits
 
 
@@ -398,13 +380,9 @@ def test_owned_banked_reads_the_owners_address_every_cycle(words):
         for p in dut.masters:
             ctx.set(p.wr_en, 0)
         await ctx.tick()                        # the write stage: the last write reaches its banks
-        for a in range(TOP):
-            assert ctx.get(dut.cell(a)) == model[a], f"word {a}"
+        assert_cells(ctx, dut, model, TOP)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
 
 
 @pytest.mark.parametrize("words", [2, 4, 8])
@@ -461,11 +439,7 @@ def test_owned_banked_write_stage_forwards_the_words_written_the_cycle_before(wo
         for p in dut.masters:
             ctx.set(p.wr_en, 0)
         await ctx.tick()                        # the last write reaches its banks
-        for a in range(depth):
-            assert ctx.get(dut.cell(a)) == model[a], f"word {a}"
+        assert_cells(ctx, dut, model, depth)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     assert hits["forwarded"] > 100 and hits["same cycle"] > 100, hits
