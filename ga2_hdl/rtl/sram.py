@@ -280,17 +280,19 @@ class Scratchpad(wiring.Component):
         return regs
 
     @staticmethod
-    def _write_stage(m, wr, en, addr, data):
-        """The owned scratchpad's write stage: a master's write (``en``, ``addr``, ``data`` in cycle
-        t) is registered and reaches the memory in cycle t+1, so the block RAMs' write inputs come
-        from registers and not from the units' multiplexers.  A read in cycle t+1 of the word
+    def _write_stage(m, wr, en, addr, data, prefix=""):
+        """A memory's write stage (the owned one-bank scratchpad's, and each memory of a partitioned
+        one; registers named ``{prefix}write_en_r`` and so on): a write (``en``, ``addr``, ``data``
+        in cycle t) is registered and reaches the memory in cycle t+1, so the block RAMs' write
+        inputs come from registers and not from the units' multiplexers.  A read in cycle t+1 of the word
         being written then must see the new word, as it would without the stage: the memory's
         read port is transparent to its write port (a read and a write of one memory word in one
         cycle give the word written), so a master sees exactly what it sees without the stage (a
         master's read and write of one address in one cycle still return the old word: the
         memory takes that write a cycle later)."""
-        pending_en, pending_addr = Signal(name="write_en_r"), Signal(len(wr.addr), name="write_addr_r")
-        pending_data = Signal(len(wr.data), name="write_data_r")
+        pending_en = Signal(name=f"{prefix}write_en_r")
+        pending_addr = Signal(len(wr.addr), name=f"{prefix}write_addr_r")
+        pending_data = Signal(len(wr.data), name=f"{prefix}write_data_r")
         m.d.sync += [pending_en.eq(en), pending_addr.eq(addr), pending_data.eq(data)]
         m.d.comb += [wr.en.eq(pending_en), wr.addr.eq(pending_addr), wr.data.eq(pending_data)]
 
@@ -422,8 +424,10 @@ class Scratchpad(wiring.Component):
 
         Each master's access becomes a request per bank (one bank without wide ports), whose row's
         top bits name the partition; memory (p, b) takes the request of the master addressing it
-        (an AND-OR multiplexer: the issue rule leaves at most one).  Each master registers, per
-        bank, the partition it read, and takes its read data from that memory the next cycle.
+        (an AND-OR multiplexer: the issue rule leaves at most one), its write a cycle later
+        through a write stage (:meth:`_write_stage`, the read port transparent to it).  Each master
+        registers, per bank, the partition it read, and takes its read data from that memory the
+        next cycle.
         """
         m = Module()
         B, N, W = self.n_banks, self.n_partitions, isa.WORD_BITS
@@ -449,7 +453,13 @@ class Scratchpad(wiring.Component):
         for part in range(N):
             for b in range(B):
                 mem = self.banks[part * B + b]
-                rd, wr = mem.read_port(), mem.write_port()          # synchronous, not transparent
+                # the write stage of a memory: the write its masters make in cycle t (the AND-OR
+                # multiplexer's enable, row and word) is registered and taken in cycle t+1, so the
+                # block RAM's write inputs come from registers beside it; its read port is
+                # transparent to its write port, so a master sees what it sees without the stage
+                # (as the owned banked scratchpad's, :meth:`_write_stage`)
+                wr = mem.write_port()
+                rd = mem.read_port(transparent_for=(wr,))
                 r_sel, w_sel = [], []
                 r_addr = w_addr = w_data = 0
                 for reqs in requests:
@@ -462,8 +472,8 @@ class Scratchpad(wiring.Component):
                     r_addr = r_addr | Mux(rs, r_row[:local_bits], 0)
                     w_addr = w_addr | Mux(ws, w_row[:local_bits], 0)
                     w_data = w_data | Mux(ws, w_word, 0)
-                m.d.comb += [rd.en.eq(any_of(r_sel)), rd.addr.eq(r_addr),
-                             wr.en.eq(any_of(w_sel)), wr.addr.eq(w_addr), wr.data.eq(w_data)]
+                m.d.comb += [rd.en.eq(any_of(r_sel)), rd.addr.eq(r_addr)]
+                self._write_stage(m, wr, any_of(w_sel), w_addr, w_data, prefix=f"part{part}_bank{b}_")
                 conflicts += [two_of(r_sel), two_of(w_sel)]
                 read_data[part][b] = rd.data
         for j, (p, reqs, off) in enumerate(zip(ports, requests, offsets)):

@@ -520,6 +520,7 @@ def test_partitions_serve_one_master_each_at_once_and_flag_a_shared_memory(confi
                     assert ctx.get(dut.conflict) == clash, (a, b, kind, other)
                 for p in dut.masters:
                     drive(p, 0, 0, 0, 0, 0, 0, [0] * words)
+        await ctx.tick()        # the memories take a write a cycle after its master (the write stage)
         assert_cells(ctx, dut, model, top)
 
     simulate(dut, bench)
