@@ -92,19 +92,23 @@ def _mutate_rtl(args) -> int:
         from pathlib import Path
         base = mutate_rtl.snapshot(Path(tmp) / "sources")   # what the run judges, whatever is edited meanwhile
         bundle = os.path.join(tmp, "chip_check.hex")
-        programs = mutate_rtl.write_chip_bundle(bundle)
+        reach = mutate_rtl.build_reach(base)
+        chips = mutate_rtl.chip_configs(chosen, reach)
+        programs = mutate_rtl.write_chip_bundle(bundle, chips)
         print(f"chip check: {programs} programs (directed suite and {mutate_rtl.RANDOM_PROGRAMS} random, seed "
-              f"{mutate_rtl.RANDOM_SEED}) with the golden model's expectations", flush=True)
+              f"{mutate_rtl.RANDOM_SEED}) with the golden model's expectations, on the chip of "
+              f"{', '.join(chips)} (a mutant's line the book's chip never builds: the cheapest that does)",
+              flush=True)
         print("checking the unbroken design first ...", flush=True)
         how = dict(tests="tests" in args.judge, after=proofs.first_failure if "prove" in args.judge else None)
-        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base, **how)
+        problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base,
+                                      chips=chips if how["tests"] else (), **how)
         if problem:
             print(f"unbroken design passes: False\n  {problem}\nno mutant was run: the checks must pass on the "
                   f"unbroken design first")
             if args.json:
                 write_mutation_json(args.json, False, problem, [])
             return 1
-        reach = mutate_rtl.build_reach(base)
         base_seconds = time.perf_counter() - t0
         print(f"unbroken design passes: True ({base_seconds:.0f} s); each mutant's chip is elaborated before "
               f"its tests (a copy that does not build is counted apart without running them)", flush=True)

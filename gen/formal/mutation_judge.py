@@ -45,13 +45,16 @@ def properties(unit: str) -> list:
     return [p for p in prove.PROPERTIES if p.unit in wanted]
 
 
-def first_failure(unit: str, *, timeout: float | None = None):
+def first_failure(unit: str, *, timeout: float | None = None, keys: tuple[str, ...] | None = None):
     """The unit's properties on the book's chip, as imported now (the mutant's copy): a Finding for the
-    first that fails, an Outcome (error) for one that cannot be checked, or None (all hold)."""
+    first that fails, an Outcome (error) for one that cannot be checked, or None (all hold).
+    ``keys`` (``UNIT.NAME``) keeps only those of them."""
     from ga2_hdl.config import Config
     from ga2_hdl.support.mutation import Finding, Outcome
     from gen.formal import prove
     for prop in properties(unit):
+        if keys is not None and prop.key not in keys:
+            continue
         try:
             rec = prove.check_property(prop, Config.book(), covers=False, timeout=timeout)
         except Exception as e:                     # the spec around the mutated unit does not build

@@ -538,7 +538,7 @@ def run_stages(mutant: Mutant | None, unit: str, bundle_path: str, *, chip: bool
         for stage in stages(unit) if tests else ():
             if stage.args == ["chip"]:
                 if chip:
-                    verdict = _chip_check(bundle_path)
+                    verdict = _chip_check(bundle_for(bundle_path, chip_config(build)))
                     if verdict is not None:
                         return verdict
                 continue
@@ -600,15 +600,19 @@ def build_reach(base: Path) -> dict[tuple[str, int], tuple[str, ...]]:
 
 
 def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: float = 600.0,
-             base: Path | None = None, tests: bool = True, after=None) -> str | None:
-    """Every stage the given units' mutants use, on an unbroken copy; the first problem, or None."""
+             base: Path | None = None, tests: bool = True, after=None,
+             chips: tuple[str, ...] = ("book",)) -> str | None:
+    """Every stage the given units' mutants use, on an unbroken copy (the chip-level check on each
+    preset of ``chips``); the first problem, or None."""
     from ga2_hdl.support import mutation
     probes = [Mutant(f"ga2_hdl/rtl/{u}.py", "", "", name=f"unbroken {u}", offset=0) for u in units]
-    probes.append(Mutant("ga2_hdl/rtl/chip.py", "", "", name="unbroken chip check", offset=0))
+    probes += [Mutant("ga2_hdl/rtl/chip.py", "", "", name=f"unbroken chip check ({name})", offset=0)
+               for name in chips]
 
     def run(probe: Mutant):
-        if probe.name == "unbroken chip check":
-            return _unbroken_chip(bundle_path, base) if tests else None
+        if probe.name.startswith("unbroken chip check"):
+            name = probe.name.rsplit("(", 1)[1].rstrip(")")
+            return _unbroken_chip(bundle_for(bundle_path, name), base) if tests else None
         return run_stages(None, unit_of(probe), bundle_path, chip=False, base=base, tests=tests, after=after)
 
     for r in mutation.run_mutants(probes, run, jobs=jobs, timeout=timeout, crash_status="error"):
@@ -627,24 +631,53 @@ def _unbroken_chip(bundle_path: str, base: Path | None = None):
 
 
 # ====================================================================== the chip-level check
-def chip_bundle():
-    """The directed suite and the fixed random programs, with the golden model's expectations."""
-    from ga2_hdl import isa
+def chip_bundle(config_name: str = "book"):
+    """The directed suite and the fixed random programs of preset ``config_name``'s chip, with the
+    golden model's expectations."""
+    from ga2_hdl.config import PRESETS
     from ga2_hdl.formats.bundle import Bundle
     from ..fuzz.programs import random_bundle
     from ..fuzz.directed import directed_suite
-    programs = [(f"directed suite: {name}", code, ext) for name, code, ext in directed_suite(config=isa.BOOK)]
-    randoms = random_bundle(RANDOM_PROGRAMS, seed=RANDOM_SEED, config=isa.BOOK)
+    config = PRESETS[config_name]
+    programs = [(f"directed suite: {name}", code, ext) for name, code, ext in directed_suite(config=config)]
+    randoms = random_bundle(RANDOM_PROGRAMS, seed=RANDOM_SEED, config=config)
     programs += [(f"random program {i} (seed {RANDOM_SEED})", p.code, list(p.ext))
                  for i, p in enumerate(randoms.programs)]
-    return Bundle.from_programs(programs, config=isa.BOOK)
+    return Bundle.from_programs(programs, config=config)
 
 
-def write_chip_bundle(path: str) -> int:
-    """Write the chip-level check's programs to ``path``; their number."""
-    bundle = chip_bundle()
-    bundle.write(path)
-    return len(bundle.programs)
+def chip_config(build: tuple[str, ...]) -> str:
+    """The preset whose chip the chip-level check runs for a mutant on a line that the presets
+    ``build`` elaborate (gen/mutation/build_check.py's reach, cheapest first): the book's, unless
+    its chip never runs that line (code only an overlapped or a wide chip builds), then the
+    cheapest that does.  A mutant no preset reaches is checked on the book's chip."""
+    return build[0] if build and "book" not in build else "book"
+
+
+def chip_configs(mutants, reach: dict) -> tuple[str, ...]:
+    """The presets whose chips the chip-level check of ``mutants`` runs (:func:`chip_config` of each
+    mutant's line in ``reach``, :func:`build_reach`), in order of first use."""
+    return tuple(dict.fromkeys(chip_config(reach.get((m.file, m.line), ())) for m in mutants))
+
+
+def bundle_for(bundle_path: str, config_name: str) -> str:
+    """The chip-level check's bundle file of a preset: ``bundle_path`` for the book's chip, beside it
+    (``NAME_CONFIG.hex``) for another."""
+    if config_name == "book":
+        return bundle_path
+    stem, ext = os.path.splitext(bundle_path)
+    return f"{stem}_{config_name}{ext}"
+
+
+def write_chip_bundle(path: str, configs: tuple[str, ...] = ("book",)) -> int:
+    """Write the chip-level check's programs for each preset of ``configs`` (:func:`bundle_for`
+    ``path``); the number of the first one's."""
+    counts = []
+    for name in configs:
+        bundle = chip_bundle(name)
+        bundle.write(bundle_for(path, name))
+        counts.append(len(bundle.programs))
+    return counts[0]
 
 
 def _chip_check(bundle_path: str):

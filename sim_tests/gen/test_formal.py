@@ -182,13 +182,16 @@ def test_prove_writes_the_json(tmp_path, capsys):
     import json
     from ga2_cli.main import main
     out = tmp_path / "p.json"
-    assert main(["prove", "--unit", "requant", "--json", str(out), "--keep", str(tmp_path)]) == 0
+    # AMAX's contract: the cheapest unit, bounded (test_property_holds_and_covers_are_reached checks
+    # a proven one, requant.formula, through the same record)
+    assert main(["prove", "--unit", "amax", "--json", str(out), "--keep", str(tmp_path)]) == 0
     rep = json.loads(out.read_text())
     recs = rep["properties"]
     assert [(r["unit"], r["name"], r["status"], r["covers"]) for r in recs] == [
-        ("requant", "formula", "proven", "reached"), ("requant", "formula_pipelined", "proven", "reached")]
+        ("amax", "contract", "bounded", "reached")]
+    assert recs[0]["depth"] == PROPS["amax.contract"].depth(BOOK)
     assert all(r["seconds"] > 0 for r in recs) and rep["config"] == "book"
-    assert "requant.formula" in capsys.readouterr().out
+    assert "amax.contract" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ the same assertions in simulation
