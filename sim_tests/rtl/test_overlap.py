@@ -214,6 +214,15 @@ def hazard_programs():
         ("across", [make("LD", dst=1024, src=8, len=4), make("RQ", dst=2000, src=1020, len=5, m=1 << 23, s=23),
                     make("LD", dst=1020, src=0, len=8), make("AMAX", dst=3000, src=1025, len=3),
                     make("ST", src=2000, dst=200, len=5), make("ST", src=3000, dst=210, len=1), isa.HALT], ext),
+        # a hazard and a fault seen only through a region's product (rows - 1) * stride: the MM's A
+        # rows 0, 400, 800, 1200 (lda = 400) reach the words 1200..1203 the load before it writes, in
+        # a partition of their own, so it waits for the load (C[3] = A[3][0] * B = 3 * 5); the next
+        # MM's A, 2 rows 200 apart from 4000, runs past the scratchpad's end (SPAD_RANGE), which its
+        # first row alone does not
+        ("strided", [make("LD", dst=2000, src=4, len=1), make("LD", dst=1200, src=0, len=4),
+                     make("MM", dst=2500, A=0, B=2000, M=4, K=1, N=1, lda=400),
+                     make("ST", src=2500, dst=200, len=4),
+                     make("MM", dst=100, A=4000, B=2000, M=2, K=1, N=1, lda=200), isa.HALT], ext),
         # a fault while units run: they complete, nothing after the fault runs
         ("fault", [make("LD", dst=0, src=0, len=8), make("MM", dst=20, A=0, B=4, **mm),
                    make("LD", dst=50, src=8, len=4), make("VADD", dst=60, src1=0, src2=4, len=4),
@@ -254,6 +263,8 @@ def test_hazard_programs_in_the_golden_model():
     assert by_name["WAR"].ext[200:204] == [100, 101, 102, 103] and by_name["WAR"].ext[210] == 14
     assert by_name["WAW"].ext[200:204] == [100, 101, 102, 103]
     assert by_name["across"].ext[200:205] == [0, 0, 0, 0, 100] and by_name["across"].ext[210] == 0   # 7, -2, 4 (not 101..103)
+    assert by_name["strided"].ext[200:204] == [0, 0, 0, 15]
+    assert (by_name["strided"].error, by_name["strided"].error_pc) == (ErrorCode.SPAD_RANGE, 4)
     assert (by_name["fault"].error, by_name["fault"].error_pc) == (ErrorCode.EXT_RANGE, 4)
     assert by_name["fault"].counters.instructions == 4 and by_name["fault"].ext[200] == 0
 
