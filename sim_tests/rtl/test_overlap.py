@@ -438,14 +438,16 @@ def test_fuzz_on_the_wide_overlap_presets_in_every_simulator(name):
     assert all(r["programs_run"] == report["programs"] for r in report["results"].values())
 
 
-@pytest.mark.parametrize("config, words", [(WIDE_OVERLAP, 4), (OVERLAP, 1)], ids=["4 banks", "1 bank"])
+@pytest.mark.parametrize("config, words", [(WIDE_OVERLAP, 4), (TWO_BANKS, 2), (OVERLAP, 1)],
+                         ids=["4 banks", "2 banks", "1 bank"])
 def test_partitions_serve_one_master_each_at_once_and_flag_a_shared_memory(config, words):
-    """The partitioned scratchpad alone (4 or 8 partitions, 3 masters): every cycle each master reads
-    and writes its own runs of ``words`` words from any address (across partition boundaries and
-    the top of the memory too), in partitions no other master touches that cycle, as the issue
+    """The partitioned scratchpad alone (2, 4 or 8 partitions, 3 masters): every cycle each master
+    reads and writes its own runs of ``words`` words from any address (across partition boundaries
+    and the top of the memory too), in partitions no other master touches that cycle, as the issue
     rule guarantees; a model follows each master's read data (its own, from the memory it read)
-    and the memory.  ``conflict`` rises exactly when two masters address one memory (partition
-    and bank) in a cycle."""
+    and the memory; the debug outputs name a lone write (``write_addr``, and with banks
+    ``write_last``, its last address).  ``conflict`` rises exactly when two masters address one
+    memory (partition and bank) in a cycle."""
     top, size = config.spad_words, config.spad_partition_words
     rng = random.Random(4)
     init = [rng.getrandbits(32) for _ in range(top)]
@@ -500,6 +502,8 @@ def test_partitions_serve_one_master_each_at_once_and_flag_a_shared_memory(confi
             assert ctx.get(dut.write_en) == bool(writes), f"step {step}: write_en"
             if len(writes) == 1:
                 assert ctx.get(dut.write_addr) == writes[0][0], f"step {step}: write_addr"
+                if wide:
+                    assert ctx.get(dut.write_last) == (writes[0][0] + words - 1) % top, f"step {step}: write_last"
             await ctx.tick()
             for wa, wmask, data in writes:
                 for i in range(words):
@@ -519,11 +523,11 @@ def test_partitions_serve_one_master_each_at_once_and_flag_a_shared_memory(confi
             drive(p, 0, 0, 0, 0, 0, 0, [0] * words)
         # two masters on one memory: master a writes word 10 (partition 0, bank 2 of 4);
         # the other's word 10 or 14 (the same memory) conflicts, 11 (another bank; with one bank
-        # the same memory) and 1034 (another partition) do not; reads likewise
+        # the same memory) and 10 + size (the same bank of the next partition) do not; reads likewise
         bank_mask = 0b0001 if wide else 1
         for a, b in ((0, 1), (1, 2), (0, 2)):
             for kind in ("wr", "rd"):
-                for other, clash in ((10, True), (14, True), (11, not wide), (1034, False)):
+                for other, clash in ((10, True), (14, True), (11, not wide), (10 + size, False)):
                     for j, p in enumerate(dut.masters):
                         on = j in (a, b)
                         drive(p, on and kind == "rd", 10 if j == a else other, bank_mask,

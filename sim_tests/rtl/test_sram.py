@@ -156,8 +156,8 @@ def test_ported_read_data_holds_while_its_master_does_not_read():
             assert ctx.get(dut.masters[name].rd_data) == 0x1000 + 10 + name * part
         other = len(MASTERS) * part                    # a word of a partition nobody else uses
         for step in range(4):                          # DMA idle (address lines elsewhere), the others read
-            ctx.set(dut.masters[DMA].rd_en, 0)
-            ctx.set(dut.masters[DMA].rd_addr, 100 + step)
+            ctx.set(dut.masters[DMA].rd_en, 0)         # (its own partition, then the one MATRIX reads)
+            ctx.set(dut.masters[DMA].rd_addr, 100 + step + step % 2 * other)
             ctx.set(dut.masters[MATRIX].rd_addr, other + step)
             ctx.set(dut.masters[VECTOR].wr_en, 1)      # and the word the DMA read is rewritten
             ctx.set(dut.masters[VECTOR].wr_addr, 10)
