@@ -136,6 +136,31 @@ def test_a_region_whose_start_a_flag_chooses(tmp_path, monkeypatch):
     sim.run()
 
 
+@pytest.mark.parametrize("narrow, multiplier", [(4, False), (8, False), (9, True)])
+def test_shift_add_uses_a_multiplier_only_past_shift_add_bits(narrow, multiplier):
+    """decoder._shift_add's rule: a product whose narrower factor has at most SHIFT_ADD_BITS (8) bits
+    is logic (shifts and adds, the staged check's row counts times strides), a wider one a multiplier
+    (a ``$mul`` cell, which the FPGA maps to one of its few multiplier blocks)."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Module, signed, unsigned
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+    from ga2_hdl.rtl.decoder import SHIFT_ADD_BITS, _shift_add
+    assert SHIFT_ADD_BITS == 8
+
+    class Product(wiring.Component):
+        a: In(signed(narrow))
+        b: In(unsigned(12))
+        p: Out(signed(narrow + 13))
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.comb += self.p.eq(_shift_add(self.b, self.a))
+            return m
+
+    assert ("cell $mul " in rtlil.convert(Product())) == multiplier
+
+
 def test_shift_add_products_are_exact():
     """The staged check's products of a narrow factor (decoder._shift_add: shifts and adds, not a
     multiplier block) equal a * b for every narrow value, unsigned and two's complement."""
