@@ -181,6 +181,27 @@ _RQ_LANE_LOAD = ("a lane's m, s and relu registers (built only without overlap) 
                  "same")
 
 
+#: the partitioned scratchpad's row width, from a memory's depth
+_PART_LOCAL_BITS = ("local_bits is the width of a memory's row address: every memory of a partitioned scratchpad "
+                    "has the same depth, spad_words / (spad_partitions * banks), a power of two of at least 4 "
+                    "rows (128 on wide8_overlap, 512 on overlap), and there are at least two memories (at least "
+                    "two partitions).  So banks[-1] and banks[1] have banks[0]'s depth D = 2**k; (D - 2) has "
+                    "bit_length k for k >= 2 as D - 1 does, and Python's bit_length of the negative 1 - D is that "
+                    "of D - 1: the same k, the same slices, the same hardware (the netlist is checked "
+                    "byte-identical)")
+
+#: the overlapped sequencer's partition span fields, wider
+_SPAN_WIDER = ("the change widens the first/last fields of the region registers (incoming, held) by one bit.  "
+               "They hold isa.partition_span of a region's bounds: with one partition the constants 0 (every "
+               "two spans meet, at any width); else start >> s and (end - 1) >> s, s = log2 of a partition's "
+               "words.  ISSUE uses them (_blocked) only for an instruction that passed the check, whose "
+               "regions are non-empty (zero lengths fail) and lie inside the scratchpad, so both values are below spad_partitions and fit the "
+               "narrower field: the wider one holds the same number with a 0 on top (an instruction that "
+               "fails the check, HALT or a fetch past the end goes the other way, waiting for the units and "
+               "halting without reading blocked, and held is loaded only when an instruction issues).  "
+               "spans_meet compares the numbers, so every hazard, every issue cycle and every counter is "
+               "the same")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -607,6 +628,85 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "whose value nothing reads (v3 is 0 the cycle after; the engine drives wr_data only inside the "
                 "write's If) and which the next v2 cycle overwrites: the writes, done and the busy time are the "
                 "same (the wide engine's argument, one lane)"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._elaborate_partitioned",
+                "local_bits = (self.banks[0].depth - 1).bit_length()",
+                "self.banks[0].depth - 1 -> self.banks[0].depth - 2", _PART_LOCAL_BITS,
+                netlist="partitioned scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._elaborate_partitioned",
+                "local_bits = (self.banks[0].depth - 1).bit_length()",
+                "self.banks[0].depth - 1 -> 1 - self.banks[0].depth", _PART_LOCAL_BITS,
+                netlist="partitioned scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._elaborate_partitioned",
+                "local_bits = (self.banks[0].depth - 1).bit_length()", "0 -> -1", _PART_LOCAL_BITS,
+                netlist="partitioned scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._elaborate_partitioned",
+                "local_bits = (self.banks[0].depth - 1).bit_length()", "0 -> 1", _PART_LOCAL_BITS,
+                netlist="partitioned scratchpads"),
+    Equivalence("ga2_hdl/rtl/sram.py", "Scratchpad._elaborate_partitioned",
+                "m.d.comb += p.rd_data.eq(lanes[0])", "0 -> -1",
+                "the line is the branch for one bank (B = 1), where lanes holds one element (one per bank), "
+                "so lanes[-1] is lanes[0]: the same read data, the same hardware (the netlist is checked "
+                "byte-identical)", netlist="partitioned scratchpads"),
+    Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._region_registers",
+                "part_bits = max(1, self.config.spad_partitions.bit_length() - 1)",
+                "max(1, self.config.spad_partitions.bit_length() - 1) -> max(0, self.config.spad_partitions.bit_length() - 1)",
+                "with two or more partitions (every overlap preset: 8, 4, 4) log2(spad_partitions) >= 1, so "
+                "the max gives the same width and the same hardware.  With one partition (an overlapped "
+                "chip with spad_partitions = 1, as the tests' overlap1) the span fields become 0 bits instead "
+                "of 1; they hold only the constant 0 there (isa.partition_span returns (0, 0)), and "
+                "spans_meet of zeros is 1 at any width, 0 <= 0 (every two regions share the one partition), "
+                "as it is for 1-bit zeros: every hazard and every issue cycle are the same"),
+    Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._region_registers",
+                "part_bits = max(1, self.config.spad_partitions.bit_length() - 1)",
+                "max(1, self.config.spad_partitions.bit_length() - 1) -> max(2, self.config.spad_partitions.bit_length() - 1)",
+                _SPAN_WIDER + " (the change widens them only with one or two partitions)"),
+    Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._region_registers",
+                "part_bits = max(1, self.config.spad_partitions.bit_length() - 1)",
+                "self.config.spad_partitions.bit_length() - 1 -> self.config.spad_partitions.bit_length() - 0",
+                _SPAN_WIDER),
+    Equivalence("ga2_hdl/rtl/chip.py", "_check_stage.stage", 'if kind == "operand" and not factors:',
+                "kind == \"operand\" -> kind != 'operand'",
+                "with factors (the book's sequencer) the condition is false either way, so nothing changes.  "
+                "Without (the overlapped sequencer) the change registers each product's non-constant factors "
+                "instead of the product: the register moves from after the multiplier (shift-add) to before "
+                "it, and the product becomes combinational from the registered factors.  The path from the "
+                "read-ahead word nxt to terms_next keeps exactly one register before the terms' own "
+                "(products of products, none in the ISA's rules, would too: a product's factor is then "
+                "registered where the product was), and the registered factors have the shapes of the "
+                "expressions they copy, so terms_next takes the same value in the same cycle: nxt holds "
+                "still for the two cycles before its FETCH, as the sequencer's docstring shows.  Every "
+                "error code, span, issue cycle and counter is the same"),
+    Equivalence("ga2_hdl/rtl/decoder.py", "_shift_add", "if len(a) > len(b):",
+                "len(a) > len(b) -> len(a) >= len(b)",
+                "the change differs only when both factors have the same width, then making the other one "
+                "the shifted-and-added factor; a product is exact either way (multiplication commutes, and "
+                "the shift-add is exact for a narrow factor of either signedness: test_decoder's "
+                "test_shift_add_products_are_exact).  The chip's only products, (rows - 1) * stride of the "
+                "issue check, have a narrow factor of 4 to 8 bits (M - 1, K - 1 ...) and a 12-bit stride on "
+                "every preset, never equal widths, so the hardware is the same (the netlist is checked "
+                "byte-identical)", netlist="check stages"),
+    Equivalence("ga2_hdl/rtl/decoder.py", "_shift_add", "total = Const(0, 1)", "Const(0, 1) -> Const(0, 0)",
+                "the sum's starting zero, 0 or 1 bits wide: the first term Mux(a[0], b, 0) is as wide as the "
+                "12-bit unsigned stride b, and Amaranth sizes 0 + x by the wider operand plus one bit, so "
+                "the sum has the same shape and value either way; the netlist is checked byte-identical",
+                netlist="check stages"),
+    Equivalence("ga2_hdl/rtl/decoder.py", "_shift_add", "total = Const(0, 1)", "Const(0, 1) -> Const(0, 2)",
+                "the sum's starting zero, 1 or 2 bits wide: the first term Mux(a[0], b, 0) is as wide as the "
+                "12-bit unsigned stride b (every product of the chip's issue check), and Amaranth sizes 0 + x "
+                "by the wider operand plus one bit, so the sum has the same shape and value either way; the "
+                "netlist is checked byte-identical", netlist="check stages"),
+    Equivalence("ga2_hdl/rtl/dma.py", "DMA.elaborate", "with m.If(~self.busy):", "~self.busy -> 1",
+                "the wide DMA's scratchpad pointers (rd_ptr, wr_ptr) are then also reloaded with the base "
+                "while busy, in every cycle without a request (rd_ptr) or without a written chunk (wr_ptr); "
+                "the later increments still win in theirs.  The base is the instruction's, held while busy "
+                "(the unit contract: the sequencer holds ins), so the reload is a change only after the "
+                "pointer has stepped.  ST's reads are requested in the R consecutive cycles after the start "
+                "(more_to_request until requested = count), so rd_ptr is reloaded only after its last read; "
+                "an LD's requests are consecutive likewise and the external port answers each exactly LAT "
+                "cycles later, in order (ExtPort's protocol), so its writes come in R consecutive cycles too: "
+                "wr_ptr is reloaded only before its first write (with the base it holds) and after its "
+                "last.  A pointer reaches the scratchpad only with its read or write enable, so every access, "
+                "the data and the busy time are the same; idle, the base is loaded as before"),
 )
 
 
