@@ -64,27 +64,6 @@ _SOFTMAX_INDEX_AT_START = ("rd_index and wr_index are 0 whenever an SM starts: t
                            "next_pass sets both to 0 at the end of every pass, SCALE (the last) included; so "
                            "the clear at start writes the values they already hold")
 
-_MM_LANDING_KEPT = ("outside STAGE and DRAIN the change keeps writing the scratchpad's read data (broadcast to "
-                    "every master) into the operand memory at the last staged position (r.land is only changed "
-                    "in STAGE).  While the MM runs that "
-                    "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
-                    "enabled), so the same value is written again; between MMs another unit's reads may put other "
-                    "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
-                    "position it does not stage is a lane beyond M or N (which reaches only processing elements "
-                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed).  On a wide "
-                    "port (spad_ports = P > 1) the same holds chunk for chunk: r.land also keeps the chunk's "
-                    "mask and direction, and the banked scratchpad holds every bank's read data and the "
-                    "registered lane offset while no read is enabled (sram.py loads read_offset only with "
-                    "rd_en), so the masked lanes rewritten are the last staged chunk's words at the same "
-                    "positions; a chunk written between MMs covers positions of one old row (its mask), each "
-                    "re-staged or never streamed or selected, as above.  Owned (the wide chips without "
-                    "overlap), the banked scratchpad reads the owner's address in every cycle instead: while the "
-                    "MM runs that is walk.ptr, which stays at the last staged chunk's address after its read, so "
-                    "the same words come back (through the staging register, a cycle later) until the write-back, "
-                    "which comes after the last STREAM read of the operand memories; after it, and between MMs, "
-                    "other data may be written at the last staged positions, each re-staged by the next MM "
-                    "before it streams it, or never streamed or selected, as above")
-
 _MM_DIM = ("dim_bits = max(size, max_k).bit_length() = 7 for the ISA's array (MM_MAX_MN = 4, MM_MAX_K = 64), "
            "one more than needed: the fields of that shape hold M-1, K-1 and N-1 (last_m/k/n, and the walk's "
            "inner_last and outer_last, chosen among them), at most 63 because the issue check refuses K > 64 "
@@ -124,30 +103,6 @@ _MM_STREAM_VALID = ("r.stream.mem_valid is written only in STREAM (_stream: mem_
                     "default (CLEAR writes only the step field); STREAM's "
                     "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
                     "holds 0 without the default: the array sees the same valid every cycle")
-
-_MM_LANDING_WIDE = (
-    "the wide matrix unit's landing register (valid, which memory, along k or across lanes, the chunk's "
-    "lane mask, lane, k) is loaded only in STAGE; with the change valid is 1 in every cycle, so besides "
-    "the staging writes the landing writes the scratchpad's read data into the A or B operand memory at "
-    "the last staged chunk's positions (the lanes of its mask) in every other cycle.  Before the first MM "
-    "the register is zero: mask 0 enables no byte lane of any bank (across lanes: mask << lane = 0), so "
-    "nothing is written.  During an MM, after STAGE (DRAIN, CLEAR, STREAM, WRITE), the unit reads nothing "
-    "and no other unit's reads reach its read data (without overlap no other unit runs; with overlap "
-    "no other unit in flight touches the MM's scratchpad partitions, and each master takes each bank's "
-    "read data from the memory it last read, through its own registered partition index and lane offset, "
-    "Scratchpad._elaborate_partitioned), so the matrix unit's read data holds: each memory it read is "
-    "read again only by a read of its own (and is not transparent, so another unit's "
-    "write does not change it), and the lane "
-    "rotation's offset is registered only with a read; so every lane the mask selects carries the word "
-    "of the last staging read, which is written again with its own value (lanes outside the mask may "
-    "carry stale words of banks that read did not enable, but the mask never writes them).  Between MMs "
-    "other units' reads change the read data, and these positions (lanes below N, or M, and steps below "
-    "K of the last MM's last row chunk) take other values, also in the next MM's LOAD cycle; but that "
-    "MM's STAGE then writes every position its STREAM reads for a lane the write-back selects (the "
-    "chunk masks cover every element up to each row's end, so every m < M, n < N, k < K), and a "
-    "position it does not stage is a lane beyond M or N (it reaches only processing elements the "
-    "write-back never selects, see rowmem.py) or a step beyond K (never streamed).  So the products, "
-    "the write-back and the busy time are the same")
 
 _SPAD_ROTATE_LOW_BITS = (
     "to_banks runs at elaboration and is called with lane_bits = 1 (the read and write masks) and "
@@ -255,15 +210,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "rd_index.eq(0), -> ", _SOFTMAX_INDEX_AT_START),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
                 ", wr_index.eq(0) -> ", _SOFTMAX_INDEX_AT_START),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
-                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
-                "r.land.valid.eq(0) -> r.land.valid.eq(1)", _MM_LANDING_KEPT),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
-                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
-                "r.land.valid.eq(0), -> ",
-                "without its default clear, land.valid (set only by STAGE) stays 1 from the first STAGE on, "
-                "which is the change land.valid.eq(0) -> land.valid.eq(1) from then on (before the first MM "
-                "it is 0, as in the design): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._load", "r.wb.m.eq(0), r.wb.n.eq(0),",
                 "r.wb.n.eq(0), -> ",
                 "wb.n is 0 whenever an MM starts: it is 0 after reset and WRITE (_write_back) sets it to 0 "
@@ -282,10 +228,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "self.a_mem.rd_en.eq(reading), self.a_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._stream",
                 "self.b_mem.rd_en.eq(reading), self.b_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
-                "self.acc < 0 -> self.acc <= 0",
-                "for integers acc <= 0 is acc < 1: the change only calls acc = 0 negative, whose magnitude, "
-                "product, rounded and saturated values are 0, giving -0 = 0 (or 0 with relu): the same q"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "VectorUnit.elaborate",
                 "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))",
                 "Mux(selected, read_data, 0) -> Mux(selected, read_data, -1)", _VECTOR_IDLE_DATA),
@@ -307,11 +249,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "wr_index is used only by the writes of EXP and SCALE; MAX, the first pass, writes nothing and "
                 "ends with next_pass, which sets wr_index to 0 before EXP's first write, so the value given to "
                 "it at start is never used"),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
-                "self.acc < 0 -> self.acc < 1",
-                "the change only calls acc = 0 negative: its magnitude is 0 either way (-0 = 0), the product, "
-                "the rounded value and the saturated value are 0, and the result is -0 = 0, or 0 with relu: "
-                "the same q for every input"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "_clamp",
                 "return Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
@@ -338,23 +275,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
                 "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, -1, Value.cast(self.spad.rd_data))",
                 _DMA_WDATA),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words",
-                "self.b_mem.wr_en.eq(land.valid & land.b),", "land.valid & land.b -> 1",
-                "the B operand memory then takes the scratchpad's read data at (land.lane, land.k) every cycle. "
-                "While A is staged those are A's positions (lane m < M, k < K) and A's words; B is staged "
-                "after A and writes every (n < N, k < K) that STREAM reads for a lane the write-back selects, "
-                "so each such position holds its B word again before it is streamed, and the others are lanes "
-                "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
-                "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
-                "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT + "  On a wide port: "
-                "the B operand memory then takes the scratchpad's read data at the landing position, under the "
-                "landing's chunk mask, in every cycle.  While A is staged those are A's positions (lane m < M, "
-                "steps k < K) and A's words; B is staged after A and writes every (n < N, k < K) that STREAM "
-                "reads for a lane the write-back selects (the chunk masks cover every element of each row), so "
-                "each such position holds its B word again before it is streamed, and the others are lanes "
-                "n >= N, which reach only processing elements of columns the write-back never selects (B "
-                "flows down the columns), or steps k >= K, never streamed.  From the last B chunk on the "
-                "landing stays at that position, as with its valid bit stuck at 1: " + _MM_LANDING_WIDE),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
                 "self.ports > 1 -> self.ports > 0", _MM_WIDE_FIELDS),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
