@@ -136,6 +136,24 @@ _RQ_LANE_LOAD = ("a lane's m, s and relu registers (built only without overlap) 
                  "same")
 
 
+#: the requantizer's ones' complement one bit wider (either operand of its XOR), cut back to 31 bits
+_RQ_ONES_WIDER = ("ones is a Signal(ACC_BITS - 1), 31 bits; the change makes one operand of the XOR 32 bits "
+                  "wide (all of acc, or 32 copies of the sign), so the XOR gains a bit 31 (acc[31] ^ 0, or "
+                  "0 ^ negative) while its bits 0 .. 30 are the same two bits XORed as before.  The "
+                  "assignment to ones keeps bits 0 .. 30 only, so ones, and everything after it, is the same "
+                  "for every acc, in every form (the magnitude stage registers ones at its own 31-bit shape); "
+                  "requant.formula and requant.formula_pipelined prove q for every operand")
+
+#: SM's last-stage flags set or kept for one cycle after a pass ends
+_SOFTMAX_STAGE4 = ("v4 and last4 are read only in SCALE (the write of p under v4, done and the end of the "
+                   "instruction under v4 & last4), and the pipeline overwrites both in every cycle (v4 <= v3, "
+                   "last4 <= last3, unconditionally), so the value next_pass gives them (0, or 1, or the "
+                   "pipeline's own when the clear is dropped) lives one cycle only: the first cycle of EXP "
+                   "(after MAX), of DIV_START (after EXP) or of IDLE (after SCALE), none of which reads them.  "
+                   "The next SCALE cycle is at least DIV_PHASE_CYCLES = 41 cycles after EXP's next_pass, and "
+                   "from the cycle after each next_pass on the registers are the design's again, so every "
+                   "SCALE cycle sees the same v4 and last4: the same writes, done and busy time")
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
@@ -527,6 +545,114 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "whose value nothing reads (v3 is 0 the cycle after; the engine drives wr_data only inside the "
                 "write's If) and which the next v2 cycle overwrites: the writes, done and the busy time are the "
                 "same (the wide engine's argument, one lane)"),
+    # ---- requant.py and softmax.py survivors of the whole run at ea61f4b (the widths with a bound,
+    # the bits nobody reads, the registers loaded in extra cycles nobody reads)
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += ones.eq(self.acc[:ACC_BITS - 1] ^ negative.replicate(ACC_BITS - 1)) [1]",
+                "ACC_BITS - 1 -> ACC_BITS - 0", _RQ_ONES_WIDER),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += ones.eq(self.acc[:ACC_BITS - 1] ^ negative.replicate(ACC_BITS - 1)) [2]",
+                "ACC_BITS - 1 -> ACC_BITS - 0", _RQ_ONES_WIDER),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                's_eff = Signal(range(PRODUCT_BITS + 1), name="s_eff")',
+                "PRODUCT_BITS + 1 -> (PRODUCT_BITS + 1) - 1",
+                "s_eff holds 0 .. PRODUCT_BITS = 56; range(57) and range(56) are both the shape unsigned(6) "
+                "(6 bits hold 0 .. 63), so the signal, the magnitude stage's register of it, and the hardware "
+                "are bit for bit the same", netlist="requantizer"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += [s_eff.eq(Mux(shift > PRODUCT_BITS, PRODUCT_BITS, shift)),",
+                "shift > PRODUCT_BITS -> shift >= PRODUCT_BITS",
+                "the only shift the change treats differently is s = PRODUCT_BITS = 56, for which the Mux then "
+                "gives the constant PRODUCT_BITS = 56 instead of shift = 56: the same s_eff for every s, so "
+                "the same thermometer code, constants and window (requant.formula proves q for every operand)"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "at_least.eq(Cat(1, *(s_eff >= k for k in range(1, PRODUCT_BITS + 2))))]",
+                "Cat(1, *(s_eff >= k for k in range(1, PRODUCT_BITS + 2))) -> "
+                "Cat(0, *(s_eff >= k for k in range(1, PRODUCT_BITS + 2)))",
+                "the change only makes bit 0 of the thermometer code 0 instead of 1, and no reader takes bit 0: "
+                "_constants reads at_least[k] through ge(k) for k >= 1 only (ge(0) is the constant 1) and "
+                "through between(lo, hi) as at_least[hi + 1] with hi >= 0, and its other indices are i + 2, "
+                "PRODUCT_BITS - 7 and PRODUCT_BITS - 6, all >= 1; the magnitude stage's register copies the "
+                "bit but only _constants reads the copy, at the same indices.  So every constant, and q, is "
+                "the same for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                'offset = Signal(signed(BIASED_BITS), name="offset")', "BIASED_BITS -> BIASED_BITS - 1",
+                "offset = sign * m + bias: for a non-negative acc it is half, 0 or 2**(s-1) with s <= 56, so "
+                "0 .. 2**55; for a negative acc m + minus_half with 0 <= m < 2**24 and -2**55 <= minus_half "
+                "<= -1, so -2**55 .. 2**24 - 2.  Every value is within -2**55 .. 2**55, which a signed 57-bit "
+                "signal holds (-2**56 .. 2**56 - 1), so it takes the same value, and its readers (the signed "
+                "add into the biased product, and split_multiply's register of its shape) sign-extend it to "
+                "the same number: q is the same for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "biased = Signal(signed(BIASED_BITS))",
+                "BIASED_BITS -> BIASED_BITS - 1",
+                "biased = ones * m + offset with ones <= 2**31 - 1 and m <= 2**24 - 1, so ones * m < 2**55 (the "
+                "split form's partial products add up to the same product); with -2**55 <= offset <= 2**55 "
+                "(the offset's bound) biased lies in -2**55 .. 2**56 - 1, which a signed 57-bit register holds "
+                "(-2**56 .. 2**56 - 1): the register takes the same value, so the arithmetic shift (the window "
+                "t, floor(biased / 2**s) cut to 8 bits) and the compare with the limit (a value compare, "
+                "both sides extended) give the same results, and q is the same for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += t.eq((biased >> shift_r)[:8])", ":8 -> :9",
+                "t is a Signal(8): assigning the low 9 bits of the shifted product keeps only its low 8, the "
+                "same window as before", netlist="requantizer"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_now = Signal(range(spad_words + 1))",
+                "spad_words + 1 -> (spad_words + 1) - 1",
+                "rd_now is rd_index (0 .. len <= spad_words), or 0 in MAX's last cycle.  range(S) and "
+                "range(S + 1) have the same shape unless S = spad_words is a power of two, and then range(S) "
+                "is addr_bits = log2(S) bits and only rd_index = S (= len, the whole scratchpad) is cut, to "
+                "0.  That value is never taken while reading is 1 (each pass reads while rd_index < len; "
+                "IDLE's and DIV_WAIT's reads have rd_index = 0), so read_is_last (seen only as reading & "
+                "read_is_last) and the increment rd_index <= rd_now + 1 (under reading) are the same; the "
+                "read address (src + rd_now)[:addr_bits] is taken modulo 2**addr_bits = S, where S and 0 "
+                "are the same address.  So the reads, writes and busy time are the same (rd_index itself "
+                "needs range(S + 1): it reaches len = S and is compared with it, test_softmax's "
+                "whole-scratchpad read schedule)"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "v2.eq(0), -> ",
+                "without the clear v2 takes v1 in next_pass's cycle, and v1 is 0 then: v1 is the registered "
+                "reading, and next_pass runs when the pass's last element leaves its pipeline (v2 & last2 in "
+                "MAX, v3 & last3 in EXP, v4 & last4 in SCALE), two or more cycles after the pass's last read; "
+                "in the cycle after that read rd_index is len and the pass reads no more (reading = rd_index "
+                "< len; MAX's extra read for EXP is in next_pass's own cycle, so it reaches v1, not v2).  So "
+                "v2 becomes the 0 the clear writes: the same in every cycle"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", "v4.eq(0) -> v4.eq(1)", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", "v4.eq(0), -> ", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", ", last4.eq(0) -> ", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", "last4.eq(0) -> last4.eq(1)", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "score = self.spad.rd_data[:8].as_signed()",
+                ":8 -> :9",
+                "score's only reader is score_r, a Signal(signed(8)): assigning the 9-bit signed slice keeps "
+                "its low 8 bits, the same byte as before", netlist="softmax"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "rd_index.eq(0) -> rd_index.eq(1)",
+                "the statement that follows it in the same start branch, m.d.sync += rd_index.eq(1) (the "
+                "read of element 0 in the start cycle), assigns rd_index again, and in Amaranth the later "
+                "assignment to a signal in one domain wins; so rd_index becomes 1 at start whatever this "
+                "statement writes, 0 or 1"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v3):", "v3 -> 1",
+                "EXP then loads e_reg from the ROM in every EXP cycle, and tests last3 without v3.  last3 "
+                "implies v3 in every cycle (last1 = reading & read_is_last and v1 = reading; the pipeline "
+                "copies both, and next_pass clears v2, v3, v4 and last2, last3, last4 together), so "
+                "next_pass and the move to DIV_START happen in the same cycles.  e_reg is read only by EXP's "
+                "write and add under e_pending and by DIV_START; e_pending is 0 in EXP's first cycle (start "
+                "clears it, only EXP sets it) and is v3 of the cycle before, and DIV_START follows the EXP "
+                "cycle with v3 & last3: so every cycle that reads e_reg follows an EXP cycle with v3 = 1, "
+                "which loaded it with the same ROM word in the design and in the change (the address depends "
+                "on running_max and score_r only).  The extra loads are overwritten before any read: the "
+                "writes, S, done and busy time are the same"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit._scale", "with m.If(v3):", "v3 -> 1",
+                "SCALE's prob register (stage 3) is read only by the write of p under v4, and v4 is v3 one "
+                "cycle later (or 0 after next_pass): SCALE's first cycles have v4 = 0 (DIV_WAIT reads nothing "
+                "until its last cycle), so every cycle that writes follows a SCALE cycle with v3 = 1, which "
+                "loaded prob with the same rounded product in the design and in the change (product is "
+                "loaded under v2, unchanged).  The change only loads it also in SCALE's cycles with v3 = 0, "
+                "whose value the next v3 cycle overwrites before a write: the writes, done and busy time are "
+                "the same"),
 )
 
 
