@@ -154,6 +154,16 @@ _SOFTMAX_STAGE4 = ("v4 and last4 are read only in SCALE (the write of p under v4
                    "from the cycle after each next_pass on the registers are the design's again, so every "
                    "SCALE cycle sees the same v4 and last4: the same writes, done and busy time")
 
+# Not equivalent, whatever was argued here before (the whole run at ea61f4b caught them):
+# * requant.py ``negative = self.acc < 0`` -> ``<= 0`` / ``< 1``: the magnitude is ones + negative with
+#   ones = acc ^ sign, so acc = 0 called negative has ones = 2**31 - 1 and a magnitude of 2**31, not 0
+#   (test_requant.py::test_boundary_cross_product: requant(0, m=1, s=0) = -127).
+# * matrix_unit.py ``r.land.valid.eq(0)`` -> 1 or dropped, and B's ``wr_en`` -> 1: the landing keeps
+#   writing the read data after STAGE, and the book chip's owned scratchpad reads the owner's address in
+#   every cycle (sram.py: its read enable tied high) while the matrix unit drives rd_addr only in STAGE
+#   (0 otherwise): the read data becomes word 0, not the last staged word, and lands on B's last
+#   position before STREAM reads it (the directed suite's mm_3x5x2 first differs at C[0][1], column 1).
+
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
