@@ -64,27 +64,6 @@ _SOFTMAX_INDEX_AT_START = ("rd_index and wr_index are 0 whenever an SM starts: t
                            "next_pass sets both to 0 at the end of every pass, SCALE (the last) included; so "
                            "the clear at start writes the values they already hold")
 
-_MM_LANDING_KEPT = ("outside STAGE and DRAIN the change keeps writing the scratchpad's read data (broadcast to "
-                    "every master) into the operand memory at the last staged position (r.land is only changed "
-                    "in STAGE).  While the MM runs that "
-                    "data is the last staged word itself (no other unit reads, and rd_data holds while no read is "
-                    "enabled), so the same value is written again; between MMs another unit's reads may put other "
-                    "data there, but the next MM stages every (lane, k) it streams before STREAM reads it, and a "
-                    "position it does not stage is a lane beyond M or N (which reaches only processing elements "
-                    "the write-back never selects, see rowmem.py) or a k beyond K (never streamed).  On a wide "
-                    "port (spad_ports = P > 1) the same holds chunk for chunk: r.land also keeps the chunk's "
-                    "mask and direction, and the banked scratchpad holds every bank's read data and the "
-                    "registered lane offset while no read is enabled (sram.py loads read_offset only with "
-                    "rd_en), so the masked lanes rewritten are the last staged chunk's words at the same "
-                    "positions; a chunk written between MMs covers positions of one old row (its mask), each "
-                    "re-staged or never streamed or selected, as above.  Owned (the wide chips without "
-                    "overlap), the banked scratchpad reads the owner's address in every cycle instead: while the "
-                    "MM runs that is walk.ptr, which stays at the last staged chunk's address after its read, so "
-                    "the same words come back (through the staging register, a cycle later) until the write-back, "
-                    "which comes after the last STREAM read of the operand memories; after it, and between MMs, "
-                    "other data may be written at the last staged positions, each re-staged by the next MM "
-                    "before it streams it, or never streamed or selected, as above")
-
 _MM_DIM = ("dim_bits = max(size, max_k).bit_length() = 7 for the ISA's array (MM_MAX_MN = 4, MM_MAX_K = 64), "
            "one more than needed: the fields of that shape hold M-1, K-1 and N-1 (last_m/k/n, and the walk's "
            "inner_last and outer_last, chosen among them), at most 63 because the issue check refuses K > 64 "
@@ -124,30 +103,6 @@ _MM_STREAM_VALID = ("r.stream.mem_valid is written only in STREAM (_stream: mem_
                     "default (CLEAR writes only the step field); STREAM's "
                     "last cycle has step = K+M+N-1 > K-1, so reading = 0 and mem_valid is 0 when STREAM ends and "
                     "holds 0 without the default: the array sees the same valid every cycle")
-
-_MM_LANDING_WIDE = (
-    "the wide matrix unit's landing register (valid, which memory, along k or across lanes, the chunk's "
-    "lane mask, lane, k) is loaded only in STAGE; with the change valid is 1 in every cycle, so besides "
-    "the staging writes the landing writes the scratchpad's read data into the A or B operand memory at "
-    "the last staged chunk's positions (the lanes of its mask) in every other cycle.  Before the first MM "
-    "the register is zero: mask 0 enables no byte lane of any bank (across lanes: mask << lane = 0), so "
-    "nothing is written.  During an MM, after STAGE (DRAIN, CLEAR, STREAM, WRITE), the unit reads nothing "
-    "and no other unit's reads reach its read data (without overlap no other unit runs; with overlap "
-    "no other unit in flight touches the MM's scratchpad partitions, and each master takes each bank's "
-    "read data from the memory it last read, through its own registered partition index and lane offset, "
-    "Scratchpad._elaborate_partitioned), so the matrix unit's read data holds: each memory it read is "
-    "read again only by a read of its own (and is not transparent, so another unit's "
-    "write does not change it), and the lane "
-    "rotation's offset is registered only with a read; so every lane the mask selects carries the word "
-    "of the last staging read, which is written again with its own value (lanes outside the mask may "
-    "carry stale words of banks that read did not enable, but the mask never writes them).  Between MMs "
-    "other units' reads change the read data, and these positions (lanes below N, or M, and steps below "
-    "K of the last MM's last row chunk) take other values, also in the next MM's LOAD cycle; but that "
-    "MM's STAGE then writes every position its STREAM reads for a lane the write-back selects (the "
-    "chunk masks cover every element up to each row's end, so every m < M, n < N, k < K), and a "
-    "position it does not stage is a lane beyond M or N (it reaches only processing elements the "
-    "write-back never selects, see rowmem.py) or a step beyond K (never streamed).  So the products, "
-    "the write-back and the busy time are the same")
 
 _SPAD_ROTATE_LOW_BITS = (
     "to_banks runs at elaboration and is called with lane_bits = 1 (the read and write masks) and "
@@ -201,6 +156,33 @@ _SPAN_WIDER = ("the change widens the first/last fields of the region registers 
                "halting without reading blocked, and held is loaded only when an instruction issues).  "
                "spans_meet compares the numbers, so every hazard, every issue cycle and every counter is "
                "the same")
+#: the requantizer's ones' complement one bit wider (either operand of its XOR), cut back to 31 bits
+_RQ_ONES_WIDER = ("ones is a Signal(ACC_BITS - 1), 31 bits; the change makes one operand of the XOR 32 bits "
+                  "wide (all of acc, or 32 copies of the sign), so the XOR gains a bit 31 (acc[31] ^ 0, or "
+                  "0 ^ negative) while its bits 0 .. 30 are the same two bits XORed as before.  The "
+                  "assignment to ones keeps bits 0 .. 30 only, so ones, and everything after it, is the same "
+                  "for every acc, in every form (the magnitude stage registers ones at its own 31-bit shape); "
+                  "requant.formula and requant.formula_pipelined prove q for every operand")
+
+#: SM's last-stage flags set or kept for one cycle after a pass ends
+_SOFTMAX_STAGE4 = ("v4 and last4 are read only in SCALE (the write of p under v4, done and the end of the "
+                   "instruction under v4 & last4), and the pipeline overwrites both in every cycle (v4 <= v3, "
+                   "last4 <= last3, unconditionally), so the value next_pass gives them (0, or 1, or the "
+                   "pipeline's own when the clear is dropped) lives one cycle only: the first cycle of EXP "
+                   "(after MAX), of DIV_START (after EXP) or of IDLE (after SCALE), none of which reads them.  "
+                   "The next SCALE cycle is at least DIV_PHASE_CYCLES = 41 cycles after EXP's next_pass, and "
+                   "from the cycle after each next_pass on the registers are the design's again, so every "
+                   "SCALE cycle sees the same v4 and last4: the same writes, done and busy time")
+
+# Not equivalent, whatever was argued here before (the whole run at ea61f4b caught them):
+# * requant.py ``negative = self.acc < 0`` -> ``<= 0`` / ``< 1``: the magnitude is ones + negative with
+#   ones = acc ^ sign, so acc = 0 called negative has ones = 2**31 - 1 and a magnitude of 2**31, not 0
+#   (test_requant.py::test_boundary_cross_product: requant(0, m=1, s=0) = -127).
+# * matrix_unit.py ``r.land.valid.eq(0)`` -> 1 or dropped, and B's ``wr_en`` -> 1: the landing keeps
+#   writing the read data after STAGE, and the book chip's owned scratchpad reads the owner's address in
+#   every cycle (sram.py: its read enable tied high) while the matrix unit drives rd_addr only in STAGE
+#   (0 otherwise): the read data becomes word 0, not the last staged word, and lands on B's last
+#   position before STREAM reads it (the directed suite's mm_3x5x2 first differs at C[0][1], column 1).
 
 EQUIVALENT: tuple[Equivalence, ...] = (
     Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
@@ -276,15 +258,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "rd_index.eq(0), -> ", _SOFTMAX_INDEX_AT_START),
     Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
                 ", wr_index.eq(0) -> ", _SOFTMAX_INDEX_AT_START),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
-                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
-                "r.land.valid.eq(0) -> r.land.valid.eq(1)", _MM_LANDING_KEPT),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
-                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
-                "r.land.valid.eq(0), -> ",
-                "without its default clear, land.valid (set only by STAGE) stays 1 from the first STAGE on, "
-                "which is the change land.valid.eq(0) -> land.valid.eq(1) from then on (before the first MM "
-                "it is 0, as in the design): " + _MM_LANDING_KEPT),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._load", "r.wb.m.eq(0), r.wb.n.eq(0),",
                 "r.wb.n.eq(0), -> ",
                 "wb.n is 0 whenever an MM starts: it is 0 after reset and WRITE (_write_back) sets it to 0 "
@@ -303,10 +276,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "self.a_mem.rd_en.eq(reading), self.a_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._stream",
                 "self.b_mem.rd_en.eq(reading), self.b_mem.rd_addr.eq(step),", "reading -> 1", _MM_STREAM_READ),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
-                "self.acc < 0 -> self.acc <= 0",
-                "for integers acc <= 0 is acc < 1: the change only calls acc = 0 negative, whose magnitude, "
-                "product, rounded and saturated values are 0, giving -0 = 0 (or 0 with relu): the same q"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "VectorUnit.elaborate",
                 "read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))",
                 "Mux(selected, read_data, 0) -> Mux(selected, read_data, -1)", _VECTOR_IDLE_DATA),
@@ -328,11 +297,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "wr_index is used only by the writes of EXP and SCALE; MAX, the first pass, writes nothing and "
                 "ends with next_pass, which sets wr_index to 0 before EXP's first write, so the value given to "
                 "it at start is never used"),
-    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "negative = self.acc < 0",
-                "self.acc < 0 -> self.acc < 1",
-                "the change only calls acc = 0 negative: its magnitude is 0 either way (-0 = 0), the product, "
-                "the rounded value and the saturated value are 0, and the result is -0 = 0, or 0 with relu: "
-                "the same q for every input"),
     Equivalence("ga2_hdl/rtl/vector_unit.py", "_clamp",
                 "return Mux(total > isa.INT8_MAX, isa.INT8_MAX, Mux(total < isa.INT8_MIN, isa.INT8_MIN, total))",
                 "total > isa.INT8_MAX -> total >= isa.INT8_MAX",
@@ -359,23 +323,6 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
                 "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, -1, Value.cast(self.spad.rd_data))",
                 _DMA_WDATA),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words",
-                "self.b_mem.wr_en.eq(land.valid & land.b),", "land.valid & land.b -> 1",
-                "the B operand memory then takes the scratchpad's read data at (land.lane, land.k) every cycle. "
-                "While A is staged those are A's positions (lane m < M, k < K) and A's words; B is staged "
-                "after A and writes every (n < N, k < K) that STREAM reads for a lane the write-back selects, "
-                "so each such position holds its B word again before it is streamed, and the others are lanes "
-                "n >= N, which reach only processing elements of columns the write-back never selects (B flows "
-                "down the columns, A along the rows; a lane beyond N already holds stale data in the design). "
-                "From the last B word on, land stays at that position: " + _MM_LANDING_KEPT + "  On a wide port: "
-                "the B operand memory then takes the scratchpad's read data at the landing position, under the "
-                "landing's chunk mask, in every cycle.  While A is staged those are A's positions (lane m < M, "
-                "steps k < K) and A's words; B is staged after A and writes every (n < N, k < K) that STREAM "
-                "reads for a lane the write-back selects (the chunk masks cover every element of each row), so "
-                "each such position holds its B word again before it is streamed, and the others are lanes "
-                "n >= N, which reach only processing elements of columns the write-back never selects (B "
-                "flows down the columns), or steps k >= K, never streamed.  From the last B chunk on the "
-                "landing stays at that position, as with its valid bit stuck at 1: " + _MM_LANDING_WIDE),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
                 "self.ports > 1 -> self.ports > 0", _MM_WIDE_FIELDS),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
@@ -707,6 +654,114 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "wr_ptr is reloaded only before its first write (with the base it holds) and after its "
                 "last.  A pointer reaches the scratchpad only with its read or write enable, so every access, "
                 "the data and the busy time are the same; idle, the base is loaded as before"),
+    # ---- requant.py and softmax.py survivors of the whole run at ea61f4b (the widths with a bound,
+    # the bits nobody reads, the registers loaded in extra cycles nobody reads)
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += ones.eq(self.acc[:ACC_BITS - 1] ^ negative.replicate(ACC_BITS - 1)) [1]",
+                "ACC_BITS - 1 -> ACC_BITS - 0", _RQ_ONES_WIDER),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += ones.eq(self.acc[:ACC_BITS - 1] ^ negative.replicate(ACC_BITS - 1)) [2]",
+                "ACC_BITS - 1 -> ACC_BITS - 0", _RQ_ONES_WIDER),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                's_eff = Signal(range(PRODUCT_BITS + 1), name="s_eff")',
+                "PRODUCT_BITS + 1 -> (PRODUCT_BITS + 1) - 1",
+                "s_eff holds 0 .. PRODUCT_BITS = 56; range(57) and range(56) are both the shape unsigned(6) "
+                "(6 bits hold 0 .. 63), so the signal, the magnitude stage's register of it, and the hardware "
+                "are bit for bit the same", netlist="requantizer"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += [s_eff.eq(Mux(shift > PRODUCT_BITS, PRODUCT_BITS, shift)),",
+                "shift > PRODUCT_BITS -> shift >= PRODUCT_BITS",
+                "the only shift the change treats differently is s = PRODUCT_BITS = 56, for which the Mux then "
+                "gives the constant PRODUCT_BITS = 56 instead of shift = 56: the same s_eff for every s, so "
+                "the same thermometer code, constants and window (requant.formula proves q for every operand)"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "at_least.eq(Cat(1, *(s_eff >= k for k in range(1, PRODUCT_BITS + 2))))]",
+                "Cat(1, *(s_eff >= k for k in range(1, PRODUCT_BITS + 2))) -> "
+                "Cat(0, *(s_eff >= k for k in range(1, PRODUCT_BITS + 2)))",
+                "the change only makes bit 0 of the thermometer code 0 instead of 1, and no reader takes bit 0: "
+                "_constants reads at_least[k] through ge(k) for k >= 1 only (ge(0) is the constant 1) and "
+                "through between(lo, hi) as at_least[hi + 1] with hi >= 0, and its other indices are i + 2, "
+                "PRODUCT_BITS - 7 and PRODUCT_BITS - 6, all >= 1; the magnitude stage's register copies the "
+                "bit but only _constants reads the copy, at the same indices.  So every constant, and q, is "
+                "the same for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                'offset = Signal(signed(BIASED_BITS), name="offset")', "BIASED_BITS -> BIASED_BITS - 1",
+                "offset = sign * m + bias: for a non-negative acc it is half, 0 or 2**(s-1) with s <= 56, so "
+                "0 .. 2**55; for a negative acc m + minus_half with 0 <= m < 2**24 and -2**55 <= minus_half "
+                "<= -1, so -2**55 .. 2**24 - 2.  Every value is within -2**55 .. 2**55, which a signed 57-bit "
+                "signal holds (-2**56 .. 2**56 - 1), so it takes the same value, and its readers (the signed "
+                "add into the biased product, and split_multiply's register of its shape) sign-extend it to "
+                "the same number: q is the same for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate", "biased = Signal(signed(BIASED_BITS))",
+                "BIASED_BITS -> BIASED_BITS - 1",
+                "biased = ones * m + offset with ones <= 2**31 - 1 and m <= 2**24 - 1, so ones * m < 2**55 (the "
+                "split form's partial products add up to the same product); with -2**55 <= offset <= 2**55 "
+                "(the offset's bound) biased lies in -2**55 .. 2**56 - 1, which a signed 57-bit register holds "
+                "(-2**56 .. 2**56 - 1): the register takes the same value, so the arithmetic shift (the window "
+                "t, floor(biased / 2**s) cut to 8 bits) and the compare with the limit (a value compare, "
+                "both sides extended) give the same results, and q is the same for every operand"),
+    Equivalence("ga2_hdl/rtl/requant.py", "Requantizer.elaborate",
+                "m.d.comb += t.eq((biased >> shift_r)[:8])", ":8 -> :9",
+                "t is a Signal(8): assigning the low 9 bits of the shifted product keeps only its low 8, the "
+                "same window as before", netlist="requantizer"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_now = Signal(range(spad_words + 1))",
+                "spad_words + 1 -> (spad_words + 1) - 1",
+                "rd_now is rd_index (0 .. len <= spad_words), or 0 in MAX's last cycle.  range(S) and "
+                "range(S + 1) have the same shape unless S = spad_words is a power of two, and then range(S) "
+                "is addr_bits = log2(S) bits and only rd_index = S (= len, the whole scratchpad) is cut, to "
+                "0.  That value is never taken while reading is 1 (each pass reads while rd_index < len; "
+                "IDLE's and DIV_WAIT's reads have rd_index = 0), so read_is_last (seen only as reading & "
+                "read_is_last) and the increment rd_index <= rd_now + 1 (under reading) are the same; the "
+                "read address (src + rd_now)[:addr_bits] is taken modulo 2**addr_bits = S, where S and 0 "
+                "are the same address.  So the reads, writes and busy time are the same (rd_index itself "
+                "needs range(S + 1): it reaches len = S and is compared with it, test_softmax's "
+                "whole-scratchpad read schedule)"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [rd_index.eq(0), wr_index.eq(0), v2.eq(0), v3.eq(0), last2.eq(0), last3.eq(0)]",
+                "v2.eq(0), -> ",
+                "without the clear v2 takes v1 in next_pass's cycle, and v1 is 0 then: v1 is the registered "
+                "reading, and next_pass runs when the pass's last element leaves its pipeline (v2 & last2 in "
+                "MAX, v3 & last3 in EXP, v4 & last4 in SCALE), two or more cycles after the pass's last read; "
+                "in the cycle after that read rd_index is len and the pass reads no more (reading = rd_index "
+                "< len; MAX's extra read for EXP is in next_pass's own cycle, so it reaches v1, not v2).  So "
+                "v2 becomes the 0 the clear writes: the same in every cycle"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", "v4.eq(0) -> v4.eq(1)", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", "v4.eq(0), -> ", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", ", last4.eq(0) -> ", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate.next_pass",
+                "m.d.sync += [v4.eq(0), last4.eq(0)]", "last4.eq(0) -> last4.eq(1)", _SOFTMAX_STAGE4),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "score = self.spad.rd_data[:8].as_signed()",
+                ":8 -> :9",
+                "score's only reader is score_r, a Signal(signed(8)): assigning the 9-bit signed slice keeps "
+                "its low 8 bits, the same byte as before", netlist="softmax"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "rd_index.eq(0), wr_index.eq(0)]",
+                "rd_index.eq(0) -> rd_index.eq(1)",
+                "the statement that follows it in the same start branch, m.d.sync += rd_index.eq(1) (the "
+                "read of element 0 in the start cycle), assigns rd_index again, and in Amaranth the later "
+                "assignment to a signal in one domain wins; so rd_index becomes 1 at start whatever this "
+                "statement writes, 0 or 1"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit.elaborate", "with m.If(v3):", "v3 -> 1",
+                "EXP then loads e_reg from the ROM in every EXP cycle, and tests last3 without v3.  last3 "
+                "implies v3 in every cycle (last1 = reading & read_is_last and v1 = reading; the pipeline "
+                "copies both, and next_pass clears v2, v3, v4 and last2, last3, last4 together), so "
+                "next_pass and the move to DIV_START happen in the same cycles.  e_reg is read only by EXP's "
+                "write and add under e_pending and by DIV_START; e_pending is 0 in EXP's first cycle (start "
+                "clears it, only EXP sets it) and is v3 of the cycle before, and DIV_START follows the EXP "
+                "cycle with v3 & last3: so every cycle that reads e_reg follows an EXP cycle with v3 = 1, "
+                "which loaded it with the same ROM word in the design and in the change (the address depends "
+                "on running_max and score_r only).  The extra loads are overwritten before any read: the "
+                "writes, S, done and busy time are the same"),
+    Equivalence("ga2_hdl/rtl/softmax.py", "SoftmaxUnit._scale", "with m.If(v3):", "v3 -> 1",
+                "SCALE's prob register (stage 3) is read only by the write of p under v4, and v4 is v3 one "
+                "cycle later (or 0 after next_pass): SCALE's first cycles have v4 = 0 (DIV_WAIT reads nothing "
+                "until its last cycle), so every cycle that writes follows a SCALE cycle with v3 = 1, which "
+                "loaded prob with the same rounded product in the design and in the change (product is "
+                "loaded under v2, unchanged).  The change only loads it also in SCALE's cycles with v3 = 0, "
+                "whose value the next v3 cycle overwrites before a write: the writes, done and busy time are "
+                "the same"),
 )
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ga2_hdl import isa
+from ga2_hdl.config import Config
 from ga2_hdl.rtl.softmax import SoftmaxUnit, busy_cycles
 from sim_tests.spad_harness import run_program
 
@@ -128,19 +129,28 @@ def test_the_largest_sum_fills_the_sum_register():
     assert len(set(final)) == 1
 
 
-def test_busy_time_formula_from_structure():
+#: a small scratchpad (64 words) whose every word one SM reads, in place: the pass counters then
+#: reach spad_words, one past the largest address, and must not wrap to 0 (a read counter of
+#: range(spad_words) would, and read on past the pass's end)
+SMALL_SPAD = Config(name="spad64", spad_words=64)
+
+
+@pytest.mark.parametrize("config, program", [
+    (isa.BOOK, [sm(1000 + 100 * i, 100 * i, n) for i, n in enumerate((1, 2, 5, 17))]),
+    (SMALL_SPAD, [sm(0, 0, SMALL_SPAD.spad_words), sm(40, 10, 5)]),
+], ids=["book", "whole_small_scratchpad"])
+def test_busy_time_formula_from_structure(config, program):
     """The phases of the formula, seen on the unit's scratchpad port: MAX reads src in t+1 .. t+len and
     lasts len + MAX_DEPTH cycles; EXP reads src again and writes e to dst, lasting len + EXP_DEPTH;
     the division takes DIV_PHASE_CYCLES with the port quiet; SCALE reads dst and writes p, ending
-    with done at t + len + SCALE_DEPTH after it began.  So the constants of busy_cycles are the RTL's."""
+    with done at t + len + SCALE_DEPTH after it began.  So the constants of busy_cycles are the RTL's.
+    Each pass reads exactly its len words, also when len is the whole scratchpad."""
     from ga2_hdl.rtl.softmax import (DIV_PHASE_CYCLES, EXP_DEPTH, EXP_WRITE_LAG, MAX_DEPTH, READ_AHEAD,
                                      SCALE_DEPTH, SCALE_READ_AHEAD, SoftmaxUnit)
     from sim_tests.spad_harness import SpadHarness, run_jobs
 
     for n in (1, 2, 100, 4096):
         assert busy_cycles(n) == isa.make("SM", dst=0, src=0, len=n).busy()
-    lengths = (1, 2, 5, 17)
-    program = [sm(1000 + 100 * i, 100 * i, n) for i, n in enumerate(lengths)]
     seen = {ins: [] for ins in program}
 
     def monitor(ctx, ins, cycle):
@@ -148,7 +158,7 @@ def test_busy_time_formula_from_structure():
         seen[ins].append((cycle, ctx.get(port.rd_en), ctx.get(port.rd_addr), ctx.get(port.wr_en),
                           ctx.get(port.wr_addr)))
 
-    harness = SpadHarness(SoftmaxUnit(config=isa.BOOK))
+    harness = SpadHarness(SoftmaxUnit(config=config))
     busy = run_jobs(harness, [(ins, None, None) for ins in program], monitor=monitor)
     for ins, w in zip(program, busy):
         n = ins.len
