@@ -69,6 +69,10 @@ from pathlib import Path
 
 from ga2_hdl.support.mutation import Finding, Mutant, Outcome
 
+from .chip_check import (CHIP_STAGE, RANDOM_PROGRAMS, RANDOM_SEED, bundle_for, chip_bundle,  # noqa: F401
+                         chip_config, chip_configs, write_chip_bundle)
+from .chip_check import check as _chip_check
+
 REPO = Path(__file__).resolve().parents[2]
 HDL_DIR = REPO / "ga2_hdl" / "rtl"
 #: what a mutant's private copy of the design holds (copied from the repository)
@@ -87,8 +91,6 @@ CHIP_TEST_SELECT = "not directed_suite and not random_programs"
 #: (the wide-port chips' tests are in test_chip.py, which the chip's own stage runs)
 CHIP_CONFIG_TESTS = ("sim_tests/rtl/test_overlap.py", "sim_tests/hdl/test_configs.py")
 CHIP_CONFIG_SELECT = "amaranth or runs_directed_programs or partitions_serve_one_master"
-RANDOM_PROGRAMS = 20              #: the fixed set of random programs of stage 3
-RANDOM_SEED = 2026
 #: a unit's slow tests of corners no fast check reaches (pytest arguments; run with ``-m slow``), the
 #: verdict's last stage
 CORNER_TESTS = {"dma": ("sim_tests/rtl/test_dma.py", "-k", "corner")}
@@ -386,7 +388,6 @@ class Stage:
     slow: bool = False        #: run the tests marked slow (and only those), not the others
 
 
-CHIP_STAGE = "chip (icarus)"
 SURVIVOR_REASON = ("every check passed: the unit's own tests (and its other configurations' tests), the "
                    "containing units' tests, the chip on the directed suite and the random programs (Icarus), "
                    "and the unit's slow corner tests if it has any")
@@ -628,79 +629,3 @@ def _unbroken_chip(bundle_path: str, base: Path | None = None):
         return _chip_check(bundle_path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-# ====================================================================== the chip-level check
-def chip_bundle(config_name: str = "book"):
-    """The directed suite and the fixed random programs of preset ``config_name``'s chip, with the
-    golden model's expectations."""
-    from ga2_hdl.config import PRESETS
-    from ga2_hdl.formats.bundle import Bundle
-    from ..fuzz.programs import random_bundle
-    from ..fuzz.directed import directed_suite
-    config = PRESETS[config_name]
-    programs = [(f"directed suite: {name}", code, ext) for name, code, ext in directed_suite(config=config)]
-    randoms = random_bundle(RANDOM_PROGRAMS, seed=RANDOM_SEED, config=config)
-    programs += [(f"random program {i} (seed {RANDOM_SEED})", p.code, list(p.ext))
-                 for i, p in enumerate(randoms.programs)]
-    return Bundle.from_programs(programs, config=config)
-
-
-def chip_config(build: tuple[str, ...]) -> str:
-    """The preset whose chip the chip-level check runs for a mutant on a line that the presets
-    ``build`` elaborate (gen/mutation/build_check.py's reach, cheapest first): the book's, unless
-    its chip never runs that line (code only an overlapped or a wide chip builds), then the
-    cheapest that does.  A mutant no preset reaches is checked on the book's chip."""
-    return build[0] if build and "book" not in build else "book"
-
-
-def chip_configs(mutants, reach: dict) -> tuple[str, ...]:
-    """The presets whose chips the chip-level check of ``mutants`` runs (:func:`chip_config` of each
-    mutant's line in ``reach``, :func:`build_reach`), in order of first use."""
-    return tuple(dict.fromkeys(chip_config(reach.get((m.file, m.line), ())) for m in mutants))
-
-
-def bundle_for(bundle_path: str, config_name: str) -> str:
-    """The chip-level check's bundle file of a preset: ``bundle_path`` for the book's chip, beside it
-    (``NAME_CONFIG.hex``) for another."""
-    if config_name == "book":
-        return bundle_path
-    stem, ext = os.path.splitext(bundle_path)
-    return f"{stem}_{config_name}{ext}"
-
-
-def write_chip_bundle(path: str, configs: tuple[str, ...] = ("book",)) -> int:
-    """Write the chip-level check's programs for each preset of ``configs`` (:func:`bundle_for`
-    ``path``); the number of the first one's."""
-    counts = []
-    for name in configs:
-        bundle = chip_bundle(name)
-        bundle.write(bundle_for(path, name))
-        counts.append(len(bundle.programs))
-    return counts[0]
-
-
-def _chip_check(bundle_path: str):
-    """The chip (as imported now: the mutant's copy) on the bundle in Icarus: Finding, Outcome or None."""
-    from ga2_hdl.formats.bundle import Bundle
-    from gen.verilog import export as verilog
-    from gen.sim.verilog_sim import IcarusSimulator
-    from gen.sim.simulator import SimulatorError
-    bundle = Bundle.read(bundle_path)
-    try:
-        verilog.export("chip", ext_words=bundle.ext_words, config=bundle.config)
-    except Exception as e:
-        return Outcome("error", "", f"the mutated chip does not export: {type(e).__name__}: "
-                                    f"{' '.join(str(e).split())}"[:300])
-    try:
-        report = IcarusSimulator(config=bundle.config).run_bundle(bundle)
-    except SimulatorError as e:
-        return Finding(CHIP_STAGE, " ".join(str(e).split())[:300])
-    if report.passed:
-        return None
-    m = report.mismatch
-    if m is not None and m.program is not None:
-        name = bundle.programs[m.program].name
-        kind = "directed suite" if name.startswith("directed") else "random programs"
-        return Finding(f"{kind} (icarus)", f"{name}: {m}"[:300])
-    return Finding(CHIP_STAGE, report.line()[:300])

@@ -92,29 +92,46 @@ def test_a_stale_anchor_is_refused():
 
 
 # ---------------------------------------------------------------------- the RTL mutants
-def _top_level_spans(source: str) -> list[tuple[int, int]]:
-    """The first and last line of each top-level statement of ``source`` (decorators included)."""
-    return [(min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]), n.end_lineno)
-            for n in ast.parse(source).body]
+def _statement_spans(source: str) -> list[tuple[int, int, int]]:
+    """(first line, last line, indentation) of every function and class of ``source`` and of each
+    top-level statement (decorators included), innermost last among those holding a line."""
+    spans = []
+    tree = ast.parse(source)
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or n in tree.body:
+            first = min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
+            spans.append((first, n.end_lineno, n.col_offset))
+    return sorted(spans, key=lambda s: s[1] - s[0], reverse=True)
 
 
 def _parses_at(source: str, text: str, line: int) -> bool:
-    """Whether ``text`` (``source`` edited at ``line``) is Python.  Only the top-level statement
-    holding the edit is parsed (top-level statements are independent, so the file parses iff it
-    does): the whole file for each of some 1,400 mutants took 7 s of the default suite."""
+    """Whether ``text`` (``source`` edited at ``line``) is Python.  Only the innermost function (or
+    top-level statement) holding the edit is parsed, dedented: statements of one block are
+    independent, so the file parses iff that function does with the rest unchanged (parsing the
+    whole file for each of some 1,400 mutants took 7 s of the default suite)."""
     if source not in _SPANS:
-        _SPANS[source] = _top_level_spans(source)
-    spans = _SPANS[source]
-    lo, hi = next(((a, b) for a, b in spans if a <= line <= b), (1, source.count("\n") + 1))
+        _SPANS[source] = _statement_spans(source)
     grown = text.count("\n") - source.count("\n")
+    lines = text.splitlines()
+    for lo, hi, indent in reversed(_SPANS[source]):        # innermost first
+        if not lo <= line <= hi:
+            continue
+        chunk = lines[lo - 1:hi + grown]
+        if any(x.strip() and not x.startswith(" " * indent) for x in chunk):
+            continue                                       # a string at column 0: a wider span
+        try:
+            ast.parse("\n".join(x[indent:] for x in chunk))
+        except SyntaxError:
+            return False
+        return True
     try:
-        ast.parse("\n".join(text.splitlines()[lo - 1:hi + grown]))
+        ast.parse(text)
     except SyntaxError:
         return False
     return True
 
 
-_SPANS: dict[str, list[tuple[int, int]]] = {}
+_SPANS: dict[str, list[tuple[int, int, int]]] = {}
 
 
 def test_a_copy_that_is_not_python_is_found_at_its_line():
@@ -322,18 +339,20 @@ def test_only_a_unit_with_corner_tests_ends_its_verdict_with_them():
 
 
 def test_two_rtl_mutants_judged_in_a_private_copy(tmp_path):
-    """A mutant the operand memory's own tests catch, and the unbroken copy, which they pass."""
+    """A mutant the decoder's own tests catch (its shift-and-add product's operands swapped), and the
+    unbroken copy, which they pass (the decoder: no containing unit, its tests about a second)."""
     from gen.mutation import rtl as mutate_rtl
-    wrong_lane = next(m for m in mutate_rtl.generate(["rowmem"]) if m.operator == "swap")
-    unbroken = Mutant("ga2_hdl/rtl/rowmem.py", "", "", offset=0, name="unbroken")
+    swapped = next(m for m in mutate_rtl.generate(["decoder"])
+                   if m.operator == "swap" and m.change.startswith("total - Mux(a[i], b << i, 0) ->"))
+    unbroken = Mutant("ga2_hdl/rtl/decoder.py", "", "", offset=0, name="unbroken")
 
     def own_tests_only(m):
-        return mutate_rtl.run_stages(m, "rowmem", str(tmp_path / "unused.hex"), chip=False)
+        return mutate_rtl.run_stages(m, "decoder", str(tmp_path / "unused.hex"), chip=False)
 
-    results = mutation.run_mutants([wrong_lane, unbroken], own_tests_only, jobs=2, timeout=120,
+    results = mutation.run_mutants([swapped, unbroken], own_tests_only, jobs=2, timeout=120,
                                    crash_status="error")
     assert [r.status for r in results] == ["caught", "survived"], [r.as_dict() for r in results]
-    assert results[0].caught_by.startswith("sim_tests/rtl/test_rowmem.py::")
+    assert results[0].caught_by.startswith("sim_tests/rtl/test_decoder.py::")
 
 
 @pytest.mark.slow

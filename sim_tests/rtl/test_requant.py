@@ -180,7 +180,9 @@ def random_cases(rng, n):
 
 
 def test_random():
-    check(random_cases(random.Random(33), 10_000))
+    # 3,000 cases per form here (the formula is proven for every operand by requant.formula and
+    # requant.formula_pipelined, sim_tests/gen/test_formal.py); 200,000 in the slow test_random_long
+    check(random_cases(random.Random(33), 3_000))
 
 
 @pytest.mark.slow
