@@ -102,7 +102,7 @@ def _mutate_rtl(args) -> int:
         print("checking the unbroken design first ...", flush=True)
         how = dict(tests="tests" in args.judge, after=proofs.first_failure if "prove" in args.judge else None)
         problem = mutate_rtl.baseline(units, bundle, jobs=args.jobs, timeout=args.timeout, base=base,
-                                      chips=chips if how["tests"] else (), **how)
+                                      chips=chips, **how)
         if problem:
             print(f"unbroken design passes: False\n  {problem}\nno mutant was run: the checks must pass on the "
                   f"unbroken design first")

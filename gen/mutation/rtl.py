@@ -607,13 +607,12 @@ def baseline(units: list[str], bundle_path: str, *, jobs: int = 2, timeout: floa
     preset of ``chips``); the first problem, or None."""
     from ga2_hdl.support import mutation
     probes = [Mutant(f"ga2_hdl/rtl/{u}.py", "", "", name=f"unbroken {u}", offset=0) for u in units]
-    probes += [Mutant("ga2_hdl/rtl/chip.py", "", "", name=f"unbroken chip check ({name})", offset=0)
-               for name in chips]
+    chip_probes = {f"unbroken chip check ({name})": name for name in chips}
+    probes += [Mutant("ga2_hdl/rtl/chip.py", "", "", name=probe, offset=0) for probe in chip_probes]
 
     def run(probe: Mutant):
-        if probe.name.startswith("unbroken chip check"):
-            name = probe.name.rsplit("(", 1)[1].rstrip(")")
-            return _unbroken_chip(bundle_for(bundle_path, name), base) if tests else None
+        if probe.name in chip_probes:
+            return _unbroken_chip(bundle_for(bundle_path, chip_probes[probe.name]), base) if tests else None
         return run_stages(None, unit_of(probe), bundle_path, chip=False, base=base, tests=tests, after=after)
 
     for r in mutation.run_mutants(probes, run, jobs=jobs, timeout=timeout, crash_status="error"):
