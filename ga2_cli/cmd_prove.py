@@ -1,4 +1,6 @@
-"""`ga2 prove`: the units' formal contracts (gen/formal/prove.py, ga2_hdl/contracts) through SymbiYosys.
+"""`ga2 prove`: the units' formal contracts (gen/formal/prove.py, ga2_hdl/contracts) through SymbiYosys,
+and the simulators' forms of the chip's Verilog proven equivalent to the export (unit ``forms``,
+gen/formal/equiv.py).
 
     ga2 prove [--unit NAME|all] [--config NAME|FILE] [--depth CYCLES] [--json FILE] [--keep DIR] [--timeout S] [--no-covers]
 """
@@ -18,7 +20,9 @@ def register(subparsers) -> None:
         description="Check each unit's contract (ga2_hdl/contracts: the unit contract of layout.py, the DMA's "
                     "transfer, the divider's and the requantizer's arithmetic) with SymbiYosys and Yices: "
                     "'proven' by k-induction, 'bounded' to a depth in clock cycles, or 'failed' with the "
-                    "counterexample's VCD; each property's covers are checked too (no vacuous proof).  "
+                    "counterexample's VCD; each property's covers are checked too (no vacuous proof).  Unit 'forms': "
+                    "the chip's Verilog as Icarus and Verilator compile it, proven equivalent to the export "
+                    "(Yosys's equiv_*).  "
                     "Needs the optional extra: pip install -e '.[formal]'.")
     p.add_argument("--unit", default="all", metavar="NAME|all", help="only this unit's properties (default all)")
     options.add_config(p)

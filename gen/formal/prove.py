@@ -5,7 +5,9 @@ its spec for a configuration, the mode (``prove``: k-induction; ``bmc``: a bound
 check) and the depth in clock cycles (long enough for whole instructions of the
 bounded sizes, and one more start).  Each spec also runs once in ``cover`` mode, so
 that a proof whose assumptions exclude what it is about cannot pass unnoticed: a
-Cover not reached is a failure of the property.
+Cover not reached is a failure of the property.  :data:`EQUIVALENCES` (unit ``forms``)
+lists one more property per simulator form of the chip's Verilog (Icarus's, Icarus's
+waveform build's, Verilator's), each proven equivalent to the export (gen/formal/equiv.py).
 
 :func:`run` checks the chosen properties one at a time (the solver is CPU heavy) and
 returns one record per property: unit, name, status (``proven``, ``bounded`` with its
@@ -125,15 +127,50 @@ PROPERTIES: tuple[Property, ...] = (
              "the matrix unit, M = N = 1, K <= 2, one instruction"),
 )
 
-UNITS = tuple(dict.fromkeys(p.unit for p in PROPERTIES))
 
 
-def chosen(unit: str | None) -> list[Property]:
+@dataclass(frozen=True)
+class Equivalence:
+    """A simulator's form of the whole chip's Verilog proven equivalent to the export
+    (gen/formal/equiv.py): unit ``forms``, name ``<form>_equivalence``."""
+    form: str
+    doc: str
+    unit: str = "forms"
+    mode: str = "equivalence"
+
+    @property
+    def name(self) -> str:
+        return f"{self.form}_equivalence"
+
+    @property
+    def key(self) -> str:
+        return f"{self.unit}.{self.name}"
+
+
+def _equivalences() -> tuple[Equivalence, ...]:
+    from .equiv import FORMS
+    return tuple(Equivalence(form, f"the chip's Verilog as {what} compiles it, equivalent to the export")
+                 for form, (_, what) in FORMS.items())
+
+
+EQUIVALENCES: tuple[Equivalence, ...] = _equivalences()
+
+UNITS = tuple(dict.fromkeys([p.unit for p in PROPERTIES] + [e.unit for e in EQUIVALENCES]))
+
+
+def chosen(unit: str | None) -> list[Property | Equivalence]:
     if unit in (None, "all"):
-        return list(PROPERTIES)
+        return [*PROPERTIES, *EQUIVALENCES]
     if unit not in UNITS:
         raise ValueError(f"--unit {unit}: not a unit with contracts; units: {', '.join(UNITS)}, all")
-    return [p for p in PROPERTIES if p.unit == unit]
+    return [p for p in (*PROPERTIES, *EQUIVALENCES) if p.unit == unit]
+
+
+def check_equivalence(eq: Equivalence, config: Config, *, timeout: float | None = None) -> dict:
+    """One form of the chip proven equivalent to its export; the report's record."""
+    from .equiv import prove_form
+    verdict = prove_form(eq.form, config=config, timeout=timeout or 1800.0)
+    return {"unit": eq.unit, "name": eq.name, "config": config.name, "mode": eq.mode, **verdict}
 
 
 def check_property(prop: Property, config: Config, *, depth: int | None = None, keep: str | None = None,
@@ -172,7 +209,10 @@ def run(config: Config, unit: str | None = None, *, depth: int | None = None, ke
     records = []
     props = chosen(unit)
     for prop in props:
-        rec = check_property(prop, config, depth=depth, keep=keep, covers=covers, timeout=timeout)
+        if isinstance(prop, Equivalence):
+            rec = check_equivalence(prop, config, timeout=timeout)
+        else:
+            rec = check_property(prop, config, depth=depth, keep=keep, covers=covers, timeout=timeout)
         records.append(rec)
         reporter.step(len(records), len(props), record_line(rec))
     return records
@@ -181,6 +221,8 @@ def run(config: Config, unit: str | None = None, *, depth: int | None = None, ke
 def record_line(r: dict) -> str:
     """One property's verdict in one line: unit, property, status, depth, covers, time, VCD, detail."""
     extra = f" depth {r['depth']} cycles" if r["status"] == "bounded" else ""
+    if r.get("mode") == "equivalence" and "equiv_cells" in r:
+        extra = f" ({r['equiv_cells']:,} matched signals)"
     cov = f", covers {r['covers']}" if "covers" in r else ""
     where = f"  VCD {r['vcd']}" if r.get("vcd") else ""
     detail = f"  ({r['detail']})" if r.get("detail") and r["status"] != "proven" else ""

@@ -33,7 +33,6 @@ run seconds, and whether each came from the cache).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from ga2_hdl.support.reporter import Reporter
 from ..support import toolchain
 from ..verilog import export as verilog
 from ..verilog.icarus_form import icarus_form
+from ..verilog.verilator_form import zero_init_loops
 from .testbench import HARNESS, ICARUS_TOP, PARAMS_HEADER, TESTBENCH, params_header, scratchpad_arrays
 from .simulator import (BundleReport, SimulatorError, check_bundle_chip, check_vcd, cycle_bound, external_memory_words, vcd_output)
 
@@ -328,44 +328,6 @@ class IcarusSimulator(_VerilogSimulator):
         return [toolchain.require("vvp"), "-n", str(out)]
 
 
-_ZERO_INIT = re.compile(r"^  initial begin\n((?:    (\\\S+ |[A-Za-z_][\w$]*)\[(\d+)\] = \d+'[dh]0+;\n)+)  end\n", re.M)
-_ZERO_WORD = re.compile(r"    (\\\S+ |[A-Za-z_][\w$]*)\[(\d+)\] = \d+'[dh]0+;\n")
-ZERO_INDEX = "\\verilator$zero{} "
-
-
-def zero_init_loops(text: str) -> str:
-    """Verilator's form of the exported memories' all-zero initialisers: one loop per array.
-
-    Yosys writes the initial contents of every memory word by word (``imem[0] = 128'h0...;``,
-    one statement per word: about 5,500 on the book chip, the instruction memory and the
-    scratchpad included), and Verilator compiles each into a C++ statement of the
-    constructor-time code, about 1.3 of the build's CPU-seconds.  An ``initial`` block that sets
-    words 0 .. N-1 of one array to zero, in that order and nothing else, becomes::
-
-        integer \\verilator$zero1 ;
-        initial for (\\verilator$zero1 = 0; \\verilator$zero1 < N; \\verilator$zero1 = \\verilator$zero1 + 1)
-          imem[\\verilator$zero1 ] = 0;
-
-    The same meaning (the same words set to zero at time 0); any other initialiser (a ROM's
-    table, a partial or non-zero one) is left as it is.
-    """
-    count = 0
-
-    def loop(block: re.Match) -> str:
-        nonlocal count
-        words = _ZERO_WORD.findall(block.group(1))
-        names = {name for name, _ in words}
-        if len(names) != 1 or [int(i) for _, i in words] != list(range(len(words))):
-            return block.group(0)
-        count += 1
-        i = ZERO_INDEX.format(count)
-        return (f"  integer {i};\n"
-                f"  initial for ({i}= 0; {i}< {len(words)}; {i}= {i}+ 1)\n"
-                f"    {names.pop()}[{i}] = 0;\n")
-
-    return _ZERO_INIT.sub(loop, text)
-
-
 class VerilatorSimulator(_VerilogSimulator):
     """The exported chip in Verilator (C++ harness gen/sim/tb/harness.cpp drives the clock).
 
@@ -457,7 +419,7 @@ class VerilatorSimulator(_VerilogSimulator):
         return zero_init_loops(exported.text)
 
     def form_key(self, trace: bool) -> list[bytes | str]:
-        return [Path(__file__).read_bytes()]          # zero_init_loops is in this file
+        return [Path(sys.modules[zero_init_loops.__module__].__file__).read_bytes()]
 
     def _make_command(self, obj: Path) -> list[str]:
         cmd = [toolchain.require("make"), "-C", str(obj), "-f", "Vga2_tb.mk", "-j", str(self.jobs),

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from ga2_hdl import isa
-from gen.sim.verilog_sim import zero_init_loops
+from gen.verilog.verilator_form import zero_init_loops
 from gen.sim.simulator import SimulatorError, get_simulator
 from sim_tests.verilog_cases import VerilogSimulatorCases, small_bundle
 
