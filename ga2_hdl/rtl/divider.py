@@ -78,29 +78,29 @@ class Divider(wiring.Component):
         divisor = Signal(w)
         steps_left = Signal(range(w))         # steps still to do after the current one
 
-        # The state one step works on: from the inputs in the start cycle, else the registers.
-        cur_rem = Signal(w)
-        cur_num_quot = Signal(w)
-        cur_divisor = Signal(w)
-        with m.If(self.start):
-            m.d.comb += [cur_rem.eq(0), cur_num_quot.eq(self.numerator), cur_divisor.eq(self.denominator)]
-        with m.Else():
-            m.d.comb += [cur_rem.eq(rem), cur_num_quot.eq(num_quot), cur_divisor.eq(divisor)]
-
-        # One step: bring down the next numerator bit, subtract if it fits.
+        # One step on the registers: bring down the next numerator bit, subtract if it fits.
         brought_down = Signal(w + 1)
         fits = Signal()
         m.d.comb += [
-            brought_down.eq(Cat(cur_num_quot[w - 1], cur_rem)),
-            fits.eq(brought_down >= cur_divisor),
+            brought_down.eq(Cat(num_quot[w - 1], rem)),
+            fits.eq(brought_down >= divisor),
         ]
-        next_rem = Mux(fits, brought_down - cur_divisor, brought_down)   # < 2**w, see module doc
-        next_num_quot = Cat(fits, cur_num_quot[:w - 1])
+        next_rem = Mux(fits, brought_down - divisor, brought_down)   # < 2**w, see module doc
+        next_num_quot = Cat(fits, num_quot[:w - 1])
+
+        # The first step, in the start cycle, on the inputs: the remainder is 0, so the number
+        # brought down is the numerator's top bit, and the divisor fits only if it is 0, or 1 with
+        # that bit set; the remainder is then that bit less the divisor.  No compare of the
+        # denominator's w bits (the start cycle's operands reach the registers through a few gates).
+        top = self.numerator[w - 1]
+        first_fits = (self.denominator[1:] == 0) & (top | ~self.denominator[0])
+        first_rem = top & ~(first_fits & self.denominator[0])
+        first_num_quot = Cat(first_fits, self.numerator[:w - 1])
 
         m.d.sync += self.done.eq(0)
         with m.If(self.start):
             m.d.sync += [
-                rem.eq(next_rem), num_quot.eq(next_num_quot), divisor.eq(self.denominator),
+                rem.eq(first_rem), num_quot.eq(first_num_quot), divisor.eq(self.denominator),
                 steps_left.eq(w - 1), self.busy.eq(1),
             ]
         with m.Elif(self.busy):
