@@ -88,19 +88,17 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "of each pass last1 is already 0 (the pass's last element left stage 1 the cycle before), so "
                 "without the clear last2 takes the same 0 the clear writes; no write, no done and no state "
                 "change differs"),
-    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "next_num_quot = Cat(fits, cur_num_quot[:w - 1])",
+    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "next_num_quot = Cat(fits, num_quot[:w - 1])",
                 "w - 1 -> w - 0",
                 "next_num_quot is only ever assigned to num_quot, a w-bit register; Cat(fits, "
-                "cur_num_quot[:w]) is one bit wider than Cat(fits, cur_num_quot[:w - 1]) and the two agree "
+                "num_quot[:w]) is one bit wider than Cat(fits, num_quot[:w - 1]) and the two agree "
                 "on their low w bits, so the assignment truncates the extra top bit away and the register "
                 "takes the same value every cycle", netlist="divider"),
-    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "cur_rem = Signal(w)", "w -> w - 1",
-                DIV_PARTIAL + "A step that is used (start, or busy: steps 2 .. w) works on the remainder of the "
-                "steps before it, at most w - 1 of them, so cur_rem's value is below 2**(w - 1) and w - 1 "
-                "bits hold it; only after the last step (done, and idle) does rem reach w bits, and then "
-                "cur_rem feeds nothing that is stored (rem and num_quot load only with start or busy, and "
-                "remainder is rem itself, not cur_rem).  The quotient, the remainder and done are the same "
-                "for every 40-bit numerator and denominator"),
+    Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate",
+                "first_num_quot = Cat(first_fits, self.numerator[:w - 1])", "w - 1 -> w - 0",
+                "first_num_quot is only ever assigned to num_quot, a w-bit register; with numerator[:w] it is "
+                "one bit wider and agrees on its low w bits, so the assignment truncates the extra top bit "
+                "away and the register takes the same value in the start cycle", netlist="divider"),
     Equivalence("ga2_hdl/rtl/divider.py", "Divider.elaborate", "brought_down = Signal(w + 1)",
                 "w + 1 -> (w + 1) - 1",
                 DIV_PARTIAL + "Step i brings a bit down into the remainder of steps 1 .. i - 1, which is below "
