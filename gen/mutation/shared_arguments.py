@@ -94,7 +94,7 @@ DIV_PARTIAL = ("the partial remainder after i steps is below 2**i: it is formed 
                 "brought down so far (each step doubles it, adds one bit and subtracts the divisor only when "
                 "that leaves it non-negative; a zero divisor subtracts nothing, and a start restarts from 0), "
                 "and the divider does w = 40 steps (steps_left), the first on the inputs in the start cycle "
-                "(cur_rem = 0).  ")
+                "(from a remainder of 0: the first step apart, on the numerator's top bit).  ")
 
 #: a wide RQ lane's m, s and relu registers loaded in more or fewer of the busy cycles
 RQ_LANE_LOAD = ("a lane's m, s and relu registers (built only without overlap) load the instruction's operands "

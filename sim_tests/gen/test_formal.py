@@ -37,7 +37,7 @@ PLANTED = {
     "sm.contract": ("ga2_hdl/rtl/softmax.py", "s.rd_index < s.length -> s.rd_index <= s.length", "SoftmaxUnit._scale"),
     "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
-                                        "brought_down >= cur_divisor -> brought_down > cur_divisor", ""),
+                                        "brought_down >= divisor -> brought_down > divisor", ""),
 }
 
 
