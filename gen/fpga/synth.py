@@ -56,6 +56,7 @@ class Target:
     package: str
     speed: int
     part: str            # the Lattice part name, for people
+    multipliers: int     # MULT18X18D blocks on the part
 
     def nextpnr_args(self) -> list[str]:
         return [f"--{self.device}", "--package", self.package, "--speed", str(self.speed)]
@@ -63,8 +64,8 @@ class Target:
 
 #: the targets ``ga2 synth --target`` accepts (the ULX3S boards carry these parts, speed grade 6)
 TARGETS = {
-    "ecp5-25k": Target("ecp5-25k", "25k", "CABGA381", 6, "LFE5U-25F-6BG381C"),
-    "ecp5-85k": Target("ecp5-85k", "85k", "CABGA381", 6, "LFE5U-85F-6BG381C"),
+    "ecp5-25k": Target("ecp5-25k", "25k", "CABGA381", 6, "LFE5U-25F-6BG381C", 28),
+    "ecp5-85k": Target("ecp5-85k", "85k", "CABGA381", 6, "LFE5U-85F-6BG381C", 156),
 }
 DEFAULT_TARGET = "ecp5-25k"
 
@@ -91,6 +92,15 @@ splitnets
 synth_ecp5 -top {top} -json {netlist}
 tee -q -o {stat} stat -json
 """
+
+#: the widest operands of a multiplier built in logic when the DSPs run short
+SMALL_MUL_BITS = 9
+#: the same script with the small multipliers (both operands at most SMALL_MUL_BITS bits: the
+#: systolic array's int8 products) built in logic by Yosys's ``booth`` pass before ``synth_ecp5``;
+#: used only when the design needs more MULT18X18D than the part has (:func:`_run_flow`), so the
+#: wide multipliers (the requantizer's, the softmax's, the issue check's) keep the DSP blocks
+SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC = SYNTH_SCRIPT.replace(
+    "splitnets\n", f"splitnets\nbooth t:$mul r:A_WIDTH<={SMALL_MUL_BITS} %i r:B_WIDTH<={SMALL_MUL_BITS} %i\n")
 
 #: Yosys cell types -> the figure they count in
 CELL_FIGURES = {"LUT4": "lut4", "TRELLIS_FF": "ff", "DP16KD": "ebr", "PDPW16KD": "ebr",
@@ -258,6 +268,8 @@ class SynthResult:
     #: every memory of the design and what Yosys mapped it to (:func:`read_memories`); None: not
     #: known (a result cached before this was recorded, its Yosys log gone)
     memories: dict[str, str] | None = None
+    #: None, or why the small multipliers were built in logic (the DSPs the design needed, the part's)
+    multipliers_in_logic: str | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -550,7 +562,9 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
                            _flow_fingerprint(tgt, seed))
     final, lock = toolchain.cached_dir("synth", key)
     with toolchain.locked(lock):
-        result_file, misfit_file = final / "result.json", final / "misfit.json"
+        # misfit2: a verdict reached with the small multipliers in logic when the DSPs ran short (a
+        # "misfit.json" of an earlier flow, which did not try that, is not a verdict any more)
+        result_file, misfit_file = final / "result.json", final / "misfit2.json"
         if use_cache and misfit_file.exists() and not result_file.exists():
             toolchain.touch(final)
             raise DoesNotFit.from_json(json.loads(misfit_file.read_text()), cached=True, log_dir=str(final))
@@ -574,7 +588,7 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
                 (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
             except DoesNotFit as e:                      # a verdict about the design: kept like a result
                 misfit = e
-                (tmp / "misfit.json").write_text(json.dumps(e.to_json(), indent=1))
+                (tmp / misfit_file.name).write_text(json.dumps(e.to_json(), indent=1))
             with contextlib.suppress(OSError):
                 (tmp / f"{top}.json").unlink()            # the netlist is large; the reports stay
             toolchain.publish(tmp, final)
@@ -626,15 +640,16 @@ def _keep(src: Path, dst: str | Path) -> None:
             shutil.copyfile(f, dst / f.name)
 
 
-def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
-              reporter: Reporter | None, seed: int = SEED) -> SynthResult:
+def _yosys(exported, script: str, work: Path, src: Path, yosys: str, tools: dict,
+           reporter: Reporter | None) -> tuple[float, dict[str, int]]:
+    """Yosys's netlist of ``exported`` by ``script`` in ``work`` (from the netlist cache when it is
+    there): (its seconds, its cells)."""
     top = exported.unit
     say = or_quiet(reporter).note
-    src = exported.write(work)
     netlist, stat = f"{top}.json", "stat.json"
-    (work / "synth.ys").write_text(SYNTH_SCRIPT.format(verilog=src.name, top=top, netlist=netlist, stat=stat))
+    (work / "synth.ys").write_text(script.format(verilog=src.name, top=top, netlist=netlist, stat=stat))
     # Yosys's netlist does not depend on nextpnr's seed: kept (the last few) for the other seeds
-    nkey = toolchain.digest(exported.digest, json.dumps(tools, sort_keys=True), SYNTH_SCRIPT, "netlist-v1")
+    nkey = toolchain.digest(exported.digest, json.dumps(tools, sort_keys=True), script, "netlist-v1")
     nfinal, nlock = toolchain.cached_dir("synth-netlist", nkey)
     with toolchain.locked(nlock):
         if (nfinal / "done").exists():
@@ -652,7 +667,22 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
             (ntmp / "done").write_text(f"{synth_s:.1f}")
             toolchain.publish(ntmp, nfinal)
             toolchain.prune("synth-netlist", keep=NETLISTS_KEPT)
-    cells = read_cells(work / stat, top)
+    return synth_s, read_cells(work / stat, top)
+
+
+def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
+              reporter: Reporter | None, seed: int = SEED) -> SynthResult:
+    top = exported.unit
+    say = or_quiet(reporter).note
+    src = exported.write(work)
+    netlist, stat = f"{top}.json", "stat.json"
+    synth_s, cells = _yosys(exported, SYNTH_SCRIPT, work, src, yosys, tools, reporter)
+    in_logic = None
+    if cells.get("MULT18X18D", 0) > tgt.multipliers:
+        in_logic = (f"{cells['MULT18X18D']} MULT18X18D needed, {tgt.multipliers} on the {tgt.part}: the "
+                    f"multipliers of at most {SMALL_MUL_BITS}-bit operands built in logic (Yosys booth)")
+        say(f"{top}: {in_logic}")
+        synth_s, cells = _yosys(exported, SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC, work, src, yosys, tools, reporter)
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
     say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz")
@@ -680,4 +710,5 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         fmax_mhz=fmax_of(report), cells=cells, utilization=util,
         critical_path=critical_path(report, names), tools=tools, verilog_digest=exported.digest,
         synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed,
-        memories=read_memories((work / "yosys.log").read_text(errors="replace"), top))
+        memories=read_memories((work / "yosys.log").read_text(errors="replace"), top),
+        multipliers_in_logic=in_logic)

@@ -120,3 +120,30 @@ def test_board_build_reads_the_final_timing_verdict():
            "Info: Max frequency for clock '$glbnet$clk': 31.52 MHz (PASS at 25.00 MHz)\n")
     assert timing_verdicts(log) == [("$glbnet$clk", 31.52, True, 25.0)]     # after routing wins
     assert timing_verdicts("nothing") == []
+
+
+SMALL_AND_WIDE = """module top(input clk, input signed [7:0] a, input signed [7:0] b, input [17:0] c, input [17:0] d,
+           output reg signed [15:0] p, output reg [35:0] q);
+  always @(posedge clk) begin
+    p <= a * b;
+    q <= c * d;
+  end
+endmodule
+"""
+
+
+@pytest.mark.parametrize("script,dsp", [("SYNTH_SCRIPT", 2), ("SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC", 1)])
+def test_the_small_multipliers_go_to_logic_only_in_the_fallback_script(tmp_path, script, dsp):
+    """The script used when a design needs more MULT18X18D than the part has (array16 on the 85F)
+    builds an 8 x 8 product in logic and keeps an 18 x 18 one in the DSP block; the normal script
+    puts both in DSP blocks."""
+    try:
+        yosys = synth.tool_path("yosys")
+    except synth.ToolsMissing as e:
+        pytest.skip(str(e))
+    (tmp_path / "top.v").write_text(SMALL_AND_WIDE)
+    (tmp_path / "s.ys").write_text(getattr(synth, script).format(verilog="top.v", top="top", netlist="n.json",
+                                                                 stat="stat.json"))
+    subprocess.run([yosys, "-q", "s.ys"], cwd=tmp_path, check=True, capture_output=True)
+    cells = synth.read_cells(tmp_path / "stat.json", "top")
+    assert cells.get("MULT18X18D", 0) == dsp, cells
