@@ -100,8 +100,9 @@ SMALL_MUL_BITS = 9
 #: systolic array's int8 products) built in logic by Yosys's ``booth`` pass before ``synth_ecp5``;
 #: used only when the design needs more MULT18X18D than the part has (:func:`_run_flow`), so the
 #: wide multipliers (the requantizer's, the softmax's, the issue check's) keep the DSP blocks
+#: (``wreduce`` first: Yosys's Verilog reader extends a product's operands to the result's width)
 SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC = SYNTH_SCRIPT.replace(
-    "splitnets\n", f"splitnets\nbooth t:$mul r:A_WIDTH<={SMALL_MUL_BITS} %i r:B_WIDTH<={SMALL_MUL_BITS} %i\n")
+    "splitnets\n", f"splitnets\nwreduce t:$mul\nbooth t:$mul r:A_WIDTH<={SMALL_MUL_BITS} %i r:B_WIDTH<={SMALL_MUL_BITS} %i\n")
 
 #: Yosys cell types -> the figure they count in
 CELL_FIGURES = {"LUT4": "lut4", "TRELLIS_FF": "ff", "DP16KD": "ebr", "PDPW16KD": "ebr",
@@ -391,9 +392,10 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
                            _flow_fingerprint(tgt, seed))
     final, lock = toolchain.cached_dir("synth", key)
     with toolchain.locked(lock):
-        # misfit2: a verdict reached with the small multipliers in logic when the DSPs ran short (a
-        # "misfit.json" of an earlier flow, which did not try that, is not a verdict any more)
-        result_file, misfit_file = final / "result.json", final / "misfit2.json"
+        # a verdict is reached with the small multipliers in logic when the DSPs run short: it names
+        # that script (a "misfit.json" of an earlier flow, which did not try it, is not a verdict)
+        result_file = final / "result.json"
+        misfit_file = final / f"misfit-{toolchain.digest(SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC)[:12]}.json"
         if use_cache and misfit_file.exists() and not result_file.exists():
             toolchain.touch(final)
             raise DoesNotFit.from_json(json.loads(misfit_file.read_text()), cached=True, log_dir=str(final))

@@ -122,10 +122,14 @@ def test_board_build_reads_the_final_timing_verdict():
     assert timing_verdicts("nothing") == []
 
 
-SMALL_AND_WIDE = """module top(input clk, input signed [7:0] a, input signed [7:0] b, input [17:0] c, input [17:0] d,
-           output reg signed [15:0] p, output reg [35:0] q);
+#: an int8 product as Amaranth writes it (its operands extended to the 16-bit result by Yosys's
+#: reader) and an 18 x 18 one
+SMALL_AND_WIDE = """module top(input clk, input [15:0] cells, input [17:0] c, input [17:0] d,
+           output reg [15:0] p, output reg [35:0] q);
+  wire [15:0] x;
+  assign x = $signed(cells[15:8]) * $signed(cells[7:0]);
   always @(posedge clk) begin
-    p <= a * b;
+    p <= x;
     q <= c * d;
   end
 endmodule
