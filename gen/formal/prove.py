@@ -65,6 +65,15 @@ def _engine(mnemonic):
     return build
 
 
+def _values(mnemonic):
+    def build(config):
+        from ga2_hdl.contracts.vector import VectorValues
+        from ga2_hdl.rtl.vector_unit import VectorUnit
+        cls = VectorUnit.engines_of(config)[mnemonic]
+        return VectorValues(cls(config=config), config, mnemonic, bounds=BOUNDS)
+    return build
+
+
 def _dma(kind):
     def build(config):
         from ga2_hdl.contracts import dma
@@ -121,6 +130,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("rq", "contract", _engine("RQ"), "bmc", _two("RQ"), "RQ's engine, len <= 3"),
     Property("vadd", "contract", _engine("VADD"), "bmc", _two("VADD"), "VADD's engine, len <= 3"),
     Property("amax", "contract", _engine("AMAX"), "bmc", _two("AMAX"), "AMAX's engine, len <= 3"),
+    Property("vadd", "values", _values("VADD"), "bmc", _two("VADD"),
+             "every word VADD writes = clamp(int8 + int8, -127, 127) of its two source words, len <= 3"),
+    Property("amax", "values", _values("AMAX"), "bmc", _two("AMAX"),
+             "AMAX writes the index of the first maximum of its len signed words, len <= 3"),
     Property("sm", "contract", _engine("SM"), "bmc", lambda c: _worst(c, "SM", SM_BOUNDS) + 3,
              "SM's engine, len = 1, one instruction"),
     Property("matrix", "contract", _matrix, "bmc", lambda c: _worst(c, "MM", MM_BOUNDS) + 3,

@@ -19,7 +19,10 @@ from gen.formal import mutants, prove, sby
 
 needs_tools = pytest.mark.skipif(sby.tools_problem() is not None, reason=str(sby.tools_problem()))
 BOOK = Config.book()
-FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract")
+FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
+        "amax.values")
+#: properties whose proof is slow but whose planted mutant fails within seconds
+FAST_MUTANTS = FAST + ("vadd.values",)
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
@@ -32,6 +35,9 @@ PLANTED = {
     "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine._words"),
     "amax.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index == length - 1 -> rd_index != length - 1",
                       "ArgmaxEngine._words"),
+    # the value properties: data bugs the unit contract passes (an operand read twice, ties kept last)
+    "vadd.values": ("ga2_hdl/rtl/vector_unit.py", "src2, src1 -> src1, src2", "AddEngine._words"),
+    "amax.values": ("ga2_hdl/rtl/vector_unit.py", "value2 > best -> value2 >= best", "ArgmaxEngine._words"),
     "dma.contract": ("ga2_hdl/rtl/dma.py", "self.busy.eq(0) -> self.busy.eq(1)", ""),
     "dma.transfer": ("ga2_hdl/rtl/dma.py", "requested + 1 -> requested + 2", ""),
     "sm.contract": ("ga2_hdl/rtl/softmax.py", "s.rd_index < s.length -> s.rd_index <= s.length", "SoftmaxUnit._scale"),
@@ -41,8 +47,8 @@ PLANTED = {
 }
 
 
-def _marks(key):
-    return [needs_tools] + ([] if key in FAST else [pytest.mark.slow])
+def _marks(key, fast=FAST):
+    return [needs_tools] + ([] if key in fast else [pytest.mark.slow])
 
 
 def test_every_property_has_a_planted_mutant():
@@ -58,7 +64,7 @@ def test_property_holds_and_covers_are_reached(key, tmp_path):
         assert rec["status"] == "proven", rec
 
 
-@pytest.mark.parametrize("key", [pytest.param(k, marks=_marks(k)) for k in PROPS])
+@pytest.mark.parametrize("key", [pytest.param(k, marks=_marks(k, FAST_MUTANTS)) for k in PROPS])
 def test_planted_mutant_is_rejected(key):
     mutant = mutants.find(*PLANTED[key])
     rec = mutants.check_mutant(mutant, key, "book")
@@ -125,6 +131,48 @@ def test_requantizer_reference_is_the_isa_formula():
             ctx.set(shift, s)
             ctx.set(relu, r)
             assert ctx.get(q) == isa.requantize(acc, mant, s, bool(r)), (acc, mant, s, r)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _golden(op, spad, **operands):
+    """The golden model's result of one vector instruction on the scratchpad ``spad``."""
+    from ga2_hdl.golden import Machine
+    machine = Machine(config=BOOK)
+    machine.spad[:len(spad)] = spad
+    ins = isa.make(op, **operands)
+    machine._execute[ins.op](machine, ins)
+    return machine.spad.tolist()
+
+
+def test_vector_references_are_the_golden_models():
+    """The value properties' hardware forms (ga2_hdl/contracts/vector.py) equal the golden model's
+    VADD and AMAX on corner and random words."""
+    from ga2_hdl.contracts.vector import first_max_index, saturating_add
+    corners = [0, 1, 127, 128, 129, 255, 0x7F, 0x80, 0xFF, 0x100, 0x17F, 0x7FFFFFFF, 0x80000000,
+               0xFFFFFFFF, 0xFFFFFF81, 0x12345680]
+    rng = random.Random(11)
+    pairs = [(x, y) for x in corners for y in corners] + [(rng.getrandbits(32), rng.getrandbits(32))
+                                                         for _ in range(200)]
+    triples = [(rng.choice(corners), rng.choice(corners), rng.choice(corners), rng.randrange(1, 4))
+               for _ in range(200)] + [(5, 5, 5, 3), (1, 7, 7, 3), (9, 2, 9, 3), (0x80000000,) * 3 + (2,)]
+    m = Module()
+    x, y = Signal(32), Signal(32)
+    words, length = [Signal(32) for _ in range(3)], Signal(2)
+    total, index = saturating_add(m, x, y), first_max_index(m, words, length)
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for a, b in pairs:
+            ctx.set(x, a)
+            ctx.set(y, b)
+            assert ctx.get(total) == _golden("VADD", [a, b], dst=2, src1=0, src2=1, len=1)[2], (a, b)
+        for *ws, n in triples:
+            for s, w in zip(words, ws):
+                ctx.set(s, w)
+            ctx.set(length, n)
+            assert ctx.get(index) == _golden("AMAX", ws, dst=3, src=0, len=n)[3], (ws, n)
 
     sim.add_testbench(bench)
     sim.run()
