@@ -1,4 +1,4 @@
-"""The vector engines' values: every word VADD writes, AMAX's index, against the ISA's arithmetic.
+"""The vector engines' values: every word VADD and RQ write, AMAX's index, against the ISA's arithmetic.
 
 :class:`VectorValues` is a :class:`~ga2_hdl.contracts.unit.UnitContract` (the same sequencer,
 the same bounded instructions) whose scratchpad holds *free words*: at each start, one free
@@ -13,6 +13,15 @@ word), any value elsewhere or on a lane not read.  Asserted, besides the unit co
   and ``src2 + i`` (``clamp(int8 + int8, -127, 127)``, the ISA's arithmetic, as a 32-bit word);
 * AMAX: the word written (at ``dst``) is :func:`first_max_index` of the ``len`` signed words at
   ``src``: the index of the first maximum;
+* RQ, the engine's data path (the requantizer's arithmetic is proven alone, ``requant.formula``
+  and ``requant.formula_pipelined``): every word written, at ``dst + i``, is the result ``q`` of
+  one of the engine's requantizers (:class:`ga2_hdl.rtl.requant.Requantizer`, found in the
+  engine's elaborated design) whose operands ``LATENCY`` cycles before (its own contract's
+  latency) were the word at ``src + i`` and the instruction's ``m``, ``s`` and ``relu``; so the
+  right word, in the right lane and order, with the instruction's constants.  With the
+  requantizer's property, ``q = isa.requantize(int32 src[i], m, s, relu)`` follows; a
+  requantizer of a form no property proves is refused (:data:`PROVEN_FORMS`: the property is
+  then skipped, :class:`~ga2_hdl.contracts.base.NotApplicable`);
 * every word of the destination written by the end of the instruction (the cycle after its last
   possible write: ``done``, or the trailing cycle after it), and no word of a source read after
   the instruction wrote it (what makes a memory that writes do not change a faithful model:
@@ -27,15 +36,21 @@ here; ``sim_tests/gen/test_formal.py`` simulates them against the golden model
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cat, Const, Cover, Module, Mux, Signal, Value, signed
+from amaranth.hdl import Assert, Cat, Const, Cover, Fragment, Module, Mux, Signal, Value, signed
 from amaranth.hdl._ast import AnySeq
 
 from .. import isa
 from ..rtl import decoder
 from ..rtl.decoder import spad_accesses
+from ..rtl.requant import Requantizer
+from .base import NotApplicable
+from .requant import _delayed
 from .unit import UnitContract, lanes
 
-__all__ = ["int8_of", "saturating_add", "first_max_index", "VectorValues"]
+__all__ = ["int8_of", "saturating_add", "first_max_index", "requantizers", "PROVEN_FORMS", "VectorValues"]
+
+#: the requantizer's forms (magnitude_stage, split_multiply) whose arithmetic a property proves
+PROVEN_FORMS = {(False, False): "requant.formula", (True, True): "requant.formula_pipelined"}
 
 
 def int8_of(word) -> Value:
@@ -68,8 +83,17 @@ def first_max_index(m: Module, words, length) -> Signal:
     return out
 
 
+def requantizers(fragment) -> list:
+    """Every :class:`~ga2_hdl.rtl.requant.Requantizer` in an elaborated design (its fragments' origins)."""
+    found = []
+    for sub, *_ in fragment.subfragments:
+        found += [o for o in (getattr(sub, "origins", None) or ()) if isinstance(o, Requantizer)]
+        found += requantizers(sub)
+    return found
+
+
 class VectorValues(UnitContract):
-    """The values one vector engine computes (``op``: ``"VADD"`` or ``"AMAX"``) on free source words.
+    """The values one vector engine computes (``op``: ``"VADD"``, ``"AMAX"`` or ``"RQ"``) on free source words.
 
     Parameters
     ----------
@@ -86,7 +110,7 @@ class VectorValues(UnitContract):
     """
 
     #: op -> the property's assertion on the words written (a method name)
-    CHECKS = {"VADD": "_check_vadd", "AMAX": "_check_amax"}
+    CHECKS = {"VADD": "_check_vadd", "AMAX": "_check_amax", "RQ": "_check_rq"}
 
     def __init__(self, unit, config, op: str, *, bounds, name="values", formal: bool = True):
         if not formal:
@@ -97,6 +121,20 @@ class VectorValues(UnitContract):
         self.op = op
         self.spec = self.iset.by_name[op]
         self.size = self.bounds["len"]
+        self.unit_fragment = None
+
+    def elaborate(self, platform):
+        if self.op == "RQ":          # the engine elaborated here, to find its requantizers
+            self.unit_fragment = Fragment.get(self.unit, platform)
+            self.requantizers = requantizers(self.unit_fragment)
+            forms = {(r.magnitude_stage, r.split_multiply) for r in self.requantizers}
+            if not self.requantizers or not forms <= set(PROVEN_FORMS):
+                raise NotApplicable(f"RQ's engine has requantizers of the forms (magnitude_stage, split_multiply) "
+                                    f"{sorted(forms)}; a property proves only {sorted(PROVEN_FORMS)}")
+        return super().elaborate(platform)
+
+    def unit_design(self):
+        return self.unit if self.unit_fragment is None else self.unit_fragment
 
     # ------------------------------------------------------------------ the memory
     def sources(self, ins) -> list[tuple[Value, Value]]:
@@ -140,6 +178,8 @@ class VectorValues(UnitContract):
         written = Signal(out_len, name="written")      # destination words written so far
         hits = [Const(0)] * out_len
         wide = getattr(p, "wr_mask", None) is not None
+        if self.op == "RQ":
+            self.taps(m)
         for en, off in lanes(p, "wr"):
             data = p.wr_data[off] if wide else p.wr_data
             addr = p.wr_addr + off
@@ -148,7 +188,7 @@ class VectorValues(UnitContract):
                 m.d.comb += at.eq(en & (addr == dst + i))
                 hits[i] = hits[i] | at
                 with m.If(at):
-                    m.d.comb += Assert(data == getattr(self, self.CHECKS[self.op])(m, i))
+                    m.d.comb += Assert(getattr(self, self.CHECKS[self.op])(m, i, data))
         with m.If(self.start):
             m.d.sync += written.eq(0)
         with m.Else():
@@ -176,16 +216,37 @@ class VectorValues(UnitContract):
             m.d.comb += [Cover(p.wr_en & (data == isa.INT8_MAX)),
                          Cover(p.wr_en & (data == isa.word_of(isa.INT8_MIN))),
                          Cover(self.unit.done & full)]
+        elif self.op == "RQ":      # both saturations written, an instruction of len words
+            m.d.comb += [Cover(p.wr_en & full & (data == isa.INT8_MAX)),
+                         Cover(p.wr_en & full & (data == isa.word_of(-isa.INT8_MAX)))]
         else:                      # the maximum at the last index, and a tie kept at the first
             m.d.comb += [Cover(p.wr_en & full & (data == self.size - 1)),
                          Cover(p.wr_en & full & (data == 0) & (self.words[0][0] == self.words[0][1]))]
 
-    def _check_vadd(self, m: Module, i: int) -> Value:
+    def _check_vadd(self, m: Module, i: int, data) -> Value:
         src1, src2 = (decoder.operand(self.held, self.spec, n) for n in ("src1", "src2"))
-        return saturating_add(m, self.word_at(src1 + i), self.word_at(src2 + i))
+        return data == saturating_add(m, self.word_at(src1 + i), self.word_at(src2 + i))
 
-    def _check_amax(self, m: Module, i: int) -> Value:
+    def _check_amax(self, m: Module, i: int, data) -> Value:
         src = decoder.operand(self.held, self.spec, "src")
         length = decoder.operand(self.held, self.spec, "len")
-        return first_max_index(m, [self.word_at(src + k) for k in range(self.size)], length)
+        return data == first_max_index(m, [self.word_at(src + k) for k in range(self.size)], length)
+
+    def taps(self, m: Module) -> None:
+        """Each requantizer's result (as a word) beside its operands of ``LATENCY`` cycles before."""
+        self.tapped = []
+        for k, r in enumerate(self.requantizers):
+            q = Signal(isa.WORD_BITS, name=f"rq{k}_q")
+            m.d.comb += q.eq(r.q)                      # sign-extended, as the engine writes it
+            self.tapped.append((q, *_delayed(m, (r.acc, r.mantissa, r.shift, r.relu), r.LATENCY)))
+
+    def _check_rq(self, m: Module, i: int, data) -> Value:
+        """Some requantizer's q, from the word at src + i and the instruction's m, s and relu."""
+        name = lambda n: decoder.operand(self.held, self.spec, n)
+        word = self.word_at(name("src") + i)
+        ok = Const(0)
+        for q, acc, mant, shift, relu in self.tapped:
+            ok = ok | ((data == q) & (acc == word) & (mant == name("m")) & (shift == name("s"))
+                       & (relu == name("relu")))
+        return ok
 
