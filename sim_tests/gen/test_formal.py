@@ -3,8 +3,9 @@ and each is shown able to fail on a mutant from the mutation engine; the clock/r
 
 Needs the optional extra ``formal`` (``pip install -e '.[formal]'``; ``make test`` installs it):
 without it every test here is skipped with that reason.  The fast properties run in the
-default suite; the DMA's, the matrix unit's, SM's and the divider's take 25-60 s each
-(load 4-6 on 2 cores) and are marked slow.
+default suite; the DMA's, the matrix unit's, SM's, the divider's and the VADD and RQ values take
+10-60 s each (load 2-6 on 2 cores) and are marked slow (their planted mutants fail within seconds
+and run in the default suite).
 """
 import random
 
@@ -20,9 +21,9 @@ from gen.formal import mutants, prove, sby
 needs_tools = pytest.mark.skipif(sby.tools_problem() is not None, reason=str(sby.tools_problem()))
 BOOK = Config.book()
 FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
-        "amax.values", "rq.values")
+        "amax.values")
 #: properties whose proof is slow but whose planted mutant fails within seconds
-FAST_MUTANTS = FAST + ("vadd.values",)
+FAST_MUTANTS = FAST + ("vadd.values", "rq.values")
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
@@ -188,6 +189,32 @@ def test_vector_references_are_the_golden_models():
     sim.run()
 
 
+def test_matrix_reference_is_the_golden_models():
+    """MM's hardware form (ga2_hdl/contracts/matrix.py: dot_word) equals the golden model's MM, one
+    element of C from K words of A and of B, on corner and random words."""
+    from ga2_hdl.contracts.matrix import dot_word
+    corners = [0, 1, 0x7F, 0x80, 0x81, 0xFF, 0x17F, 0xFFFFFF80, 0x7FFFFFFF, 0x80000000]
+    rng = random.Random(13)
+    cases = [([rng.choice(corners) for _ in range(6)], rng.randrange(1, 4)) for _ in range(150)]
+    cases += [([0x80] * 6, 3), ([0x7F] * 6, 3), ([0x81, 0x81, 0x81, 0x7F, 0x7F, 0x7F], 3)]
+    m = Module()
+    a, b, k = [Signal(32) for _ in range(3)], [Signal(32) for _ in range(3)], Signal(2)
+    c = dot_word(m, a, b, k)
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for words, n in cases:
+            for s, w in zip(a + b, words):
+                ctx.set(s, w)
+            ctx.set(k, n)
+            # A (1 x n) at 0.., B (n x 1) at 3..: C at 6
+            spad = words[:n] + [0] * (3 - n) + words[3:3 + n]
+            assert ctx.get(c) == _golden("MM", spad, dst=6, A=0, B=3, M=1, K=n, N=1)[6], (words, n)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def test_busy_time_in_hardware_is_the_isas():
     """hardware_busy evaluates the ISA's busy function on hardware operands: equal to Instruction.busy."""
     from ga2_hdl.contracts.unit import hardware_busy
@@ -246,7 +273,7 @@ def test_prove_writes_the_json(tmp_path, capsys):
     rep = json.loads(out.read_text())
     recs = rep["properties"]
     assert [(r["unit"], r["name"], r["status"], r["covers"]) for r in recs] == [
-        ("amax", "contract", "bounded", "reached")]
+        ("amax", "contract", "bounded", "reached"), ("amax", "values", "bounded", "reached")]
     assert recs[0]["depth"] == PROPS["amax.contract"].depth(BOOK)
     assert all(r["seconds"] > 0 for r in recs) and rep["config"] == "book"
     assert "amax.contract" in capsys.readouterr().out
