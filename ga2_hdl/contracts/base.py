@@ -13,7 +13,12 @@ from __future__ import annotations
 from amaranth.hdl import Assume, ClockDomain, Elaboratable, Module, Signal
 from amaranth.lib import wiring
 
-__all__ = ["Spec", "inputs_of"]
+__all__ = ["Spec", "NotApplicable", "inputs_of"]
+
+
+class NotApplicable(ValueError):
+    """A property that does not apply to the configuration (its spec says why when elaborated):
+    ``ga2 prove`` reports it as ``skipped`` with the reason, not as a failure or a crash."""
 
 
 class Spec(Elaboratable):

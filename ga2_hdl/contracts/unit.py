@@ -174,6 +174,11 @@ class UnitContract(Spec):
             m.d.sync += self.rd_data.eq(self.tb_rd_data)
         m.d.comb += u.spad.rd_data.eq(self.rd_data)
 
+    def unit_design(self):
+        """What the spec holds as its submodule ``unit``: the unit itself (a subclass that looks
+        inside the unit holds the fragment it elaborated instead)."""
+        return self.unit
+
     def ins(self):
         """The instruction the unit sees this cycle: the fresh one in the start cycle, else the held one
         (held through the cycles of a trailing write too)."""
@@ -181,7 +186,7 @@ class UnitContract(Spec):
 
     def contract(self, m: Module) -> None:
         u = self.unit
-        m.submodules.unit = u
+        m.submodules.unit = self.unit_design()
         m.submodules.check = check = IssueCheck(config=self.config)
         ins_now = self.ins_now = Signal(INSTRUCTION)
         if self.formal:

@@ -60,6 +60,8 @@ def first_failure(unit: str, *, timeout: float | None = None, keys: tuple[str, .
         except Exception as e:                     # the spec around the mutated unit does not build
             return Outcome("error", "", f"proof {prop.key}: the mutated design does not build: "
                                         f"{type(e).__name__}: {' '.join(str(e).split())}"[:300])
+        if rec["status"] == "skipped":            # the property does not apply to the chip
+            continue
         if rec["status"] == "failed":
             how = f"{rec['mode']}, {rec['depth']} cycles"
             return Finding(f"proof: {prop.key}", f"{prop.key} fails ({how}): {rec.get('detail', '')}"[:300])

@@ -11,7 +11,8 @@ waveform build's, Verilator's), each proven equivalent to the export (gen/formal
 
 :func:`run` checks the chosen properties one at a time (the solver is CPU heavy) and
 returns one record per property: unit, name, status (``proven``, ``bounded`` with its
-depth, ``failed`` with the counterexample's VCD), the covers' status, seconds.
+depth, ``failed`` with the counterexample's VCD, ``skipped`` with the reason when the property
+does not apply to the configuration), the covers' status, seconds.
 """
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ def _engine(mnemonic):
         cls = VectorUnit.engines_of(config)[mnemonic]
         bounds = SM_BOUNDS if mnemonic == "SM" else BOUNDS
         return UnitContract(cls(config=config), config, [mnemonic], bounds=bounds, name="contract")
+    return build
+
+
+def _values(mnemonic):
+    def build(config):
+        from ga2_hdl.contracts.vector import VectorValues
+        from ga2_hdl.rtl.vector_unit import VectorUnit
+        cls = VectorUnit.engines_of(config)[mnemonic]
+        return VectorValues(cls(config=config), config, mnemonic, bounds=BOUNDS)
     return build
 
 
@@ -121,6 +131,13 @@ PROPERTIES: tuple[Property, ...] = (
     Property("rq", "contract", _engine("RQ"), "bmc", _two("RQ"), "RQ's engine, len <= 3"),
     Property("vadd", "contract", _engine("VADD"), "bmc", _two("VADD"), "VADD's engine, len <= 3"),
     Property("amax", "contract", _engine("AMAX"), "bmc", _two("AMAX"), "AMAX's engine, len <= 3"),
+    Property("vadd", "values", _values("VADD"), "bmc", _two("VADD"),
+             "every word VADD writes = clamp(int8 + int8, -127, 127) of its two source words, len <= 3"),
+    Property("amax", "values", _values("AMAX"), "bmc", _two("AMAX"),
+             "AMAX writes the index of the first maximum of its len signed words, len <= 3"),
+    Property("rq", "values", _values("RQ"), "bmc", _two("RQ"),
+             "RQ's data path: each word written at dst + i is a requantizer's q of src[i] and the "
+             "instruction's m, s, relu (the requantizer's arithmetic: requant.formula*), len <= 3"),
     Property("sm", "contract", _engine("SM"), "bmc", lambda c: _worst(c, "SM", SM_BOUNDS) + 3,
              "SM's engine, len = 1, one instruction"),
     Property("matrix", "contract", _matrix, "bmc", lambda c: _worst(c, "MM", MM_BOUNDS) + 3,
@@ -176,12 +193,16 @@ def check_equivalence(eq: Equivalence, config: Config, *, timeout: float | None 
 def check_property(prop: Property, config: Config, *, depth: int | None = None, keep: str | None = None,
                    covers: bool = True, timeout: float | None = None) -> dict:
     """One property: its proof (or bounded check) and its covers; the report's record."""
+    from ga2_hdl.contracts.base import NotApplicable
     cycles = depth if depth is not None else prop.depth(config)
     start = time.monotonic()
-    verdict = sby.check(prop.build(config), mode=prop.mode, depth=cycles, keep=keep,
-                        name=f"{prop.unit}.{prop.name}", timeout=timeout)
-    record = {"unit": prop.unit, "name": prop.name, "config": config.name, "mode": prop.mode,
-              "status": verdict.status, "depth": cycles, "seconds": round(verdict.seconds, 2)}
+    record = {"unit": prop.unit, "name": prop.name, "config": config.name, "mode": prop.mode}
+    try:
+        verdict = sby.check(prop.build(config), mode=prop.mode, depth=cycles, keep=keep,
+                            name=f"{prop.unit}.{prop.name}", timeout=timeout)
+    except NotApplicable as e:          # the property says it does not apply to this configuration
+        return {**record, "status": "skipped", "detail": str(e), "seconds": round(time.monotonic() - start, 2)}
+    record.update(status=verdict.status, depth=cycles, seconds=round(verdict.seconds, 2))
     if verdict.status == "failed":
         record["vcd"] = verdict.vcd
     if verdict.detail:
