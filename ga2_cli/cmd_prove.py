@@ -18,8 +18,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "prove", help="prove (or check to a bounded depth) every unit's formal contract",
         description="Check each unit's contract (ga2_hdl/contracts: the unit contract of layout.py, the DMA's "
-                    "transfer, the divider's and the requantizer's arithmetic, the values VADD, AMAX and RQ "
-                    "write) with SymbiYosys and Yices: "
+                    "transfer, the divider's and the requantizer's arithmetic, the values VADD, AMAX, RQ and MM "
+                    "write, the systolic array's products) with SymbiYosys and Yices: "
                     "'proven' by k-induction, 'bounded' to a depth in clock cycles, 'failed' with the "
                     "counterexample's VCD, or 'skipped' where a property does not apply to the chip; each property's covers are checked too (no vacuous proof).  Unit 'forms': "
                     "the chip's Verilog as Icarus and Verilator compile it, proven equivalent to the export "

@@ -3,51 +3,76 @@
 :class:`MatrixValues` is a :class:`~ga2_hdl.contracts.values.FreeWords` contract around the
 matrix unit: a free word at every element of A (``A + m*lda + k``) and of B (``B + k*ldb + n``,
 or ``B + n*ldb + k`` when ``tb``) the instruction's bounded sizes use (A and B may overlap: an
-address holds one word), drawn anew at each start.  Asserted, besides the unit contract: every
-word written at ``dst + m*ldc + n`` is :func:`dot_word` of row m of A and column n of B, the ISA's
-``sum over k < K of int8(A[m][k]) * int8(B[k][n])`` wrapped to 32 bits; every element of C
-written by the end; nothing the instruction wrote read again by it.  Two instructions run back to
-back within the depth, the second on words of its own, so an accumulator not cleared between
-tiles shows in the second's C.  :func:`dot_word` is simulated against the golden model's MM
-(``sim_tests/gen/test_formal.py``).
+address holds one word), drawn anew at each start.  Two instructions run back to back within the
+depth, the second on words of its own.
+
+It is one half of an assume-guarantee split, as ``rq.values`` is with ``requant.formula``: the
+multiplications are the array's own (the other half, ``systolic.pe_product``,
+:mod:`ga2_hdl.contracts.systolic`, proves by k-induction, for any inputs, that each processing
+element's product register is ``int8(a_in) * int8(b_in)`` of the cycle before, after a cycle
+with ``run`` and no ``clear``).  Asserted here, besides the unit contract, with the processing
+elements (:class:`~ga2_hdl.rtl.systolic.ProcessingElement`) found in the unit's elaborated design:
+
+* the operands reach the right cell in the right cycle: in the matrix unit's schedule
+  (``ga2_hdl/rtl/matrix_unit.py``: step k of the stream, started ``S + 3`` cycles after the
+  start, S the staging reads, reaches PE(m, n)'s inputs ``S + 5 + k + m + n`` cycles after it),
+  for every m < M, n < N, k < K, PE(m, n)'s ``a_in`` is the low byte of A[m][k]'s word, its
+  ``b_in`` the low byte of B[k][n]'s, and the array runs without a clear;
+* every word written at ``dst + m*ldc + n`` is :func:`accumulate` of PE(m, n)'s K products of
+  the cycles after those (the design's own product registers, tapped): their sum wrapped to 32
+  bits, from zero.  So the accumulator was cleared between the two instructions, no other
+  cycle's product counted (the cells' products outside the schedule are zero), and the
+  write-back selected the right cell;
+* every element of C written by the end; nothing the instruction wrote read again by it.
+
+With ``systolic.pe_product`` each tapped product is ``int8(A[m][k]) * int8(B[k][n])``, so each
+word written is :func:`dot_word` of row m of A and column n of B, the ISA's
+``sum over k < K of int8(A[m][k]) * int8(B[k][n])`` wrapped to 32 bits (:func:`dot_word` is
+:func:`accumulate` of those products, simulated against the golden model's MM in
+``sim_tests/gen/test_formal.py``).
 
 Elements of C that share a word (``ldc < N`` with M > 1: the ISA's last row wins) are assumed
 away (``ldc >= N`` when M > 1), so that each word written has one expected value.
 
-Not in ``ga2 prove``'s properties yet: the solver does not finish it.  Measured on the book's chip
-(M = N = 1, K <= 2, yices through SymbiYosys, load 2.6-5.3 on 2 shared cores): two instructions
-(32 cycles) gave no verdict in 900 s, one instruction (17 cycles) none in 360 s; with the free
-words cut to 2-bit signed values, one instruction was bounded in 107 s and two gave no verdict in
-600 s.  The unit's 8 x 8 products and the spec's are different circuits of equal inputs (the
-operands pass the row memories and the array's skew), which the solver proves equal bit by bit.
-To run it by hand: ``sby.check(MatrixValues(MatrixUnit(config=c), c, bounds=prove.MM_BOUNDS),
-mode="bmc", depth=...)``.
+Why the split: without it the solver proves the unit's 8 x 8 products equal to the spec's bit
+by bit, two different circuits of equal inputs (the operands pass the row memories and the
+array's skew): measured on the book's chip (M = N = 1, K <= 2, yices, load 2.6-5.3), no verdict
+in 900 s at 32 cycles, none in 360 s at 17.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assume, Const, Cover, Module, Mux, Signal, Value
+from amaranth.hdl import Assert, Assume, Const, Cover, Fragment, Module, Mux, Signal, Value, signed
 
 from .. import isa
 from ..rtl import decoder
+from ..rtl.systolic import OPERAND
 from .values import FreeWords, wide_lane
 from .vector import int8_of
 
-__all__ = ["dot_word", "MatrixValues"]
+__all__ = ["accumulate", "dot_word", "MatrixValues"]
 
 
-def dot_word(m: Module, a_words, b_words, k_count) -> Signal:
-    """MM's arithmetic for one element of C: ``sum(int8_of(a) * int8_of(b))`` over the first
-    ``k_count`` pairs (a hardware value; the pairs past it are ignored), wrapped to a 32-bit word."""
+def accumulate(m: Module, products, k_count) -> Signal:
+    """The sum of the first ``k_count`` of ``products`` (signed values; ``k_count`` a hardware value,
+    the products past it ignored), wrapped to a 32-bit word: the ISA's int32 sum."""
     total = Const(0)
-    for k, (a, b) in enumerate(zip(a_words, b_words)):
-        total = total + Mux(k < k_count, int8_of(a) * int8_of(b), 0)
+    for k, p in enumerate(products):
+        total = total + Mux(k < k_count, p, 0)
     word = Signal(isa.WORD_BITS)
     m.d.comb += word.eq(total)                         # truncated: the ISA's wrap-around
     return word
 
 
+def dot_word(m: Module, a_words, b_words, k_count) -> Signal:
+    """MM's arithmetic for one element of C: ``sum(int8_of(a) * int8_of(b))`` over the first
+    ``k_count`` pairs (a hardware value; the pairs past it are ignored), wrapped to a 32-bit word."""
+    return accumulate(m, [int8_of(a) * int8_of(b) for a, b in zip(a_words, b_words)], k_count)
+
+
 class MatrixValues(FreeWords):
-    """C = A x B for every MM of the bounded sizes, on free operand words.
+    """MM's data path for every MM of the bounded sizes, on free operand words: the right bytes at the
+    right cell in the right cycle, each C word the sum of its cell's products from zero (with
+    ``systolic.pe_product``: C = A x B; the module's docstring).
 
     Parameters
     ----------
@@ -88,12 +113,55 @@ class MatrixValues(FreeWords):
         Mb, _, Nb = self.dims
         return [(dst + i * ldc + n, (i < M) & (n < N)) for i in range(Mb) for n in range(Nb)]
 
+    def elaborate(self, platform):
+        # the unit elaborated here, to find its array's processing elements
+        self.unit_fragment = Fragment.get(self.unit, platform)
+        return super().elaborate(platform)
+
+    def unit_design(self):
+        return self.unit_fragment
+
+    def stream_start(self) -> Value:
+        """Cycles from the start to the first cycle of STREAM (the unit's schedule): ``S + 3``, S the
+        staging reads, ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))`` on a port of P words."""
+        M, K, N, tb = (self._op(self.held, n) for n in ("M", "K", "N", "tb"))
+        P = self.config.spad_ports
+        ceil = (lambda v: v) if P == 1 else (lambda v: (v + (P - 1)) >> (P.bit_length() - 1))
+        return M * ceil(K) + Mux(tb, N * ceil(K), K * ceil(N)) + 3
+
+    def taps(self, m: Module) -> None:
+        """The operands checked at each cell's inputs, and its K products tapped (``self.products``)."""
+        ins, (Mb, Kb, Nb) = self.held, self.dims
+        M, K, N = (self._op(ins, n) for n in ("M", "K", "N"))
+        arr = self.unit.array
+        stream = Signal(16, name="stream_start")
+        m.d.comb += stream.eq(self.stream_start())
+        self.products = {}
+        for i in range(Mb):
+            for n in range(Nb):
+                pe, taps = arr.pes[i][n], []
+                for k in range(Kb):
+                    # step k at PE(i, n)'s inputs (edge register, i + n cells on), its product a cycle later
+                    at_inputs, at_product = Signal(name=f"pe{i}_{n}_in{k}"), Signal(name=f"pe{i}_{n}_product{k}")
+                    m.d.comb += [at_inputs.eq(self.running & (self.elapsed == stream + 2 + k + i + n)),
+                                 at_product.eq(self.running & (self.elapsed == stream + 3 + k + i + n))]
+                    with m.If(at_inputs & (i < M) & (n < N) & (k < K)):
+                        m.d.comb += [Assert(pe.a_in == int8_of(self.word_at(self._a(ins, i, k)))),
+                                     Assert(pe.b_in == int8_of(self.word_at(self._b(ins, k, n)))),
+                                     Assert(arr.run & ~arr.clear)]
+                    tap = Signal(signed(2 * OPERAND.width), name=f"pe{i}_{n}_tap{k}")
+                    with m.If(at_product):
+                        m.d.sync += tap.eq(pe.product)
+                    taps.append(tap)
+                self.products[i, n] = taps
+
+    def properties(self, m: Module) -> None:
+        self.taps(m)
+        super().properties(m)
+
     def check(self, m: Module, j: int, data) -> Value:
-        i, n = divmod(j, self.dims[2])
-        ins, Kb = self.held, self.dims[1]
-        expected = dot_word(m, [self.word_at(self._a(ins, i, k)) for k in range(Kb)],
-                            [self.word_at(self._b(ins, k, n)) for k in range(Kb)], self._op(ins, "K"))
-        return data == expected
+        """C[i][n] written = the sum of PE(i, n)'s K tapped products, wrapped to 32 bits."""
+        return data == accumulate(m, self.products[divmod(j, self.dims[2])], self._op(self.held, "K"))
 
     def contract(self, m: Module) -> None:
         super().contract(m)

@@ -55,11 +55,16 @@ class ProcessingElement:
     multiply and the accumulate in two stages (:attr:`SystolicArray.MAC_LATENCY`), so
     the multiplier runs from registers into a register (on an ECP5 the multiply alone
     is most of a cycle).  ``clear`` zeroes all four and wins over ``run``.
+
+    :attr:`a_in`, :attr:`b_in` and :attr:`product` are kept for the formal contracts
+    (``systolic.pe_product`` proves the product register against them; ``matrix.values``
+    checks what reaches them).
     """
 
     def __init__(self, m: Module, state, acc, a_in, b_in, *, run, clear, product):
         self.state = state
         self._acc = acc
+        self.a_in, self.b_in, self.product = a_in, b_in, product
         with m.If(clear):
             m.d.sync += [state.eq(0), acc.eq(0), product.eq(0)]
         with m.Elif(run):

@@ -30,7 +30,7 @@ PROPERTIES_OF = {
     "exp_table": ("sm",),
     "vector_unit": ("rq", "vadd", "amax", "sm"),
     "matrix_unit": ("matrix",),
-    "systolic": ("matrix",),
+    "systolic": ("matrix", "systolic"),
     "rowmem": ("matrix",),
 }
 JUDGES = ("tests", "prove")

@@ -95,6 +95,17 @@ def _matrix(config):
     return UnitContract(MatrixUnit(config=config), config, ["MM"], bounds=MM_BOUNDS, name="contract")
 
 
+def _matrix_values(config):
+    from ga2_hdl.contracts.matrix import MatrixValues
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    return MatrixValues(MatrixUnit(config=config), config, bounds=MM_BOUNDS)
+
+
+def _pe_product(config):
+    from ga2_hdl.contracts.systolic import PEProductSpec
+    return PEProductSpec(config)
+
+
 def _requant(pipelined):
     def build(config):
         from ga2_hdl.contracts.requant import RequantizerSpec
@@ -155,6 +166,14 @@ PROPERTIES: tuple[Property, ...] = (
              "SM's engine, len = 1, one instruction"),
     Property("matrix", "contract", _matrix, "bmc", lambda c: _worst(c, "MM", MM_BOUNDS) + 3,
              "the matrix unit, M = N = 1, K <= 2, one instruction"),
+    # the array's products at the corner cell after the longest skew: 2 * array + 1 cycles
+    Property("systolic", "pe_product", _pe_product, "prove", lambda c: 2 * c.array + 1,
+             "each processing element's product register = int8(a_in) * int8(b_in) of the cycle before "
+             "(run, no clear), 0 after a clear, for any inputs (k-induction)"),
+    Property("matrix", "values", _matrix_values, "bmc", lambda c: 2 * (_worst(c, "MM", MM_BOUNDS) + 1) + 2,
+             "MM's data path, two instructions back to back: A[m][k] and B[k][n] reach PE(m, n)'s inputs "
+             "in the schedule's cycle, each C word = the sum of that PE's K products from zero (the "
+             "products' arithmetic: systolic.pe_product), M = N = 1, K <= 2"),
     Property("chip", "sequencer", _sequencer, "bmc", lambda c: SEQUENCER_DEPTH,
              "the whole chip on a program the solver loads through its port (words 0-5, any op code, "
              "every other field <= 7; data paths cut): one unit started at a time, HALT and errors "

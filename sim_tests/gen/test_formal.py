@@ -5,7 +5,8 @@ Needs the optional extra ``formal`` (``pip install -e '.[formal]'``; ``make test
 without it every test here is skipped with that reason.  The fast properties run in the
 default suite; the DMA's, the matrix unit's, SM's, the divider's and the VADD and RQ values take
 10-60 s each (load 2-6 on 2 cores) and are marked slow (their planted mutants fail within seconds
-and run in the default suite).
+and run in the default suite).  MM's values (two instructions, 32 cycles) take about 7 minutes and
+its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.
 """
 import random
 import re
@@ -22,7 +23,7 @@ from gen.formal import mutants, prove, sby
 needs_tools = pytest.mark.skipif(sby.tools_problem() is not None, reason=str(sby.tools_problem()))
 BOOK = Config.book()
 FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
-        "amax.values")
+        "amax.values", "systolic.pe_product")
 #: properties whose proof is slow but whose planted mutant fails within seconds
 FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "chip.sequencer")
 PROPS = {p.key: p for p in prove.PROPERTIES}
@@ -46,6 +47,11 @@ PLANTED = {
     "dma.transfer": ("ga2_hdl/rtl/dma.py", "requested + 1 -> requested + 2", ""),
     "sm.contract": ("ga2_hdl/rtl/softmax.py", "s.rd_index < s.length -> s.rd_index <= s.length", "SoftmaxUnit._scale"),
     "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
+    # the array's arithmetic: the product register one bit narrower (-128 * -128 wraps)
+    "systolic.pe_product": ("ga2_hdl/rtl/systolic.py", "2 * OPERAND.width -> (2 * OPERAND.width) - 1",
+                            "products = Signal"),
+    # the accumulators not cleared between tiles: the second MM's C starts from the first's
+    "matrix.values": ("ga2_hdl/rtl/systolic.py", "acc.eq(0), -> ", "ProcessingElement"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= divisor -> brought_down > divisor", ""),
     # every unit started at each issue (two starts in one cycle)
@@ -77,6 +83,30 @@ def test_planted_mutant_is_rejected(key):
     rec = mutants.check_mutant(mutant, key, "book")
     assert rec["status"] == "failed", (mutant.label, rec)
     assert rec.get("vcd"), rec
+
+
+#: more planted mutants of a value property, each a data bug its unit contract passes
+MORE_PLANTED = {
+    # a wrong operand routing: A's words staged at step 0 whatever their k (the walker's k and lane swapped)
+    "matrix.values": ("ga2_hdl/rtl/matrix_unit.py", "walk.outer, inner -> inner, walk.outer", "r.land.k"),
+}
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("key", list(MORE_PLANTED))
+def test_more_planted_mutants_are_rejected(key):
+    rec = mutants.check_mutant(mutants.find(*MORE_PLANTED[key]), key, "book")
+    assert rec["status"] == "failed", rec
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("planted", [PLANTED["matrix.values"], MORE_PLANTED["matrix.values"]], ids=["clear", "routing"])
+def test_matrix_values_mutants_pass_the_unit_contract(planted):
+    """The matrix.values mutants are data bugs: the unit contract (timing, ports, regions) holds on them."""
+    rec = mutants.check_mutant(mutants.find(*planted), "matrix.contract", "book")
+    assert rec["status"] == "bounded", rec
 
 
 @needs_tools
