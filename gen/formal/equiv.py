@@ -153,16 +153,16 @@ def _read_by(statements: str) -> set[str]:
 
 def _read_only_memories(text: str) -> set[str]:
     """Memories no statement writes outside an ``initial`` block (in any module of the text)."""
+    from gen.verilog.icarus_form import written_outside_initial
     declared = {m.group(1).strip() for m in re.finditer(r"^  reg (?:\[[^\]]*\] )?(\\\S+ |[A-Za-z_][\w$]*) ?\[", text, re.M)}
-    outside = re.sub(r"^  initial begin\n.*?^  end\n", "", text, flags=re.S | re.M)
-    return {m for m in declared
-            if not re.search(rf"(?<![\w$\\]){re.escape(m)} ?\[[^\n]*?\]\s*(?:<=|=)(?!=)", outside)}
+    return {m for m in declared if not written_outside_initial(text, m)}
 
 
 def wait_problems(form: str) -> list[str]:
     """What breaks the lemmas the erased reading relies on (see the module's docstring): a gated
     or fused register whose wait misses a signal its statements read, a sleeping port whose body
     is not one ``if`` of its enable, a listed process whose list misses a signal it reads."""
+    from gen.verilog.icarus_form import single_if
     problems: list[str] = []
     constant = _read_only_memories(form)
     for m in _GATED.finditer(form):
@@ -175,11 +175,7 @@ def wait_problems(form: str) -> list[str]:
             problems.append(f"fused register `{m.group(3).strip()}` waits for @({m.group(4)[:60]}...) but reads "
                             f"{sorted(missing)}")
     for m in _WAITING.finditer(form):
-        lines = m.group(3).splitlines()
-        head = re.fullmatch(r"    if \((.+)\)( begin)?", lines[0]) if lines else None
-        whole = head is not None and (len(lines) == 2 if not head.group(2) else lines[-1] == "    end") and all(
-            line.startswith("      ") for line in lines[1:-1 if head.group(2) else None])
-        if head is None or head.group(1) != m.group(1) or not whole:
+        if single_if(m.group(3)) != m.group(1):
             problems.append(f"port process waiting for `{m.group(1)}` is not one `if ({m.group(1)})`")
     for m in _LISTED.finditer(form):
         missing = _read_by(m.group(2)) - _names(m.group(1))
@@ -261,20 +257,18 @@ def check_form(gold: str, form: str, *, top: str, seq: int = 2, timeout: float =
     return record
 
 
-def prove_form(form: str, *, config: Config, unit: str = "chip", seq: int = 2, timeout: float = 1800.0) -> dict:
-    """``form`` (a key of :data:`FORMS`) of ``unit``'s export for ``config`` proven equivalent to it."""
+def form_of(form: str, unit: str = "chip", *, config: Config) -> tuple[str, str, str]:
+    """(the export, its ``form`` (a key of :data:`FORMS`), the top module's name) of a unit of the
+    export's registry (``chip``, ``divider``, ``dma`` ...) for the chip ``config``, exactly as
+    ``ga2 verilog`` and the simulator's runner make them."""
     from gen.verilog.export import export
     if form not in FORMS:
         raise ValueError(f"no form {form!r}; forms: {', '.join(FORMS)}")
     exp = export(unit, config=config)
-    return check_form(exp.text, FORMS[form][0](exp.text), top=exp.unit, seq=seq, timeout=timeout)
+    return exp.text, FORMS[form][0](exp.text), exp.unit
 
 
-def icarus_form_of(unit: str, *, config: Config) -> tuple[str, str, str]:
-    """(the export, its Icarus form, the top module's name) of a unit of the export's registry
-    (``ga2_chip``, ``divider``, ``dma`` ...) for the chip ``config``, exactly as ``ga2 verilog`` and the
-    Icarus runner make them."""
-    from gen.verilog.export import export
-    from gen.verilog.icarus_form import icarus_form
-    exp = export(unit, config=config)
-    return exp.text, icarus_form(exp.text), exp.unit
+def prove_form(form: str, *, config: Config, unit: str = "chip", seq: int = 2, timeout: float = 1800.0) -> dict:
+    """``form`` (a key of :data:`FORMS`) of ``unit``'s export for ``config`` proven equivalent to it."""
+    gold, gate, top = form_of(form, unit, config=config)
+    return check_form(gold, gate, top=top, seq=seq, timeout=timeout)

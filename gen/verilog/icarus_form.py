@@ -54,7 +54,7 @@ import re
 
 __all__ = ["icarus_form", "event_gated", "inline_arithmetic", "purge_dead", "process_locals", "explicit_sensitivity",
            "fuse_next_state", "guard_lanes", "merge_module_clocked", "gate_rom_reads",
-           "wait_for_enable"]
+           "wait_for_enable", "single_if", "written_outside_initial"]
 
 #: one module: header line, body, ``endmodule``
 _MODULE = re.compile(r"(^module [^\n]*\n)(.*?)(^endmodule\n)", re.S | re.M)
@@ -127,6 +127,12 @@ def event_gated(text: str) -> str:
 _ROM_READ = re.compile(rf"  always @\(posedge (\S+)\) begin\n    ({_IDENT}) <= ({_IDENT}) ?\[({_IDENT})\];\n  end\n")
 
 
+def written_outside_initial(text: str, memory: str) -> bool:
+    """Whether any statement of ``text`` outside an ``initial`` block writes a word of ``memory``."""
+    outside_initial = re.sub(r"^  initial begin\n.*?^  end\n", "", text, flags=re.S | re.M)
+    return re.search(rf"(?<![\w$\\]){re.escape(memory)} ?\[[^\n]*?\]\s*(?:<=|=)(?!=)", outside_initial) is not None
+
+
 def gate_rom_reads(text: str) -> str:
     """A read-only memory's read port reads again only after its address changed.
 
@@ -136,10 +142,8 @@ def gate_rom_reads(text: str) -> str:
     """
     def rewrite(body: str) -> str:
         def gated(r: re.Match) -> str:
-            clock, out, memory, address = r.group(1), r.group(2), r.group(3).strip(), r.group(4).strip()
-            outside_initial = re.sub(r"^  initial begin\n.*?^  end\n", "", body, flags=re.S | re.M)
-            writes = re.findall(rf"(?<![\w$\\]){re.escape(memory)} ?\[[^\n]*?\]\s*(?:<=|=)(?!=)", outside_initial)
-            if writes:
+            clock, out, memory = r.group(1), r.group(2), r.group(3).strip()
+            if written_outside_initial(body, memory):
                 return r.group(0)
             return f"  always begin @(posedge {clock}); {out} <= {r.group(3)}[{r.group(4)}]; @({r.group(4)}); end\n"
         return _ROM_READ.sub(gated, body)
@@ -406,20 +410,25 @@ def wait_for_enable(text: str) -> str:
     and tests ``en`` there as before.  ``wait`` passes at once while ``en`` stays 1.
     """
     def waiting(b: re.Match) -> str:
-        lines = b.group(2).splitlines()
-        head = re.fullmatch(r"    if \((.+)\)( begin)?", lines[0]) if lines else None
-        if head is None:
+        enable = single_if(b.group(2))
+        if enable is None:
             return b.group(0)
-        rest = lines[1:]
-        if head.group(2):
-            single = (rest and rest[-1] == "    end"
-                      and all(line.startswith("      ") for line in rest[:-1]))
-        else:
-            single = len(rest) == 1 and rest[0].startswith("      ")
-        if not single:
-            return b.group(0)
-        return f"  always begin wait ({head.group(1)}); @(posedge {b.group(1)});\n{b.group(2)}  end\n"
+        return f"  always begin wait ({enable}); @(posedge {b.group(1)});\n{b.group(2)}  end\n"
     return _CLOCKED.sub(waiting, text)
+
+
+def single_if(statements: str) -> str | None:
+    """The condition of a block's statements (indented four) that are one ``if (c) ...``, else None."""
+    lines = statements.splitlines()
+    head = re.fullmatch(r"    if \((.+)\)( begin)?", lines[0]) if lines else None
+    if head is None:
+        return None
+    rest = lines[1:]
+    if head.group(2):
+        single = rest and rest[-1] == "    end" and all(line.startswith("      ") for line in rest[:-1])
+    else:
+        single = len(rest) == 1 and rest[0].startswith("      ")
+    return head.group(1) if single else None
 
 
 def merge_module_clocked(text: str) -> str:

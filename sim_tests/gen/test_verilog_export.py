@@ -303,11 +303,11 @@ def test_the_chip_is_required_below_the_command(refused):
     without one is a TypeError naming ``config`` (docs/architecture.md)."""
     from compiler.planner import Allocator, plan_external
     from gen.fpga import synth
-    from gen.formal.equiv import icarus_form_of
+    from gen.formal.equiv import form_of
     from gen.formal.mutants import check_mutant
     from gen.sim.unit_bench import SpadHarness
     for call in (lambda: verilog.export("chip"), lambda: verilog.export("divider"),
-                 lambda: verilog.resolve("dma").build(), lambda: icarus_form_of("divider"),
+                 lambda: verilog.resolve("dma").build(), lambda: form_of("icarus", "divider"),
                  lambda: synth.synthesize("dma", "ecp5-25k")):
         with pytest.raises(TypeError, match="config"):
             call()
