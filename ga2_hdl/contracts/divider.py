@@ -1,27 +1,32 @@
-"""The divider's contract: quotient and remainder correct for every input, by induction over
+"""The divider's contracts: quotient and remainder correct for every input, by induction over
 the steps of the division.
 
-The spec keeps the operands of the running division (``N``, ``D``, latched at ``start``) and
-the number ``j`` of steps done, and asserts in every busy cycle the invariant of restoring
-division after ``j`` steps: with ``H = N >> (width - j)`` (the numerator bits brought
-down so far) the partial remainder is ``H mod D`` and the register of quotient bits holds
-``H div D`` below the unconsumed numerator bits (for ``D = 0``: all ones and ``H``, what
-:func:`ga2_hdl.isa.divide_u40` defines), and at ``done`` (``j = width``) the outputs are
-``N div D`` and ``N mod D``.  Asserted in every cycle of every division, with ``start``
-and the operands free (a new start may come with ``done``), this is an inductive
-invariant: ``mode prove`` closes it for the full 40 bits.  The timing (``done`` exactly
-``width`` cycles after ``start``, ``busy`` between) is asserted too.
+Two specs, both with ``start`` and the operands free in every cycle (a new start may come with
+``done``) and the timing (``done`` exactly ``width`` cycles after ``start``, ``busy`` between)
+asserted:
+
+* :class:`DividerStepSpec`, at the ISA's 40 bits: after ``j`` steps, the remainder register ``R``
+  and the quotient bits found so far times the divisor (a product the spec builds by shift and
+  add as the bits appear, never a multiplication) add up to the numerator bits brought down, and
+  ``R`` is below the divisor.  Each step's arithmetic is an addition and a compare, and with the
+  divider's own divisor register and step counter in the invariant it is inductive: k-induction
+  closes it at k = 1 in seconds.  It reads those registers by name from the divider's elaborated
+  design (:func:`registers`).
+* :class:`DividerSpec`: the solver's own ``div`` and ``mod`` at every step (``H mod D`` and
+  ``H div D`` of the bits brought down) and at ``done``: the end claim said directly, which the
+  solver proves for the generator at 8 bits (k = 12); at 40 bits a 40-bit division in every step
+  gives it no verdict.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cover, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Const, Cover, Fragment, Module, Mux, Signal
 from amaranth.hdl._ast import AnySeq
 
 from .. import isa
 from ..rtl.divider import Divider
 from .base import Spec
 
-__all__ = ["DividerSpec"]
+__all__ = ["DividerSpec", "DividerStepSpec", "registers"]
 
 
 class DividerSpec(Spec):
@@ -69,3 +74,113 @@ class DividerSpec(Spec):
             m.d.comb += [Assert(dut.quotient == Mux(D == 0, mask, N // D)),
                          Assert(dut.remainder == Mux(D == 0, N, N % D))]
         m.d.comb += [Cover(dut.done & (D != 0) & (N > D) & (N % D != 0)), Cover(dut.done & (D == 0))]
+
+
+def registers(fragment, names) -> dict:
+    """The divider's registers, found by name among the signals its elaborated ``fragment`` assigns."""
+    found = {}
+    for statements in fragment.statements.values():
+        for statement in statements:
+            for signal in statement._lhs_signals():
+                if signal.name in names:
+                    found.setdefault(signal.name, signal)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise LookupError(f"the divider assigns no signal named {', '.join(missing)}: the step invariant "
+                          f"reads the divider's registers by name")
+    return found
+
+
+class DividerStepSpec(Spec):
+    """The divider of ``width`` bits, its quotient and remainder at every step, without a division or a
+    multiplication in the spec.
+
+    The spec keeps the operands ``N`` and ``D`` latched at ``start`` and the number ``j`` of steps done,
+    and records the quotient bits as the divider produces them (its register's bit 0 after each step),
+    building from them ``P_j``, the quotient so far times ``D``, by shift and add
+    (``P_j = 2 P_(j-1) + q_j D``: the quotient bits ``Q_j = 2 Q_(j-1) + q_j``, so ``P_j = Q_j D`` by the
+    distributive law, which the spec's construction carries and the solver is not asked to prove).
+    In every cycle of a division it asserts, after ``j`` steps, with ``H`` the top ``j`` bits of ``N``:
+
+    * the remainder register ``R`` and ``P_j`` add up to ``H``, and ``R < D`` (``D = 0``: every
+      quotient bit is 1, so ``P_j = 0`` and ``R = H``, :func:`ga2_hdl.isa.divide_u40`'s definition);
+    * the quotient register's low ``j`` bits are the bits recorded (no bit changes once found), its
+      other bits the numerator's ``w - j`` bits not yet brought down;
+    * the divisor register holds ``D`` and the step counter ``w - j``; ``busy`` and ``done`` as the
+      timing says.
+
+    At ``done`` (``j = w``): ``P_w + R = N``, ``R < D``, and the quotient is ``Q_w``, so the quotient
+    is ``N div D`` and the remainder ``N mod D`` (the only such pair). Each step's arithmetic is a
+    ``w + 2``-bit addition and compare, so the invariant is inductive at any width: k-induction closes it
+    for the ISA's 40 bits. ``check_product`` also asserts ``P_j = Q_j D`` itself (a multiplication:
+    for narrow widths, to show the spec's construction right by the solver too).
+    """
+
+    name = "quotient_remainder_steps"
+
+    #: the divider's registers the invariant reads (they hold the division's state)
+    REGISTERS = ("rem", "num_quot", "divisor", "steps_left")
+
+    def __init__(self, width: int = isa.DIV_BITS, *, check_product: bool = False):
+        super().__init__()
+        self.width = width
+        self.check_product = check_product
+        self.dut = Divider(width)
+        self.platform = None
+
+    def elaborate(self, platform):
+        self.platform = platform              # the divider elaborated for the same platform, here
+        return super().elaborate(platform)
+
+    def contract(self, m: Module) -> None:
+        w = self.width
+        fragment = Fragment.get(self.dut, self.platform)
+        regs = registers(fragment, self.REGISTERS)
+        m.submodules.dut = fragment
+        dut = self.dut
+        num, den, start = Signal(w), Signal(w), Signal()
+        m.d.comb += [num.eq(AnySeq(w)), den.eq(AnySeq(w)), start.eq(AnySeq(1)),
+                     dut.numerator.eq(num), dut.denominator.eq(den), dut.start.eq(start)]
+        N, D = Signal(w), Signal(w)
+        steps = Signal(range(w + 1))              # j: steps done (the first one in the start cycle)
+        running = Signal()                        # a division is in its cycles u+1 .. u+width
+        q_before = Signal(w)                      # Q_(j-1): the quotient bits recorded before this step
+        p_before = Signal(w + 2)                  # P_(j-1) = Q_(j-1) * D, by shift and add
+        bit = dut.quotient[0]                     # q_j: the bit the last step found
+        q_now = Signal(w)
+        p_now = Signal(w + 2)
+        m.d.comb += [q_now.eq(Cat(bit, q_before)), p_now.eq((p_before << 1) + Mux(bit, D, 0))]
+        with m.If(start):
+            m.d.sync += [N.eq(num), D.eq(den), steps.eq(1), running.eq(1), q_before.eq(0), p_before.eq(0)]
+        with m.Elif(running):
+            m.d.sync += [steps.eq(steps + 1), q_before.eq(q_now), p_before.eq(p_now)]
+            with m.If(steps == w):
+                m.d.sync += running.eq(0)
+        # timing
+        m.d.comb += [Assert(dut.done == (running & (steps == w))),
+                     Assert(dut.busy == (running & (steps < w)))]
+        mask = (1 << w) - 1
+        brought = Signal(w)                       # H: the top j bits of N
+        rest = Signal(range(w + 1))               # w - j: the bits not yet brought down
+        m.d.comb += [rest.eq(w - steps), brought.eq(N >> rest)]
+        low = Signal(w)                           # the mask of the quotient bits found: 2**j - 1
+        m.d.comb += low.eq((1 << steps) - 1)
+        with m.If(running):
+            m.d.comb += [
+                Assert((steps >= 1) & (steps <= w)),
+                Assert(regs["divisor"] == D),
+                Assert((Cat(Const(0, 1), q_before) >> steps) == 0),
+                Assert((dut.quotient & low) == q_now),
+                Assert((dut.quotient >> steps) == (N & (mask >> steps))),
+                Assert(p_now + dut.remainder == brought),
+                Assert(Mux(D == 0, q_now == low, dut.remainder < D)),
+            ]
+            with m.If(steps < w):
+                m.d.comb += Assert(regs["steps_left"] == rest)
+            if self.check_product:
+                m.d.comb += Assert(p_now == q_now * D)
+        with m.If(dut.done):
+            m.d.comb += [Assert(p_now + dut.remainder == N),
+                         Assert(Mux(D == 0, dut.quotient == mask, dut.remainder < D)),
+                         Assert(dut.quotient == q_now)]
+        m.d.comb += [Cover(dut.done & (D != 0) & (N > D) & (dut.remainder != 0)), Cover(dut.done & (D == 0))]

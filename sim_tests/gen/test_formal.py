@@ -3,7 +3,7 @@ and each is shown able to fail on a mutant from the mutation engine; the clock/r
 
 Needs the optional extra ``formal`` (``pip install -e '.[formal]'``; ``make test`` installs it):
 without it every test here is skipped with that reason.  The fast properties run in the
-default suite; the DMA's, the matrix unit's, SM's, the divider's and the VADD and RQ values take
+default suite (with the 40-bit divider's proof, 15 s); the DMA's, the matrix unit's, SM's, the 8-bit divider's and the VADD and RQ values take
 10-60 s each (load 2-6 on 2 cores) and are marked slow (their planted mutants fail within seconds
 and run in the default suite).  MM's values (two instructions, 32 cycles) take about 7 minutes and
 its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.
@@ -23,7 +23,7 @@ from gen.formal import mutants, prove, sby
 needs_tools = pytest.mark.skipif(sby.tools_problem() is not None, reason=str(sby.tools_problem()))
 BOOK = Config.book()
 FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
-        "amax.values", "systolic.pe_product")
+        "amax.values", "systolic.pe_product", "divider.quotient_remainder")
 #: properties whose proof is slow but whose planted mutant fails within seconds
 FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "chip.sequencer")
 PROPS = {p.key: p for p in prove.PROPERTIES}
@@ -54,6 +54,8 @@ PLANTED = {
     "matrix.values": ("ga2_hdl/rtl/systolic.py", "acc.eq(0), -> ", "ProcessingElement"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= divisor -> brought_down > divisor", ""),
+    # the first step (in the start cycle, on the inputs): the remainder's test reads the denominator's bit 1
+    "divider.quotient_remainder": ("ga2_hdl/rtl/divider.py", "0 -> 1", "first_rem = top"),
     # every unit started at each issue (two starts in one cycle)
     "chip.sequencer": ("ga2_hdl/rtl/chip.py", "selected -> 1",
                        "GA2Chip._sequencer: m.d.comb += unit.start.eq(selected)"),
@@ -107,6 +109,47 @@ def test_matrix_values_mutants_pass_the_unit_contract(planted):
     """The matrix.values mutants are data bugs: the unit contract (timing, ports, regions) holds on them."""
     rec = mutants.check_mutant(mutants.find(*planted), "matrix.contract", "book")
     assert rec["status"] == "bounded", rec
+
+
+@needs_tools
+def test_divider_step_specs_product_is_the_multiplication():
+    """The 40-bit proof's spec builds the quotient so far times the divisor by shift and add; at 8 bits
+    the solver also proves that product equal to the multiplication of the bits recorded and D."""
+    from ga2_hdl.contracts.divider import DividerStepSpec
+    verdict = sby.check(DividerStepSpec(8, check_product=True), mode="prove", depth=2, name="div8product")
+    assert verdict.status == "proven", verdict.detail
+
+
+def test_divider_step_spec_names_a_missing_register():
+    """The step invariant reads the divider's registers by name: a name the divider does not assign is
+    refused with the name, not read as a free value."""
+    from amaranth.hdl import Fragment
+    from ga2_hdl.contracts.divider import registers
+    from ga2_hdl.rtl.divider import Divider
+    fragment = Fragment.get(Divider(8), None)
+    assert set(registers(fragment, ("rem", "divisor"))) == {"rem", "divisor"}
+    with pytest.raises(LookupError, match="remainder_register"):
+        registers(fragment, ("rem", "remainder_register"))
+
+
+#: the divider's mutants argued equivalent in gen/mutation/equivalents.py: the 40-bit proof holds on each
+DIVIDER_EQUIVALENTS = [
+    ("w -> w - 1", "steps_left = Signal(range(w))"),
+    ("w + 1 -> (w + 1) - 1", "brought_down = Signal(w + 1)"),
+    ("w - 1 -> w - 0", "next_num_quot = Cat(fits, num_quot[:w - 1])"),
+    ("w - 1 -> w - 0", "first_num_quot = Cat(first_fits, self.numerator[:w - 1])"),
+]
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("change,context", DIVIDER_EQUIVALENTS)
+def test_divider_mutants_argued_equivalent_are_proven_correct(change, context):
+    from gen.mutation.equivalents import argument_for
+    mutant = mutants.find("ga2_hdl/rtl/divider.py", change, context)
+    assert argument_for(mutant), mutant
+    rec = mutants.check_mutant(mutant, "divider.quotient_remainder", "book")
+    assert rec["status"] == "proven", rec
 
 
 @needs_tools
