@@ -84,11 +84,17 @@ class MatrixValues(FreeWords):
         The largest ``M``, ``K`` and ``N`` (``{"M": 1, "K": 2, "N": 1}``).
     name : str
         The report's name.
+    instructions : int
+        How many MMs the covers ask to complete: 2 (back to back, the accumulators cleared between
+        them) or 1 (a depth that holds one MM of larger sizes).
     """
 
-    def __init__(self, unit, config, *, bounds, name="values", formal: bool = True):
+    def __init__(self, unit, config, *, bounds, name="values", formal: bool = True, instructions: int = 2):
+        if instructions not in (1, 2):
+            raise ValueError(f"instructions={instructions}: the covers ask for one MM or two back to back")
         super().__init__(unit, config, "MM", bounds=bounds, name=name, formal=formal)
         self.dims = tuple(self.bounds[n] for n in ("M", "K", "N"))
+        self.instructions = instructions
 
     def _op(self, ins, name) -> Value:
         return decoder.operand(ins, self.spec, name)
@@ -171,12 +177,14 @@ class MatrixValues(FreeWords):
                                    | (self._op(self.fresh, "ldc") >= self._op(self.fresh, "N")))
 
     def covers(self, m: Module) -> None:
-        """MM completes at the largest K with a nonzero result, and again right after."""
+        """MM completes at the largest K with a nonzero result (and again right after, for two
+        instructions)."""
         p = self.unit.spad
         data = wide_lane(p, "wr_data", 0)
         ended = Signal(2)
         with m.If(self.unit.done & (ended != 3)):
             m.d.sync += ended.eq(ended + 1)
         full = self.running & (self._op(self.held, "K") == self.dims[1])
-        m.d.comb += [Cover(p.wr_en & full & (data != 0) & (ended == 0)),
-                     Cover(p.wr_en & full & (data != 0) & (ended == 1))]
+        m.d.comb += Cover(p.wr_en & full & (data != 0) & (ended == 0))
+        if self.instructions == 2:
+            m.d.comb += Cover(p.wr_en & full & (data != 0) & (ended == 1))

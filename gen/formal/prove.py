@@ -104,6 +104,17 @@ def _matrix_values(config):
     return MatrixValues(MatrixUnit(config=config), config, bounds=MM_BOUNDS)
 
 
+#: the matrix unit's second bounded sizes: every processing element of a 2 x 2 corner, one MM
+MM_CORNER_BOUNDS = {"M": 2, "K": 1, "N": 2}
+
+
+def _matrix_corner(config):
+    from ga2_hdl.contracts.matrix import MatrixValues
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    return MatrixValues(MatrixUnit(config=config), config, bounds=MM_CORNER_BOUNDS, name="values_2x2",
+                        instructions=1)
+
+
 def _pe_product(config):
     from ga2_hdl.contracts.systolic import PEProductSpec
     return PEProductSpec(config)
@@ -187,6 +198,10 @@ PROPERTIES: tuple[Property, ...] = (
              "MM's data path, two instructions back to back: A[m][k] and B[k][n] reach PE(m, n)'s inputs "
              "in the schedule's cycle, each C word = the sum of that PE's K products from zero (the "
              "products' arithmetic: systolic.pe_product), M = N = 1, K <= 2"),
+    Property("matrix", "values_2x2", _matrix_corner, "bmc", lambda c: _worst(c, "MM", MM_CORNER_BOUNDS) + 3,
+             "MM's data path on the array's 2 x 2 corner, one instruction: A[m][0] and B[0][n] reach PE(m, n)'s "
+             "inputs in the schedule's cycle through the skew lanes 0 and 1 and the neighbour links, each C "
+             "word that PE's product, M, N <= 2, K = 1"),
     Property("chip", "sequencer", _sequencer, "bmc", lambda c: SEQUENCER_DEPTH,
              "the whole chip on a program the solver loads through its port (words 0-5, any op code, "
              "every other field <= 7; data paths cut): one unit started at a time, HALT and errors "

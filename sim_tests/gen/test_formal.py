@@ -25,7 +25,7 @@ BOOK = Config.book()
 FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
         "amax.values", "systolic.pe_product", "divider.quotient_remainder")
 #: properties whose proof is slow but whose planted mutant fails within seconds
-FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "chip.sequencer")
+FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "chip.sequencer", "matrix.values_2x2")
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
@@ -52,6 +52,8 @@ PLANTED = {
                             "products = Signal"),
     # the accumulators not cleared between tiles: the second MM's C starts from the first's
     "matrix.values": ("ga2_hdl/rtl/systolic.py", "acc.eq(0), -> ", "ProcessingElement"),
+    # row 1's A lane takes row 0's skew stage (lane 0 is right: the 1 x 1 values cannot see it)
+    "matrix.values_2x2": ("ga2_hdl/rtl/systolic.py", "starts[i] + s - 1 -> starts[i] + s - 2", "_skew"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= divisor -> brought_down > divisor", ""),
     # the first step (in the start cycle, on the inputs): the remainder's test reads the denominator's bit 1
