@@ -101,8 +101,8 @@ def test_a_start_in_the_first_cycle_after_power_on_or_a_reset_in_icarus(name, tm
     Icarus) and no reset.  A start in the very first cycle after power on (no reset pulse; word 0
     written in that cycle, word 1 the memory's zero, a HALT), and a start in the first cycle after a
     one-cycle reset in every cycle of a run (word 0 written again: docs/chip.md), give the golden
-    model's status and counters.  The overlapped chip up to 0e9b56e read word 1 from that register:
-    status 1 after power on (x), and other counters after every one of those resets."""
+    model's status and counters.  The overlapped chip of main up to ffb1f49 read word 1 from that
+    register: status 1 after power on (x), and other counters after every one of those resets."""
     import shutil
     import subprocess
     from ga2_hdl import golden
