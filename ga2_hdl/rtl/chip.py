@@ -59,7 +59,7 @@ cycles between an instruction's FETCH and its issue.
 """
 import functools
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -422,6 +422,13 @@ class GA2Chip(wiring.Component):
         itself are the ones that run.  The memory cannot change while running (writes are
         ignored), so a word read ahead is the word a later read would give.
 
+        The memory's output register has no initial value and no reset (the Verilog's, the
+        solver's): ``nxt`` takes it only when it holds word 1 (``imem_word1``: the cycle before
+        read word 1), else keeps its own value.  That is false only in the first cycle after power
+        on, when ``nxt`` still has its initial value, the memory's initial word 1 (zero); a reset
+        cycle reads word 1 (``imem_word1`` is not reset), so a start in the first cycle after
+        power on or after a reset runs word 1 as the memory holds it.
+
         Each unit keeps its own copy of the instruction it runs (``unit.ins`` is ``cur`` in the
         start cycle, the copy while busy), since ``cur`` moves on to the next instruction.
         """
@@ -436,6 +443,11 @@ class GA2Chip(wiring.Component):
         terms_next = Signal(stages.layout, name="terms_next")
         first = Signal(name="first")                     # the next FETCH is of word 0
         products = []                                    # the first half's products, registered
+        # the memory's output register holds word 1: it was read the cycle before (not at power on,
+        # when nxt holds the memory's initial word 1 itself); not reset, as that register is not
+        word1_out = Signal(name="imem_word1", reset_less=True)
+        reads_word1 = Signal(name="imem_reads_word1")
+        m.d.sync += word1_out.eq(reads_word1)
 
         stage = _check_stage(products, factors=False)     # two stages: a product's factors stay combinational
 
@@ -466,11 +478,13 @@ class GA2Chip(wiring.Component):
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
                 # nxt follows word 1: the memory reads it in every idle cycle (and in the halting
-                # cycle before), transparent to the write port, and a write to word 1 in this very
-                # cycle goes straight in.  The start cycle reads word 2 (transparent too)
+                # cycle before, and in a reset cycle), transparent to the write port, and a write to
+                # word 1 in this very cycle goes straight in.  The start cycle reads word 2
+                # (transparent too)
                 wr1 = imem_wr.en & (imem_wr.addr == 1)
-                m.d.comb += [imem_rd.addr.eq(Mux(self.start, 2, 1)), imem_rd.en.eq(1)]
-                m.d.sync += nxt.eq(Mux(wr1, imem_wr.data, imem_rd.data))
+                m.d.comb += [imem_rd.addr.eq(Mux(self.start, 2, 1)), imem_rd.en.eq(1),
+                             reads_word1.eq(~self.start)]
+                m.d.sync += nxt.eq(Mux(wr1, imem_wr.data, Mux(word1_out, imem_rd.data, nxt)))
                 self._start(m, first, counters)
 
             with m.State("FETCH"):
@@ -483,7 +497,8 @@ class GA2Chip(wiring.Component):
                 m.d.sync += total.eq(total + 1)
                 with m.If(verdict.past_end | verdict.halt | (verdict.error != isa.ErrorCode.OK)):
                     with m.If(~any_busy):
-                        m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1)]     # word 1, for the next start
+                        m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1),     # word 1, for the next start
+                                     reads_word1.eq(1)]
                         with m.If(verdict.past_end):
                             halt(isa.ErrorCode.NO_HALT)
                         with m.Elif(verdict.halt):
@@ -503,6 +518,9 @@ class GA2Chip(wiring.Component):
                     m.d.sync += [cur.eq(nxt), nxt.eq(imem_rd.data), self.pc.eq(self.pc + 1),
                                  instructions.eq(instructions + 1)]
                     m.next = "FETCH"
+        # a reset cycle reads word 1 too, whatever the state: the first cycle after it may start
+        with m.If(ResetSignal(allow_reset_less=True)):
+            m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1), reads_word1.eq(1)]
         return m
 
     def _region_registers(self, stages, terms, iset):

@@ -162,7 +162,27 @@ def test_rq_values_is_skipped_where_no_property_proves_the_requantizer():
     assert rec["status"] == "skipped" and "(True, False)" in rec["detail"], rec
 
 
-@pytest.mark.parametrize("config", ["book", "wide2"])
+@needs_tools
+def test_the_read_ahead_finding_fails_the_sequencer_on_overlap():
+    """The finding of docs/formal.md ("The sequencer") planted back by the mutation engine: the
+    overlapped sequencer's ``nxt`` takes the instruction memory's output register exactly when it does
+    not hold word 1 (at power on it has no value), and the sequencer's contract fails on overlap."""
+    mutant = mutants.find("ga2_hdl/rtl/chip.py", "imem_rd.data, nxt -> nxt, imem_rd.data", "GA2Chip._overlapped")
+    rec = mutants.check_mutant(mutant, "chip.sequencer", "overlap")
+    assert rec["status"] == "failed", (mutant.label, rec)
+    assert rec.get("vcd"), rec
+
+
+@pytest.mark.slow
+@needs_tools
+def test_sequencer_holds_on_the_overlapped_chip(tmp_path):
+    """The sequencer's contract on the preset overlap, at its own depth (13 cycles, about 5 minutes at
+    load 2-3), its covers reached."""
+    rec = prove.check_property(PROPS["chip.sequencer"], load_config("overlap"), keep=str(tmp_path))
+    assert (rec["status"], rec["depth"], rec["covers"]) == ("bounded", prove.OVERLAP_SEQUENCER_DEPTH, "reached"), rec
+
+
+@pytest.mark.parametrize("config", ["book", "wide2", "overlap"])
 def test_sequencer_cut_points_name_the_chips_data_paths(config):
     """Each cut point of the sequencer's contract names a module (or a module's memory) of the
     converted design (a Yosys pattern: at least one): a misspelt one would cut nothing (only a

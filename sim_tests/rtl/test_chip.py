@@ -460,3 +460,85 @@ def test_narrow_units_use_the_banked_scratchpad_one_at_a_time():
 
     b.run(bench)
     assert reads["narrow"] > 0
+
+
+#: a word the instruction memory's read port may hold at power-on: its output register has no initial
+#: value (none in the Verilog, any in the solver's model; Amaranth's simulator starts it at 0, which
+#: here is also the memory's word 1, a HALT), so a testbench sets it to this legal instruction
+POWER_ON_JUNK = make("ST", src=0, dst=40, len=4)
+
+
+@pytest.mark.parametrize("config", SEQUENCERS)
+def test_a_start_in_the_first_cycle_after_power_on_runs_the_program(config):
+    """A start in the very first cycle, word 0 written in the same cycle (word 1 is the memory's initial
+    zero, a HALT), runs that program whatever the read port's output register holds at power-on (here
+    a word of the testbench's, as the solver may choose): its status and counters are the golden
+    model's (the overlapped sequencer once read ahead word 1 from that register: docs/formal.md)."""
+    program = [make("LD", dst=0, src=0, len=3), HALT]
+    want = golden.run(program, [], config=config)
+    b = _Bench(config=config)
+    chip = b.chip
+
+    async def bench(ctx):
+        (port,) = chip.imem.read_ports
+        ctx.set(port.data, POWER_ON_JUNK.encode())
+        ctx.set(chip.imem_we, 1)
+        ctx.set(chip.imem_addr, 0)
+        ctx.set(chip.imem_wdata, program[0].encode())
+        ctx.set(chip.start, 1)
+        await ctx.tick()                                  # cycle 0: the write and the start
+        ctx.set(chip.start, 0)
+        ctx.set(chip.imem_we, 0)
+        await b.until_halted(ctx, want.counters.total)
+        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (want.error, want.error_pc)
+        assert b.counters(ctx) == want.counters
+
+    b.run(bench)
+
+
+@pytest.mark.parametrize("config", SEQUENCERS)
+def test_a_start_in_the_first_cycle_after_a_reset_runs_the_program(config):
+    """A one-cycle reset in any cycle of a run (every cycle from its start cycle to two cycles after
+    its halt), then in the very first cycle after it word 0 written (a reset clears the sequencers'
+    copy of word 0: docs/chip.md) and a start: the program as the memory then holds it runs, status
+    and counters the golden model's.  The instruction memory keeps its words across the reset, and the
+    read port's output register is not reset in the Verilog (Amaranth's simulator clears it when the
+    port is not reading)."""
+    from amaranth.hdl import ClockDomain
+    program = [make("LD", dst=0, src=0, len=3), make("ST", src=0, dst=8, len=2),
+               make("ST", src=1, dst=12, len=1), make("ST", src=0, dst=20, len=3),
+               make("LD", dst=8, src=3, len=2), make("ST", src=8, dst=30, len=2), HALT]
+    word0 = make("LD", dst=4, src=0, len=2)
+    first = golden.run(program, [], config=config)
+    want = golden.run([word0, *program[1:]], [], config=config)
+    b = _Bench(config=config)
+    b.top.domains.sync = sync = ClockDomain("sync")
+    chip = b.chip
+
+    async def bench(ctx):
+        await b.load(ctx, program)
+        for k in range(first.counters.total + 3):
+            ctx.set(chip.imem_we, 1)                      # word 0 back, with the start
+            ctx.set(chip.imem_addr, 0)
+            ctx.set(chip.imem_wdata, program[0].encode())
+            ctx.set(chip.start, 1)
+            await ctx.tick()
+            ctx.set(chip.start, 0)
+            ctx.set(chip.imem_we, 0)
+            for _ in range(k):
+                await ctx.tick()
+            ctx.set(sync.rst, 1)                          # the reset in the run's cycle k
+            await ctx.tick()
+            ctx.set(sync.rst, 0)
+            ctx.set(chip.imem_we, 1)                      # the first cycle after it: word 0, start
+            ctx.set(chip.imem_addr, 0)
+            ctx.set(chip.imem_wdata, word0.encode())
+            ctx.set(chip.start, 1)
+            await ctx.tick()
+            ctx.set(chip.start, 0)
+            ctx.set(chip.imem_we, 0)
+            await b.until_halted(ctx, want.counters.total)
+            got = (ctx.get(chip.status), ctx.get(chip.status_pc), b.counters(ctx))
+            assert got == (want.error, want.error_pc, want.counters), f"reset in cycle {k} of the run"
+
+    b.run(bench)
