@@ -6,7 +6,11 @@ bounded ``len`` uses, drawn anew at each start) around the softmax engine
 (:class:`ga2_hdl.rtl.softmax.SoftmaxUnit`).  SM parks its exponentials in ``dst`` and reads them
 back, so its scratchpad model keeps what the instruction writes: a read of an element of ``dst``
 already written answers the last word written there, of an element of ``src`` (not yet written)
-its free word, of anything else any value.
+its free word, of anything else any value.  One SM runs, started in the first cycle: with the
+depth its busy time and the cycles after it, the only start whose words are all checked (with the
+start free, each later cycle also checked the division's operands of a later start, 6 to 20 s a
+cycle: no verdict at 56 cycles in 8 minutes).  The divider and the exp table are the engine's own
+(``SoftmaxUnit.datapath`` names them), nothing cut.
 
 The ISA's softmax (:func:`ga2_hdl.isa.softmax_q16`) on the scores ``x_i = int8_of(src[i])``:
 ``mx = max x``, ``e_i = EXP_TABLE[mx - x_i]``, ``S = sum e_i``, ``r = 2**38 // S`` (the 40-bit
@@ -14,11 +18,10 @@ divider, :func:`ga2_hdl.isa.divide_u40`), ``p_i = (e_i * r + 2**21) >> 22``.  Th
 ``mx``, ``e_i`` and ``S`` itself from the free words (:func:`exp_terms`) and proves the rest in
 three parts, as ``rq.values`` leaves the requantizer's arithmetic to ``requant.formula``:
 
-* the division's operands: the engine starts its divider (found in its elaborated design)
-  exactly once per instruction, on ``(2**38, S)``; its quotient is taken as the divider returns
+* the division's operands: the engine starts its divider exactly once per instruction, on ``(2**38, S)``; its quotient is taken as the divider returns
   it at its ``done`` (``q``).  That this quotient is ``2**38 // S`` is the divider's own
   property (``divider.*``: the generator proven at 8 bits; the 40-bit instance is the same
-  generator, not proven here);
+  generator, not proven here; the quotient here is the real divider's on these operands);
 * the scaling, at each element: the last word written at ``dst + i`` by the end of the
   instruction is ``(P + 2**21) >> 22`` (the spec's rounding and shift, in full width), ``P`` the
   product the engine's multiplier formed :data:`MULTIPLY_TO_WRITE` cycles before the write, whose
@@ -53,8 +56,6 @@ __all__ = ["exp_terms", "scaled", "MULTIPLY_TO_WRITE", "SoftmaxValues"]
 MULTIPLY_TO_WRITE = SCALE_DEPTH - 1
 #: the quotient's width and the rounding of the scaling (p = (e * r + HALF) >> SHIFT)
 Q_BITS, SHIFT, HALF = isa.DIV_BITS, isa.SOFTMAX_OUT_SHIFT, 1 << (isa.SOFTMAX_OUT_SHIFT - 1)
-#: the largest quotient SM's division returns: 2**38 // S with S >= EXP_TABLE[0] (the maximum's own term)
-Q_MAX = isa.SOFTMAX_NUMERATOR // isa.EXP_TABLE[0]
 
 
 def exp_table():

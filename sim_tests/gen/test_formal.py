@@ -5,8 +5,8 @@ Needs the optional extra ``formal`` (``pip install -e '.[formal]'``; ``make test
 without it every test here is skipped with that reason.  The fast properties run in the
 default suite; the DMA's, the matrix unit's, SM's, the divider's and the VADD and RQ values take
 10-60 s each (load 2-6 on 2 cores) and are marked slow (their planted mutants fail within seconds
-and run in the default suite).  SM's values (len <= 3, 59 cycles) take about 4 minutes, its
-covers as long (slow); its planted mutant fails in seconds (default suite).  MM's values (two instructions, 32 cycles) take about 7 minutes and
+and run in the default suite).  SM's values (len <= 3, 59 cycles) take 3 to 4.5 minutes with
+their covers (slow); its planted mutant fails in seconds (default suite).  MM's values (two instructions, 32 cycles) take about 7 minutes and
 its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.
 """
 import random
