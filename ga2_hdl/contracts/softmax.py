@@ -134,7 +134,7 @@ class SoftmaxValues(FreeWords):
     # ------------------------------------------------------------------ the memory
     def environment(self, m: Module) -> None:
         """Free source words; the words the instruction writes to ``dst`` kept and read back."""
-        u, p = self.unit, self.unit.spad
+        p = self.unit.spad
         self.words = [Signal(isa.WORD_BITS, name=f"word{j}") for j in range(self.size)]
         outs = self.outputs(self.held)
         self.kept = [Signal(isa.WORD_BITS, name=f"kept{j}") for j in range(self.size)]
