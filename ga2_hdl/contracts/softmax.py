@@ -31,6 +31,10 @@ three parts, as ``rq.values`` leaves the requantizer's arithmetic to ``requant.f
   ``systolic.pe_product`` do): that ``$mul`` is the product is the tools';
 * every element of ``dst`` below ``len`` written by the end (the cycle after ``done``).
 
+With ``division=True`` (the property ``sm.division``) the spec asserts instead, at the divider's
+``done``, that the quotient is ``2**38 // S`` (a 40-bit division of the spec's own): the divider's
+arithmetic on every denominator SM gives it at the bounded length, without the scaling.
+
 With the divider's property each word is the ISA's ``p_i``; ``sim_tests/gen/test_formal.py``
 simulates :func:`exp_terms` and the scaling (:func:`scaled`) against
 :func:`ga2_hdl.isa.softmax_q16`.
@@ -106,9 +110,11 @@ class SoftmaxValues(FreeWords):
         The report's name.
     """
 
-    def __init__(self, unit, config, *, bounds, name="values", formal: bool = True):
+    def __init__(self, unit, config, *, bounds, name="values", division: bool = False, formal: bool = True):
         super().__init__(unit, config, "SM", bounds=bounds, name=name, formal=formal)
         self.size = self.bounds["len"]
+        #: the division only (``sm.division``): the quotient the divider returns = 2**38 // S
+        self.division = division
         self.unit_fragment = None
 
     def elaborate(self, platform):
@@ -176,6 +182,11 @@ class SoftmaxValues(FreeWords):
             m.d.comb += [Assert(div.numerator == isa.SOFTMAX_NUMERATOR), Assert(div.denominator == total)]
         with m.If(self.running & div.done & (started == 1) & ~returned):
             m.d.sync += [q.eq(div.quotient), returned.eq(1)]
+            if self.division:          # the 40-bit division itself, on the operands SM gives it
+                m.d.comb += [Assert(div.quotient == Const(isa.SOFTMAX_NUMERATOR, Q_BITS) // total),
+                             Cover(self.operand(self.held, "len") == self.size)]
+        if self.division:
+            return
 
         # the scaling: each write carries the rounding of the product of MULTIPLY_TO_WRITE cycles before
         product = Signal(len(path.e_read) + len(path.r), name="scale_product")

@@ -97,6 +97,18 @@ def _sm_values(config):
     return SoftmaxValues(VectorUnit.engines_of(config)["SM"](config=config), config, bounds=SM_VALUE_BOUNDS)
 
 
+#: SM's division checked at 40 bits (two scores: S = 65535 + one more term)
+SM_DIVISION_BOUNDS = {"len": 2}
+
+
+def _sm_division(config):
+    from ga2_hdl.contracts.softmax import SoftmaxValues
+    from ga2_hdl.rtl.vector_unit import VectorUnit
+    return SoftmaxValues(VectorUnit.engines_of(config)["SM"](config=config), config, bounds=SM_DIVISION_BOUNDS,
+                         name="division", division=True)
+
+
+
 def _matrix(config):
     from ga2_hdl.contracts.unit import UnitContract
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
@@ -177,6 +189,9 @@ PROPERTIES: tuple[Property, ...] = (
              "ISA's exponentials; each word left at dst + i = (e_i * q + 2**21) >> 22, e_i the ISA's "
              "exponential, q the quotient as the divider returned it (its arithmetic: divider.*), "
              "len <= 3, one instruction started in the first cycle"),
+    Property("sm", "division", _sm_division, "bmc", lambda c: _worst(c, "SM", SM_DIVISION_BOUNDS) + 3,
+             "SM's 40-bit division on the operands SM gives it: the quotient the engine's divider returns "
+             "= 2**38 // S, S the sum of the ISA's exponentials, len <= 2, one SM started in the first cycle"),
     Property("matrix", "contract", _matrix, "bmc", lambda c: _worst(c, "MM", MM_BOUNDS) + 3,
              "the matrix unit, M = N = 1, K <= 2, one instruction"),
     # the array's products at the corner cell after the longest skew: 2 * array + 1 cycles

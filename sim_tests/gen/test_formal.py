@@ -6,7 +6,8 @@ without it every test here is skipped with that reason.  The fast properties run
 default suite; the DMA's, the matrix unit's, SM's, the divider's and the VADD and RQ values take
 10-60 s each (load 2-6 on 2 cores) and are marked slow (their planted mutants fail within seconds
 and run in the default suite).  SM's values (len <= 3, 59 cycles) take 3 to 4.5 minutes with
-their covers (slow); its planted mutant fails in seconds (default suite).  MM's values (two instructions, 32 cycles) take about 7 minutes and
+their covers (slow); its planted mutant fails in seconds (default suite).  SM's division (len <= 2,
+56 cycles) takes 4.5 to 5.5 minutes with its covers, its planted divider mutant about 25 s (both slow).  MM's values (two instructions, 32 cycles) take about 7 minutes and
 its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.
 """
 import random
@@ -50,6 +51,8 @@ PLANTED = {
     # MAX's compare taken in every cycle: the score registered in the start cycle (no read behind it)
     # may become the maximum
     "sm.values": ("ga2_hdl/rtl/softmax.py", "v2 & (score_r > running_max) -> 1", ""),
+    # the divider's remainder step subtracting the wrong way round: a wrong quotient, on time
+    "sm.division": ("ga2_hdl/rtl/divider.py", "brought_down - divisor -> divisor - brought_down", ""),
     "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
     # the array's arithmetic: the product register one bit narrower (-128 * -128 wraps)
     "systolic.pe_product": ("ga2_hdl/rtl/systolic.py", "2 * OPERAND.width -> (2 * OPERAND.width) - 1",
