@@ -160,6 +160,9 @@ class SoftmaxUnit(wiring.Component):
         e_read = Signal(E_BITS)                        # SCALE stage 1: the exponential read back
         product = Signal(PRODUCT_BITS)                 # SCALE stage 2
         prob = Signal(P_BITS)                          # SCALE stage 3
+        #: what the value property (ga2_hdl/contracts/softmax.py) reads of this elaboration: the
+        #: divider, the exp table, and SCALE's multiplier operands (the exponential read back, r)
+        self.datapath = SimpleNamespace(divider=divider, exp_table=exp_table, e_read=e_read, r=r)
 
         m.d.comb += exp_table.addr.eq((running_max - score_r)[:8])   # 0 .. 255 since max >= x
 

@@ -90,6 +90,26 @@ def _dma(kind):
 MM_BOUNDS = {"M": 1, "K": 2, "N": 1}
 #: SM's (its busy time is 3*len + 47: the divider's 40 cycles)
 SM_BOUNDS = {"len": 1}
+#: SM's values (three scores: a maximum among several, their exponentials and sum)
+SM_VALUE_BOUNDS = {"len": 3}
+
+
+def _sm_values(config):
+    from ga2_hdl.contracts.softmax import SoftmaxValues
+    from ga2_hdl.rtl.vector_unit import VectorUnit
+    return SoftmaxValues(VectorUnit.engines_of(config)["SM"](config=config), config, bounds=SM_VALUE_BOUNDS)
+
+
+#: SM's division checked at 40 bits (two scores: S = 65535 + one more term)
+SM_DIVISION_BOUNDS = {"len": 2}
+
+
+def _sm_division(config):
+    from ga2_hdl.contracts.softmax import SoftmaxValues
+    from ga2_hdl.rtl.vector_unit import VectorUnit
+    return SoftmaxValues(VectorUnit.engines_of(config)["SM"](config=config), config, bounds=SM_DIVISION_BOUNDS,
+                         name="division", division=True)
+
 
 
 def _matrix(config):
@@ -195,6 +215,14 @@ PROPERTIES: tuple[Property, ...] = (
              "instruction's m, s, relu (the requantizer's arithmetic: requant.formula*), len <= 3"),
     Property("sm", "contract", _engine("SM"), "bmc", lambda c: _worst(c, "SM", SM_BOUNDS) + 3,
              "SM's engine, len = 1, one instruction"),
+    Property("sm", "values", _sm_values, "bmc", lambda c: _worst(c, "SM", SM_VALUE_BOUNDS) + 3,
+             "SM's data path on free scores: the divider started once on (2**38, S), S the sum of the "
+             "ISA's exponentials; each word left at dst + i = (e_i * q + 2**21) >> 22, e_i the ISA's "
+             "exponential, q the quotient as the divider returned it (its arithmetic: divider.*), "
+             "len <= 3, one instruction started in the first cycle"),
+    Property("sm", "division", _sm_division, "bmc", lambda c: _worst(c, "SM", SM_DIVISION_BOUNDS) + 3,
+             "SM's 40-bit division on the operands SM gives it: the quotient the engine's divider returns "
+             "= 2**38 // S, S the sum of the ISA's exponentials, len <= 2, one SM started in the first cycle"),
     Property("matrix", "contract", _matrix, "bmc", lambda c: _worst(c, "MM", MM_BOUNDS) + 3,
              "the matrix unit, M = N = 1, K <= 2, one instruction"),
     # the array's products at the corner cell after the longest skew: 2 * array + 1 cycles

@@ -5,7 +5,9 @@ Needs the optional extra ``formal`` (``pip install -e '.[formal]'``; ``make test
 without it every test here is skipped with that reason.  The fast properties run in the
 default suite (with the 40-bit divider's proof, 15 s); the DMA's, the matrix unit's, SM's, the 8-bit divider's and the VADD and RQ values take
 10-60 s each (load 2-6 on 2 cores) and are marked slow (their planted mutants fail within seconds
-and run in the default suite).  MM's values (two instructions, 32 cycles) take about 7 minutes and
+and run in the default suite).  SM's values (len <= 3, 59 cycles) take 3 to 4.5 minutes with
+their covers (slow); its planted mutant fails in seconds (default suite).  SM's division (len <= 2,
+56 cycles) takes 4.5 to 5.5 minutes with its covers, its planted divider mutant about 25 s (both slow).  MM's values (two instructions, 32 cycles) take about 7 minutes and
 its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.
 """
 import random
@@ -25,7 +27,7 @@ BOOK = Config.book()
 FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
         "amax.values", "systolic.pe_product", "divider.quotient_remainder")
 #: properties whose proof is slow but whose planted mutant fails within seconds
-FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "chip.sequencer", "matrix.values_2x2")
+FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "sm.values", "chip.sequencer", "matrix.values_2x2")
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
@@ -46,6 +48,11 @@ PLANTED = {
     "dma.contract": ("ga2_hdl/rtl/dma.py", "self.busy.eq(0) -> self.busy.eq(1)", ""),
     "dma.transfer": ("ga2_hdl/rtl/dma.py", "requested + 1 -> requested + 2", ""),
     "sm.contract": ("ga2_hdl/rtl/softmax.py", "s.rd_index < s.length -> s.rd_index <= s.length", "SoftmaxUnit._scale"),
+    # MAX's compare taken in every cycle: the score registered in the start cycle (no read behind it)
+    # may become the maximum
+    "sm.values": ("ga2_hdl/rtl/softmax.py", "v2 & (score_r > running_max) -> 1", ""),
+    # the divider's remainder step subtracting the wrong way round: a wrong quotient, on time
+    "sm.division": ("ga2_hdl/rtl/divider.py", "brought_down - divisor -> divisor - brought_down", ""),
     "matrix.contract": ("ga2_hdl/rtl/matrix_unit.py", "wb.n == last_n -> wb.n != last_n", "_write_back: with m.If"),
     # the array's arithmetic: the product register one bit narrower (-128 * -128 wraps)
     "systolic.pe_product": ("ga2_hdl/rtl/systolic.py", "2 * OPERAND.width -> (2 * OPERAND.width) - 1",
@@ -93,6 +100,8 @@ def test_planted_mutant_is_rejected(key):
 MORE_PLANTED = {
     # a wrong operand routing: A's words staged at step 0 whatever their k (the walker's k and lane swapped)
     "matrix.values": ("ga2_hdl/rtl/matrix_unit.py", "walk.outer, inner -> inner, walk.outer", "r.land.k"),
+    # SCALE's rounding dropped (p = (e * r) >> 22): the scaling's half of the property
+    "sm.values": ("ga2_hdl/rtl/softmax.py", "1 << (isa.SOFTMAX_OUT_SHIFT - 1) -> 0 << (isa.SOFTMAX_OUT_SHIFT - 1)", ""),
 }
 
 
@@ -110,6 +119,15 @@ def test_more_planted_mutants_are_rejected(key):
 def test_matrix_values_mutants_pass_the_unit_contract(planted):
     """The matrix.values mutants are data bugs: the unit contract (timing, ports, regions) holds on them."""
     rec = mutants.check_mutant(mutants.find(*planted), "matrix.contract", "book")
+    assert rec["status"] == "bounded", rec
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("planted", [PLANTED["sm.values"], MORE_PLANTED["sm.values"]], ids=["max", "rounding"])
+def test_sm_values_mutants_pass_the_unit_contract(planted):
+    """The sm.values mutants are data bugs: SM's unit contract (timing, ports, regions) holds on them."""
+    rec = mutants.check_mutant(mutants.find(*planted), "sm.contract", "book")
     assert rec["status"] == "bounded", rec
 
 
@@ -327,6 +345,38 @@ def test_matrix_reference_is_the_golden_models():
             # A (1 x n) at 0.., B (n x 1) at 3..: C at 6
             spad = words[:n] + [0] * (3 - n) + words[3:3 + n]
             assert ctx.get(c) == _golden("MM", spad, dst=6, A=0, B=3, M=1, K=n, N=1)[6], (words, n)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_softmax_reference_is_the_golden_models():
+    """SM's hardware form (ga2_hdl/contracts/softmax.py: exp_terms, then scaled with the quotient of
+    isa.divide_u40, the divider's definition) equals the golden model's SM on corner and random scores."""
+    from ga2_hdl.contracts.softmax import exp_terms, scaled
+    corners = [0, 1, 0x7F, 0x80, 0x81, 0xFF, 0x17F, 0xFFFFFF80, 0x7FFFFFFF, 0x10, 0xF0]
+    rng = random.Random(17)
+    cases = [([rng.choice(corners) for _ in range(3)], rng.randrange(1, 4)) for _ in range(150)]
+    cases += [([rng.getrandbits(32) for _ in range(3)], 3) for _ in range(100)]
+    cases += [([0x7F, 0x80, 0x80], 3), ([0x80, 0x7F, 0x80], 2), ([5, 5, 5], 3), ([0x7F, 0x7F, 0x80], 3)]
+    m = Module()
+    words, length, product = [Signal(32) for _ in range(3)], Signal(2), Signal(40)
+    terms, total = exp_terms(m, words, length)
+    p = scaled(m, product)
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for ws, n in cases:
+            for s, w in zip(words, ws):
+                ctx.set(s, w)
+            ctx.set(length, n)
+            r, _ = isa.divide_u40(isa.SOFTMAX_NUMERATOR, ctx.get(total))
+            want = _golden("SM", ws[:n], dst=3, src=0, len=n)[3:3 + n]
+            got = []
+            for e in terms[:n]:
+                ctx.set(product, ctx.get(e) * r)
+                got.append(ctx.get(p))
+            assert got == want, (ws, n)
 
     sim.add_testbench(bench)
     sim.run()
