@@ -471,20 +471,12 @@ class GA2Chip(wiring.Component):
 
         any_busy, blocked = self._blocked(verdict, incoming, held)
 
-        halt = functools.partial(self._halt, m)
         error_word0 = stages.error(m, terms_word0, name="error_word0")
         error_next = stages.error(m, terms_next, name="error_next")
 
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
-                # nxt follows word 1: the memory reads it in every idle cycle (and in the halting
-                # cycle before, and in a reset cycle), transparent to the write port, and a write to
-                # word 1 in this very cycle goes straight in.  The start cycle reads word 2
-                # (transparent too)
-                wr1 = imem_wr.en & (imem_wr.addr == 1)
-                m.d.comb += [imem_rd.addr.eq(Mux(self.start, 2, 1)), imem_rd.en.eq(1),
-                             reads_word1.eq(~self.start)]
-                m.d.sync += nxt.eq(Mux(wr1, imem_wr.data, Mux(word1_out, imem_rd.data, nxt)))
+                self._overlapped_idle(m, imem_wr, imem_rd, nxt, (word1_out, reads_word1))
                 self._start(m, first, counters)
 
             with m.State("FETCH"):
@@ -499,12 +491,7 @@ class GA2Chip(wiring.Component):
                     with m.If(~any_busy):
                         m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1),     # word 1, for the next start
                                      reads_word1.eq(1)]
-                        with m.If(verdict.past_end):
-                            halt(isa.ErrorCode.NO_HALT)
-                        with m.Elif(verdict.halt):
-                            halt(isa.ErrorCode.OK)
-                        with m.Else():
-                            halt(verdict.error)
+                        self._overlapped_stop(m, verdict)
                 with m.Elif(~blocked):
                     for kind, unit in self.units.items():
                         selected = verdict[UNIT_NAMES[kind]]
@@ -522,6 +509,28 @@ class GA2Chip(wiring.Component):
         with m.If(ResetSignal(allow_reset_less=True)):
             m.d.comb += [imem_rd.addr.eq(1), imem_rd.en.eq(1), reads_word1.eq(1)]
         return m
+
+    def _overlapped_idle(self, m, imem_wr, imem_rd, nxt, word1):
+        """The overlapped sequencer's IDLE cycle: ``nxt`` follows word 1.  The memory reads it in
+        every idle cycle (and in the halting cycle before, and in a reset cycle), transparent to the
+        write port, and a write to word 1 in this very cycle goes straight in; ``nxt`` takes the
+        memory's output only when it holds word 1 (``word1``: that flag and the signal setting it
+        for the next cycle).  The start cycle reads word 2 (transparent too)."""
+        word1_out, reads_word1 = word1
+        wr1 = imem_wr.en & (imem_wr.addr == 1)
+        m.d.comb += [imem_rd.addr.eq(Mux(self.start, 2, 1)), imem_rd.en.eq(1),
+                     reads_word1.eq(~self.start)]
+        m.d.sync += nxt.eq(Mux(wr1, imem_wr.data, Mux(word1_out, imem_rd.data, nxt)))
+
+    def _overlapped_stop(self, m, verdict):
+        """The overlapped sequencer halts on the registered verdict once no unit is busy: past the
+        end (NO_HALT), a HALT (OK) or the check's error code."""
+        with m.If(verdict.past_end):
+            self._halt(m, isa.ErrorCode.NO_HALT)
+        with m.Elif(verdict.halt):
+            self._halt(m, isa.ErrorCode.OK)
+        with m.Else():
+            self._halt(m, verdict.error)
 
     def _region_registers(self, stages, terms, iset):
         """The overlapped sequencer's region registers: ``incoming`` (the regions of the word in

@@ -54,10 +54,10 @@ class Equivalence:
 
 
 EQUIVALENT: tuple[Equivalence, ...] = (
-    Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped", "with m.Elif(verdict.halt):",
+    Equivalence("ga2_hdl/rtl/chip.py", "GA2Chip._overlapped_stop", "with m.Elif(verdict.halt):",
                 "verdict.halt -> 0",
                 "this branch is reached only when past_end is 0 and halt or an error is set; with the change a "
-                "HALT takes the Else branch, halt(verdict.error), and verdict.error is the issue check's code for "
+                "HALT takes the Else branch, halting with verdict.error, and verdict.error is the issue check's code for "
                 "the HALT word, which is OK (HALT is legal with any operand bits: isa.check returns OK for op 0 "
                 "before any operand rule); halt(OK) is what the Elif does, in the same cycle, so status, "
                 "status_pc, halted and every counter are the same"),
