@@ -19,6 +19,8 @@ asserted:
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Assert, Cat, Const, Cover, Fragment, Module, Mux, Signal
 from amaranth.hdl._ast import AnySeq
 
@@ -29,40 +31,56 @@ from .base import Spec
 __all__ = ["DividerSpec", "DividerStepSpec", "registers"]
 
 
-class DividerSpec(Spec):
-    """The divider of ``width`` bits (the ISA's 40 by default) against ``div``/``mod``."""
+class _DivisionSpec(Spec):
+    """What both divider specs share: the divider of ``width`` bits with ``start`` and the operands
+    free in every cycle, the running division's operands and steps, and its timing asserted."""
 
-    name = "quotient_remainder"
-
-    def __init__(self, width: int = isa.DIV_BITS, *, invariant: bool = True):
+    def __init__(self, width: int):
         super().__init__()
         self.width = width
-        self.invariant = invariant
         self.dut = Divider(width)
 
-    def contract(self, m: Module) -> None:
-        w = self.width
-        m.submodules.dut = dut = self.dut
+    def division(self, m: Module) -> SimpleNamespace:
+        """The running division (``self.dut`` already a submodule): ``start``; ``N`` and ``D``
+        latched at it; ``steps`` done (the first one in the start cycle); ``running`` in its cycles
+        u+1 .. u+width; ``rest`` = width - steps, the numerator bits not yet brought down; ``brought``
+        (H), the top ``steps`` bits of N.  ``done`` and ``busy`` are asserted against them."""
+        w, dut = self.width, self.dut
         num, den, start = Signal(w), Signal(w), Signal()
         m.d.comb += [num.eq(AnySeq(w)), den.eq(AnySeq(w)), start.eq(AnySeq(1)),
                      dut.numerator.eq(num), dut.denominator.eq(den), dut.start.eq(start)]
         N, D = Signal(w), Signal(w)
-        steps = Signal(range(w + 1))              # steps done (the first one in the start cycle)
-        running = Signal()                        # a division is in its cycles u+1 .. u+width
+        steps = Signal(range(w + 1))
+        running = Signal()
         with m.If(start):
             m.d.sync += [N.eq(num), D.eq(den), steps.eq(1), running.eq(1)]
         with m.Elif(running):
             m.d.sync += steps.eq(steps + 1)
             with m.If(steps == w):
                 m.d.sync += running.eq(0)
-        # timing
         m.d.comb += [Assert(dut.done == (running & (steps == w))),
                      Assert(dut.busy == (running & (steps < w)))]
+        brought, rest = Signal(w), Signal(range(w + 1))
+        m.d.comb += [rest.eq(w - steps), brought.eq(N >> rest)]
+        return SimpleNamespace(start=start, N=N, D=D, steps=steps, running=running, rest=rest, brought=brought)
+
+
+class DividerSpec(_DivisionSpec):
+    """The divider of ``width`` bits (the ISA's 40 by default) against ``div``/``mod``."""
+
+    name = "quotient_remainder"
+
+    def __init__(self, width: int = isa.DIV_BITS, *, invariant: bool = True):
+        super().__init__(width)
+        self.invariant = invariant
+
+    def contract(self, m: Module) -> None:
+        w = self.width
+        m.submodules.dut = dut = self.dut
+        d = self.division(m)
+        N, D, steps, running, brought = d.N, d.D, d.steps, d.running, d.brought
         # the invariant after `steps` steps
         mask = (1 << w) - 1
-        brought = Signal(w)                       # H: the top `steps` bits of N
-        consumed_not = Signal(range(w + 1))          # width - steps
-        m.d.comb += [consumed_not.eq(w - steps), brought.eq(N >> consumed_not)]
         q_part = Signal(w)
         r_part = Signal(w)
         m.d.comb += [q_part.eq(Mux(D == 0, (1 << steps) - 1, brought // D)),
@@ -91,7 +109,7 @@ def registers(fragment, names) -> dict:
     return found
 
 
-class DividerStepSpec(Spec):
+class DividerStepSpec(_DivisionSpec):
     """The divider of ``width`` bits, its quotient and remainder at every step, without a division or a
     multiplication in the spec.
 
@@ -122,10 +140,8 @@ class DividerStepSpec(Spec):
     REGISTERS = ("rem", "num_quot", "divisor", "steps_left")
 
     def __init__(self, width: int = isa.DIV_BITS, *, check_product: bool = False):
-        super().__init__()
-        self.width = width
+        super().__init__(width)
         self.check_product = check_product
-        self.dut = Divider(width)
         self.platform = None
 
     def elaborate(self, platform):
@@ -138,31 +154,19 @@ class DividerStepSpec(Spec):
         regs = registers(fragment, self.REGISTERS)
         m.submodules.dut = fragment
         dut = self.dut
-        num, den, start = Signal(w), Signal(w), Signal()
-        m.d.comb += [num.eq(AnySeq(w)), den.eq(AnySeq(w)), start.eq(AnySeq(1)),
-                     dut.numerator.eq(num), dut.denominator.eq(den), dut.start.eq(start)]
-        N, D = Signal(w), Signal(w)
-        steps = Signal(range(w + 1))              # j: steps done (the first one in the start cycle)
-        running = Signal()                        # a division is in its cycles u+1 .. u+width
+        d = self.division(m)                      # steps: j
+        N, D, steps, running, rest, brought = d.N, d.D, d.steps, d.running, d.rest, d.brought
         q_before = Signal(w)                      # Q_(j-1): the quotient bits recorded before this step
         p_before = Signal(w + 2)                  # P_(j-1) = Q_(j-1) * D, by shift and add
         bit = dut.quotient[0]                     # q_j: the bit the last step found
         q_now = Signal(w)
         p_now = Signal(w + 2)
         m.d.comb += [q_now.eq(Cat(bit, q_before)), p_now.eq((p_before << 1) + Mux(bit, D, 0))]
-        with m.If(start):
-            m.d.sync += [N.eq(num), D.eq(den), steps.eq(1), running.eq(1), q_before.eq(0), p_before.eq(0)]
+        with m.If(d.start):
+            m.d.sync += [q_before.eq(0), p_before.eq(0)]
         with m.Elif(running):
-            m.d.sync += [steps.eq(steps + 1), q_before.eq(q_now), p_before.eq(p_now)]
-            with m.If(steps == w):
-                m.d.sync += running.eq(0)
-        # timing
-        m.d.comb += [Assert(dut.done == (running & (steps == w))),
-                     Assert(dut.busy == (running & (steps < w)))]
+            m.d.sync += [q_before.eq(q_now), p_before.eq(p_now)]
         mask = (1 << w) - 1
-        brought = Signal(w)                       # H: the top j bits of N
-        rest = Signal(range(w + 1))               # w - j: the bits not yet brought down
-        m.d.comb += [rest.eq(w - steps), brought.eq(N >> rest)]
         low = Signal(w)                           # the mask of the quotient bits found: 2**j - 1
         m.d.comb += low.eq((1 << steps) - 1)
         with m.If(running):

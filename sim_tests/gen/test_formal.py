@@ -113,21 +113,19 @@ def test_more_planted_mutants_are_rejected(key):
     assert rec["status"] == "failed", rec
 
 
-@pytest.mark.slow
-@needs_tools
-@pytest.mark.parametrize("planted", [PLANTED["matrix.values"], MORE_PLANTED["matrix.values"]], ids=["clear", "routing"])
-def test_matrix_values_mutants_pass_the_unit_contract(planted):
-    """The matrix.values mutants are data bugs: the unit contract (timing, ports, regions) holds on them."""
-    rec = mutants.check_mutant(mutants.find(*planted), "matrix.contract", "book")
-    assert rec["status"] == "bounded", rec
+#: the value properties' mutants that are data bugs, each with the unit contract that must hold on it
+DATA_BUGS = [pytest.param(PLANTED["matrix.values"], "matrix.contract", id="matrix-clear"),
+             pytest.param(MORE_PLANTED["matrix.values"], "matrix.contract", id="matrix-routing"),
+             pytest.param(PLANTED["sm.values"], "sm.contract", id="sm-max"),
+             pytest.param(MORE_PLANTED["sm.values"], "sm.contract", id="sm-rounding")]
 
 
 @pytest.mark.slow
 @needs_tools
-@pytest.mark.parametrize("planted", [PLANTED["sm.values"], MORE_PLANTED["sm.values"]], ids=["max", "rounding"])
-def test_sm_values_mutants_pass_the_unit_contract(planted):
-    """The sm.values mutants are data bugs: SM's unit contract (timing, ports, regions) holds on them."""
-    rec = mutants.check_mutant(mutants.find(*planted), "sm.contract", "book")
+@pytest.mark.parametrize("planted,contract", DATA_BUGS)
+def test_value_mutants_pass_the_unit_contract(planted, contract):
+    """The value properties' mutants are data bugs: the unit contract (timing, ports, regions) holds on them."""
+    rec = mutants.check_mutant(mutants.find(*planted), contract, "book")
     assert rec["status"] == "bounded", rec
 
 

@@ -88,6 +88,21 @@ class _Bench:
     def counters(self, ctx):
         return isa.Counters(*(ctx.get(getattr(self.chip, p)) for p in COUNTER_PORTS))
 
+    def outcome(self, ctx):
+        """What a run leaves: ``status``, ``status_pc`` and the five counters."""
+        return ctx.get(self.chip.status), ctx.get(self.chip.status_pc), self.counters(ctx)
+
+    async def start(self, ctx, write=None):
+        """One start cycle, with ``write`` = (address, word) written into the instruction memory in it."""
+        if write is not None:
+            ctx.set(self.chip.imem_we, 1)
+            ctx.set(self.chip.imem_addr, write[0])
+            ctx.set(self.chip.imem_wdata, write[1].encode())
+        ctx.set(self.chip.start, 1)
+        await ctx.tick()
+        ctx.set(self.chip.start, 0)
+        ctx.set(self.chip.imem_we, 0)
+
     async def until_halted(self, ctx, cycles: int):
         """``ctx.tick().until(halted)``, bounded: a program that takes ``cycles`` cycles has halted by
         the tick ``cycles`` + 1 after the start cycle, so a chip that never halts fails at once
@@ -228,16 +243,9 @@ def test_word_written_in_the_start_cycle_is_the_one_that_runs(config, case):
 
     async def bench(ctx):
         await b.load(ctx, before)
-        ctx.set(chip.imem_we, 1)
-        ctx.set(chip.imem_addr, addr)
-        ctx.set(chip.imem_wdata, word.encode())
-        ctx.set(chip.start, 1)
-        await ctx.tick()                                  # the start cycle, with the write
-        ctx.set(chip.start, 0)
-        ctx.set(chip.imem_we, 0)
+        await b.start(ctx, write=(addr, word))            # the start cycle, with the write
         await b.until_halted(ctx, want.counters.total)
-        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (want.error, want.error_pc)
-        assert b.counters(ctx) == want.counters
+        assert b.outcome(ctx) == (want.error, want.error_pc, want.counters)
 
     b.run(bench)
 
@@ -256,14 +264,7 @@ def test_a_start_in_the_first_idle_cycle_runs_the_program_from_word_0(config):
         """Start now (the first idle cycle after the last run's halt), with ``write`` = (address,
         word) in the start cycle; check the run against the golden model."""
         want = golden.run(program, [], config=config)
-        if write is not None:
-            ctx.set(chip.imem_we, 1)
-            ctx.set(chip.imem_addr, write[0])
-            ctx.set(chip.imem_wdata, write[1].encode())
-        ctx.set(chip.start, 1)
-        await ctx.tick()
-        ctx.set(chip.start, 0)
-        ctx.set(chip.imem_we, 0)
+        await b.start(ctx, write=write)
         await b.until_halted(ctx, want.counters.total)      # returns in the first idle cycle
         assert (ctx.get(chip.status), b.counters(ctx)) == (want.error, want.counters)
 
@@ -482,16 +483,9 @@ def test_a_start_in_the_first_cycle_after_power_on_runs_the_program(config):
     async def bench(ctx):
         (port,) = chip.imem.read_ports
         ctx.set(port.data, POWER_ON_JUNK.encode())
-        ctx.set(chip.imem_we, 1)
-        ctx.set(chip.imem_addr, 0)
-        ctx.set(chip.imem_wdata, program[0].encode())
-        ctx.set(chip.start, 1)
-        await ctx.tick()                                  # cycle 0: the write and the start
-        ctx.set(chip.start, 0)
-        ctx.set(chip.imem_we, 0)
+        await b.start(ctx, write=(0, program[0]))         # cycle 0: the write and the start
         await b.until_halted(ctx, want.counters.total)
-        assert (ctx.get(chip.status), ctx.get(chip.status_pc)) == (want.error, want.error_pc)
-        assert b.counters(ctx) == want.counters
+        assert b.outcome(ctx) == (want.error, want.error_pc, want.counters)
 
     b.run(bench)
 
@@ -518,27 +512,14 @@ def test_a_start_in_the_first_cycle_after_a_reset_runs_the_program(config):
     async def bench(ctx):
         await b.load(ctx, program)
         for k in range(first.counters.total + 3):
-            ctx.set(chip.imem_we, 1)                      # word 0 back, with the start
-            ctx.set(chip.imem_addr, 0)
-            ctx.set(chip.imem_wdata, program[0].encode())
-            ctx.set(chip.start, 1)
-            await ctx.tick()
-            ctx.set(chip.start, 0)
-            ctx.set(chip.imem_we, 0)
+            await b.start(ctx, write=(0, program[0]))     # word 0 back, with the start
             for _ in range(k):
                 await ctx.tick()
             ctx.set(sync.rst, 1)                          # the reset in the run's cycle k
             await ctx.tick()
             ctx.set(sync.rst, 0)
-            ctx.set(chip.imem_we, 1)                      # the first cycle after it: word 0, start
-            ctx.set(chip.imem_addr, 0)
-            ctx.set(chip.imem_wdata, word0.encode())
-            ctx.set(chip.start, 1)
-            await ctx.tick()
-            ctx.set(chip.start, 0)
-            ctx.set(chip.imem_we, 0)
+            await b.start(ctx, write=(0, word0))          # the first cycle after it: word 0, start
             await b.until_halted(ctx, want.counters.total)
-            got = (ctx.get(chip.status), ctx.get(chip.status_pc), b.counters(ctx))
-            assert got == (want.error, want.error_pc, want.counters), f"reset in cycle {k} of the run"
+            assert b.outcome(ctx) == (want.error, want.error_pc, want.counters), f"reset in cycle {k} of the run"
 
     b.run(bench)
