@@ -111,7 +111,6 @@ def _sm_division(config):
                          name="division", division=True)
 
 
-
 def _matrix(config):
     from ga2_hdl.contracts.unit import UnitContract
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
