@@ -125,16 +125,21 @@ class Requantizer(wiring.Component):
             # is one multiplier block from a register into a register, with no adder after it;
             # their sum (shifted into place, with the offset) is stage 1's
             split = [(0, MULTIPLY_SPLIT), (MULTIPLY_SPLIT, None)]
-            partials = []
+            partial = {}
             for i, (a_lo, a_hi) in enumerate(split):
                 for j, (b_lo, b_hi) in enumerate(split):
                     a, b = ones[a_lo:a_hi], mantissa[b_lo:b_hi]
-                    partial = Signal(len(a) + len(b), name=f"partial_{i}{j}")
-                    m.d.sync += partial.eq(a * b)
-                    partials.append(partial << (a_lo + b_lo))
+                    partial[i, j] = Signal(len(a) + len(b), name=f"partial_{i}{j}")
+                    m.d.sync += partial[i, j].eq(a * b)
             offset, limit, negative, s_eff, relu = _registered(
                 m, "_1", offset=offset, limit=limit, negative=negative, s=s_eff, relu=relu)
-            biased_sum = sum(partials) + offset
+            # the low halves' product is 2 * MULTIPLY_SPLIT bits wide and the high halves' starts at
+            # bit 2 * MULTIPLY_SPLIT: side by side they are one addend with no adder (Cat); the two
+            # cross products share the shift MULTIPLY_SPLIT.  Three addends, not five: the sum is
+            # two adders deep, not four
+            assert len(partial[0, 0]) == 2 * MULTIPLY_SPLIT
+            biased_sum = (Cat(partial[0, 0], partial[1, 1])
+                          + ((partial[0, 1] + partial[1, 0]) << MULTIPLY_SPLIT) + offset)
         else:
             biased_sum = ones * mantissa + offset
 

@@ -34,7 +34,7 @@ PROPS = {p.key: p for p in prove.PROPERTIES}
 PLANTED = {
     "requant.formula": ("ga2_hdl/rtl/requant.py", "Mux(negative, mantissa, 0) -> Mux(negative, mantissa, 1)",
                         "offset.eq"),
-    "requant.formula_pipelined": ("ga2_hdl/rtl/requant.py", "m.d.sync += partial.eq(a * b) -> pass", ""),
+    "requant.formula_pipelined": ("ga2_hdl/rtl/requant.py", "m.d.sync += partial[i, j].eq(a * b) -> pass", ""),
     "rq.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index < length -> rd_index <= length",
                     "RequantizeEngine._words"),
     "vadd.contract": ("ga2_hdl/rtl/vector_unit.py", "slot < 2 * length -> slot <= 2 * length", "AddEngine._words"),
