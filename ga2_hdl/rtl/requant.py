@@ -35,7 +35,10 @@ new set of operands may arrive every cycle.
 in the cycle the operands arrive), so the multiplier starts from a register: LATENCY = 2.
 ``split_multiply=True`` multiplies in halves (``|acc|`` and ``m`` each cut at bit 18, an ECP5
 multiplier block's width), registers the four partial products (and the offset) and adds them in
-the next stage: one more cycle of latency.  The book's RQ engine uses both (it reads its first element in the start cycle
+the next stage: one more cycle of latency.  The low and the high halves' products sit side by side
+(no adder between them), so the sum has three addends; and the saturation's compare is made in the
+same stage, as the sign of ``|acc| * m + (offset - limit)`` (``offset - limit`` registered beside the
+offset), so stage 2 only selects.  The book's RQ engine uses both (it reads its first element in the start cycle
 and writes its last in the cycle after its done, :func:`ga2_hdl.isa.trailing_write_cycles`,
 so the extra stages cost no cycle: docs/fpga.md).
 """
@@ -131,28 +134,43 @@ class Requantizer(wiring.Component):
                     a, b = ones[a_lo:a_hi], mantissa[b_lo:b_hi]
                     partial[i, j] = Signal(len(a) + len(b), name=f"partial_{i}{j}")
                     m.d.sync += partial[i, j].eq(a * b)
-            offset, limit, negative, s_eff, relu = _registered(
-                m, "_1", offset=offset, limit=limit, negative=negative, s=s_eff, relu=relu)
+            # the saturation's compare moves into the sum's stage: biased >= limit exactly when
+            # ones * m + (offset - limit) >= 0, the same addends as the biased product's but the
+            # last, so stage 2 only selects (offset - limit formed here, beside the offset)
+            over_limit = Signal(signed(BIASED_BITS + 1), name="over_limit")
+            m.d.comb += over_limit.eq(offset - limit)
+            offset, over_limit, negative, s_eff, relu = _registered(
+                m, "_1", offset=offset, over_limit=over_limit, negative=negative, s=s_eff, relu=relu)
             # the low halves' product is 2 * MULTIPLY_SPLIT bits wide and the high halves' starts at
             # bit 2 * MULTIPLY_SPLIT: side by side they are one addend with no adder (Cat); the two
             # cross products share the shift MULTIPLY_SPLIT.  Three addends, not five: the sum is
             # two adders deep, not four
             assert len(partial[0, 0]) == 2 * MULTIPLY_SPLIT
-            biased_sum = (Cat(partial[0, 0], partial[1, 1])
-                          + ((partial[0, 1] + partial[1, 0]) << MULTIPLY_SPLIT) + offset)
+            magnitude_product = Signal(PRODUCT_BITS, name="magnitude_product")    # ones * m
+            m.d.comb += magnitude_product.eq(Cat(partial[0, 0], partial[1, 1])
+                                             + ((partial[0, 1] + partial[1, 0]) << MULTIPLY_SPLIT))
+            biased_sum = magnitude_product + offset
+            past_limit = Signal(signed(BIASED_BITS + 2), name="past_limit")   # biased - limit
+            m.d.comb += past_limit.eq(magnitude_product + over_limit)
+            saturates_next = ~past_limit[-1]
         else:
             biased_sum = ones * mantissa + offset
 
         # ---- stage 1: |acc| * m + the rounding bias (ones * m + sign * m + bias)
         biased = Signal(signed(BIASED_BITS))
         m.d.sync += biased.eq(biased_sum)
-        negative_r, shift_r, relu_r, limit_r = _registered(
-            m, "_r", negative=negative, shift=s_eff, relu=relu, limit=limit)
+        if self.split_multiply:
+            negative_r, shift_r, relu_r, saturates = _registered(
+                m, "_r", negative=negative, shift=s_eff, relu=relu, saturates=saturates_next)
+        else:
+            negative_r, shift_r, relu_r, limit_r = _registered(
+                m, "_r", negative=negative, shift=s_eff, relu=relu, limit=limit)
+            saturates = biased >= limit_r
 
-        # ---- stage 2: the window, the sign by inverting it, the saturation by one compare
+        # ---- stage 2: the window, the sign by inverting it, the saturation (with split_multiply
+        # the compare's result registered by stage 1, else one compare here)
         t = Signal(8)                      # 8 bits of the biased product shifted by s (arithmetic)
         m.d.comb += t.eq((biased >> shift_r)[:8])
-        saturates = biased >= limit_r
         with m.If(negative_r & relu_r):
             m.d.comb += self.q.eq(0)
         with m.Elif(saturates):
