@@ -136,8 +136,9 @@ class Requantizer(wiring.Component):
                     m.d.sync += partial[i, j].eq(a * b)
             # the saturation's compare moves into the sum's stage: biased >= limit exactly when
             # ones * m + (offset - limit) >= 0, the same addends as the biased product's but the
-            # last, so stage 2 only selects (offset - limit formed here, beside the offset)
-            over_limit = Signal(signed(BIASED_BITS + 1), name="over_limit")
+            # last, so stage 2 only selects (offset - limit formed here, beside the offset).  Both
+            # fit BIASED_BITS signed: offset - limit >= -2**55 - 2**56, and |acc| * m < 2**55
+            over_limit = Signal(signed(BIASED_BITS), name="over_limit")
             m.d.comb += over_limit.eq(offset - limit)
             offset, over_limit, negative, s_eff, relu = _registered(
                 m, "_1", offset=offset, over_limit=over_limit, negative=negative, s=s_eff, relu=relu)
@@ -150,7 +151,7 @@ class Requantizer(wiring.Component):
             m.d.comb += magnitude_product.eq(Cat(partial[0, 0], partial[1, 1])
                                              + ((partial[0, 1] + partial[1, 0]) << MULTIPLY_SPLIT))
             biased_sum = magnitude_product + offset
-            past_limit = Signal(signed(BIASED_BITS + 2), name="past_limit")   # biased - limit
+            past_limit = Signal(signed(BIASED_BITS), name="past_limit")   # biased - limit
             m.d.comb += past_limit.eq(magnitude_product + over_limit)
             saturates_next = ~past_limit[-1]
         else:
