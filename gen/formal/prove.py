@@ -139,6 +139,22 @@ def _pe_product(config):
     return PEProductSpec(config)
 
 
+def _array_transport(config):
+    from ga2_hdl.contracts.systolic import ArrayTransportSpec
+    return ArrayTransportSpec(config)
+
+
+#: the array's values: one MM's schedule on the whole array, K <= 4 (the transport's proof holds for
+#: every K).  Measured on the book's 4 x 4 array (load 2.6-2.9): K <= 4, 14 cycles, 14.6 s; K <= 8,
+#: 18 cycles, no verdict in 600 s
+ARRAY_VALUES_K = 4
+
+
+def _array_values(config):
+    from ga2_hdl.contracts.systolic import ArrayValuesSpec
+    return ArrayValuesSpec(config, ARRAY_VALUES_K)
+
+
 def _requant(pipelined):
     def build(config):
         from ga2_hdl.contracts.requant import RequantizerSpec
@@ -228,6 +244,17 @@ PROPERTIES: tuple[Property, ...] = (
     Property("systolic", "pe_product", _pe_product, "prove", lambda c: 2 * c.array + 1,
              "each processing element's product register = int8(a_in) * int8(b_in) of the cycle before "
              "(run, no clear), 0 after a clear, for any inputs (k-induction)"),
+    Property("systolic", "transport", _array_transport, "prove", lambda c: 2,
+             "the whole array, any input sequence: each PE(i, j)'s a_in and b_in = the values that entered "
+             "lanes i of A and j of B i + j + 1 run cycles before (valid, else 0; 0 before the last clear), its "
+             "accumulator = the wrapped sum of its product register over the run cycles since the last clear "
+             "(k-induction; with systolic.pe_product: the sum of a*b of the steps presented, for every K)",
+             cover_depth=lambda c: 2 * c.array + 4),
+    Property("systolic", "values", _array_values, "bmc", lambda c: ARRAY_VALUES_K + 2 * c.array + 2,
+             "the whole array driven as the matrix unit drives it (a clear, then K steps with valid, run on), "
+             "K <= 4, A, B free: A[i][k] and B[k][j] at PE(i, j)'s inputs in cycle 2 + k + i + j, each "
+             "accumulator the sum of its K products once its last step is in (their arithmetic: "
+             "systolic.pe_product)"),
     Property("matrix", "values", _matrix_values, "bmc", lambda c: 2 * (_worst(c, "MM", MM_BOUNDS) + 1) + 2,
              "MM's data path, two instructions back to back: A[m][k] and B[k][n] reach PE(m, n)'s inputs "
              "in the schedule's cycle, each C word = the sum of that PE's K products from zero (the "

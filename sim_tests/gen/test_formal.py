@@ -25,7 +25,8 @@ from gen.formal import mutants, prove, sby
 needs_tools = pytest.mark.skipif(sby.tools_problem() is not None, reason=str(sby.tools_problem()))
 BOOK = Config.book()
 FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.contract", "amax.contract",
-        "amax.values", "systolic.pe_product", "divider.quotient_remainder")
+        "amax.values", "systolic.pe_product", "systolic.transport", "systolic.values",
+        "divider.quotient_remainder")
 #: properties whose proof is slow but whose planted mutant fails within seconds
 FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "sm.values", "chip.sequencer", "matrix.values_2x2")
 PROPS = {p.key: p for p in prove.PROPERTIES}
@@ -57,6 +58,11 @@ PLANTED = {
     # the array's arithmetic: the product register one bit narrower (-128 * -128 wraps)
     "systolic.pe_product": ("ga2_hdl/rtl/systolic.py", "2 * OPERAND.width -> (2 * OPERAND.width) - 1",
                             "products = Signal"),
+    # the skew registers advancing in cycles without run (the MM schedule never stalls the array in its
+    # streaming, so systolic.values cannot see it; the transport holds for every input sequence)
+    "systolic.transport": ("ga2_hdl/rtl/systolic.py", "self.run -> 1", "_skew: with m.Elif(self.run)"),
+    # lane 3 of A and of B never fed (only row 3 and column 3 see it)
+    "systolic.values": ("ga2_hdl/rtl/systolic.py", "n -> n - 1", "_skew: for i in range(n)"),
     # the accumulators not cleared between tiles: the second MM's C starts from the first's
     "matrix.values": ("ga2_hdl/rtl/systolic.py", "acc.eq(0), -> ", "ProcessingElement"),
     # row 1's A lane takes row 0's skew stage (lane 0 is right: the 1 x 1 values cannot see it)
