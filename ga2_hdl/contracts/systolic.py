@@ -160,16 +160,20 @@ class ArrayTransportSpec(Spec):
 class ArrayValuesSpec(Spec):
     """Every cell's accumulator after one MM's schedule: the sum of its K products (bounded K).
 
-    The array alone, driven as the matrix unit drives it (``ga2_hdl/rtl/matrix_unit.py``: a clear in
-    cycle 0, DRAIN's; then ``run`` in every cycle; step k, ``a[i] = A[i][k]`` and ``b[j] = B[k][j]``
-    with ``valid``, in cycle ``1 + k`` for k < K; ``valid`` low after, the lanes free then), A, B
-    (free signed bytes) and K (free, 1 <= K <= ``k_max``) chosen by the solver.  Asserted for every
-    cell PE(i, j) of the whole array:
+    The array alone, driven as the matrix unit drives it (``ga2_hdl/rtl/matrix_unit.py``; the
+    property ``matrix.stream`` asserts that the unit does): a clear in cycle 0 (DRAIN's), ``run`` in
+    cycles 1 .. R and low after (STREAM's cycles, then WRITE's), step k (``a[i] = A[i][k]``,
+    ``b[j] = B[k][j]``, ``valid``) in cycle ``2 + k`` for k < K, ``valid`` low in every other cycle (the
+    lanes free then), A, B (free signed bytes), K (1 <= K <= ``k_max``) and R (``R >= K + 1``) chosen by
+    the solver.  Asserted for every cell PE(i, j) of the whole array:
 
-    * in cycle ``2 + k + i + j``, its ``a_in`` is A[i][k] and its ``b_in`` B[k][j] (k < K);
-    * from cycle ``K + 3 + i + j`` on (its last accumulation done), ``acc`` is the sum of its
-      product register's K values in the cycles ``3 + k + i + j`` (tapped), wrapped to 32 bits: no
-      other cycle's product counted, every lane's and every neighbour's value where it belongs.
+    * in cycle ``3 + k + i + j``, its ``a_in`` is A[i][k] and its ``b_in`` B[k][j] (k < K, the array
+      run long enough to bring it there: ``R >= 2 + k + i + j``);
+    * when its last product is in (``R >= K + 3 + i + j``), from cycle ``K + 4 + i + j`` on, ``acc`` is the
+      sum of its product register's K values in the cycles ``4 + k + i + j`` (tapped), wrapped to 32
+      bits: no other cycle's product counted, every lane's and every neighbour's value where it
+      belongs, and the sum held once ``run`` is low.  (The matrix unit's R is ``K + M + N + 1``: every
+      cell the write-back reads, i < M and j < N, is complete.)
 
     With ``systolic.pe_product`` each tapped product is ``int8(A[i][k]) * int8(B[k][j])``, so the
     accumulator is C[i][j] = the sum over k < K of A[i][k] * B[k][j].
@@ -189,26 +193,28 @@ class ArrayValuesSpec(Spec):
         A = [[Signal(OPERAND, name=f"A_{i}_{k}") for k in range(kb)] for i in range(n)]
         B = [[Signal(OPERAND, name=f"B_{k}_{j}") for j in range(n)] for k in range(kb)]
         K = Signal(range(kb + 1), name="K")
+        last = kb + 2 * n + 3
+        R = Signal(range(last + 1), name="R")
         m.d.comb += [x.eq(AnyConst(OPERAND)) for row in A + B for x in row]
-        m.d.comb += [K.eq(AnyConst(len(K))), Assume((K >= 1) & (K <= kb))]
-        last = kb + 2 * n + 2
+        m.d.comb += [K.eq(AnyConst(len(K))), Assume((K >= 1) & (K <= kb)),
+                     R.eq(AnyConst(len(R))), Assume(R >= K + 1)]
         cycle = Signal(range(last + 2), name="cycle")
         with m.If(cycle <= last):
             m.d.sync += cycle.eq(cycle + 1)
-        m.d.comb += [arr.clear.eq(cycle == 0), arr.run.eq(cycle != 0)]
+        m.d.comb += [arr.clear.eq(cycle == 0), arr.run.eq((cycle != 0) & (cycle <= R))]
         m.d.comb += [arr.valid.eq(0)] + [x.eq(AnySeq(OPERAND.width)) for x in (*arr.a, *arr.b)]
         for k in range(kb):
-            with m.If((cycle == 1 + k) & (k < K)):
+            with m.If((cycle == 2 + k) & (k < K)):
                 m.d.comb += [arr.valid.eq(1), *(arr.a[i].eq(A[i][k]) for i in range(n)),
                              *(arr.b[j].eq(B[k][j]) for j in range(n))]
         for i in range(n):
             for j in range(n):
                 pe, taps = arr.pes[i][j], []
                 for k in range(kb):
-                    with m.If((cycle == 2 + k + i + j) & (k < K)):
+                    with m.If((cycle == 3 + k + i + j) & (k < K) & (R >= 2 + k + i + j)):
                         m.d.comb += [Assert(pe.a_in == A[i][k]), Assert(pe.b_in == B[k][j])]
                     tap = Signal(signed(2 * OPERAND.width), name=f"tap_{i}_{j}_{k}")
-                    with m.If(cycle == 3 + k + i + j):
+                    with m.If(cycle == 4 + k + i + j):
                         m.d.sync += tap.eq(pe.product)
                     taps.append(tap)
                 total = Const(0)
@@ -216,7 +222,7 @@ class ArrayValuesSpec(Spec):
                     total = total + Mux(k < K, tap, 0)
                 word = Signal(signed(arr.acc_bits), name=f"c_{i}_{j}")
                 m.d.comb += word.eq(total)
-                with m.If(cycle >= K + 3 + i + j):
+                with m.If((cycle >= K + 4 + i + j) & (R >= K + 3 + i + j)):
                     m.d.comb += Assert(pe.acc == word)
         corner = arr.pes[n - 1][n - 1]
-        m.d.comb += Cover((cycle == kb + 2 * n + 1) & (K == kb) & (corner.acc != 0))
+        m.d.comb += Cover((cycle == kb + 2 * n + 3) & (K == kb) & (R == kb + 2 * n + 1) & (corner.acc != 0))

@@ -67,6 +67,10 @@ PLANTED = {
     "matrix.values": ("ga2_hdl/rtl/systolic.py", "acc.eq(0), -> ", "ProcessingElement"),
     # row 1's A lane takes row 0's skew stage (lane 0 is right: the 1 x 1 values cannot see it)
     "matrix.values_2x2": ("ga2_hdl/rtl/systolic.py", "starts[i] + s - 1 -> starts[i] + s - 2", "_skew"),
+    # the whole array's pieces: row 1 of A never staged (the walker's row index steps by 2)
+    "matrix.staging": ("ga2_hdl/rtl/matrix_unit.py", "walk.outer + 1 -> walk.outer + 2", "MatrixUnit._stage"),
+    # the array stopped one cycle early: the corner cell's last product never accumulated
+    "matrix.stream": ("ga2_hdl/rtl/matrix_unit.py", "K + M + N - 2 -> K + M + N - 3", "stream_last"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= divisor -> brought_down > divisor", ""),
     # the first step (in the start cycle, on the inputs): the remainder's test reads the denominator's bit 1
