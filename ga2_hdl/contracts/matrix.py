@@ -52,7 +52,7 @@ from .unit import UnitContract
 from .values import FreeWords, wide_lane
 from .vector import int8_of
 
-__all__ = ["accumulate", "dot_word", "MatrixValues", "MatrixStream", "MatrixStaging"]
+__all__ = ["accumulate", "dot_word", "MatrixValues", "MatrixStream", "MatrixStaging", "MatrixWriteBack"]
 
 
 def accumulate(m: Module, products, k_count) -> Signal:
@@ -328,3 +328,69 @@ class MatrixStaging(MatrixValues):
         tb = self._op(ins, "tb")
         m.d.comb += [Cover(run & (E == drain + 1) & full & tb), Cover(run & (E == drain + 1) & full & ~tb)]
 
+
+
+class MatrixWriteBack(MatrixStream):
+    """The matrix unit's write-back: C[m][n] written in its cycle, at its address, with its cell's
+    accumulator as the stream left it.
+
+    :class:`MatrixStream`'s environment (the array and both operand memories cut, the scratchpad's
+    read data free), and one assumption on the cut array, ``systolic.transport``'s guarantee: after a
+    cycle with neither ``run`` nor ``clear`` the accumulators hold.  With X = DRAIN + 2 + K + M + N
+    (``matrix.stream``'s first cycle after the run, WRITE's first), asserted for one MM of the bounded
+    sizes (a one-word scratchpad port), row by row:
+
+    * in cycle ``X + 1 + m*N + n`` (m < M, n < N) a write of ``acc[m*size + n]`` as it was in cycle X,
+      at ``dst + m*ldc + n``; no write in any other cycle.
+
+    So every C[m][n] is written once, at the ISA's address, with its cell's sum (``ldc < N`` with
+    M > 1, words shared by two elements, is not excluded: the last row's write comes last, as the
+    ISA says).
+    """
+
+    def __init__(self, unit, config, *, bounds, name="write_back"):
+        if config.spad_ports != 1:
+            raise NotApplicable(f"spad_ports={config.spad_ports}: the write-back property follows a one-word "
+                                f"port's write order (one word per cycle)")
+        super().__init__(unit, config, bounds=bounds, name=name)
+
+    def contract(self, m: Module) -> None:
+        """MM started in the first cycle, once (the unit idles in its reset state until a start, so a
+        later start is the same run shifted; as ``sm.values``)."""
+        super().contract(m)
+        first = Signal(init=1, name="first_cycle")
+        m.d.sync += first.eq(0)
+        m.d.comb += Assume(self.start == first)
+
+    def properties(self, m: Module) -> None:
+        u, arr, ins = self.unit, self.unit.array, self.held
+        size, Mb, Nb = self.config.array, self.bounds["M"], self.bounds["N"]
+        M, K, N, dst, ldc = (self._op(ins, n) for n in ("M", "K", "N", "dst", "ldc"))
+        drain = Signal(16, name="drain")
+        m.d.comb += drain.eq(self.drain_cycle())
+        after = Signal(16, name="after_stream")
+        m.d.comb += after.eq(drain + 2 + K + M + N)
+        E, run = self.elapsed, self.running
+        # the cut array's accumulators hold after a cycle without run or clear (systolic.transport)
+        was_holding, before = Signal(), Signal.like(Value.cast(arr.acc))
+        m.d.sync += [was_holding.eq(~arr.run & ~arr.clear), before.eq(Value.cast(arr.acc))]
+        with m.If(was_holding):
+            m.d.comb += Assume(Value.cast(arr.acc) == before)
+        p = u.spad
+        expected = Const(0)
+        for i in range(Mb):
+            for n in range(Nb):
+                snap = Signal(signed(isa.WORD_BITS), name=f"c_{i}_{n}")
+                with m.If(run & (E == after)):
+                    m.d.sync += snap.eq(arr.acc[i * size + n])
+                here = Signal(name=f"write_c{i}_{n}")
+                m.d.comb += here.eq(run & (i < M) & (n < N) & (E == after + 1 + i * N + n))
+                expected = expected | here
+                with m.If(here):
+                    m.d.comb += [Assert(p.wr_en), Assert(p.wr_addr == (dst + i * ldc + n)[:len(p.wr_addr)]),
+                                 Assert(p.wr_data == snap[:isa.WORD_BITS])]
+        with m.If(~expected):
+            m.d.comb += Assert(~p.wr_en)
+        full = (M == Mb) & (N == Nb) & (K == self.bounds["K"])
+        m.d.comb += [Cover(run & full & p.wr_en & (E == after + M * N) & (p.wr_data != 0)),
+                     Cover(run & u.done & full)]

@@ -140,9 +140,11 @@ def _whole(config, k):
 
 
 #: the whole array's split (docs/formal.md, "The whole array, tenth session"): staging at K = 1, the
-#: stream at K <= 2, each one MM with M, N up to the array's size.  Measured on the book's chip (load
-#: 4-5): staging 12 cycles 100.5 s, the stream 31 cycles 72.5 s (K = 1, 22 cycles: 19.7 s)
-WHOLE_STAGING_K, WHOLE_STREAM_K = 1, 2
+#: stream at K <= 2, the write-back at K = 1, each one MM with M, N up to the array's size.  Measured on
+#: the book's chip (load 2-5): staging 12 cycles 100.5 s, the stream 31 cycles 72.5 s (K = 1, 22
+#: cycles: 19.7 s), the write-back 40 cycles 112.9 s (started in the first cycle; started freely: no
+#: verdict in 900 s)
+WHOLE_STAGING_K, WHOLE_STREAM_K, WHOLE_WRITE_BACK_K = 1, 2, 1
 
 
 def _stage_reads(config, bounds) -> int:
@@ -162,6 +164,12 @@ def _matrix_stream(config):
     from ga2_hdl.contracts.matrix import MatrixStream
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
     return MatrixStream(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_STREAM_K))
+
+
+def _matrix_write_back(config):
+    from ga2_hdl.contracts.matrix import MatrixWriteBack
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    return MatrixWriteBack(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_WRITE_BACK_K))
 
 
 def _pe_product(config):
@@ -306,6 +314,12 @@ PROPERTIES: tuple[Property, ...] = (
              "(step k in DRAIN + 2 + k), clear in DRAIN only, run for the K + M + N + 1 cycles after it, valid "
              "for K; the memories not written after DRAIN, read below K; one MM, M, N up to the array's size, "
              "K <= 2 (the array and the memories cut)"),
+    Property("matrix", "write_back", _matrix_write_back, "bmc",
+             lambda c: _worst(c, "MM", _whole(c, WHOLE_WRITE_BACK_K)) + 2,
+             "one MM started in the first cycle, M, N up to the array's size, K = 1, the array and the memories "
+             "cut (its accumulators assumed held after a cycle with neither run nor clear: systolic.transport): "
+             "C[m][n] written in cycle X + 1 + m*N + n (X the first cycle after the stream) at dst + m*ldc + n "
+             "with the cell's accumulator as the stream left it, no other write"),
     Property("chip", "sequencer", _sequencer, "bmc",
              lambda c: OVERLAP_SEQUENCER_DEPTH if c.overlap else SEQUENCER_DEPTH,
              "the whole chip on a program the solver loads through its port (words 0-5, any op code, "

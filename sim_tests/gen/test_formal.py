@@ -71,6 +71,8 @@ PLANTED = {
     "matrix.staging": ("ga2_hdl/rtl/matrix_unit.py", "walk.outer + 1 -> walk.outer + 2", "MatrixUnit._stage"),
     # the array stopped one cycle early: the corner cell's last product never accumulated
     "matrix.stream": ("ga2_hdl/rtl/matrix_unit.py", "K + M + N - 2 -> K + M + N - 3", "stream_last"),
+    # the write-back's row base never advanced: rows 2 and 3 of C written over row 1 (only M >= 3 sees it)
+    "matrix.write_back": ("ga2_hdl/rtl/matrix_unit.py", "wb.row.eq(next_row), -> ", "_write_back"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= divisor -> brought_down > divisor", ""),
     # the first step (in the start cycle, on the inputs): the remainder's test reads the denominator's bit 1
