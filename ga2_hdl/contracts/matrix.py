@@ -287,10 +287,15 @@ class MatrixStaging(MatrixValues):
     reads.
     """
 
-    def __init__(self, unit, config, *, bounds, name="staging"):
+    @staticmethod
+    def check_applies(config) -> None:
+        """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
         if config.spad_ports != 1:
             raise NotApplicable(f"spad_ports={config.spad_ports}: the staging property reads the one-word "
                                 f"operand memories' write port (the banked memories' is not modelled)")
+
+    def __init__(self, unit, config, *, bounds, name="staging"):
+        self.check_applies(config)
         super().__init__(unit, config, bounds=bounds, name=name, instructions=1)
         self.cutpoints = ["top.unit.array", "top.unit.a_mem", "top.unit.b_mem"]
 
@@ -348,10 +353,15 @@ class MatrixWriteBack(MatrixStream):
     ISA says).
     """
 
-    def __init__(self, unit, config, *, bounds, name="write_back"):
+    @staticmethod
+    def check_applies(config) -> None:
+        """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
         if config.spad_ports != 1:
             raise NotApplicable(f"spad_ports={config.spad_ports}: the write-back property follows a one-word "
                                 f"port's write order (one word per cycle)")
+
+    def __init__(self, unit, config, *, bounds, name="write_back"):
+        self.check_applies(config)
         super().__init__(unit, config, bounds=bounds, name=name)
 
     def contract(self, m: Module) -> None:

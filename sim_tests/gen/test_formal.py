@@ -192,6 +192,14 @@ def test_rq_values_is_skipped_where_no_property_proves_the_requantizer():
     assert rec["status"] == "skipped" and "(True, False)" in rec["detail"], rec
 
 
+@pytest.mark.parametrize("key", ["matrix.staging", "matrix.write_back"])
+def test_whole_array_pieces_on_one_word_ports_are_skipped_on_wide_ports(key):
+    """Staging's and the write-back's properties model a one-word port's memories and write order: on
+    wide2 they say so (skipped, with the reason) instead of failing or proving half a claim."""
+    rec = prove.check_property(PROPS[key], load_config("wide2"), covers=False)
+    assert rec["status"] == "skipped" and "spad_ports=2" in rec["detail"], rec
+
+
 @needs_tools
 def test_the_read_ahead_finding_fails_the_sequencer_on_overlap():
     """The finding of docs/formal.md ("The sequencer") planted back by the mutation engine: the
