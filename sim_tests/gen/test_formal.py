@@ -9,8 +9,8 @@ and run in the default suite).  SM's values (len <= 3, 59 cycles) take 3 to 4.5 
 their covers (slow); its planted mutant fails in seconds (default suite).  SM's division (len <= 2,
 56 cycles) takes 4.5 to 5.5 minutes with its covers, its planted divider mutant about 25 s (both slow).  MM's values (two instructions, 32 cycles) take about 7 minutes and
 its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.  The whole array's pieces
-(``systolic.values``, ``matrix.staging``, ``matrix.stream``, ``matrix.write_back``) take 1.5 to 2 minutes
-each with their covers (slow); the three matrix pieces' mutants fail in 5 to 7 s (default suite).
+(``systolic.values``, ``matrix.staging``, ``matrix.stream``, ``matrix.write_back``) take 45 to 70 s each
+with their covers at load 2 (slow); their planted mutants fail in 2 to 7 s (default suite).
 """
 import random
 import re
@@ -30,7 +30,7 @@ FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.con
         "amax.values", "systolic.pe_product", "systolic.transport", "divider.quotient_remainder")
 #: properties whose proof is slow but whose planted mutant fails within seconds
 FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "sm.values", "chip.sequencer", "matrix.values_2x2",
-                       "matrix.staging", "matrix.stream", "matrix.write_back")
+                       "systolic.values", "matrix.staging", "matrix.stream", "matrix.write_back")
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
