@@ -41,15 +41,18 @@ in 900 s at 32 cycles, none in 360 s at 17.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Const, Cover, Fragment, Module, Mux, Signal, Value, signed
+from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Fragment, Module, Mux, Signal, Value, signed
+from amaranth.hdl._ast import AnyConst
 
 from .. import isa
 from ..rtl import decoder
 from ..rtl.systolic import OPERAND
+from .base import NotApplicable
+from .unit import UnitContract
 from .values import FreeWords, wide_lane
 from .vector import int8_of
 
-__all__ = ["accumulate", "dot_word", "MatrixValues"]
+__all__ = ["accumulate", "dot_word", "MatrixValues", "MatrixStream", "MatrixStaging", "MatrixWriteBack"]
 
 
 def accumulate(m: Module, products, k_count) -> Signal:
@@ -188,3 +191,216 @@ class MatrixValues(FreeWords):
         m.d.comb += Cover(p.wr_en & full & (data != 0) & (ended == 0))
         if self.instructions == 2:
             m.d.comb += Cover(p.wr_en & full & (data != 0) & (ended == 1))
+
+
+class MatrixStream(UnitContract):
+    """The matrix unit's streaming: its operand memories' rows reach the array's input ports in the
+    schedule's cycles, with the array's clear, run and valid as the schedule says.
+
+    The unit around its control only: the array and both operand memories are formal cut points
+    (:func:`gen.formal.sby.check`: their outputs free in every cycle), the scratchpad's read data free
+    (the staging's words are ``matrix.staging``'s).  The memories' contents are free but constant
+    (one row of ``size`` bytes per step k, A's and B's, chosen by the solver): a read of row k in
+    cycle c is answered in c + 1 with that row (assumed; the memories' read latency,
+    :class:`~ga2_hdl.rtl.rowmem.OperandRowMemory`).  With S the staging reads and DRAIN in cycle
+    ``t + S + 2`` of a start in t (``ga2_hdl/rtl/matrix_unit.py``), asserted for one MM of the bounded
+    sizes:
+
+    * ``clear`` in DRAIN's cycle only; ``run`` in the K + M + N + 1 cycles after it only (the corner's
+      last product in; low in WRITE and when idle); ``valid`` in cycles DRAIN + 2 .. DRAIN + 1 + K only;
+    * in cycle DRAIN + 2 + k (k < K) the array's ``a`` is A's row k of the operand memory and its ``b``
+      B's row k (every lane);
+    * the operand memories written neither after DRAIN nor when idle (their contents at DRAIN's end,
+      ``matrix.staging``'s, are what the stream reads), and read only at rows below K.
+
+    So the array sees exactly ``systolic.values``'s schedule (cycle 0 = DRAIN, R = K + M + N + 1).
+    """
+
+    def __init__(self, unit, config, *, bounds, name="stream"):
+        super().__init__(unit, config, ["MM"], bounds=bounds, name=name)
+        self.spec = self.iset.by_name["MM"]
+        self.cutpoints = ["top.unit.array", "top.unit.a_mem", "top.unit.b_mem"]
+
+    def _op(self, ins, name) -> Value:
+        return decoder.operand(ins, self.spec, name)
+
+    def drain_cycle(self) -> Value:
+        """Cycles from the start to DRAIN: ``S + 2`` (:meth:`MatrixValues.stream_start` minus one)."""
+        M, K, N, tb = (self._op(self.held, n) for n in ("M", "K", "N", "tb"))
+        P = self.config.spad_ports
+        ceil = (lambda v: v) if P == 1 else (lambda v: (v + (P - 1)) >> (P.bit_length() - 1))
+        return M * ceil(K) + Mux(tb, N * ceil(K), K * ceil(N)) + 2
+
+    def properties(self, m: Module) -> None:
+        u, arr, kb = self.unit, self.unit.array, self.bounds["K"]
+        M, K, N = (self._op(self.held, n) for n in ("M", "K", "N"))
+        drain = self.drain = Signal(16, name="drain")
+        m.d.comb += drain.eq(self.drain_cycle())
+        width = len(Value.cast(u.a_mem.rd_data))
+        rows = {}
+        for side, mem in (("a", u.a_mem), ("b", u.b_mem)):
+            rows[side] = [Signal(width, name=f"{side}_row{k}") for k in range(kb)]
+            m.d.comb += [r.eq(AnyConst(width)) for r in rows[side]]
+            was_read, was_addr = Signal(name=f"{side}_was_read"), Signal.like(mem.rd_addr, name=f"{side}_was_addr")
+            m.d.sync += [was_read.eq(mem.rd_en), was_addr.eq(mem.rd_addr)]
+            row = Const(0, width)
+            for k in reversed(range(kb)):
+                row = Mux(was_addr == k, rows[side][k], row)
+            with m.If(was_read):
+                m.d.comb += Assume(Value.cast(mem.rd_data) == row)
+            with m.If(mem.rd_en & self.running):
+                m.d.comb += Assert(mem.rd_addr < K)
+            with m.If(~self.running | (self.elapsed > self.drain)):
+                m.d.comb += Assert(~mem.wr_en)
+        E, run = self.elapsed, self.running
+        m.d.comb += [
+            Assert(arr.clear == (run & (E == drain))),
+            Assert(arr.run == (run & (E >= drain + 1) & (E <= drain + 1 + K + M + N))),
+            Assert(arr.valid == (run & (E >= drain + 2) & (E <= drain + 1 + K))),
+        ]
+        for k in range(kb):
+            with m.If(run & (E == drain + 2 + k) & (k < K)):
+                m.d.comb += [Assert(Value.cast(arr.a) == rows["a"][k]), Assert(Value.cast(arr.b) == rows["b"][k])]
+        full = (M == self.bounds["M"]) & (N == self.bounds["N"]) & (K == kb)
+        m.d.comb += [Cover(run & (E == drain + 2 + K + M + N) & full & self._op(self.held, "tb")),
+                     Cover(run & (E == drain + 2 + K + M + N) & full & ~self._op(self.held, "tb"))]
+
+
+class MatrixStaging(MatrixValues):
+    """The matrix unit's staging: at DRAIN's end its operand memories hold the scratchpad words the
+    instruction's M, K, N, strides and ``tb`` name.
+
+    :class:`MatrixValues`'s scratchpad of free words (drawn at the start, a read answered a cycle
+    later), the array and both operand memories formal cut points (their outputs free: nothing the
+    staging does depends on them).  Asserted on the memories' write ports, for one MM of the bounded
+    sizes (a one-word scratchpad port: the write port of
+    :class:`~ga2_hdl.rtl.rowmem.OperandRowMemory`):
+
+    * every write to A's memory (lane i, row k) has i < M and k < K and carries the low byte of
+      A[i][k]'s word (``A + i*lda + k``); every write to B's (lane n, row k) has n < N and k < K and
+      carries B[k][n]'s (``B + k*ldb + n``, ``B + n*ldb + k`` when ``tb``);
+    * every such element written by the end of DRAIN (the cycle ``t + S + 2``, ``matrix.stream``'s
+      DRAIN), and no write when idle or after DRAIN.
+
+    Since every write to a position carries that position's word, the memories hold after DRAIN, at
+    every lane below M (N) and row below K, the operand the ISA names: the rows ``matrix.stream``
+    reads.
+    """
+
+    @staticmethod
+    def check_applies(config) -> None:
+        """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
+        if config.spad_ports != 1:
+            raise NotApplicable(f"spad_ports={config.spad_ports}: the staging property reads the one-word "
+                                f"operand memories' write port (the banked memories' is not modelled)")
+
+    def __init__(self, unit, config, *, bounds, name="staging"):
+        self.check_applies(config)
+        super().__init__(unit, config, bounds=bounds, name=name, instructions=1)
+        self.cutpoints = ["top.unit.array", "top.unit.a_mem", "top.unit.b_mem"]
+
+    def contract(self, m: Module) -> None:
+        FreeWords.contract(self, m)             # C's words are not checked here: ldc free
+
+    def properties(self, m: Module) -> None:
+        u, ins, (Mb, Kb, Nb) = self.unit, self.held, self.dims
+        M, K, N = (self._op(ins, n) for n in ("M", "K", "N"))
+        drain = Signal(16, name="drain")
+        m.d.comb += drain.eq(self.stream_start() - 1)
+        E, run = self.elapsed, self.running
+        for side, mem, lanes, places in (("a", u.a_mem, M, [(i, k) for i in range(Mb) for k in range(Kb)]),
+                                         ("b", u.b_mem, N, [(n, k) for n in range(Nb) for k in range(Kb)])):
+            with m.If(~run | (E > drain)):
+                m.d.comb += Assert(~mem.wr_en)
+            with m.If(mem.wr_en):
+                m.d.comb += [Assert(mem.wr_lane < lanes), Assert(mem.wr_addr < K)]
+            written = Signal(len(places), name=f"{side}_written")
+            hits = []
+            for lane, k in places:
+                word = self._a(ins, lane, k) if side == "a" else self._b(ins, k, lane)
+                here = mem.wr_en & (mem.wr_lane == lane) & (mem.wr_addr == k)
+                with m.If(here):
+                    m.d.comb += Assert(mem.wr_data == int8_of(self.word_at(word)))
+                hits.append(here)
+            with m.If(self.start):
+                m.d.sync += written.eq(0)
+            with m.Else():
+                m.d.sync += written.eq(written | Cat(*hits))
+            for j, (lane, k) in enumerate(places):
+                with m.If(run & (E == drain + 1) & (lane < lanes) & (k < K)):
+                    m.d.comb += Assert(written[j])
+        full = (M == Mb) & (N == Nb) & (K == Kb)
+        tb = self._op(ins, "tb")
+        m.d.comb += [Cover(run & (E == drain + 1) & full & tb), Cover(run & (E == drain + 1) & full & ~tb)]
+
+
+
+class MatrixWriteBack(MatrixStream):
+    """The matrix unit's write-back: C[m][n] written in its cycle, at its address, with its cell's
+    accumulator as the stream left it.
+
+    :class:`MatrixStream`'s environment (the array and both operand memories cut, the scratchpad's
+    read data free), and one assumption on the cut array, ``systolic.transport``'s guarantee: after a
+    cycle with neither ``run`` nor ``clear`` the accumulators hold.  With X = DRAIN + 2 + K + M + N
+    (``matrix.stream``'s first cycle after the run, WRITE's first), asserted for one MM of the bounded
+    sizes (a one-word scratchpad port), row by row:
+
+    * in cycle ``X + 1 + m*N + n`` (m < M, n < N) a write of ``acc[m*size + n]`` as it was in cycle X,
+      at ``dst + m*ldc + n``; no write in any other cycle.
+
+    So every C[m][n] is written once, at the ISA's address, with its cell's sum (``ldc < N`` with
+    M > 1, words shared by two elements, is not excluded: the last row's write comes last, as the
+    ISA says).
+    """
+
+    @staticmethod
+    def check_applies(config) -> None:
+        """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
+        if config.spad_ports != 1:
+            raise NotApplicable(f"spad_ports={config.spad_ports}: the write-back property follows a one-word "
+                                f"port's write order (one word per cycle)")
+
+    def __init__(self, unit, config, *, bounds, name="write_back"):
+        self.check_applies(config)
+        super().__init__(unit, config, bounds=bounds, name=name)
+
+    def contract(self, m: Module) -> None:
+        """MM started in the first cycle, once (the unit idles in its reset state until a start, so a
+        later start is the same run shifted; as ``sm.values``)."""
+        super().contract(m)
+        first = Signal(init=1, name="first_cycle")
+        m.d.sync += first.eq(0)
+        m.d.comb += Assume(self.start == first)
+
+    def properties(self, m: Module) -> None:
+        u, arr, ins = self.unit, self.unit.array, self.held
+        size, Mb, Nb = self.config.array, self.bounds["M"], self.bounds["N"]
+        M, K, N, dst, ldc = (self._op(ins, n) for n in ("M", "K", "N", "dst", "ldc"))
+        drain = Signal(16, name="drain")
+        m.d.comb += drain.eq(self.drain_cycle())
+        after = Signal(16, name="after_stream")
+        m.d.comb += after.eq(drain + 2 + K + M + N)
+        E, run = self.elapsed, self.running
+        # the cut array's accumulators hold after a cycle without run or clear (systolic.transport)
+        was_holding, before = Signal(), Signal.like(Value.cast(arr.acc))
+        m.d.sync += [was_holding.eq(~arr.run & ~arr.clear), before.eq(Value.cast(arr.acc))]
+        with m.If(was_holding):
+            m.d.comb += Assume(Value.cast(arr.acc) == before)
+        p = u.spad
+        expected = Const(0)
+        for i in range(Mb):
+            for n in range(Nb):
+                snap = Signal(signed(isa.WORD_BITS), name=f"c_{i}_{n}")
+                with m.If(run & (E == after)):
+                    m.d.sync += snap.eq(arr.acc[i * size + n])
+                here = Signal(name=f"write_c{i}_{n}")
+                m.d.comb += here.eq(run & (i < M) & (n < N) & (E == after + 1 + i * N + n))
+                expected = expected | here
+                with m.If(here):
+                    m.d.comb += [Assert(p.wr_en), Assert(p.wr_addr == (dst + i * ldc + n)[:len(p.wr_addr)]),
+                                 Assert(p.wr_data == snap[:isa.WORD_BITS])]
+        with m.If(~expected):
+            m.d.comb += Assert(~p.wr_en)
+        full = (M == Mb) & (N == Nb) & (K == self.bounds["K"])
+        m.d.comb += [Cover(run & full & p.wr_en & (E == after + M * N) & (p.wr_data != 0)),
+                     Cover(run & u.done & full)]

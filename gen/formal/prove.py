@@ -134,9 +134,65 @@ def _matrix_corner(config):
                         instructions=1)
 
 
+def _whole(config, k):
+    """The matrix unit's sizes on the whole array: M, N up to the array's size, K up to ``k``."""
+    return {"M": config.array, "K": k, "N": config.array}
+
+
+#: the whole array's split (docs/formal.md, "The whole array, tenth session"): staging at K = 1, the
+#: stream at K <= 2, the write-back at K = 1, each one MM with M, N up to the array's size.  Measured on
+#: the book's chip (load 2-5): staging 12 cycles 100.5 s, the stream 31 cycles 72.5 s (K = 1, 22
+#: cycles: 19.7 s), the write-back 40 cycles 112.9 s (started in the first cycle; started freely: no
+#: verdict in 900 s)
+WHOLE_STAGING_K, WHOLE_STREAM_K, WHOLE_WRITE_BACK_K = 1, 2, 1
+
+
+def _stage_reads(config, bounds) -> int:
+    """The most staging reads S of an MM of the bounded sizes: ``M*ceil(K/P) + max(N*ceil(K/P), K*ceil(N/P))``."""
+    P = config.spad_ports
+    M, K, N = (bounds[n] for n in ("M", "K", "N"))
+    return M * -(-K // P) + max(N * -(-K // P), K * -(-N // P))
+
+
+def _matrix_staging(config):
+    from ga2_hdl.contracts.matrix import MatrixStaging
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    MatrixStaging.check_applies(config)
+    return MatrixStaging(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_STAGING_K))
+
+
+def _matrix_stream(config):
+    from ga2_hdl.contracts.matrix import MatrixStream
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    return MatrixStream(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_STREAM_K))
+
+
+def _matrix_write_back(config):
+    from ga2_hdl.contracts.matrix import MatrixWriteBack
+    from ga2_hdl.rtl.matrix_unit import MatrixUnit
+    MatrixWriteBack.check_applies(config)
+    return MatrixWriteBack(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_WRITE_BACK_K))
+
+
 def _pe_product(config):
     from ga2_hdl.contracts.systolic import PEProductSpec
     return PEProductSpec(config)
+
+
+def _array_transport(config):
+    from ga2_hdl.contracts.systolic import ArrayTransportSpec
+    return ArrayTransportSpec(config)
+
+
+#: the array's values: one MM's schedule on the whole array, K <= 4 (the transport's proof holds for
+#: every K).  Measured on the book's 4 x 4 array: K <= 4, 16 cycles (R free), 81.4 s (load 2.6-3.9); with run
+#: high to the end (R fixed), 14 cycles 14.6 s, and K <= 8, 18 cycles, no verdict in 600 s (load 2.6-3.0)
+ARRAY_VALUES_K = 4
+
+
+def _array_values(config):
+    from ga2_hdl.contracts.systolic import ArrayValuesSpec
+    return ArrayValuesSpec(config, ARRAY_VALUES_K)
 
 
 def _requant(pipelined):
@@ -228,6 +284,17 @@ PROPERTIES: tuple[Property, ...] = (
     Property("systolic", "pe_product", _pe_product, "prove", lambda c: 2 * c.array + 1,
              "each processing element's product register = int8(a_in) * int8(b_in) of the cycle before "
              "(run, no clear), 0 after a clear, for any inputs (k-induction)"),
+    Property("systolic", "transport", _array_transport, "prove", lambda c: 2,
+             "the whole array, any input sequence: each PE(i, j)'s a_in and b_in = the values that entered "
+             "lanes i of A and j of B i + j + 1 run cycles before (valid, else 0; 0 before the last clear), its "
+             "accumulator = the wrapped sum of its product register over the run cycles since the last clear "
+             "(k-induction; with systolic.pe_product: the sum of a*b of the steps presented, for every K)",
+             cover_depth=lambda c: 2 * c.array + 4),
+    Property("systolic", "values", _array_values, "bmc", lambda c: ARRAY_VALUES_K + 2 * c.array + 4,
+             "the whole array driven as the matrix unit drives it (a clear; run for R cycles, then low; step k "
+             "with valid in cycle 2 + k), K <= 4, A, B, R free: A[i][k] and B[k][j] at PE(i, j)'s inputs in "
+             "cycle 3 + k + i + j, each accumulator the sum of its K products once its last step is in, held "
+             "after (their arithmetic: systolic.pe_product)"),
     Property("matrix", "values", _matrix_values, "bmc", lambda c: 2 * (_worst(c, "MM", MM_BOUNDS) + 1) + 2,
              "MM's data path, two instructions back to back: A[m][k] and B[k][n] reach PE(m, n)'s inputs "
              "in the schedule's cycle, each C word = the sum of that PE's K products from zero (the "
@@ -236,6 +303,25 @@ PROPERTIES: tuple[Property, ...] = (
              "MM's data path on the array's 2 x 2 corner, one instruction: A[m][0] and B[0][n] reach PE(m, n)'s "
              "inputs in the schedule's cycle through the skew lanes 0 and 1 and the neighbour links, each C "
              "word that PE's product, M, N <= 2, K = 1"),
+    # the whole array's MM in three pieces (with systolic.values/transport and pe_product: docs/formal.md)
+    Property("matrix", "staging", _matrix_staging, "bmc",
+             lambda c: _stage_reads(c, _whole(c, WHOLE_STAGING_K)) + 4,
+             "the operand memories' writes while staging, one MM, M, N up to the array's size, K = 1, free "
+             "scratchpad words: each write to A's memory (lane i, row k) carries A[i][k]'s low byte, B's "
+             "B[k][n]'s (tb too), i < M, n < N, k < K, every such element written by DRAIN, none after or "
+             "when idle (the array and the memories cut)"),
+    Property("matrix", "stream", _matrix_stream, "bmc",
+             lambda c: _stage_reads(c, _whole(c, WHOLE_STREAM_K)) + 5 + WHOLE_STREAM_K + 2 * c.array,
+             "the operand memories' rows (free, constant) at the array's input ports in the schedule's cycles "
+             "(step k in DRAIN + 2 + k), clear in DRAIN only, run for the K + M + N + 1 cycles after it, valid "
+             "for K; the memories not written after DRAIN, read below K; one MM, M, N up to the array's size, "
+             "K <= 2 (the array and the memories cut)"),
+    Property("matrix", "write_back", _matrix_write_back, "bmc",
+             lambda c: _worst(c, "MM", _whole(c, WHOLE_WRITE_BACK_K)) + 2,
+             "one MM started in the first cycle, M, N up to the array's size, K = 1, the array and the memories "
+             "cut (its accumulators assumed held after a cycle with neither run nor clear: systolic.transport): "
+             "C[m][n] written in cycle X + 1 + m*N + n (X the first cycle after the stream) at dst + m*ldc + n "
+             "with the cell's accumulator as the stream left it, no other write"),
     Property("chip", "sequencer", _sequencer, "bmc",
              lambda c: OVERLAP_SEQUENCER_DEPTH if c.overlap else SEQUENCER_DEPTH,
              "the whole chip on a program the solver loads through its port (words 0-5, any op code, "
