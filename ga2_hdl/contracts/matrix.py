@@ -266,6 +266,12 @@ class MatrixStream(UnitContract):
                      Cover(run & (E == drain + 2 + K + M + N) & full & ~self._op(self.held, "tb"))]
 
 
+def _one_word_port(config, why: str) -> None:
+    """:class:`NotApplicable`, saying ``why``, unless ``config``'s scratchpad port is one word wide."""
+    if config.spad_ports != 1:
+        raise NotApplicable(f"spad_ports={config.spad_ports}: {why}")
+
+
 class MatrixStaging(MatrixValues):
     """The matrix unit's staging: at DRAIN's end its operand memories hold the scratchpad words the
     instruction's M, K, N, strides and ``tb`` name.
@@ -290,9 +296,8 @@ class MatrixStaging(MatrixValues):
     @staticmethod
     def check_applies(config) -> None:
         """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
-        if config.spad_ports != 1:
-            raise NotApplicable(f"spad_ports={config.spad_ports}: the staging property reads the one-word "
-                                f"operand memories' write port (the banked memories' is not modelled)")
+        _one_word_port(config, "the staging property reads the one-word operand memories' write port "
+                               "(the banked memories' is not modelled)")
 
     def __init__(self, unit, config, *, bounds, name="staging"):
         self.check_applies(config)
@@ -356,9 +361,8 @@ class MatrixWriteBack(MatrixStream):
     @staticmethod
     def check_applies(config) -> None:
         """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
-        if config.spad_ports != 1:
-            raise NotApplicable(f"spad_ports={config.spad_ports}: the write-back property follows a one-word "
-                                f"port's write order (one word per cycle)")
+        _one_word_port(config, "the write-back property follows a one-word port's write order (one word "
+                               "per cycle)")
 
     def __init__(self, unit, config, *, bounds, name="write_back"):
         self.check_applies(config)

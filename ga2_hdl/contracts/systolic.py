@@ -35,7 +35,27 @@ from .base import Spec, inputs_of
 __all__ = ["PEProductSpec", "ArrayTransportSpec", "ArrayValuesSpec"]
 
 
-class PEProductSpec(Spec):
+class _ArraySpec(Spec):
+    """A spec of the systolic array alone (:class:`~ga2_hdl.rtl.systolic.SystolicArray`) of
+    ``config``'s size: ``array`` and ``size``, and the array elaborated into the spec."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.array = SystolicArray(config=config)
+        self.size = self.array.size
+
+    def _elaborate(self, m: Module, *, free_inputs: bool) -> Fragment:
+        """The array elaborated here as ``m``'s submodule (its cells are found after), its fragment
+        returned; with ``free_inputs``, every input a free value in every cycle."""
+        fragment = Fragment.get(self.array, None)
+        m.submodules.array = fragment
+        if free_inputs:
+            for port in inputs_of(self.array):
+                m.d.comb += port.eq(AnySeq(len(Value.cast(port))))     # a View's len() counts elements
+        return fragment
+
+
+class PEProductSpec(_ArraySpec):
     """Each PE's product register = int8(a_in) * int8(b_in) of the cycle before (run, no clear), 0 after a clear.
 
     Parameters
@@ -46,16 +66,9 @@ class PEProductSpec(Spec):
 
     name = "pe_product"
 
-    def __init__(self, config):
-        super().__init__()
-        self.array = SystolicArray(config=config)
-        self.size = self.array.size
-
     def contract(self, m: Module) -> None:
         arr = self.array
-        m.submodules.array = Fragment.get(arr, None)      # elaborated here: its cells are found after
-        for port in inputs_of(arr):
-            m.d.comb += port.eq(AnySeq(len(Value.cast(port))))     # a View's len() counts elements
+        self._elaborate(m, free_inputs=True)
         was_run, was_clear = Signal(), Signal()
         m.d.sync += [was_run.eq(arr.run & ~arr.clear), was_clear.eq(arr.clear)]
         n = self.size
@@ -91,7 +104,7 @@ def _stages(fragment, side: str, n: int):
             for i in range(n)]
 
 
-class ArrayTransportSpec(Spec):
+class ArrayTransportSpec(_ArraySpec):
     """What each processing element multiplies and accumulates, for any input sequence (k-induction).
 
     The array (:class:`~ga2_hdl.rtl.systolic.SystolicArray`) alone, its inputs ``a``, ``b``,
@@ -116,17 +129,9 @@ class ArrayTransportSpec(Spec):
 
     name = "transport"
 
-    def __init__(self, config):
-        super().__init__()
-        self.array = SystolicArray(config=config)
-        self.size = self.array.size
-
     def contract(self, m: Module) -> None:
         arr, n = self.array, self.size
-        fragment = Fragment.get(arr, None)
-        m.submodules.array = fragment
-        for port in inputs_of(arr):
-            m.d.comb += port.eq(AnySeq(len(Value.cast(port))))
+        fragment = self._elaborate(m, free_inputs=True)
         hist = {}
         for side, lanes in (("a", arr.a), ("b", arr.b)):
             hist[side] = [[Signal(OPERAND, name=f"h{side}_{i}_{d}") for d in range(2 * n - 1)] for i in range(n)]
@@ -157,7 +162,7 @@ class ArrayTransportSpec(Spec):
         m.d.comb += Cover(cleared & (corner.acc != 0) & (corner.a_in != 0))
 
 
-class ArrayValuesSpec(Spec):
+class ArrayValuesSpec(_ArraySpec):
     """Every cell's accumulator after one MM's schedule: the sum of its K products (bounded K).
 
     The array alone, driven as the matrix unit drives it (``ga2_hdl/rtl/matrix_unit.py``; the
@@ -182,14 +187,12 @@ class ArrayValuesSpec(Spec):
     name = "values"
 
     def __init__(self, config, k_max: int):
-        super().__init__()
-        self.array = SystolicArray(config=config)
-        self.size = self.array.size
+        super().__init__(config)
         self.k_max = k_max
 
     def contract(self, m: Module) -> None:
         arr, n, kb = self.array, self.size, self.k_max
-        m.submodules.array = Fragment.get(arr, None)
+        self._elaborate(m, free_inputs=False)
         A = [[Signal(OPERAND, name=f"A_{i}_{k}") for k in range(kb)] for i in range(n)]
         B = [[Signal(OPERAND, name=f"B_{k}_{j}") for j in range(n)] for k in range(kb)]
         K = Signal(range(kb + 1), name="K")
