@@ -157,7 +157,6 @@ def _stage_reads(config, bounds) -> int:
 def _matrix_staging(config):
     from ga2_hdl.contracts.matrix import MatrixStaging
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
-    MatrixStaging.check_applies(config)
     return MatrixStaging(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_STAGING_K))
 
 
@@ -170,7 +169,6 @@ def _matrix_stream(config):
 def _matrix_write_back(config):
     from ga2_hdl.contracts.matrix import MatrixWriteBack
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
-    MatrixWriteBack.check_applies(config)
     return MatrixWriteBack(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_WRITE_BACK_K))
 
 
