@@ -213,14 +213,25 @@ def test_whole_array_pieces_hold_on_wide_ports(key, tmp_path):
     assert (rec["status"], rec["covers"]) == ("bounded", "reached"), rec
 
 
-@pytest.mark.slow
 @needs_tools
 @pytest.mark.parametrize("key", list(WIDE_PLANTED))
 def test_wide_path_mutant_is_rejected_on_wide_ports(key):
+    """Each wide-path mutant fails its property on wide2 (4 to 7 s each at load 3.3: default suite)."""
     mutant = mutants.find(*WIDE_PLANTED[key])
     rec = mutants.check_mutant(mutant, key, "wide2")
     assert rec["status"] == "failed", (mutant.label, rec)
     assert rec.get("vcd"), rec
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("key", list(WIDE_PLANTED))
+def test_book_planted_mutant_is_rejected_on_wide_ports(key):
+    """The book's planted mutants of the two pieces (a walker's row step, the write-back's row base) fail on
+    wide2 too (6 and 10 s at load 3.5)."""
+    mutant = mutants.find(*PLANTED[key])
+    rec = mutants.check_mutant(mutant, key, "wide2")
+    assert rec["status"] == "failed", (mutant.label, rec)
 
 
 @pytest.mark.parametrize("ports", [1, 2, 4, 8])
