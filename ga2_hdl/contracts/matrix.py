@@ -324,7 +324,7 @@ class MatrixStaging(MatrixValues):
         drain = Signal(16, name="drain")
         m.d.comb += drain.eq(self.stream_start() - 1)
         E, run = self.elapsed, self.running
-        for side, mem, lanes, places in (("a", u.a_mem, M, [(i, k) for i in range(Mb) for k in range(Kb)]),
+        for side, mem, used, places in (("a", u.a_mem, M, [(i, k) for i in range(Mb) for k in range(Kb)]),
                                          ("b", u.b_mem, N, [(n, k) for n in range(Nb) for k in range(Kb)])):
             with m.If(~run | (E > drain)):
                 m.d.comb += Assert(~mem.wr_en)
@@ -334,7 +334,7 @@ class MatrixStaging(MatrixValues):
             writes = memory_writes(mem)
             for en, lane, k, _ in writes:
                 with m.If(en):
-                    m.d.comb += [Assert(lane < lanes), Assert(k < K)]
+                    m.d.comb += [Assert(lane < used), Assert(k < K)]
             written = Signal(len(places), name=f"{side}_written")
             hits = []
             for place, k in places:
@@ -352,7 +352,7 @@ class MatrixStaging(MatrixValues):
             with m.Else():
                 m.d.sync += written.eq(written | Cat(*hits))
             for j, (lane, k) in enumerate(places):
-                with m.If(run & (E == drain + 1) & (lane < lanes) & (k < K)):
+                with m.If(run & (E == drain + 1) & (lane < used) & (k < K)):
                     m.d.comb += Assert(written[j])
         full = (M == Mb) & (N == Nb) & (K == Kb)
         tb = self._op(ins, "tb")
@@ -401,8 +401,7 @@ class MatrixWriteBack(MatrixStream):
         m.d.comb += drain.eq(self.drain_cycle())
         after = Signal(16, name="after_stream")
         m.d.comb += after.eq(drain + 2 + K + M + N)
-        per_row = Signal(16, name="writes_per_row")
-        m.d.comb += per_row.eq(chunk_count(N, P))
+        per_row = chunk_count(N, P)                      # writes per row of C: N on a one-word port
         E, run = self.elapsed, self.running
         # the cut array's accumulators hold after a cycle without run or clear (systolic.transport)
         was_holding, before = Signal(), Signal.like(Value.cast(arr.acc))

@@ -10,7 +10,9 @@ their covers (slow); its planted mutant fails in seconds (default suite).  SM's 
 56 cycles) takes 4.5 to 5.5 minutes with its covers, its planted divider mutant about 25 s (both slow).  MM's values (two instructions, 32 cycles) take about 7 minutes and
 its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.  The whole array's pieces
 (``systolic.values``, ``matrix.staging``, ``matrix.stream``, ``matrix.write_back``) take 45 to 70 s each
-with their covers at load 2 (slow); their planted mutants fail in 2 to 7 s (default suite).
+with their covers at load 2 (slow); their planted mutants fail in 2 to 7 s (default suite).  On wide2
+``matrix.staging`` takes about 9 minutes and ``matrix.write_back`` about 1.5 (load 4: slow); their
+wide-path mutants fail in 4 to 7 s (default suite).
 """
 import random
 import re
