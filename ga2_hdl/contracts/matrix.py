@@ -47,12 +47,12 @@ from amaranth.hdl._ast import AnyConst
 from .. import isa
 from ..rtl import decoder
 from ..rtl.systolic import OPERAND
-from .base import NotApplicable
-from .unit import UnitContract
+from .unit import UnitContract, lanes
 from .values import FreeWords, wide_lane
 from .vector import int8_of
 
-__all__ = ["accumulate", "dot_word", "MatrixValues", "MatrixStream", "MatrixStaging", "MatrixWriteBack"]
+__all__ = ["accumulate", "dot_word", "chunk_count", "memory_writes", "MatrixValues", "MatrixStream",
+           "MatrixStaging", "MatrixWriteBack"]
 
 
 def accumulate(m: Module, products, k_count) -> Signal:
@@ -135,8 +135,7 @@ class MatrixValues(FreeWords):
         staging reads, ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))`` on a port of P words."""
         M, K, N, tb = (self._op(self.held, n) for n in ("M", "K", "N", "tb"))
         P = self.config.spad_ports
-        ceil = (lambda v: v) if P == 1 else (lambda v: (v + (P - 1)) >> (P.bit_length() - 1))
-        return M * ceil(K) + Mux(tb, N * ceil(K), K * ceil(N)) + 3
+        return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P)) + 3
 
     def taps(self, m: Module) -> None:
         """The operands checked at each cell's inputs, and its K products tapped (``self.products``)."""
@@ -228,8 +227,7 @@ class MatrixStream(UnitContract):
         """Cycles from the start to DRAIN: ``S + 2`` (:meth:`MatrixValues.stream_start` minus one)."""
         M, K, N, tb = (self._op(self.held, n) for n in ("M", "K", "N", "tb"))
         P = self.config.spad_ports
-        ceil = (lambda v: v) if P == 1 else (lambda v: (v + (P - 1)) >> (P.bit_length() - 1))
-        return M * ceil(K) + Mux(tb, N * ceil(K), K * ceil(N)) + 2
+        return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P)) + 2
 
     def properties(self, m: Module) -> None:
         u, arr, kb = self.unit, self.unit.array, self.bounds["K"]
@@ -266,41 +264,54 @@ class MatrixStream(UnitContract):
                      Cover(run & (E == drain + 2 + K + M + N) & full & ~self._op(self.held, "tb"))]
 
 
-def _one_word_port(config, why: str) -> None:
-    """:class:`NotApplicable`, saying ``why``, unless ``config``'s scratchpad port is one word wide."""
-    if config.spad_ports != 1:
-        raise NotApplicable(f"spad_ports={config.spad_ports}: {why}")
+def chunk_count(v, P: int) -> Value:
+    """``ceil(v / P)`` for a hardware value ``v`` and a port of ``P`` words (a power of two): ``v`` itself
+    at P = 1, else a shift."""
+    return Value.cast(v) if P == 1 else (v + (P - 1)) >> (P.bit_length() - 1)
+
+
+def memory_writes(mem) -> list[tuple[Value, Value, Value, Value]]:
+    """What an operand memory's write port stores this cycle: one ``(enable, lane, step, value)`` per
+    value of the port.
+
+    A one-word port's :class:`~ga2_hdl.rtl.rowmem.OperandRowMemory` stores one value, ``wr_data`` at
+    (``wr_lane``, ``wr_addr``).  A wide port's :class:`~ga2_hdl.rtl.rowmem.BankedOperandRowMemory` of
+    B banks stores up to B, value j when ``wr_mask[j]``: along k (``wr_along_k``) at (``wr_lane``,
+    ``wr_k + j``), across lanes at (``wr_lane + j``, ``wr_k``) (the memory's documented port; its
+    precondition that ``wr_k`` is a multiple of B along k is asserted by :class:`MatrixStaging`).
+    """
+    if not hasattr(mem, "wr_mask"):
+        return [(Value.cast(mem.wr_en), Value.cast(mem.wr_lane), Value.cast(mem.wr_addr), Value.cast(mem.wr_data))]
+    return [(mem.wr_en & mem.wr_mask[j], Mux(mem.wr_along_k, mem.wr_lane, mem.wr_lane + j),
+             Mux(mem.wr_along_k, mem.wr_k + j, mem.wr_k), Value.cast(mem.wr_data[j]))
+            for j in range(mem.n_banks)]
 
 
 class MatrixStaging(MatrixValues):
     """The matrix unit's staging: at DRAIN's end its operand memories hold the scratchpad words the
     instruction's M, K, N, strides and ``tb`` name.
 
-    :class:`MatrixValues`'s scratchpad of free words (drawn at the start, a read answered a cycle
-    later), the array and both operand memories formal cut points (their outputs free: nothing the
-    staging does depends on them).  Asserted on the memories' write ports, for one MM of the bounded
-    sizes (a one-word scratchpad port: the write port of
-    :class:`~ga2_hdl.rtl.rowmem.OperandRowMemory`):
+    :class:`MatrixValues`'s scratchpad of free words (drawn at the start; a read of lane j at address a
+    answered a cycle later with the word at a + j), the array and both operand memories formal cut
+    points (their outputs free: nothing the staging does depends on them).  Asserted on the memories'
+    write ports (:func:`memory_writes`: one value per cycle on a one-word scratchpad port, up to P on a
+    port of P words, each at its (lane, step)), for one MM of the bounded sizes:
 
-    * every write to A's memory (lane i, row k) has i < M and k < K and carries the low byte of
-      A[i][k]'s word (``A + i*lda + k``); every write to B's (lane n, row k) has n < N and k < K and
-      carries B[k][n]'s (``B + k*ldb + n``, ``B + n*ldb + k`` when ``tb``);
+    * every value written to A's memory at (lane i, step k) has i < M and k < K and is the low byte of
+      A[i][k]'s word (``A + i*lda + k``); every value written to B's at (lane n, step k) has n < N and
+      k < K and is B[k][n]'s (``B + k*ldb + n``, ``B + n*ldb + k`` when ``tb``);
     * every such element written by the end of DRAIN (the cycle ``t + S + 2``, ``matrix.stream``'s
-      DRAIN), and no write when idle or after DRAIN.
+      DRAIN; S the staging reads, ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))``), and no write
+      when idle or after DRAIN;
+    * on a wide port, a write along k starts at a step that is a multiple of P (the banked memory's
+      precondition: value j then lands in bank j).
 
-    Since every write to a position carries that position's word, the memories hold after DRAIN, at
-    every lane below M (N) and row below K, the operand the ISA names: the rows ``matrix.stream``
+    Since every value written to a position is that position's operand, the memories hold after DRAIN,
+    at every lane below M (N) and step below K, the operand the ISA names: the rows ``matrix.stream``
     reads.
     """
 
-    @staticmethod
-    def check_applies(config) -> None:
-        """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
-        _one_word_port(config, "the staging property reads the one-word operand memories' write port "
-                               "(the banked memories' is not modelled)")
-
     def __init__(self, unit, config, *, bounds, name="staging"):
-        self.check_applies(config)
         super().__init__(unit, config, bounds=bounds, name=name, instructions=1)
         self.cutpoints = ["top.unit.array", "top.unit.a_mem", "top.unit.b_mem"]
 
@@ -313,59 +324,64 @@ class MatrixStaging(MatrixValues):
         drain = Signal(16, name="drain")
         m.d.comb += drain.eq(self.stream_start() - 1)
         E, run = self.elapsed, self.running
-        for side, mem, lanes, places in (("a", u.a_mem, M, [(i, k) for i in range(Mb) for k in range(Kb)]),
+        for side, mem, used, places in (("a", u.a_mem, M, [(i, k) for i in range(Mb) for k in range(Kb)]),
                                          ("b", u.b_mem, N, [(n, k) for n in range(Nb) for k in range(Kb)])):
             with m.If(~run | (E > drain)):
                 m.d.comb += Assert(~mem.wr_en)
-            with m.If(mem.wr_en):
-                m.d.comb += [Assert(mem.wr_lane < lanes), Assert(mem.wr_addr < K)]
+            if hasattr(mem, "wr_mask"):         # banked: a write along k starts in bank 0
+                with m.If(mem.wr_en & mem.wr_along_k):
+                    m.d.comb += Assert(mem.wr_k[:mem.n_banks.bit_length() - 1] == 0)
+            writes = memory_writes(mem)
+            for en, lane, k, _ in writes:
+                with m.If(en):
+                    m.d.comb += [Assert(lane < used), Assert(k < K)]
             written = Signal(len(places), name=f"{side}_written")
             hits = []
-            for lane, k in places:
-                word = self._a(ins, lane, k) if side == "a" else self._b(ins, k, lane)
-                here = mem.wr_en & (mem.wr_lane == lane) & (mem.wr_addr == k)
-                with m.If(here):
-                    m.d.comb += Assert(mem.wr_data == int8_of(self.word_at(word)))
+            for place, k in places:
+                word = self._a(ins, place, k) if side == "a" else self._b(ins, k, place)
+                here = Const(0)
+                for j, (en, lane, step, value) in enumerate(writes):
+                    at = Signal(name=f"{side}_w{j}_at{place}_{k}")
+                    m.d.comb += at.eq(en & (lane == place) & (step == k))
+                    with m.If(at):
+                        m.d.comb += Assert(value == int8_of(self.word_at(word)))
+                    here = here | at
                 hits.append(here)
             with m.If(self.start):
                 m.d.sync += written.eq(0)
             with m.Else():
                 m.d.sync += written.eq(written | Cat(*hits))
             for j, (lane, k) in enumerate(places):
-                with m.If(run & (E == drain + 1) & (lane < lanes) & (k < K)):
+                with m.If(run & (E == drain + 1) & (lane < used) & (k < K)):
                     m.d.comb += Assert(written[j])
         full = (M == Mb) & (N == Nb) & (K == Kb)
         tb = self._op(ins, "tb")
         m.d.comb += [Cover(run & (E == drain + 1) & full & tb), Cover(run & (E == drain + 1) & full & ~tb)]
 
 
-
 class MatrixWriteBack(MatrixStream):
-    """The matrix unit's write-back: C[m][n] written in its cycle, at its address, with its cell's
-    accumulator as the stream left it.
+    """The matrix unit's write-back: C[m][n] written in its cycle, at its address, on its lane of the
+    scratchpad port, with its cell's accumulator as the stream left it.
 
     :class:`MatrixStream`'s environment (the array and both operand memories cut, the scratchpad's
     read data free), and one assumption on the cut array, ``systolic.transport``'s guarantee: after a
     cycle with neither ``run`` nor ``clear`` the accumulators hold.  With X = DRAIN + 2 + K + M + N
-    (``matrix.stream``'s first cycle after the run, WRITE's first), asserted for one MM of the bounded
-    sizes (a one-word scratchpad port), row by row:
+    (``matrix.stream``'s first cycle after the run, WRITE's first), a port of P words (1 on the book's
+    chip) and Q = ceil(N/P) writes per row of C, asserted for one MM of the bounded sizes, row by row,
+    a row's columns in chunks of P (the last chunk masked to the row's end):
 
-    * in cycle ``X + 1 + m*N + n`` (m < M, n < N) a write of ``acc[m*size + n]`` as it was in cycle X,
-      at ``dst + m*ldc + n``; no write in any other cycle.
+    * in cycle ``X + 1 + m*Q + n div P`` (m < M, n < N) a write whose lane ``n mod P`` is enabled and
+      carries ``acc[m*size + n]`` as it was in cycle X, the write's address (its lane 0's) being
+      ``dst + m*ldc + P*(n div P)``, so C[m][n] goes to ``dst + m*ldc + n``;
+    * no write, and no lane of a write enabled, in any other cycle.
 
-    So every C[m][n] is written once, at the ISA's address, with its cell's sum (``ldc < N`` with
-    M > 1, words shared by two elements, is not excluded: the last row's write comes last, as the
-    ISA says).
+    So every C[m][n] is written once, at the ISA's address, with its cell's sum, in the M*Q cycles the
+    ISA's busy time counts for the write-back (``ldc < N`` with M > 1, words shared by two elements, is
+    not excluded: the later row's write comes later, as the ISA says).  At P = 1 this is C[m][n] in
+    cycle ``X + 1 + m*N + n`` at ``dst + m*ldc + n``.
     """
 
-    @staticmethod
-    def check_applies(config) -> None:
-        """:class:`NotApplicable` on a wide scratchpad port (call it before building the unit)."""
-        _one_word_port(config, "the write-back property follows a one-word port's write order (one word "
-                               "per cycle)")
-
     def __init__(self, unit, config, *, bounds, name="write_back"):
-        self.check_applies(config)
         super().__init__(unit, config, bounds=bounds, name=name)
 
     def contract(self, m: Module) -> None:
@@ -379,11 +395,13 @@ class MatrixWriteBack(MatrixStream):
     def properties(self, m: Module) -> None:
         u, arr, ins = self.unit, self.unit.array, self.held
         size, Mb, Nb = self.config.array, self.bounds["M"], self.bounds["N"]
+        P = self.config.spad_ports
         M, K, N, dst, ldc = (self._op(ins, n) for n in ("M", "K", "N", "dst", "ldc"))
         drain = Signal(16, name="drain")
         m.d.comb += drain.eq(self.drain_cycle())
         after = Signal(16, name="after_stream")
         m.d.comb += after.eq(drain + 2 + K + M + N)
+        per_row = chunk_count(N, P)                      # writes per row of C: N on a one-word port
         E, run = self.elapsed, self.running
         # the cut array's accumulators hold after a cycle without run or clear (systolic.transport)
         was_holding, before = Signal(), Signal.like(Value.cast(arr.acc))
@@ -391,20 +409,30 @@ class MatrixWriteBack(MatrixStream):
         with m.If(was_holding):
             m.d.comb += Assume(Value.cast(arr.acc) == before)
         p = u.spad
-        expected = Const(0)
+        port_lanes = lanes(p, "wr")
+        expected = [Const(0)] * len(port_lanes)          # per lane of the port: a write of C due now
         for i in range(Mb):
             for n in range(Nb):
+                j, chunk = n % P, n // P
                 snap = Signal(signed(isa.WORD_BITS), name=f"c_{i}_{n}")
                 with m.If(run & (E == after)):
                     m.d.sync += snap.eq(arr.acc[i * size + n])
                 here = Signal(name=f"write_c{i}_{n}")
-                m.d.comb += here.eq(run & (i < M) & (n < N) & (E == after + 1 + i * N + n))
-                expected = expected | here
+                m.d.comb += here.eq(run & (i < M) & (n < N) & (E == after + 1 + i * per_row + chunk))
+                expected[j] = expected[j] | here
                 with m.If(here):
-                    m.d.comb += [Assert(p.wr_en), Assert(p.wr_addr == (dst + i * ldc + n)[:len(p.wr_addr)]),
-                                 Assert(p.wr_data == snap[:isa.WORD_BITS])]
-        with m.If(~expected):
+                    m.d.comb += [Assert(port_lanes[j][0]),
+                                 Assert(p.wr_addr == (dst + i * ldc + chunk * P)[:len(p.wr_addr)]),
+                                 Assert(wide_lane(p, "wr_data", j) == snap[:isa.WORD_BITS])]
+        anything = Const(0)
+        for e in expected:
+            anything = anything | e
+        with m.If(~anything):
             m.d.comb += Assert(~p.wr_en)
+        if P > 1:                                        # and no lane beyond the row's end
+            for (en, _), e in zip(port_lanes, expected):
+                with m.If(~e):
+                    m.d.comb += Assert(~en)
         full = (M == Mb) & (N == Nb) & (K == self.bounds["K"])
-        m.d.comb += [Cover(run & full & p.wr_en & (E == after + M * N) & (p.wr_data != 0)),
+        m.d.comb += [Cover(run & full & p.wr_en & (E == after + M * per_row) & (Value.cast(p.wr_data) != 0)),
                      Cover(run & u.done & full)]

@@ -157,7 +157,6 @@ def _stage_reads(config, bounds) -> int:
 def _matrix_staging(config):
     from ga2_hdl.contracts.matrix import MatrixStaging
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
-    MatrixStaging.check_applies(config)
     return MatrixStaging(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_STAGING_K))
 
 
@@ -170,7 +169,6 @@ def _matrix_stream(config):
 def _matrix_write_back(config):
     from ga2_hdl.contracts.matrix import MatrixWriteBack
     from ga2_hdl.rtl.matrix_unit import MatrixUnit
-    MatrixWriteBack.check_applies(config)
     return MatrixWriteBack(MatrixUnit(config=config), config, bounds=_whole(config, WHOLE_WRITE_BACK_K))
 
 
@@ -307,9 +305,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("matrix", "staging", _matrix_staging, "bmc",
              lambda c: _stage_reads(c, _whole(c, WHOLE_STAGING_K)) + 4,
              "the operand memories' writes while staging, one MM, M, N up to the array's size, K = 1, free "
-             "scratchpad words: each write to A's memory (lane i, row k) carries A[i][k]'s low byte, B's "
-             "B[k][n]'s (tb too), i < M, n < N, k < K, every such element written by DRAIN, none after or "
-             "when idle (the array and the memories cut)"),
+             "scratchpad words: each value written to A's memory (lane i, step k; up to P values a cycle on "
+             "a port of P words, the banked memories') carries A[i][k]'s low byte, B's B[k][n]'s (tb too), "
+             "i < M, n < N, k < K, every such element written by DRAIN, none after or when idle (the array "
+             "and the memories cut)"),
     Property("matrix", "stream", _matrix_stream, "bmc",
              lambda c: _stage_reads(c, _whole(c, WHOLE_STREAM_K)) + 5 + WHOLE_STREAM_K + 2 * c.array,
              "the operand memories' rows (free, constant) at the array's input ports in the schedule's cycles "
@@ -320,8 +319,9 @@ PROPERTIES: tuple[Property, ...] = (
              lambda c: _worst(c, "MM", _whole(c, WHOLE_WRITE_BACK_K)) + 2,
              "one MM started in the first cycle, M, N up to the array's size, K = 1, the array and the memories "
              "cut (its accumulators assumed held after a cycle with neither run nor clear: systolic.transport): "
-             "C[m][n] written in cycle X + 1 + m*N + n (X the first cycle after the stream) at dst + m*ldc + n "
-             "with the cell's accumulator as the stream left it, no other write"),
+             "C[m][n] written in cycle X + 1 + m*ceil(N/P) + n div P (X the first cycle after the stream; P the "
+             "port's words, 1 on the book's chip) on lane n mod P, at dst + m*ldc + n, with the cell's "
+             "accumulator as the stream left it, no other write or lane"),
     Property("chip", "sequencer", _sequencer, "bmc",
              lambda c: OVERLAP_SEQUENCER_DEPTH if c.overlap else SEQUENCER_DEPTH,
              "the whole chip on a program the solver loads through its port (words 0-5, any op code, "

@@ -10,7 +10,9 @@ their covers (slow); its planted mutant fails in seconds (default suite).  SM's 
 56 cycles) takes 4.5 to 5.5 minutes with its covers, its planted divider mutant about 25 s (both slow).  MM's values (two instructions, 32 cycles) take about 7 minutes and
 its accumulator-clear mutant about 2.5 (load 3-3.5): both slow.  The whole array's pieces
 (``systolic.values``, ``matrix.staging``, ``matrix.stream``, ``matrix.write_back``) take 45 to 70 s each
-with their covers at load 2 (slow); their planted mutants fail in 2 to 7 s (default suite).
+with their covers at load 2 (slow); their planted mutants fail in 2 to 7 s (default suite).  On wide2
+``matrix.staging`` takes about 9 minutes and ``matrix.write_back`` about 1.5 (load 4: slow); their
+wide-path mutants fail in 4 to 7 s (default suite).
 """
 import random
 import re
@@ -192,12 +194,66 @@ def test_rq_values_is_skipped_where_no_property_proves_the_requantizer():
     assert rec["status"] == "skipped" and "(True, False)" in rec["detail"], rec
 
 
-@pytest.mark.parametrize("key", ["matrix.staging", "matrix.write_back"])
-def test_whole_array_pieces_on_one_word_ports_are_skipped_on_wide_ports(key):
-    """Staging's and the write-back's properties model a one-word port's memories and write order: on
-    wide2 they say so (skipped, with the reason) instead of failing or proving half a claim."""
-    rec = prove.check_property(PROPS[key], load_config("wide2"), covers=False)
-    assert rec["status"] == "skipped" and "spad_ports=2" in rec["detail"], rec
+#: the whole array's pieces on a wide port (wide2: two-word scratchpad port, 4 x 4 array), each with a
+#: planted mutant of the wide path only (a one-word port never elaborates it)
+WIDE_PLANTED = {
+    # the staging register's last lane never loaded: every value landing in bank (or lane) P-1 is 0
+    "matrix.staging": ("ga2_hdl/rtl/matrix_unit.py", "self.ports -> self.ports - 1", "staged.data[j].eq"),
+    # the write-back register's last lane never selected: C[m][n] with n mod P = P-1 written as 0
+    "matrix.write_back": ("ga2_hdl/rtl/matrix_unit.py", "self.ports -> self.ports - 1",
+                          "_write_back: for j in range(self.ports))]"),
+}
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("key", list(WIDE_PLANTED))
+def test_whole_array_pieces_hold_on_wide_ports(key, tmp_path):
+    """Staging's and the write-back's properties on wide2 (the banked operand memories' write port, the
+    P-word write-back), at the book's bounds and depth rule, their covers reached."""
+    rec = prove.check_property(PROPS[key], load_config("wide2"), keep=str(tmp_path))
+    assert (rec["status"], rec["covers"]) == ("bounded", "reached"), rec
+
+
+@needs_tools
+@pytest.mark.parametrize("key", list(WIDE_PLANTED))
+def test_wide_path_mutant_is_rejected_on_wide_ports(key):
+    """Each wide-path mutant fails its property on wide2 (4 to 7 s each at load 3.3: default suite)."""
+    mutant = mutants.find(*WIDE_PLANTED[key])
+    rec = mutants.check_mutant(mutant, key, "wide2")
+    assert rec["status"] == "failed", (mutant.label, rec)
+    assert rec.get("vcd"), rec
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("key", list(WIDE_PLANTED))
+def test_book_planted_mutant_is_rejected_on_wide_ports(key):
+    """The book's planted mutants of the two pieces (a walker's row step, the write-back's row base) fail on
+    wide2 too (6 and 10 s at load 3.5)."""
+    mutant = mutants.find(*PLANTED[key])
+    rec = mutants.check_mutant(mutant, key, "wide2")
+    assert rec["status"] == "failed", (mutant.label, rec)
+
+
+@pytest.mark.parametrize("ports", [1, 2, 4, 8])
+def test_write_back_schedule_ends_the_cycle_before_the_isas_busy_time(ports):
+    """``matrix.write_back``'s cycles (X + 1 + m*ceil(N/P) + n div P, X = DRAIN + 2 + K + M + N, DRAIN
+    ``matrix.stream``'s) for every MM shape up to 8 x 8 x 8: C's last write comes the cycle before
+    ``done`` at the ISA's busy time (the golden model's), and a row's chunks are consecutive cycles."""
+    config = Config.book() if ports == 1 else Config(name=f"p{ports}", spad_ports=ports, ext_port_words=ports)
+    iset = isa.instruction_set(config)
+    ceil = lambda v: -(-v // ports)
+    for M in range(1, 9):
+        for K in range(1, 9):
+            for N in range(1, 9):
+                for tb in (0, 1):
+                    drain = M * ceil(K) + (N * ceil(K) if tb else K * ceil(N)) + 2
+                    X = drain + 2 + K + M + N
+                    cycles = {(m, n): X + 1 + m * ceil(N) + n // ports for m in range(M) for n in range(N)}
+                    ins = iset.make("MM", M=M, K=K, N=N, tb=tb, lda=K, ldb=N if not tb else K, ldc=N)
+                    assert max(cycles.values()) + 1 == iset.busy(ins), (M, K, N, tb)
+                    assert sorted(set(cycles.values())) == list(range(X + 1, X + 1 + M * ceil(N)))
 
 
 @needs_tools
