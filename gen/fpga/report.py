@@ -190,6 +190,34 @@ def explore_points(report: dict, mode: str = "plain") -> list[tuple[str, float, 
     return out
 
 
+#: label offsets (points, from the point to the label's lower left corner) tried in turn, the first
+#: whose label covers no label placed before it taken
+_LABEL_OFFSETS = ((5, -11), (5, 4), (5, -22), (5, 15), (-5, 4), (5, -33), (5, 26), (5, -44), (5, 37))
+_CHAR_POINTS, _LABEL_POINTS = 3.9, 8.0      # a 7-point label's character width and line height
+
+
+def _label_offsets(ax, points, labels) -> list[tuple[int, int]]:
+    """Each point's label offset: the first of :data:`_LABEL_OFFSETS` whose label box (estimated from
+    its length) overlaps no box chosen before, so that close points' labels stack instead of
+    overwriting each other (the book's chip, spad8k_lat4, array8 and overlap lie within a few percent
+    of each other); the last offset when every one overlaps. Boxes in display points, from the axes'
+    limits as they are when called."""
+    ax.autoscale_view()
+    scale = 72.0 / ax.figure.dpi
+    placed, chosen = [], []
+    for (_, x, y), text in zip(points, labels):
+        px, py = (v * scale for v in ax.transData.transform((x, y)))
+        width = _CHAR_POINTS * len(text)
+        for dx, dy in _LABEL_OFFSETS:
+            left = px + dx if dx >= 0 else px + dx - width
+            box = (left, py + dy, left + width, py + dy + _LABEL_POINTS)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                break
+        placed.append(box)
+        chosen.append((dx, dy))
+    return chosen
+
+
 def plot_explore(report: dict, png: str | Path) -> list[str]:
     """Area against tokens per second of every synthesised configuration of a ``ga2 explore --synth``
     report (plain decoding and k=3 with the perfect draft), the plain Pareto front drawn and the
@@ -208,9 +236,10 @@ def plot_explore(report: dict, png: str | Path) -> list[str]:
     on_front = sorted((p for p in plain if p[0] in front), key=lambda p: p[1])
     ax.plot([p[1] for p in on_front], [p[2] for p in on_front], "--", color="C0", lw=1,
             label="Pareto front (plain)")
-    for name, area, tps in plain:
-        ax.annotate(f"{name} ({fmax[name]:.1f} MHz)", (area, tps), textcoords="offset points",
-                    xytext=(5, -11), fontsize=7)
+    labels = [f"{name} ({fmax[name]:.1f} MHz)" for name, _, _ in plain]
+    for (_, area, tps), text, (dx, dy) in zip(plain, labels, _label_offsets(ax, plain, labels)):
+        ax.annotate(text, (area, tps), textcoords="offset points", xytext=(dx, dy), fontsize=7,
+                    ha="left" if dx >= 0 else "right")
     book = [p for p in plain if p[0] == "book"]
     if book:
         ax.scatter([book[0][1]], [book[0][2]], s=220, facecolors="none", edgecolors="red", lw=1.5,
