@@ -51,8 +51,8 @@ from .unit import UnitContract, lanes
 from .values import FreeWords, wide_lane
 from .vector import int8_of
 
-__all__ = ["accumulate", "dot_word", "chunk_count", "memory_writes", "MatrixValues", "MatrixStream",
-           "MatrixStaging", "MatrixWriteBack"]
+__all__ = ["accumulate", "dot_word", "chunk_count", "staging_reads", "memory_writes", "MatrixValues",
+           "MatrixStream", "MatrixStaging", "MatrixWriteBack"]
 
 
 def accumulate(m: Module, products, k_count) -> Signal:
@@ -132,10 +132,8 @@ class MatrixValues(FreeWords):
 
     def stream_start(self) -> Value:
         """Cycles from the start to the first cycle of STREAM (the unit's schedule): ``S + 3``, S the
-        staging reads, ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))`` on a port of P words."""
-        M, K, N, tb = (self._op(self.held, n) for n in ("M", "K", "N", "tb"))
-        P = self.config.spad_ports
-        return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P)) + 3
+        staging reads (:func:`staging_reads`)."""
+        return staging_reads(lambda n: self._op(self.held, n), self.config.spad_ports) + 3
 
     def taps(self, m: Module) -> None:
         """The operands checked at each cell's inputs, and its K products tapped (``self.products``)."""
@@ -224,10 +222,9 @@ class MatrixStream(UnitContract):
         return decoder.operand(ins, self.spec, name)
 
     def drain_cycle(self) -> Value:
-        """Cycles from the start to DRAIN: ``S + 2`` (:meth:`MatrixValues.stream_start` minus one)."""
-        M, K, N, tb = (self._op(self.held, n) for n in ("M", "K", "N", "tb"))
-        P = self.config.spad_ports
-        return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P)) + 2
+        """Cycles from the start to DRAIN: ``S + 2`` (:meth:`MatrixValues.stream_start` minus one), S the
+        staging reads (:func:`staging_reads`)."""
+        return staging_reads(lambda n: self._op(self.held, n), self.config.spad_ports) + 2
 
     def properties(self, m: Module) -> None:
         u, arr, kb = self.unit, self.unit.array, self.bounds["K"]
@@ -268,6 +265,13 @@ def chunk_count(v, P: int) -> Value:
     """``ceil(v / P)`` for a hardware value ``v`` and a port of ``P`` words (a power of two): ``v`` itself
     at P = 1, else a shift."""
     return Value.cast(v) if P == 1 else (v + (P - 1)) >> (P.bit_length() - 1)
+
+
+def staging_reads(operand, P: int) -> Value:
+    """The matrix unit's staging reads S of the MM whose operands ``operand(name)`` gives, on a port of
+    ``P`` words: ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))``."""
+    M, K, N, tb = (operand(n) for n in ("M", "K", "N", "tb"))
+    return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P))
 
 
 def memory_writes(mem) -> list[tuple[Value, Value, Value, Value]]:
