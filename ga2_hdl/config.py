@@ -80,6 +80,12 @@ class Config:
         lets no two instructions in flight touch a common partition, so each partition has one
         master at a time.  1 (the default) is one partition: the book chip, and any chip without
         overlap, where it means nothing (a value above 1 is refused there).
+    stream_while_staging : bool
+        MM starts streaming into the systolic array while B is still being staged: step k
+        enters as soon as B's row k has landed in its operand memory, instead of after the
+        whole of B.  An MM whose B is not transposed is then ``K - 1`` cycles shorter (its
+        busy formula says so); a transposed B (staged column by column) is not.  False on the
+        book chip: its cycles are the book's.
     extensions : tuple of str
         Importable modules whose instructions this chip has, beyond the book's eight
         (docs/extending.md).  A configuration file may name one by the path of its ``.py``
@@ -96,6 +102,7 @@ class Config:
     ext_port_words: int = 1
     overlap: bool = False
     spad_partitions: int = 1
+    stream_while_staging: bool = False
     extensions: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -113,8 +120,9 @@ class Config:
                 v = getattr(self, f.name)
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     out.append(f"{f.name}={v!r} must be a positive integer")
-        if not isinstance(self.overlap, bool):
-            out.append(f"overlap={self.overlap!r} must be true or false")
+        for name in ("overlap", "stream_while_staging"):
+            if not isinstance(getattr(self, name), bool):
+                out.append(f"{name}={getattr(self, name)!r} must be true or false")
         if not (isinstance(self.extensions, tuple) and all(isinstance(e, str) and e for e in self.extensions)):
             out.append(f"extensions={self.extensions!r} must be a list of module names")
         for name in ("spad_ports", "ext_port_words"):
@@ -247,7 +255,8 @@ PRESETS: dict[str, Config] = {
     "wide2": Config(name="wide2", spad_ports=2, ext_port_words=2),
     "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
-    "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8),   # the fastest without overlap
+    "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8,   # the fastest without overlap
+                   stream_while_staging=True),
     "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True,
                                    spad_partitions=4),  # wide8, units at once
     "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True,

@@ -15,7 +15,8 @@ elements (:class:`~ga2_hdl.rtl.systolic.ProcessingElement`) found in the unit's 
 
 * the operands reach the right cell in the right cycle: in the matrix unit's schedule
   (``ga2_hdl/rtl/matrix_unit.py``: step k of the stream, started ``S + 3`` cycles after the
-  start, S the staging reads, reaches PE(m, n)'s inputs ``S + 5 + k + m + n`` cycles after it),
+  start, S the staging reads, reaches PE(m, n)'s inputs ``S + 5 + k + m + n`` cycles after it;
+  with ``stream_while_staging`` and B not transposed, ``K - 1`` cycles earlier),
   for every m < M, n < N, k < K, PE(m, n)'s ``a_in`` is the low byte of A[m][k]'s word, its
   ``b_in`` the low byte of B[k][n]'s, and the array runs without a clear;
 * every word written at ``dst + m*ldc + n`` is :func:`accumulate` of PE(m, n)'s K products of
@@ -46,12 +47,13 @@ from amaranth.hdl._ast import AnyConst
 
 from .. import isa
 from ..rtl import decoder
+from ..rtl.matrix_unit import chunk_count, staging_reads, stream_start
 from ..rtl.systolic import OPERAND
 from .unit import UnitContract, lanes
 from .values import FreeWords, wide_lane
 from .vector import int8_of
 
-__all__ = ["accumulate", "dot_word", "chunk_count", "staging_reads", "memory_writes", "MatrixValues",
+__all__ = ["accumulate", "dot_word", "chunk_count", "staging_reads", "stream_start", "memory_writes", "MatrixValues",
            "MatrixStream", "MatrixStaging", "MatrixWriteBack"]
 
 
@@ -131,9 +133,15 @@ class MatrixValues(FreeWords):
         return self.unit_fragment
 
     def stream_start(self) -> Value:
-        """Cycles from the start to the first cycle of STREAM (the unit's schedule): ``S + 3``, S the
-        staging reads (:func:`staging_reads`)."""
-        return staging_reads(lambda n: self._op(self.held, n), self.config.spad_ports) + 3
+        """Cycles from the start to the stream's first read (the unit's schedule,
+        :func:`~ga2_hdl.rtl.matrix_unit.stream_start`): ``S + 3``, S the staging reads
+        (:func:`staging_reads`); ``K - 1`` fewer with ``stream_while_staging`` and B not transposed."""
+        return stream_start(lambda n: self._op(self.held, n), self.config)
+
+    def staging_end(self) -> Value:
+        """Cycles from the start to the staging's last write to an operand memory: ``S + 2`` (DRAIN's
+        cycle, where the stream waits for the whole of B)."""
+        return staging_reads(lambda n: self._op(self.held, n), self.config.spad_ports) + 2
 
     def taps(self, m: Module) -> None:
         """The operands checked at each cell's inputs, and its K products tapped (``self.products``)."""
@@ -211,6 +219,9 @@ class MatrixStream(UnitContract):
       ``matrix.staging``'s, are what the stream reads), and read only at rows below K.
 
     So the array sees exactly ``systolic.values``'s schedule (cycle 0 = DRAIN, R = K + M + N + 1).
+    With ``stream_while_staging`` DRAIN is the clear's cycle, ``K - 1`` cycles earlier when B is not
+    transposed, and the memories are written up to the staging's last write (``t + S + 2``) and not
+    after: ``matrix.staging`` checks that each row lands before the stream reads it.
     """
 
     def __init__(self, unit, config, *, bounds, name="stream"):
@@ -222,15 +233,23 @@ class MatrixStream(UnitContract):
         return decoder.operand(ins, self.spec, name)
 
     def drain_cycle(self) -> Value:
-        """Cycles from the start to DRAIN: ``S + 2`` (:meth:`MatrixValues.stream_start` minus one), S the
-        staging reads (:func:`staging_reads`)."""
-        return staging_reads(lambda n: self._op(self.held, n), self.config.spad_ports) + 2
+        """Cycles from the start to DRAIN, the clear: :meth:`MatrixValues.stream_start` minus one (``S + 2``,
+        S the staging reads, :func:`staging_reads`; ``K - 1`` fewer with ``stream_while_staging`` and B
+        not transposed)."""
+        return stream_start(lambda n: self._op(self.held, n), self.config) - 1
+
+    staging_end = MatrixValues.staging_end
 
     def properties(self, m: Module) -> None:
         u, arr, kb = self.unit, self.unit.array, self.bounds["K"]
         M, K, N = (self._op(self.held, n) for n in ("M", "K", "N"))
         drain = self.drain = Signal(16, name="drain")
         m.d.comb += drain.eq(self.drain_cycle())
+        if self.config.stream_while_staging:
+            staged = Signal(16, name="staging_end")
+            m.d.comb += staged.eq(self.staging_end())
+        else:
+            staged = drain                              # the same cycle: DRAIN waits for the whole of B
         width = len(Value.cast(u.a_mem.rd_data))
         rows = {}
         for side, mem in (("a", u.a_mem), ("b", u.b_mem)):
@@ -245,7 +264,7 @@ class MatrixStream(UnitContract):
                 m.d.comb += Assume(Value.cast(mem.rd_data) == row)
             with m.If(mem.rd_en & self.running):
                 m.d.comb += Assert(mem.rd_addr < K)
-            with m.If(~self.running | (self.elapsed > self.drain)):
+            with m.If(~self.running | (self.elapsed > staged)):
                 m.d.comb += Assert(~mem.wr_en)
         E, run = self.elapsed, self.running
         m.d.comb += [
@@ -259,19 +278,6 @@ class MatrixStream(UnitContract):
         full = (M == self.bounds["M"]) & (N == self.bounds["N"]) & (K == kb)
         m.d.comb += [Cover(run & (E == drain + 2 + K + M + N) & full & self._op(self.held, "tb")),
                      Cover(run & (E == drain + 2 + K + M + N) & full & ~self._op(self.held, "tb"))]
-
-
-def chunk_count(v, P: int) -> Value:
-    """``ceil(v / P)`` for a hardware value ``v`` and a port of ``P`` words (a power of two): ``v`` itself
-    at P = 1, else a shift."""
-    return Value.cast(v) if P == 1 else (v + (P - 1)) >> (P.bit_length() - 1)
-
-
-def staging_reads(operand, P: int) -> Value:
-    """The matrix unit's staging reads S of the MM whose operands ``operand(name)`` gives, on a port of
-    ``P`` words: ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))``."""
-    M, K, N, tb = (operand(n) for n in ("M", "K", "N", "tb"))
-    return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P))
 
 
 def memory_writes(mem) -> list[tuple[Value, Value, Value, Value]]:
@@ -310,6 +316,11 @@ class MatrixStaging(MatrixValues):
     * on a wide port, a write along k starts at a step that is a multiple of P (the banked memory's
       precondition: value j then lands in bank j).
 
+    With ``stream_while_staging`` the writes go on up to the staging's last (``t + S + 2``) and each
+    element at step k must be written before the stream reads row k, by the end of cycle
+    ``t + stream_start + k - 1`` (:meth:`MatrixValues.stream_start`: B's rows land one by one while
+    the stream runs).
+
     Since every value written to a position is that position's operand, the memories hold after DRAIN,
     at every lane below M (N) and step below K, the operand the ISA names: the rows ``matrix.stream``
     reads.
@@ -327,10 +338,16 @@ class MatrixStaging(MatrixValues):
         M, K, N = (self._op(ins, n) for n in ("M", "K", "N"))
         drain = Signal(16, name="drain")
         m.d.comb += drain.eq(self.stream_start() - 1)
+        early = self.config.stream_while_staging
+        if early:
+            staged = Signal(16, name="staging_end")
+            m.d.comb += staged.eq(self.staging_end())
+        else:
+            staged = drain                              # the same cycle: the stream waits for all of B
         E, run = self.elapsed, self.running
         for side, mem, used, places in (("a", u.a_mem, M, [(i, k) for i in range(Mb) for k in range(Kb)]),
                                          ("b", u.b_mem, N, [(n, k) for n in range(Nb) for k in range(Kb)])):
-            with m.If(~run | (E > drain)):
+            with m.If(~run | (E > staged)):
                 m.d.comb += Assert(~mem.wr_en)
             if hasattr(mem, "wr_mask"):         # banked: a write along k starts in bank 0
                 with m.If(mem.wr_en & mem.wr_along_k):
@@ -356,7 +373,10 @@ class MatrixStaging(MatrixValues):
             with m.Else():
                 m.d.sync += written.eq(written | Cat(*hits))
             for j, (lane, k) in enumerate(places):
-                with m.If(run & (E == drain + 1) & (lane < used) & (k < K)):
+                # read by the stream in cycle drain + 1 + k (every step, after DRAIN, without streaming
+                # while staging): written by the end of the cycle before
+                read_at = drain + 1 + k if early else drain + 1
+                with m.If(run & (E == read_at) & (lane < used) & (k < K)):
                     m.d.comb += Assert(written[j])
         full = (M == Mb) & (N == Nb) & (K == Kb)
         tb = self._op(ins, "tb")

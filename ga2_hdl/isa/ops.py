@@ -232,7 +232,9 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
     write) ``P = config.spad_ports`` consecutive scratchpad words per cycle, so a run
     of ``n`` consecutive words takes ``ceil(n/P)`` cycles.  MM stages A row by row
     (``M*ceil(K/P)``), B row by row (``K*ceil(N/P)``, or ``N*ceil(K/P)`` stored
-    transposed) and writes C row by row (``M*ceil(N/P)``).  SM keeps one word per
+    transposed) and writes C row by row (``M*ceil(N/P)``); with
+    ``config.stream_while_staging`` the stream of a B not transposed starts as B's
+    rows land, ``K - 1`` cycles earlier.  SM keeps one word per
     cycle.  AMAX on a wide port reduces a chunk's P lanes in a tree of log2(P)
     registered levels: ``ceil(len/P) + 2 + log2(P)``.  With W = P = 1 every
     formula and its text is the book's.  Each formula text is a Python expression
@@ -243,14 +245,20 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
     LAT = config.lat
     P, W = config.spad_ports, config.ext_port_words
     cd = ceil_div
+    # the stream: K+M+N-2 cycles of skew after the whole of B is staged; with stream_while_staging
+    # a B not transposed streams as its rows land, so the stream's K steps hide under B's staging
+    if config.stream_while_staging:
+        stream_text, stream = "(K+M+N-2 if tb else M+N-1)", lambda i: i.K + i.M + i.N - 2 if i.tb else i.M + i.N - 1
+    else:
+        stream_text, stream = "(K+M+N-2)", lambda i: i.K + i.M + i.N - 2
     if P == 1:
-        mm_text = "M*K + K*N + (K+M+N-2) + M*N + 7"
-        mm_busy = lambda i: i.M * i.K + i.K * i.N + (i.K + i.M + i.N - 2) + i.M * i.N + 7
+        mm_text = f"M*K + K*N + {stream_text} + M*N + 7"
+        mm_busy = lambda i: i.M * i.K + i.K * i.N + stream(i) + i.M * i.N + 7
     else:
         mm_text = (f"M*{_per('K', P)} + (N*{_per('K', P)} if tb else K*{_per('N', P)}) "
-                   f"+ (K+M+N-2) + M*{_per('N', P)} + 7")
+                   f"+ {stream_text} + M*{_per('N', P)} + 7")
         mm_busy = lambda i: (i.M * cd(i.K, P) + (i.N * cd(i.K, P) if i.tb else i.K * cd(i.N, P))
-                             + (i.K + i.M + i.N - 2) + i.M * cd(i.N, P) + 7)
+                             + stream(i) + i.M * cd(i.N, P) + 7)
     # AMAX after its last read: the book's engine registers the word, compares it with the best
     # so far and writes (3); a wide engine reads its first chunk in the start cycle, registers
     # the chunk, reduces its P lanes in log2(P) registered levels of pairwise compares, compares

@@ -62,10 +62,25 @@ then on), and staging reads in t+1 .. t+S instead of t+2 .. t+S+1::
     r = t+S+3            STREAM  as above
 
 so every cycle from DRAIN on, and W, are those above.
+
+Streaming while staging (``Config.stream_while_staging``; off on the book's chip).  Step k
+of the stream reads row k of both operand memories, so it only needs B's row k to have
+landed, not the whole of B.  B not transposed is staged row by row (row k's ceil(N/P)
+reads), so the stream can start ``K - 1`` cycles before the last staged word lands: the
+clear (DRAIN's work) comes in cycle ``t + stream_start - 1`` and the stream reads step 0 in
+``r = t + stream_start`` (:func:`stream_start`: ``S + 3``, less ``K - 1`` when B is not
+transposed), while the staging goes on beside it; every row still lands a cycle or more
+before its read (row k's last chunk is written in ``t + S + 2 - (K - 1 - k)*ceil(N/P)``,
+at most ``r + k - 1``).  A transposed B lands lane by lane, its row k complete only at
+the end, so its stream starts as before.  The FSM waits in FEED for the stream's end; the
+stream and the clear are driven by a count of the cycles since the first staging read,
+loaded with the instruction.  Every other cycle is as above, so
+
+    W = M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P)) + (tb ? K+M+N-2 : M+N-1) + M*ceil(N/P) + 7
 """
 from types import SimpleNamespace
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 
 from .. import isa
@@ -75,11 +90,34 @@ from .layout import SpadPort, UnitSignature, spad_addr_bits
 from .rowmem import BankedOperandRowMemory, OperandRowMemory
 from .systolic import SystolicArray
 
-__all__ = ["MatrixUnit"]
+__all__ = ["MatrixUnit", "chunk_count", "staging_reads", "stream_start"]
 
 
 def _operand(ins, name):
     return operand(ins, "MM", name)
+
+
+def chunk_count(v, P: int) -> Value:
+    """``ceil(v / P)`` for a hardware value ``v`` and a port of ``P`` words (a power of two): ``v`` itself
+    at P = 1, else a shift."""
+    return Value.cast(v) if P == 1 else (v + (P - 1)) >> (P.bit_length() - 1)
+
+
+def staging_reads(operand, P: int) -> Value:
+    """The matrix unit's staging reads S of the MM whose operands ``operand(name)`` gives, on a port of
+    ``P`` words: ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))``."""
+    M, K, N, tb = (operand(n) for n in ("M", "K", "N", "tb"))
+    return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P))
+
+
+def stream_start(operand, config: Config) -> Value:
+    """Cycles from an MM's start to its stream's first read of the operand memories: ``S + 3`` (S the
+    staging reads, :func:`staging_reads`), or with ``config.stream_while_staging`` and B not
+    transposed ``S + 3 - (K - 1)``.  The unit's schedule, and its contracts' (:mod:`ga2_hdl.contracts.matrix`)."""
+    reads = staging_reads(operand, config.spad_ports) + 3
+    if not config.stream_while_staging:
+        return reads
+    return reads - Mux(operand("tb"), 0, operand("K") - 1)
 
 
 class MatrixUnit(wiring.Component):
@@ -137,7 +175,8 @@ class MatrixUnit(wiring.Component):
             m.d.sync += self.busy.eq(0)
 
         wide = self.ports > 1
-        with m.FSM(name="mm"):
+        early = self.config.stream_while_staging
+        with m.FSM(name="mm") as fsm:
             with m.State("IDLE"):
                 if wide:
                     # the walkers are loaded in every idle cycle, so in the start cycle's too (the
@@ -153,17 +192,26 @@ class MatrixUnit(wiring.Component):
                     m.next = "STAGE"
             with m.State("STAGE"):
                 self._stage(m, r)
-            if wide:
-                with m.State("LAND"):       # the last chunk arrives and is registered
-                    m.next = "DRAIN"
-            with m.State("DRAIN"):          # the array is cleared while the last staged word lands
-                m.d.comb += self.array.clear.eq(1)
-                m.d.sync += r.stream.step.eq(0)
-                m.next = "STREAM"
-            with m.State("STREAM"):
-                self._stream(m, r)
+            if early:
+                with m.State("FEED"):       # the staging is over; the stream runs to its end
+                    with m.If(self._stream_ends(r)):
+                        m.next = "WRITE"
+            else:
+                if wide:
+                    with m.State("LAND"):   # the last chunk arrives and is registered
+                        m.next = "DRAIN"
+                with m.State("DRAIN"):      # the array is cleared while the last staged word lands
+                    m.d.comb += self.array.clear.eq(1)
+                    m.d.sync += r.stream.step.eq(0)
+                    m.next = "STREAM"
+                with m.State("STREAM"):
+                    self._stream(m, r)
+                    with m.If(self._stream_ends(r)):
+                        m.next = "WRITE"
             with m.State("WRITE"):
                 self._write_back(m, r)
+        if early:
+            self._stream_beside_staging(m, r, counting=fsm.ongoing("STAGE") | fsm.ongoing("FEED"))
         return m
 
     # ---- chunks of the scratchpad port (spad_ports = P words; P = 1 on the book's chip)
@@ -210,6 +258,10 @@ class MatrixUnit(wiring.Component):
             stream=Signal(data.StructLayout({
                 "step": unsigned(dim_bits + 2),                  # cycles since STREAM began
                 "mem_valid": 1,                                  # the operand memories deliver a step
+                **({"armed": 1,                                  # the clear is still to come
+                    "active": 1,                                 # streaming
+                    "until_clear": unsigned(self._until_clear_bits())}
+                   if self.config.stream_while_staging else {}),
             }), name="stream"),
             wb=Signal(data.StructLayout({                        # the write-back walker
                 "m": dim, "n": dim, "row": addr, "addr": addr,   # n counts chunks of P columns
@@ -240,6 +292,13 @@ class MatrixUnit(wiring.Component):
         ]
         if self.ports > 1:
             m.d.sync += [r.walk.inner_end.eq(K - 1), r.dims.last_n_chunk.eq(self._last_chunk(N - 1))]
+        if self.config.stream_while_staging:
+            # the clear comes in cycle t + stream_start - 1; the count starts at the first staging
+            # read (t + 2 on a one-word port, after LOAD; t + 1 on a wide one)
+            first_read = 2 if self.ports == 1 else 1
+            m.d.sync += [r.stream.armed.eq(1),
+                         r.stream.until_clear.eq(stream_start(lambda n: _operand(ins, n), self.config)
+                                                 - 1 - first_read)]
 
     def _stage(self, m, r):
         """STAGE: one scratchpad read (of a chunk) per cycle, A row by row, then B; its word lands
@@ -262,7 +321,7 @@ class MatrixUnit(wiring.Component):
             m.d.sync += walk.inner.eq(0)
             with m.If(walk.outer == walk.outer_last):
                 with m.If(walk.in_b):
-                    m.next = "LAND" if wide else "DRAIN"
+                    m.next = "FEED" if self.config.stream_while_staging else "LAND" if wide else "DRAIN"
                 with m.Else():     # A done: walk B
                     b_base = _operand(self.ins, "B")
                     row_end = Mux(tb, dims.last_k, dims.last_n)
@@ -322,7 +381,7 @@ class MatrixUnit(wiring.Component):
 
     def _stream(self, m, r):
         """STREAM: read step k of both memories in cycle r+k (k <= K-1); run the array until the
-        M x N corner has taken its last product."""
+        M x N corner has taken its last product (:meth:`_stream_ends`)."""
         step = r.stream.step
         reading = step <= r.dims.last_k
         m.d.comb += [
@@ -331,8 +390,33 @@ class MatrixUnit(wiring.Component):
             self.b_mem.rd_en.eq(reading), self.b_mem.rd_addr.eq(step),
         ]
         m.d.sync += [r.stream.mem_valid.eq(reading), step.eq(step + 1)]
-        with m.If(step == r.dims.stream_last):
-            m.next = "WRITE"
+
+    def _stream_ends(self, r) -> Value:
+        """The stream's last cycle: the corner's last product is in (WRITE next)."""
+        ends = r.stream.step == r.dims.stream_last
+        return ends & r.stream.active if self.config.stream_while_staging else ends
+
+    def _until_clear_bits(self) -> int:
+        """Bits of the count to the clear: at most the staging reads of the largest MM, plus 2."""
+        P, n, k = self.ports, self.size, self.max_k
+        most = n * -(-k // P) + max(n * -(-k // P), k * -(-n // P)) + 2
+        return most.bit_length()
+
+    def _stream_beside_staging(self, m, r, *, counting) -> None:
+        """With ``stream_while_staging``: the clear when the count (loaded with the instruction, counting
+        from the first staging read) reaches zero, then the stream (:meth:`_stream`) until its end,
+        while the FSM stages and then waits in FEED."""
+        st = r.stream
+        with m.If(counting & st.armed):
+            with m.If(st.until_clear == 0):
+                m.d.comb += self.array.clear.eq(1)
+                m.d.sync += [st.armed.eq(0), st.active.eq(1), st.step.eq(0)]
+            with m.Else():
+                m.d.sync += st.until_clear.eq(st.until_clear - 1)
+        with m.If(st.active):
+            self._stream(m, r)
+            with m.If(self._stream_ends(r)):
+                m.d.sync += st.active.eq(0)
 
     def _feed_array(self, stream):
         """The operand memories' read data is the array's input step, one cycle after the read."""

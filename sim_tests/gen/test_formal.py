@@ -236,12 +236,15 @@ def test_book_planted_mutant_is_rejected_on_wide_ports(key):
     assert rec["status"] == "failed", (mutant.label, rec)
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["", "streaming"])
 @pytest.mark.parametrize("ports", [1, 2, 4, 8])
-def test_write_back_schedule_ends_the_cycle_before_the_isas_busy_time(ports):
+def test_write_back_schedule_ends_the_cycle_before_the_isas_busy_time(ports, streaming):
     """``matrix.write_back``'s cycles (X + 1 + m*ceil(N/P) + n div P, X = DRAIN + 2 + K + M + N, DRAIN
     ``matrix.stream``'s) for every MM shape up to 8 x 8 x 8: C's last write comes the cycle before
-    ``done`` at the ISA's busy time (the golden model's), and a row's chunks are consecutive cycles."""
+    ``done`` at the ISA's busy time (the golden model's), and a row's chunks are consecutive cycles.
+    Streaming while staging, DRAIN is K - 1 cycles earlier for a B not transposed."""
     config = Config.book() if ports == 1 else Config(name=f"p{ports}", spad_ports=ports, ext_port_words=ports)
+    config = config.replace(stream_while_staging=streaming)
     iset = isa.instruction_set(config)
     ceil = lambda v: -(-v // ports)
     for M in range(1, 9):
@@ -249,6 +252,7 @@ def test_write_back_schedule_ends_the_cycle_before_the_isas_busy_time(ports):
             for N in range(1, 9):
                 for tb in (0, 1):
                     drain = M * ceil(K) + (N * ceil(K) if tb else K * ceil(N)) + 2
+                    drain -= K - 1 if streaming and not tb else 0
                     X = drain + 2 + K + M + N
                     cycles = {(m, n): X + 1 + m * ceil(N) + n // ports for m in range(M) for n in range(N)}
                     ins = iset.make("MM", M=M, K=K, N=N, tb=tb, lda=K, ldb=N if not tb else K, ldc=N)
@@ -539,3 +543,36 @@ def test_contract_holds_in_amaranths_simulator(unit, config):
 @pytest.mark.parametrize("unit", list(SIM_PLANTED))
 def test_contract_in_simulation_rejects_the_planted_mutant(unit):
     assert mutants.simulate_mutant(mutants.find(*SIM_PLANTED[unit]), unit).startswith("failed")
+
+
+#: the streaming-while-staging schedule's planted mutant: the clear (and so the stream) a cycle early
+#: on a one-word port, so that B's last row would be read the cycle it lands (``matrix.staging`` says
+#: when each row lands, ``matrix.stream`` when the stream reads it)
+STREAMING_PLANTED = ("ga2_hdl/rtl/matrix_unit.py", "2 -> 3", "first_read = 2 if")
+
+
+@pytest.fixture
+def streaming_book(tmp_path):
+    path = tmp_path / "book_sws.toml"
+    path.write_text('name = "book_sws"\nstream_while_staging = true\n')
+    return str(path)
+
+
+@needs_tools
+def test_streaming_mutant_is_rejected_by_stream(streaming_book):
+    """Streaming while staging, the stream started a cycle early (before B's last row lands) fails
+    ``matrix.stream`` on the book's array."""
+    mutant = mutants.find(*STREAMING_PLANTED)
+    rec = mutants.check_mutant(mutant, "matrix.stream", streaming_book)
+    assert rec["status"] == "failed", (mutant.label, rec)
+    assert rec.get("vcd"), rec
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("key", ["matrix.values", "matrix.staging", "matrix.stream", "matrix.write_back"])
+def test_matrix_pieces_hold_streaming_while_staging(key, streaming_book, tmp_path):
+    """The matrix unit's values and its three pieces on the book's array streaming while staging, their
+    covers reached (staging at K <= 2, where a row of B lands while the stream runs)."""
+    rec = prove.check_property(PROPS[key], load_config(streaming_book), keep=str(tmp_path))
+    assert (rec["status"], rec["covers"]) == ("bounded", "reached"), rec

@@ -234,7 +234,8 @@ def test_mantissa_shift():
 # book's; wider ports never make an instruction slower.
 
 CONFIGS = [Config.book(), PRESETS["wide2"], PRESETS["wide4"], Config(name="p2w8", spad_ports=2, ext_port_words=8),
-           Config(name="p16w1", spad_ports=16), Config(name="lat3w4", lat=3, ext_port_words=4)]
+           Config(name="p16w1", spad_ports=16), Config(name="lat3w4", lat=3, ext_port_words=4),
+           Config(name="sws", stream_while_staging=True), PRESETS["fast"].replace(name="fast_sws", stream_while_staging=True)]
 
 
 def _random_operands_wide(spec, rng):
@@ -262,6 +263,21 @@ def test_one_word_ports_are_the_books_texts_and_values():
     assert texts["LD"] == "len + LAT + 1" and texts["ST"] == "len + 2"
     assert texts["MM"] == "M*K + K*N + (K+M+N-2) + M*N + 7"
     assert texts["RQ"] == "len + 2" and texts["VADD"] == "2*len + 2" and texts["AMAX"] == "len + 3"
+
+
+def test_streaming_while_staging_hides_k_minus_1_cycles_of_a_plain_b_and_none_of_a_transposed_one():
+    """``Config.stream_while_staging``: MM's stream term is ``M+N-1`` for B not transposed (its K steps
+    under B's staging), ``K+M+N-2`` transposed; every other operation as without it."""
+    rng = random.Random(29)
+    for base in (Config(name="one"), PRESETS["fast"].replace(stream_while_staging=False)):
+        plain, early = isa.instruction_set(base), isa.instruction_set(base.replace(stream_while_staging=True))
+        assert "(K+M+N-2 if tb else M+N-1)" in early.by_name["MM"].busy_formula
+        for a, b in zip(plain.ops, early.ops):
+            assert (a.busy_formula == b.busy_formula) == (a.mnemonic != "MM")
+        spec = plain.by_name["MM"]
+        for _ in range(300):
+            ins = isa.make("MM", **_random_operands_wide(spec, rng))
+            assert early.busy(ins) == plain.busy(ins) - (0 if ins.tb else ins.K - 1)
 
 
 def test_wide_formulas_in_numbers():

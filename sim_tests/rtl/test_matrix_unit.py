@@ -170,7 +170,8 @@ def test_wide_mm_shapes_layouts_and_busy(config):
     for i, b in zip(ins, busy):
         cd = isa.ceil_div
         b_reads = i.N * cd(i.K, P) if i.tb else i.K * cd(i.N, P)
-        assert b == i.M * cd(i.K, P) + b_reads + (i.K + i.M + i.N - 2) + i.M * cd(i.N, P) + 7 == iset.busy(i)
+        stream = i.M + i.N - 1 if config.stream_while_staging and not i.tb else i.K + i.M + i.N - 2
+        assert b == i.M * cd(i.K, P) + b_reads + stream + i.M * cd(i.N, P) + 7 == iset.busy(i)
         assert b <= book.busy(i)
 
 
@@ -197,3 +198,34 @@ def test_wide_mm_reads_exactly_its_operands(config):
         b = ({i.B + n * i.ldb + k for n in range(i.N) for k in range(i.K)} if i.tb else
              {i.B + k * i.ldb + n for k in range(i.K) for n in range(i.N)})
         assert seen[id(i)] == a | b, f"{i}: read {sorted(seen[id(i)] - (a | b))} beyond A and B"
+
+
+# ==================================================================== streaming while staging
+# ``Config.stream_while_staging``: the stream of a B not transposed starts as B's rows land, K - 1
+# cycles earlier.  The same checks (C against numpy, every other word untouched, the busy time the
+# configuration's formula, the unit contract every cycle), on shapes where a row of B takes one
+# read and several (N above P), K from 1 to 64, both layouts.
+
+STREAM_CONFIGS = (isa.BOOK.replace(name="book_sws", stream_while_staging=True),
+                  MATRIX_CONFIGS[-1].replace(name="fast_sws", stream_while_staging=True))
+
+
+@pytest.mark.parametrize("config", STREAM_CONFIGS, ids=lambda c: c.name)
+def test_stream_while_staging_values_and_busy(config):
+    P, size = config.spad_ports, config.array
+    rng = random.Random(17 + P)
+    ins = [
+        isa.make("MM", dst=3001, A=3, B=517, M=size, K=64, N=size),
+        isa.make("MM", dst=3001, A=3, B=517, M=size, K=64, N=size, tb=1),
+        isa.make("MM", dst=0, A=1, B=2, M=1, K=1, N=1),
+        isa.make("MM", dst=0, A=1, B=2, M=1, K=2, N=size),
+        isa.make("MM", dst=20, A=20, B=24, M=2, K=3, N=2),                  # C overwrites A
+        isa.make("MM", dst=0, A=0, B=0, M=3, K=5, N=2, lda=0, ldb=0, ldc=0),
+        isa.make("MM", dst=11, A=20, B=30, M=1, K=16, N=size, ldb=size + 3),
+        isa.make("MM", dst=4093, A=4090, B=4091, M=1, K=3, N=3, ldb=1),     # B rows overlap, at the end
+    ]
+    ins += [random_mm(rng, K=rng.randint(1, 20), tb=0) for _ in range(8)]
+    busy = run_jobs(ins, seed=20 + P, config=config)
+    before = isa.instruction_set(config.replace(stream_while_staging=False))
+    for i, b in zip(ins, busy):
+        assert b == before.busy(i) - (0 if i.tb else i.K - 1)
