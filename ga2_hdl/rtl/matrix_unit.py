@@ -73,8 +73,11 @@ transposed), while the staging goes on beside it; every row still lands a cycle 
 before its read (row k's last chunk is written in ``t + S + 2 - (K - 1 - k)*ceil(N/P)``,
 at most ``r + k - 1``).  A transposed B lands lane by lane, its row k complete only at
 the end, so its stream starts as before.  The FSM waits in FEED for the stream's end; the
-stream and the clear are driven by a count of the cycles since the first staging read,
-loaded with the instruction.  Every other cycle is as above, so
+stream and the clear are driven by a count: in the first staging cycle the unit registers
+the staging reads of A and of B (the instruction's products), in the second forms the count
+to the clear from them, then counts down (no multiplication between the instruction
+register and a count: with it in one cycle that path limited ``fast`` to 65.4 MHz,
+docs/fpga.md).  Every other cycle is as above, so
 
     W = M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P)) + (tb ? K+M+N-2 : M+N-1) + M*ceil(N/P) + 7
 """
@@ -90,7 +93,7 @@ from .layout import SpadPort, UnitSignature, spad_addr_bits
 from .rowmem import BankedOperandRowMemory, OperandRowMemory
 from .systolic import SystolicArray
 
-__all__ = ["MatrixUnit", "chunk_count", "staging_reads", "stream_start"]
+__all__ = ["MatrixUnit", "chunk_count", "staging_read_parts", "staging_reads", "stream_start"]
 
 
 def _operand(ins, name):
@@ -103,21 +106,29 @@ def chunk_count(v, P: int) -> Value:
     return Value.cast(v) if P == 1 else (v + (P - 1)) >> (P.bit_length() - 1)
 
 
+def staging_read_parts(operand, P: int) -> tuple[Value, Value]:
+    """The matrix unit's staging reads of A and of B for the MM whose operands ``operand(name)`` gives, on
+    a port of ``P`` words: ``M*ceil(K/P)`` and ``tb ? N*ceil(K/P) : K*ceil(N/P)``."""
+    M, K, N, tb = (operand(n) for n in ("M", "K", "N", "tb"))
+    return M * chunk_count(K, P), Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P))
+
+
 def staging_reads(operand, P: int) -> Value:
     """The matrix unit's staging reads S of the MM whose operands ``operand(name)`` gives, on a port of
     ``P`` words: ``M*ceil(K/P) + (tb ? N*ceil(K/P) : K*ceil(N/P))``."""
-    M, K, N, tb = (operand(n) for n in ("M", "K", "N", "tb"))
-    return M * chunk_count(K, P) + Mux(tb, N * chunk_count(K, P), K * chunk_count(N, P))
+    a_reads, b_reads = staging_read_parts(operand, P)
+    return a_reads + b_reads
 
 
-def stream_start(operand, config: Config) -> Value:
+def stream_start(operand, config: Config, reads=None) -> Value:
     """Cycles from an MM's start to its stream's first read of the operand memories: ``S + 3`` (S the
-    staging reads, :func:`staging_reads`), or with ``config.stream_while_staging`` and B not
-    transposed ``S + 3 - (K - 1)``.  The unit's schedule, and its contracts' (:mod:`ga2_hdl.contracts.matrix`)."""
-    reads = staging_reads(operand, config.spad_ports) + 3
+    staging reads, :func:`staging_reads`, or ``reads`` when given), or with
+    ``config.stream_while_staging`` and B not transposed ``S + 3 - (K - 1)``.  The unit's schedule, and
+    its contracts' (:mod:`ga2_hdl.contracts.matrix`)."""
+    start = (staging_reads(operand, config.spad_ports) if reads is None else reads) + 3
     if not config.stream_while_staging:
-        return reads
-    return reads - Mux(operand("tb"), 0, operand("K") - 1)
+        return start
+    return start - Mux(operand("tb"), 0, operand("K") - 1)
 
 
 class MatrixUnit(wiring.Component):
@@ -259,6 +270,9 @@ class MatrixUnit(wiring.Component):
                 "step": unsigned(dim_bits + 2),                  # cycles since STREAM began
                 "mem_valid": 1,                                  # the operand memories deliver a step
                 **({"armed": 1,                                  # the clear is still to come
+                    "phase": 2,                                  # 0, 1: the count being formed; 2: counting
+                    "a_reads": unsigned(self._until_clear_bits()),   # the staging reads of A and B
+                    "b_reads": unsigned(self._until_clear_bits()),
                     "active": 1,                                 # streaming
                     "until_clear": unsigned(self._until_clear_bits())}
                    if self.config.stream_while_staging else {}),
@@ -293,12 +307,7 @@ class MatrixUnit(wiring.Component):
         if self.ports > 1:
             m.d.sync += [r.walk.inner_end.eq(K - 1), r.dims.last_n_chunk.eq(self._last_chunk(N - 1))]
         if self.config.stream_while_staging:
-            # the clear comes in cycle t + stream_start - 1; the count starts at the first staging
-            # read (t + 2 on a one-word port, after LOAD; t + 1 on a wide one)
-            first_read = 2 if self.ports == 1 else 1
-            m.d.sync += [r.stream.armed.eq(1),
-                         r.stream.until_clear.eq(stream_start(lambda n: _operand(ins, n), self.config)
-                                                 - 1 - first_read)]
+            m.d.sync += [r.stream.armed.eq(1), r.stream.phase.eq(0)]
 
     def _stage(self, m, r):
         """STAGE: one scratchpad read (of a chunk) per cycle, A row by row, then B; its word lands
@@ -402,17 +411,34 @@ class MatrixUnit(wiring.Component):
         most = n * -(-k // P) + max(n * -(-k // P), k * -(-n // P)) + 2
         return most.bit_length()
 
+    #: cycles from the first staging read to the count's first cycle: the staging reads of A and B are
+    #: registered in the first, the count formed from them in the second (no multiplication between the
+    #: instruction and the count: the instruction register fans out to the whole chip)
+    COUNT_SETUP = 2
+
     def _stream_beside_staging(self, m, r, *, counting) -> None:
-        """With ``stream_while_staging``: the clear when the count (loaded with the instruction, counting
-        from the first staging read) reaches zero, then the stream (:meth:`_stream`) until its end,
-        while the FSM stages and then waits in FEED."""
+        """With ``stream_while_staging``: the clear in cycle ``t + stream_start - 1``, then the stream
+        (:meth:`_stream`) until its end, while the FSM stages and then waits in FEED.  From the first
+        staging read (``t + 2`` on a one-word port, after LOAD; ``t + 1`` on a wide one) the unit
+        registers the staging reads of A and B, then forms the count to the clear from them, then counts
+        down (:attr:`COUNT_SETUP` cycles of set-up, which every MM has: the clear is at least that far)."""
         st = r.stream
+        first_read = 2 if self.ports == 1 else 1
+        operand = lambda n: _operand(self.ins, n)
         with m.If(counting & st.armed):
-            with m.If(st.until_clear == 0):
-                m.d.comb += self.array.clear.eq(1)
-                m.d.sync += [st.armed.eq(0), st.active.eq(1), st.step.eq(0)]
-            with m.Else():
-                m.d.sync += st.until_clear.eq(st.until_clear - 1)
+            with m.Switch(st.phase):
+                with m.Case(0):
+                    a_reads, b_reads = staging_read_parts(operand, self.ports)
+                    m.d.sync += [st.a_reads.eq(a_reads), st.b_reads.eq(b_reads), st.phase.eq(1)]
+                with m.Case(1):
+                    start = stream_start(operand, self.config, reads=st.a_reads + st.b_reads)
+                    m.d.sync += [st.until_clear.eq(start - 1 - first_read - self.COUNT_SETUP), st.phase.eq(2)]
+                with m.Default():
+                    with m.If(st.until_clear == 0):
+                        m.d.comb += self.array.clear.eq(1)
+                        m.d.sync += [st.armed.eq(0), st.active.eq(1), st.step.eq(0)]
+                    with m.Else():
+                        m.d.sync += st.until_clear.eq(st.until_clear - 1)
         with m.If(st.active):
             self._stream(m, r)
             with m.If(self._stream_ends(r)):
