@@ -573,6 +573,6 @@ def test_streaming_mutant_is_rejected_by_stream(streaming_book):
 @pytest.mark.parametrize("key", ["matrix.values", "matrix.staging", "matrix.stream", "matrix.write_back"])
 def test_matrix_pieces_hold_streaming_while_staging(key, streaming_book, tmp_path):
     """The matrix unit's values and its three pieces on the book's array streaming while staging, their
-    covers reached (staging at K <= 2, where a row of B lands while the stream runs)."""
+    covers reached (staging at M, N, K <= 2, where a row of B lands while the stream runs)."""
     rec = prove.check_property(PROPS[key], load_config(streaming_book), keep=str(tmp_path))
     assert (rec["status"], rec["covers"]) == ("bounded", "reached"), rec
