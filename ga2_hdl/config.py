@@ -120,9 +120,9 @@ class Config:
                 v = getattr(self, f.name)
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     out.append(f"{f.name}={v!r} must be a positive integer")
-        for name in ("overlap", "stream_while_staging"):
-            if not isinstance(getattr(self, name), bool):
-                out.append(f"{name}={getattr(self, name)!r} must be true or false")
+        for f in fields(self):
+            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
+                out.append(f"{f.name}={getattr(self, f.name)!r} must be true or false")
         if not (isinstance(self.extensions, tuple) and all(isinstance(e, str) and e for e in self.extensions)):
             out.append(f"extensions={self.extensions!r} must be a list of module names")
         for name in ("spad_ports", "ext_port_words"):

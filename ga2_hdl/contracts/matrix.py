@@ -53,8 +53,8 @@ from .unit import UnitContract, lanes
 from .values import FreeWords, wide_lane
 from .vector import int8_of
 
-__all__ = ["accumulate", "dot_word", "chunk_count", "staging_reads", "stream_start", "memory_writes", "MatrixValues",
-           "MatrixStream", "MatrixStaging", "MatrixWriteBack"]
+__all__ = ["accumulate", "dot_word", "chunk_count", "staging_reads", "stream_start", "staging_end", "memory_writes",
+           "MatrixValues", "MatrixStream", "MatrixStaging", "MatrixWriteBack"]
 
 
 def accumulate(m: Module, products, k_count) -> Signal:
@@ -139,9 +139,8 @@ class MatrixValues(FreeWords):
         return stream_start(lambda n: self._op(self.held, n), self.config)
 
     def staging_end(self) -> Value:
-        """Cycles from the start to the staging's last write to an operand memory: ``S + 2`` (DRAIN's
-        cycle, where the stream waits for the whole of B)."""
-        return staging_reads(lambda n: self._op(self.held, n), self.config.spad_ports) + 2
+        """Cycles from the start to the staging's last write to an operand memory: :func:`staging_end`."""
+        return staging_end(lambda n: self._op(self.held, n), self.config.spad_ports)
 
     def taps(self, m: Module) -> None:
         """The operands checked at each cell's inputs, and its K products tapped (``self.products``)."""
@@ -238,18 +237,13 @@ class MatrixStream(UnitContract):
         not transposed)."""
         return stream_start(lambda n: self._op(self.held, n), self.config) - 1
 
-    staging_end = MatrixValues.staging_end
-
     def properties(self, m: Module) -> None:
         u, arr, kb = self.unit, self.unit.array, self.bounds["K"]
         M, K, N = (self._op(self.held, n) for n in ("M", "K", "N"))
         drain = self.drain = Signal(16, name="drain")
         m.d.comb += drain.eq(self.drain_cycle())
-        if self.config.stream_while_staging:
-            staged = Signal(16, name="staging_end")
-            m.d.comb += staged.eq(self.staging_end())
-        else:
-            staged = drain                              # the same cycle: DRAIN waits for the whole of B
+        staged = Signal(16, name="staging_end")         # DRAIN's cycle unless streaming while staging
+        m.d.comb += staged.eq(staging_end(lambda n: self._op(self.held, n), self.config.spad_ports))
         width = len(Value.cast(u.a_mem.rd_data))
         rows = {}
         for side, mem in (("a", u.a_mem), ("b", u.b_mem)):
@@ -278,6 +272,13 @@ class MatrixStream(UnitContract):
         full = (M == self.bounds["M"]) & (N == self.bounds["N"]) & (K == kb)
         m.d.comb += [Cover(run & (E == drain + 2 + K + M + N) & full & self._op(self.held, "tb")),
                      Cover(run & (E == drain + 2 + K + M + N) & full & ~self._op(self.held, "tb"))]
+
+
+def staging_end(operand, P: int) -> Value:
+    """Cycles from an MM's start to the staging's last write to an operand memory, on a port of ``P``
+    words: ``S + 2`` (S the staging reads, :func:`staging_reads`), DRAIN's cycle when the stream waits
+    for the whole of B (without ``stream_while_staging``, or B transposed)."""
+    return staging_reads(operand, P) + 2
 
 
 def memory_writes(mem) -> list[tuple[Value, Value, Value, Value]]:
@@ -339,11 +340,8 @@ class MatrixStaging(MatrixValues):
         drain = Signal(16, name="drain")
         m.d.comb += drain.eq(self.stream_start() - 1)
         early = self.config.stream_while_staging
-        if early:
-            staged = Signal(16, name="staging_end")
-            m.d.comb += staged.eq(self.staging_end())
-        else:
-            staged = drain                              # the same cycle: the stream waits for all of B
+        staged = Signal(16, name="staging_end")         # DRAIN's cycle unless streaming while staging
+        m.d.comb += staged.eq(self.staging_end())
         E, run = self.elapsed, self.running
         for side, mem, used, places in (("a", u.a_mem, M, [(i, k) for i in range(Mb) for k in range(Kb)]),
                                          ("b", u.b_mem, N, [(n, k) for n in range(Nb) for k in range(Kb)])):

@@ -15,7 +15,7 @@ import pytest
 from ga2_hdl import isa
 from ga2_hdl.rtl.matrix_unit import MatrixUnit
 from sim_tests.spad_harness import UnitBench
-from sim_tests.configs import MATRIX_CONFIGS
+from sim_tests.configs import FAST, MATRIX_CONFIGS
 
 
 def int8_low(words: np.ndarray) -> np.ndarray:
@@ -206,8 +206,7 @@ def test_wide_mm_reads_exactly_its_operands(config):
 # configuration's formula, the unit contract every cycle), on shapes where a row of B takes one
 # read and several (N above P), K from 1 to 64, both layouts.
 
-STREAM_CONFIGS = (isa.BOOK.replace(name="book_sws", stream_while_staging=True),
-                  MATRIX_CONFIGS[-1].replace(name="fast_sws", stream_while_staging=True))
+STREAM_CONFIGS = (isa.BOOK.replace(name="book_sws", stream_while_staging=True), FAST)   # fast streams
 
 
 @pytest.mark.parametrize("config", STREAM_CONFIGS, ids=lambda c: c.name)
