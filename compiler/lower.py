@@ -96,10 +96,50 @@ class _Emitter:
         """The address of an operand, loading it from external memory first if it is a leaf not yet loaded."""
         node = self.graph.nodes[nid]
         if node.op in EXTERNAL_OPS and nid not in self.loaded:
-            dst = self.place(nid)
-            self.emit("LD", dst=dst, src=self.external[node.name]["addr"], len=node.size)
-            self.loaded.add(nid)
+            run = self._load_run(nid) if self.config.coalesce_loads else [nid]
+            dst = self._place_run(run)
+            words = sum(self.graph.nodes[m].size for m in run)
+            self.emit("LD", dst=dst, src=self.external[node.name]["addr"], len=words)
+            self.loaded.update(run)
         return self.place(nid)
+
+    def _load_run(self, nid: int) -> list[int]:
+        """``config.coalesce_loads``: the leaf ``nid`` and the leaves not yet loaded that follow it in
+        external memory without a gap, as far as one LD can bring them into one block of the scratchpad:
+        each at offset 0 of a buffer not yet given an address, every buffer but the last holding nothing
+        after its leaf (so each leaf's words follow the previous leaf's in the scratchpad too)."""
+        at = {self.external[n.name]["addr"]: n for n in self.graph.nodes if n.op in EXTERNAL_OPS}
+        run, node = [], self.graph.nodes[nid]
+        while True:
+            p = self.plan.placement[node.id]
+            if node.id in self.loaded or p.offset != 0 or p.buffer in self.addr:
+                break
+            run.append(node.id)
+            if self.plan.buffers[p.buffer].size != node.size:
+                break                            # words of its buffer follow the leaf: the run ends here
+            node = at.get(self.external[node.name]["addr"] + node.size)
+            if node is None:
+                break
+        return run or [nid]
+
+    def _place_run(self, run: list[int]) -> int:
+        """The scratchpad address of the first leaf of ``run``, the run's buffers given consecutive
+        addresses in one free block; a run too long for the free space is shortened from its end
+        (``run`` is cut in place), down to the first leaf alone, placed as any tensor."""
+        while len(run) > 1:
+            buffers = [self.plan.placement[m].buffer for m in run]
+            words = sum(self.plan.buffers[b].size for b in buffers)
+            try:
+                start = self.alloc.alloc(words, self._partitions(True))
+            except AllocationError:
+                del run[-1]
+                continue
+            self.loads_in[start // self.config.spad_partition_words] = len(self.given)
+            for b in buffers:
+                self.addr[b] = self.given[b] = start
+                start += self.plan.buffers[b].size
+            return self.place(run[0])
+        return self.place(run[0])
 
     def temporary(self, words: int, what: str) -> int:
         return self._take(words, what)

@@ -86,6 +86,13 @@ class Config:
         whole of B.  An MM whose B is not transposed is then ``K - 1`` cycles shorter (its
         busy formula says so); a transposed B (staged column by column) is not.  False on the
         book chip: its cycles are the book's.
+    coalesce_loads : bool
+        Capra (the compiler) loads a run of tensors that lie one after another in external
+        memory (inputs and weights, laid out in node order) with one LD into one block of the
+        scratchpad, the first time a step needs the first of them, instead of one LD per
+        tensor when each is first needed: each LD saved saves ``lat + 1`` cycles and a fetch
+        and issue.  A compiler policy: the chip's hardware (its Verilog) is the same either
+        way.  False on the book chip: its programs are the book's.
     extensions : tuple of str
         Importable modules whose instructions this chip has, beyond the book's eight
         (docs/extending.md).  A configuration file may name one by the path of its ``.py``
@@ -103,6 +110,7 @@ class Config:
     overlap: bool = False
     spad_partitions: int = 1
     stream_while_staging: bool = False
+    coalesce_loads: bool = False
     extensions: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -190,6 +198,16 @@ class Config:
         del d["name"]
         return d
 
+    #: fields that only the compiler reads: the hardware (its Verilog) is the same whatever their values
+    COMPILER_FIELDS = ("coalesce_loads",)
+
+    def hardware(self) -> "Config":
+        """This configuration with every compiler-only field (:attr:`COMPILER_FIELDS`) at the book's
+        value: what the RTL and its Verilog are built from, so that two configurations that differ only
+        in how Capra compiles for them export the same text (and share its cached syntheses)."""
+        book = Config.book()
+        return self.replace(**{f: getattr(book, f) for f in self.COMPILER_FIELDS})
+
     def same_chip(self, other: "Config") -> bool:
         """Whether ``other`` builds the same chip (names aside)."""
         return self.parameters == other.parameters
@@ -256,7 +274,7 @@ PRESETS: dict[str, Config] = {
     "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
     "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8,   # the fastest without overlap
-                   stream_while_staging=True),
+                   stream_while_staging=True, coalesce_loads=True),
     "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True,
                                    spad_partitions=4),  # wide8, units at once
     "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True,

@@ -247,6 +247,7 @@ def export(unit: str = "chip", *, config: Config, ext_words: int | None = None,
     and for a unit that is the same on every chip, :attr:`UnitInfo.chip_independent`)."""
     t0 = time.perf_counter()
     info = resolve(unit)
+    config = config.hardware()           # the compiler's own fields build no hardware
     params = dict(params or {})
     if "config" in params:
         raise ExportError(f"unit {info.name}: the chip is export(config=...), not a parameter")

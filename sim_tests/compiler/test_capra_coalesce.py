@@ -1,0 +1,100 @@
+"""``Config.coalesce_loads``: Capra loads tensors that follow one another in external memory with one LD.
+
+A compiler policy (``Config.COMPILER_FIELDS``): the programs differ, the hardware does not.  What is
+checked: the outputs are the same integers as with one LD per tensor, every leaf is loaded exactly once
+(the LDs' external ranges tile the leaves' layout), fewer LDs, the counters are the instruction set's,
+a run too long for the free scratchpad is shortened rather than refused, and the chip's Verilog is the
+same text with the field on or off.
+"""
+from __future__ import annotations
+
+import random
+
+import compiler as C
+from ga2_hdl import isa
+from ga2_hdl.config import PRESETS, Config
+from gen.verilog import export
+
+
+def _w(rows, cols, seed, sd=0.3):
+    rng = random.Random(seed)
+    return [[rng.gauss(0, sd) for _ in range(cols)] for _ in range(rows)]
+
+
+def _chain(layers: int = 3, width: int = 16):
+    """x (1 x width) through ``layers`` weights of width x width, a relu after each but the last: the
+    weights lie one after another in external memory and each is first needed by its own step."""
+    g = C.Graph()
+    h = g.input("x", (1, width))
+    for i in range(layers):
+        h = g.matmul(h, g.weight(f"w{i}", _w(width, width, seed=i)))
+        if i < layers - 1:
+            h = g.relu(h)
+    g.output(h, "o")
+    return g, {"x": _w(1, width, seed=99, sd=0.5)}
+
+
+def _loads(prog):
+    return [ins for ins in prog.code if ins.mnemonic == "LD"]
+
+
+def _leaf_ranges(prog):
+    return sorted((v["addr"], v["addr"] + v["words"]) for v in prog.ext.values() if v["kind"] != "output")
+
+
+def _check_loaded_once(prog):
+    """The LDs' external ranges, in order of address, are the leaves' ranges joined: each leaf once."""
+    spans = sorted((ins.src, ins.src + ins.len) for ins in _loads(prog))
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert end <= start, f"two LDs bring the same external words: {spans}"
+    leaves = _leaf_ranges(prog)
+    covered = [r for r in leaves if any(s <= r[0] and r[1] <= e for s, e in spans)]
+    assert covered == leaves, f"leaves {leaves}, LD spans {spans}"
+    assert sum(e - s for s, e in spans) == sum(e - s for s, e in leaves)
+
+
+def test_one_ld_brings_the_weights_and_the_integers_are_the_same():
+    g, inputs = _chain()
+    one = PRESETS["fast"]
+    assert one.coalesce_loads
+    each = one.replace(coalesce_loads=False)
+    coalesced, plain = C.compile_graph(g, [inputs], config=one), C.compile_graph(g, [inputs], config=each)
+    assert len(_loads(plain)) == 4 and len(_loads(coalesced)) == 1
+    for prog in (coalesced, plain):
+        _check_loaded_once(prog)
+    out_c, run_c = C.execute(coalesced, inputs)
+    out_p, run_p = C.execute(plain, inputs)
+    assert out_c["o"][0] == out_p["o"][0] == C.interpret(coalesced, inputs)[g.nodes[-1].id]
+    assert run_c.counters == isa.instruction_set(one).counters(coalesced.code)
+    # three LDs fewer: each saved LD is its latency, its last cycle and a fetch and issue
+    iset = isa.instruction_set(one)
+    saved = sum(iset.cycles(i) for i in _loads(plain)) - sum(iset.cycles(i) for i in _loads(coalesced))
+    assert run_p.counters.total - run_c.counters.total == saved
+    assert saved >= 3 * (one.lat + 1 + isa.FETCH_ISSUE_CYCLES)
+
+
+def test_a_run_too_long_for_the_free_scratchpad_is_shortened():
+    g, inputs = _chain(layers=3, width=16)        # x and three 256-word weights: 784 words in one run
+    small = Config(name="small", spad_words=512, coalesce_loads=True)
+    prog = C.compile_graph(g, [inputs], config=small)
+    assert 1 < len(_loads(prog)) < 4
+    _check_loaded_once(prog)
+    assert prog.spad_high <= 512
+    book = C.compile_graph(g, [inputs], config=isa.BOOK)
+    assert C.execute(prog, inputs)[0]["o"][0] == C.execute(book, inputs)[0]["o"][0]
+
+
+def test_the_book_chip_loads_one_tensor_at_a_time():
+    g, inputs = _chain()
+    assert not isa.BOOK.coalesce_loads
+    assert len(_loads(C.compile_graph(g, [inputs], config=isa.BOOK))) == 4
+
+
+def test_the_field_builds_no_hardware():
+    fast = PRESETS["fast"]
+    assert "coalesce_loads" in Config.COMPILER_FIELDS
+    assert fast.hardware() == fast.replace(coalesce_loads=False) and fast.hardware().name == "fast"
+    assert Config.book().hardware() == Config.book()
+    on = export.export("chip", config=fast)
+    off = export.export("chip", config=fast.replace(coalesce_loads=False))
+    assert on.text == off.text
