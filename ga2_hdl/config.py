@@ -86,6 +86,17 @@ class Config:
         whole of B.  An MM whose B is not transposed is then ``K - 1`` cycles shorter (its
         busy formula says so); a transposed B (staged column by column) is not.  False on the
         book chip: its cycles are the book's.
+    mm_done_with_write : bool
+        MM's ``done`` comes in the cycle of its last write instead of the cycle after (a gate of
+        two registers instead of a register of them): every MM is one cycle shorter, ``+ 6``
+        instead of ``+ 7`` in its busy formula; every write is in the same cycle after the
+        start.  False on the book chip: its cycles are the book's.
+    short_division : bool
+        SM's divider finds only the quotient bits that can be 1: the sum of the exponentials holds
+        the maximum's own term T[0] = 65535, so ``r = 2**38 // S < 2**23`` and the divider starts
+        from the state its first 17 steps would reach, 23 steps from the end: SM's division phase
+        takes 25 cycles instead of 41 (its busy formula says so).  False on the book chip: its
+        cycles are the book's.
     coalesce_loads : bool
         Capra (the compiler) loads a run of tensors that lie one after another in external
         memory (inputs and weights, laid out in node order) with one LD into one block of the
@@ -110,6 +121,8 @@ class Config:
     overlap: bool = False
     spad_partitions: int = 1
     stream_while_staging: bool = False
+    mm_done_with_write: bool = False
+    short_division: bool = False
     coalesce_loads: bool = False
     extensions: tuple[str, ...] = ()
 
@@ -274,7 +287,8 @@ PRESETS: dict[str, Config] = {
     "wide4": Config(name="wide4", spad_ports=4, ext_port_words=4),
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
     "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8,   # the fastest without overlap
-                   stream_while_staging=True, coalesce_loads=True),
+                   stream_while_staging=True, mm_done_with_write=True, short_division=True,
+                   coalesce_loads=True),
     "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True,
                                    spad_partitions=4),  # wide8, units at once
     "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Assert, Cat, Const, Cover, Fragment, Module, Mux, Signal
+from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Fragment, Module, Mux, Signal
 from amaranth.hdl._ast import AnySeq
 
 from .. import isa
@@ -35,25 +35,32 @@ class _DivisionSpec(Spec):
     """What both divider specs share: the divider of ``width`` bits with ``start`` and the operands
     free in every cycle, the running division's operands and steps, and its timing asserted."""
 
-    def __init__(self, width: int):
+    def __init__(self, width: int, quotient_bits: int | None = None):
         super().__init__()
         self.width = width
-        self.dut = Divider(width)
+        #: a short division (``Divider``'s ``quotient_bits``): its precondition is assumed at each start
+        self.quotient_bits = quotient_bits
+        self.dut = Divider(width, quotient_bits)
 
     def division(self, m: Module) -> SimpleNamespace:
         """The running division (``self.dut`` already a submodule): ``start``; ``N`` and ``D``
         latched at it; ``steps`` done (the first one in the start cycle); ``running`` in its cycles
         u+1 .. u+width; ``rest`` = width - steps, the numerator bits not yet brought down; ``brought``
         (H), the top ``steps`` bits of N.  ``done`` and ``busy`` are asserted against them."""
-        w, dut = self.width, self.dut
+        w, dut, q = self.width, self.dut, self.quotient_bits
         num, den, start = Signal(w), Signal(w), Signal()
         m.d.comb += [num.eq(AnySeq(w)), den.eq(AnySeq(w)), start.eq(AnySeq(1)),
                      dut.numerator.eq(num), dut.denominator.eq(den), dut.start.eq(start)]
+        if q is not None:                   # the short division's precondition: the quotient fits in q bits
+            with m.If(start):
+                m.d.comb += Assume((num >> q) < den)
         N, D = Signal(w), Signal(w)
         steps = Signal(range(w + 1))
         running = Signal()
         with m.If(start):
-            m.d.sync += [N.eq(num), D.eq(den), steps.eq(1), running.eq(1)]
+            # steps done when the registers first show the division: the first one in the start cycle,
+            # or for a short division the w - q that find no quotient bit (loaded, not stepped)
+            m.d.sync += [N.eq(num), D.eq(den), steps.eq(1 if q is None else w - q), running.eq(1)]
         with m.Elif(running):
             m.d.sync += steps.eq(steps + 1)
             with m.If(steps == w):
@@ -70,8 +77,8 @@ class DividerSpec(_DivisionSpec):
 
     name = "quotient_remainder"
 
-    def __init__(self, width: int = isa.DIV_BITS, *, invariant: bool = True):
-        super().__init__(width)
+    def __init__(self, width: int = isa.DIV_BITS, *, invariant: bool = True, quotient_bits: int | None = None):
+        super().__init__(width, quotient_bits)
         self.invariant = invariant
 
     def contract(self, m: Module) -> None:
@@ -91,7 +98,9 @@ class DividerSpec(_DivisionSpec):
         with m.If(dut.done):
             m.d.comb += [Assert(dut.quotient == Mux(D == 0, mask, N // D)),
                          Assert(dut.remainder == Mux(D == 0, N, N % D))]
-        m.d.comb += [Cover(dut.done & (D != 0) & (N > D) & (N % D != 0)), Cover(dut.done & (D == 0))]
+        m.d.comb += Cover(dut.done & (D != 0) & (N > D) & (N % D != 0))
+        if self.quotient_bits is None:      # (a short division's precondition excludes D = 0)
+            m.d.comb += Cover(dut.done & (D == 0))
 
 
 def registers(fragment, names) -> dict:
@@ -139,8 +148,8 @@ class DividerStepSpec(_DivisionSpec):
     #: the divider's registers the invariant reads (they hold the division's state)
     REGISTERS = ("rem", "num_quot", "divisor", "steps_left")
 
-    def __init__(self, width: int = isa.DIV_BITS, *, check_product: bool = False):
-        super().__init__(width)
+    def __init__(self, width: int = isa.DIV_BITS, *, check_product: bool = False, quotient_bits: int | None = None):
+        super().__init__(width, quotient_bits)
         self.check_product = check_product
         self.platform = None
 
@@ -187,4 +196,6 @@ class DividerStepSpec(_DivisionSpec):
             m.d.comb += [Assert(p_now + dut.remainder == N),
                          Assert(Mux(D == 0, dut.quotient == mask, dut.remainder < D)),
                          Assert(dut.quotient == q_now)]
-        m.d.comb += [Cover(dut.done & (D != 0) & (N > D) & (dut.remainder != 0)), Cover(dut.done & (D == 0))]
+        m.d.comb += Cover(dut.done & (D != 0) & (N > D) & (dut.remainder != 0))
+        if self.quotient_bits is None:      # (a short division's precondition excludes D = 0)
+            m.d.comb += Cover(dut.done & (D == 0))

@@ -34,6 +34,19 @@ def _exp_table() -> tuple[int, ...]:
 
 EXP_TABLE: tuple[int, ...] = _exp_table()
 
+#: bits of the softmax's quotient r = 2**38 // S: the sum S holds the maximum's own term T[0], so
+#: S >= T[0] and r < 2**SM_QUOTIENT_BITS (23); a short division (``Config.short_division``) finds only these
+SM_QUOTIENT_BITS = (SOFTMAX_NUMERATOR // EXP_TABLE[0]).bit_length()
+assert SOFTMAX_NUMERATOR >> SM_QUOTIENT_BITS < EXP_TABLE[0]       # the short division's precondition, for every S
+
+
+def sm_division_cycles(config: Config) -> int:
+    """SM's division phase: the cycle that starts the divider, then the divider's time to its result:
+    one cycle per quotient bit (DIV_BITS), or with ``config.short_division`` the SM_QUOTIENT_BITS bits
+    that can be 1 and the start cycle that loads the state after the others (``Divider``'s
+    ``quotient_bits``)."""
+    return 1 + (SM_QUOTIENT_BITS + 1 if config.short_division else DIV_BITS)
+
 # The book chip's sizes (a configuration's own are on its Config).
 SPAD_WORDS = BOOK.spad_words           #: scratchpad size in words
 IMEM_WORDS = BOOK.imem_words           #: instruction memory, in 128-bit words

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from ..config import Config
-from .constants import DIV_BITS, EXP_TABLE, EXP_TABLE_SIZE, SOFTMAX_OUT_SHIFT
+from .constants import DIV_BITS, EXP_TABLE, EXP_TABLE_SIZE, SOFTMAX_OUT_SHIFT, sm_division_cycles
 from .fields import FIELD, Unit
 
 if TYPE_CHECKING:
@@ -251,19 +251,23 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
         stream_text, stream = "(K+M+N-2 if tb else M+N-1)", lambda i: i.K + i.M + i.N - 2 if i.tb else i.M + i.N - 1
     else:
         stream_text, stream = "(K+M+N-2)", lambda i: i.K + i.M + i.N - 2
+    # the control cycles: 7 on the book's chip, 6 with done in the cycle of the last write
+    ctl = 6 if config.mm_done_with_write else 7
     if P == 1:
-        mm_text = f"M*K + K*N + {stream_text} + M*N + 7"
-        mm_busy = lambda i: i.M * i.K + i.K * i.N + stream(i) + i.M * i.N + 7
+        mm_text = f"M*K + K*N + {stream_text} + M*N + {ctl}"
+        mm_busy = lambda i: i.M * i.K + i.K * i.N + stream(i) + i.M * i.N + ctl
     else:
         mm_text = (f"M*{_per('K', P)} + (N*{_per('K', P)} if tb else K*{_per('N', P)}) "
-                   f"+ {stream_text} + M*{_per('N', P)} + 7")
+                   f"+ {stream_text} + M*{_per('N', P)} + {ctl}")
         mm_busy = lambda i: (i.M * cd(i.K, P) + (i.N * cd(i.K, P) if i.tb else i.K * cd(i.N, P))
-                             + stream(i) + i.M * cd(i.N, P) + 7)
+                             + stream(i) + i.M * cd(i.N, P) + ctl)
     # AMAX after its last read: the book's engine registers the word, compares it with the best
     # so far and writes (3); a wide engine reads its first chunk in the start cycle, registers
     # the chunk, reduces its P lanes in log2(P) registered levels of pairwise compares, compares
     # the winner with the best so far and writes (2 + log2(P): 3 for P = 2, 5 for P = 8)
     amax_tail = 3 if P == 1 else 2 + (P.bit_length() - 1)
+    # SM's division phase: 41 on the book's chip, 25 with the short division
+    div = sm_division_cycles(config)
     return (
         OpSpec(0, "HALT", Unit.NONE, (),
                "stop; the counters hold their final values (an all-zero word is HALT)",
@@ -307,7 +311,7 @@ def _book_ops(config: Config) -> tuple[OpSpec, ...]:
         OpSpec(5, "SM", Unit.VECTOR,
                (_O("dst", "a"), _O("src", "b"), _O("len", "c")),
                "dst = softmax of int8 scores src[0..len) (real value x/16), Q0.16 probabilities",
-               "3*len + 41 + 6", lambda i: 3 * i.len + 41 + 6,
+               f"3*len + {div} + 6", lambda i: 3 * i.len + div + 6,
                lambda i: (Region("spad", i.dst, i.len, "dst"), Region("spad", i.src, i.len, "src")),
                lengths=("len",), disjoint_or_same=True,
                arithmetic=f"scores are the signed low bytes x (real value x/16); `e_i = T[max - x_i]` with "

@@ -20,6 +20,15 @@ steps occupy cycles u .. u+39 and the registered result is there at u+40.
 Zero divisor: the subtraction always "fits", so every quotient bit is 1 and
 the remainder collects the numerator: quotient = 2**width - 1, remainder =
 numerator, exactly ``isa.divide_u40``'s definition.  Nothing special-cases it.
+
+A short division (``quotient_bits`` = q below ``width``) is for a caller that
+knows the quotient fits in q bits: ``numerator >> q < denominator``.  Then the
+first ``width - q`` steps find no quotient bit and leave ``numerator >> q`` as
+the partial remainder, so the start cycle loads that state directly (no step:
+the denominator reaches only the divisor register), the q steps occupy cycles
+u+1 .. u+q and ``done`` is in u+q+1: ``CYCLES`` = q + 1.  The quotient and
+remainder are the full division's (the skipped quotient bits are 0).  Outside
+the precondition the result means nothing.
 """
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -35,6 +44,10 @@ class Divider(wiring.Component):
     ----------
     width : int
         Operand width (``isa.DIV_BITS`` = 40 unless given).
+    quotient_bits : int or None
+        None (the default): every quotient bit, ``CYCLES`` = ``width``.  Else q, with
+        ``1 <= q < width``: the caller guarantees ``numerator >> q < denominator`` and the
+        division takes ``CYCLES`` = q + 1 (see the module's documentation).
 
     Ports
     -----
@@ -48,16 +61,21 @@ class Divider(wiring.Component):
         Valid from done until the next start.
     """
 
-    def __new__(cls, width: int = isa.DIV_BITS):
+    def __new__(cls, width: int = isa.DIV_BITS, quotient_bits: int | None = None):
         # refused before the divider exists: nothing left for Amaranth to warn about
         if width < 2:
             raise ValueError(f"width={width}: the divider needs at least 2 bits")
+        if quotient_bits is not None and not (isinstance(quotient_bits, int) and 1 <= quotient_bits < width):
+            raise ValueError(f"quotient_bits={quotient_bits!r}: a short division needs 1 <= quotient_bits < "
+                             f"width = {width} (None for the whole division)")
         return super().__new__(cls, src_loc_at=1)
 
-    def __init__(self, width: int = isa.DIV_BITS):
+    def __init__(self, width: int = isa.DIV_BITS, quotient_bits: int | None = None):
         self.width = width
-        #: cycles from start to done: one per quotient bit
-        self.CYCLES = width
+        self.quotient_bits = quotient_bits
+        #: cycles from start to done: one per quotient bit (a short division: one more, its start
+        #: cycle loads the state after the steps it skips)
+        self.CYCLES = width if quotient_bits is None else quotient_bits + 1
         super().__init__({
             "start": In(1),
             "numerator": In(width),
@@ -98,11 +116,18 @@ class Divider(wiring.Component):
         first_num_quot = Cat(first_fits, self.numerator[:w - 1])
 
         m.d.sync += self.done.eq(0)
+        q = self.quotient_bits
         with m.If(self.start):
-            m.d.sync += [
-                rem.eq(first_rem), num_quot.eq(first_num_quot), divisor.eq(self.denominator),
-                steps_left.eq(w - 1), self.busy.eq(1),
-            ]
+            if q is None:
+                m.d.sync += [
+                    rem.eq(first_rem), num_quot.eq(first_num_quot), divisor.eq(self.denominator),
+                    steps_left.eq(w - 1), self.busy.eq(1),
+                ]
+            else:   # the state after the w - q steps that find no quotient bit: q steps to go
+                m.d.sync += [
+                    rem.eq(self.numerator >> q), num_quot.eq(self.numerator[:q] << (w - q)),
+                    divisor.eq(self.denominator), steps_left.eq(q), self.busy.eq(1),
+                ]
         with m.Elif(self.busy):
             m.d.sync += [rem.eq(next_rem), num_quot.eq(next_num_quot), steps_left.eq(steps_left - 1)]
             with m.If(steps_left == 1):

@@ -26,6 +26,10 @@ write-back register and the ``done`` pulse.  These are the reference machine's
 cycles: its own seventh cycle cleared the array on its own (CLEAR); here the clear
 shares the cycle of the read latency, and that cycle goes to the product register
 that lets the multipliers run from a register into a register (docs/fpga.md).
+With ``Config.mm_done_with_write`` (off on the book's chip) ``done`` is the
+write-back register's "valid and last" itself, high in the cycle of the last
+write, not registered into the cycle after: every write keeps its cycle and
+W = S + D + P + 6.
 
 Staging uses one address walker for both tiles: an inner index that steps
 the address by 1 and an outer index that steps the row base by a stride.
@@ -180,8 +184,11 @@ class MatrixUnit(wiring.Component):
         m.submodules.landing = self._land_staged_words(r.land)
         m.submodules.feed = self._feed_array(r.stream)
         m.submodules.write_port = self._drive_write_port(r.out)
-        m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),
-                     self.done.eq(r.out.valid & r.out.last)]
+        m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0)]
+        if self.config.mm_done_with_write:  # done with the last write (the busy formula's 6)
+            m.d.comb += self.done.eq(r.out.valid & r.out.last)
+        else:                               # done the cycle after it (the book's 7)
+            m.d.sync += self.done.eq(r.out.valid & r.out.last)
         with m.If(self.done):
             m.d.sync += self.busy.eq(0)
 

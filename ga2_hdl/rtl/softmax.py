@@ -20,7 +20,10 @@ EXP           read src[i] (from MAX's last cycle on, one element ahead);     len
               and add it to S (the last word in DIV_START)
 DIV           start the divider on (2**38, S) (and write EXP's last e);      1 + 40
               it answers 40 cycles later
-              (one quotient bit per cycle); r is latched in that cycle
+              (one quotient bit per cycle); r is latched in that cycle.
+              With ``Config.short_division``: 1 + 24 (the 23 bits r can
+              have, after a start cycle that loads the state the first
+              17 steps would reach: S >= T[0] > 2**38 >> 23)
 SCALE         read e from dst[i] (from the division's last cycle on, one     len + 3
               element ahead); register it; next cycle multiply e * r
               (registered); next cycle add 2**21 and shift by 22
@@ -73,8 +76,9 @@ PRODUCT_BITS = E_BITS + R_BITS
 #: p <= (T[0] * r_max + 2**21) >> 22
 P_BITS = ((isa.EXP_TABLE[0] * (isa.SOFTMAX_NUMERATOR // isa.EXP_TABLE[0])
            + (1 << (isa.SOFTMAX_OUT_SHIFT - 1))) >> isa.SOFTMAX_OUT_SHIFT).bit_length()
-#: the division phase: the cycle that starts the divider, then the divider's own time to done
-DIV_PHASE_CYCLES = 1 + isa.DIV_BITS
+#: the division phase: the cycle that starts the divider, then the divider's own time to done (the
+#: book's chip; with ``Config.short_division``, ``isa.sm_division_cycles``)
+DIV_PHASE_CYCLES = isa.sm_division_cycles(Config.book())
 #: pipeline depths of the three passes (read to write / to last use)
 MAX_DEPTH, EXP_DEPTH, SCALE_DEPTH = 1, 2, 3
 #: each pass reads its first word this many cycles before the pass begins (MAX in the start cycle, EXP
@@ -87,9 +91,11 @@ SCALE_READ_AHEAD = READ_AHEAD
 EXP_WRITE_LAG = 1
 
 
-def busy_cycles(length: int) -> int:
-    """The unit's busy time, from its structure (equal to the ISA's 3*len + 41 + 6)."""
-    return (length + MAX_DEPTH) + (length + EXP_DEPTH) + DIV_PHASE_CYCLES + (length + SCALE_DEPTH)
+def busy_cycles(length: int, config: Config = Config.book()) -> int:
+    """The unit's busy time on ``config``, from its structure (equal to the ISA's 3*len + 41 + 6 on the
+    book's chip, 3*len + 25 + 6 with the short division)."""
+    return ((length + MAX_DEPTH) + (length + EXP_DEPTH) + isa.sm_division_cycles(config)
+            + (length + SCALE_DEPTH))
 
 
 class SoftmaxUnit(wiring.Component):
@@ -115,8 +121,10 @@ class SoftmaxUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.exp_table = exp_table = ExpTable()
-        m.submodules.divider = divider = Divider()
-        assert divider.CYCLES == isa.DIV_BITS
+        # the short division: S >= T[0], so the quotient fits in SM_QUOTIENT_BITS (the divider's precondition)
+        short = isa.SM_QUOTIENT_BITS if self.config.short_division else None
+        m.submodules.divider = divider = Divider(quotient_bits=short)
+        assert 1 + divider.CYCLES == isa.sm_division_cycles(self.config)
 
         dst = operand(self.ins, "SM", "dst")
         src = operand(self.ins, "SM", "src")

@@ -209,16 +209,21 @@ def _requant(pipelined):
     return build
 
 
-def _divider(width):
+def _divider(width, quotient_bits=None):
     def build(config):
         from ga2_hdl.contracts.divider import DividerSpec
-        return DividerSpec(width)
+        return DividerSpec(width, quotient_bits=quotient_bits)
     return build
 
 
+#: the short division of the 8-bit generator: 5 quotient bits (3 skipped), numerator >> 5 < denominator assumed
+SHORT_DIVIDER_8BIT_QUOTIENT = 5
+
+
 def _divider_steps(config):
+    """The chip's own divider: the whole division, or with ``config.short_division`` SM's short one."""
     from ga2_hdl.contracts.divider import DividerStepSpec
-    return DividerStepSpec(isa.DIV_BITS)
+    return DividerStepSpec(isa.DIV_BITS, quotient_bits=isa.SM_QUOTIENT_BITS if config.short_division else None)
 
 
 def _sequencer(config):
@@ -265,6 +270,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("divider", "quotient_remainder_8bit", _divider(8), "prove", lambda c: 12,
              "the divider generator at 8 bits against the solver's own div and mod at every step and at "
              "done, for every input (k-induction)"),
+    Property("divider", "quotient_remainder_8bit_short", _divider(8, SHORT_DIVIDER_8BIT_QUOTIENT), "prove",
+             lambda c: 12,
+             f"the generator's short division at 8 bits, {SHORT_DIVIDER_8BIT_QUOTIENT} quotient bits: the same "
+             f"against div and mod, for every input whose quotient fits (numerator >> "
+             f"{SHORT_DIVIDER_8BIT_QUOTIENT} < denominator, assumed at start; k-induction)"),
     Property("rq", "contract", _engine("RQ"), "bmc", _two("RQ"), "RQ's engine, len <= 3"),
     Property("vadd", "contract", _engine("VADD"), "bmc", _two("VADD"), "VADD's engine, len <= 3"),
     Property("amax", "contract", _engine("AMAX"), "bmc", _two("AMAX"), "AMAX's engine, len <= 3"),

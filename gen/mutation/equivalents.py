@@ -132,7 +132,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "MM; so LOAD's clear writes the value it already holds (wb.m, which ends at M, does need its "
                 "clear)"),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit.elaborate",
-                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0),",
+                "m.d.sync += [r.land.valid.eq(0), r.stream.mem_valid.eq(0), r.out.valid.eq(0)]",
                 "r.stream.mem_valid.eq(0), -> ", MM_STREAM_VALID),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._load", "r.walk.inner.eq(0), r.walk.outer.eq(0),",
                 "r.walk.inner.eq(0), -> ",

@@ -32,7 +32,8 @@ FAST = ("requant.formula", "requant.formula_pipelined", "rq.contract", "vadd.con
         "amax.values", "systolic.pe_product", "systolic.transport", "divider.quotient_remainder")
 #: properties whose proof is slow but whose planted mutant fails within seconds
 FAST_MUTANTS = FAST + ("vadd.values", "rq.values", "sm.values", "chip.sequencer", "matrix.values_2x2",
-                       "systolic.values", "matrix.staging", "matrix.stream", "matrix.write_back")
+                       "systolic.values", "matrix.staging", "matrix.stream", "matrix.write_back",
+                       "divider.quotient_remainder_8bit_short")
 PROPS = {p.key: p for p in prove.PROPERTIES}
 
 #: one planted mutant per property, from the mutation engine: (file, change, context)
@@ -79,6 +80,9 @@ PLANTED = {
     "matrix.write_back": ("ga2_hdl/rtl/matrix_unit.py", "wb.row.eq(next_row), -> ", "_write_back"),
     "divider.quotient_remainder_8bit": ("ga2_hdl/rtl/divider.py",
                                         "brought_down >= divisor -> brought_down > divisor", ""),
+    # the short division's start: the skipped steps' remainder (numerator >> q) never loaded
+    "divider.quotient_remainder_8bit_short": ("ga2_hdl/rtl/divider.py", "rem.eq(self.numerator >> q), -> ",
+                                              "numerator >> q"),
     # the first step (in the start cycle, on the inputs): the remainder's test reads the denominator's bit 1
     "divider.quotient_remainder": ("ga2_hdl/rtl/divider.py", "0 -> 1", "first_rem = top"),
     # every unit started at each issue (two starts in one cycle)
@@ -576,3 +580,36 @@ def test_matrix_pieces_hold_streaming_while_staging(key, streaming_book, tmp_pat
     covers reached (staging at M, N, K <= 2, where a row of B lands while the stream runs)."""
     rec = prove.check_property(PROPS[key], load_config(streaming_book), keep=str(tmp_path))
     assert (rec["status"], rec["covers"]) == ("bounded", "reached"), rec
+
+
+# ----------------------------------------------------------------------------- the thirteenth session's fields
+@pytest.fixture
+def timing_book(tmp_path):
+    """The book's chip with fast's two timing fields: MM's done with its last write, SM's short division."""
+    path = tmp_path / "book_timing.toml"
+    path.write_text('name = "book_timing"\nmm_done_with_write = true\nshort_division = true\n')
+    return str(path)
+
+
+@needs_tools
+def test_the_short_division_is_proven_at_40_bits_and_its_state_is_needed(timing_book, tmp_path):
+    """``divider.quotient_remainder`` on a chip with ``short_division``: the 40-bit divider's short form
+    (23 quotient bits, the precondition assumed) proven by k-induction, covers reached; with the skipped
+    steps' count never loaded (``steps_left.eq(q)`` dropped) it fails."""
+    rec = prove.check_property(PROPS["divider.quotient_remainder"], load_config(timing_book), keep=str(tmp_path))
+    assert (rec["status"], rec["covers"]) == ("proven", "reached"), rec
+    mutant = mutants.find("ga2_hdl/rtl/divider.py", "steps_left.eq(q), -> ", "steps_left.eq(q)")
+    rec = mutants.check_mutant(mutant, "divider.quotient_remainder", timing_book)
+    assert rec["status"] == "failed", (mutant.label, rec)
+
+
+@needs_tools
+def test_mm_done_with_write_a_cycle_early_fails_the_unit_contract(timing_book):
+    """``matrix.contract`` says done comes in t+W of the ISA's busy time: with ``mm_done_with_write`` a
+    done registered as before (a cycle late for the formula's 6) fails it."""
+    from ga2_hdl.support.mutation import Mutant
+    comb = "m.d.comb += self.done.eq(r.out.valid & r.out.last)"
+    mutant = Mutant("ga2_hdl/rtl/matrix_unit.py", comb, comb.replace("comb", "sync"),
+                    name="MM's done registered a cycle after its last write, with the field set")
+    rec = mutants.check_mutant(mutant, "matrix.contract", timing_book)
+    assert rec["status"] == "failed", (mutant.label, rec)

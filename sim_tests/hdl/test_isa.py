@@ -235,7 +235,8 @@ def test_mantissa_shift():
 
 CONFIGS = [Config.book(), PRESETS["wide2"], PRESETS["wide4"], Config(name="p2w8", spad_ports=2, ext_port_words=8),
            Config(name="p16w1", spad_ports=16), Config(name="lat3w4", lat=3, ext_port_words=4),
-           Config(name="sws", stream_while_staging=True), PRESETS["fast"]]          # fast streams while staging
+           Config(name="sws", stream_while_staging=True), Config(name="mmdw", mm_done_with_write=True),
+           Config(name="sdiv", short_division=True), PRESETS["fast"]]     # fast streams while staging (and more)
 
 
 def _random_operands_wide(spec, rng):
@@ -278,6 +279,24 @@ def test_streaming_while_staging_hides_k_minus_1_cycles_of_a_plain_b_and_none_of
         for _ in range(300):
             ins = isa.make("MM", **_random_operands_wide(spec, rng))
             assert early.busy(ins) == plain.busy(ins) - (0 if ins.tb else ins.K - 1)
+
+
+@pytest.mark.parametrize("field, mnemonic, saved", [("mm_done_with_write", "MM", 1), ("short_division", "SM", 16)])
+def test_a_timing_field_shortens_its_one_operation_by_its_cycles(field, mnemonic, saved):
+    """``Config.mm_done_with_write``: every MM one cycle shorter (done with the last write);
+    ``Config.short_division``: every SM 16 (the divider's 23 quotient bits in 24 cycles, not 40); every
+    other operation and formula text as without the field."""
+    rng = random.Random(31)
+    for base in (Config(name="one"), PRESETS["fast"].replace(**{field: False})):
+        plain, short = isa.instruction_set(base), isa.instruction_set(base.replace(**{field: True}))
+        for a, b in zip(plain.ops, short.ops):
+            assert (a.busy_formula == b.busy_formula) == (a.mnemonic != mnemonic)
+        spec = plain.by_name[mnemonic]
+        for _ in range(300):
+            ins = isa.make(mnemonic, **_random_operands_wide(spec, rng))
+            assert short.busy(ins) == plain.busy(ins) - saved
+    assert isa.sm_division_cycles(Config(name="s", short_division=True)) == 1 + isa.SM_QUOTIENT_BITS + 1 == 25
+    assert isa.sm_division_cycles(isa.BOOK) == 1 + isa.DIV_BITS == 41
 
 
 def test_wide_formulas_in_numbers():

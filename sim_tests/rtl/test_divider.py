@@ -20,10 +20,11 @@ MASK = (1 << isa.DIV_BITS) - 1
 CYCLES = isa.DIV_BITS       # the documented start-to-done time
 
 
-def simulate(pairs, hold_cycles=2):
-    """Run every (num, den) through one divider; return [(quot, rem, cycles_to_done)]."""
-    dut = Divider()
-    assert dut.CYCLES == CYCLES
+def simulate(pairs, hold_cycles=2, quotient_bits=None):
+    """Run every (num, den) through one divider (a short one with ``quotient_bits``); return
+    [(quot, rem, cycles_to_done)]."""
+    dut = Divider(quotient_bits=quotient_bits)
+    assert dut.CYCLES == (CYCLES if quotient_bits is None else quotient_bits + 1)
     out = []
 
     async def bench(ctx):
@@ -137,3 +138,28 @@ def test_random_operands_many():
              for _ in range(5000)]
     check(pairs)
     check([(isa.SOFTMAX_NUMERATOR, s) for s in range(65535, 65535 * 4096, 65535 * 7 + 13)])
+
+
+def test_short_division_on_every_softmax_sum_shape():
+    """``quotient_bits``: the softmax's short division (Config.short_division) on SM's numerator and sums
+    from one T[0] up to 4096 of them, and the generator's short form on random operands whose quotient
+    fits: the full division's quotient and remainder, in quotient_bits + 1 cycles."""
+    q = isa.SM_QUOTIENT_BITS
+    rng = random.Random(61)
+    dens = [65535, 65536, 65537, 65535 * 2, 65535 * 4096, (1 << 15) + 1]
+    dens += [rng.randrange(65535, 65535 * 4096) for _ in range(30)]
+    pairs = [(isa.SOFTMAX_NUMERATOR, d) for d in dens if isa.SOFTMAX_NUMERATOR >> q < d]
+    for bits, cases in ((q, pairs), (7, [(n, d) for n, d in ((rng.getrandbits(40), rng.getrandbits(40) | 1)
+                                                             for _ in range(200)) if n >> 7 < d][:40])):
+        assert len(cases) >= 30
+        for (num, den), (quot, rem, cycles) in zip(cases, simulate(cases, quotient_bits=bits)):
+            assert cycles == bits + 1, f"{num}/{den}: done after {cycles} cycles"
+            assert (quot, rem) == isa.divide_u40(num, den), f"{num:#x} / {den:#x}: got q={quot:#x} r={rem:#x}"
+
+
+def test_a_short_division_outside_its_precondition_is_wrong():
+    """The precondition matters: a quotient wider than quotient_bits comes out wrong (so the short
+    division's tests above could fail)."""
+    num, den = isa.SOFTMAX_NUMERATOR, 1 << 14          # 2**38 // 2**14 = 2**24: needs 25 bits
+    (quot, _, _), = simulate([(num, den)], quotient_bits=isa.SM_QUOTIENT_BITS)
+    assert quot != num // den

@@ -171,7 +171,8 @@ def test_wide_mm_shapes_layouts_and_busy(config):
         cd = isa.ceil_div
         b_reads = i.N * cd(i.K, P) if i.tb else i.K * cd(i.N, P)
         stream = i.M + i.N - 1 if config.stream_while_staging and not i.tb else i.K + i.M + i.N - 2
-        assert b == i.M * cd(i.K, P) + b_reads + stream + i.M * cd(i.N, P) + 7 == iset.busy(i)
+        control = 6 if config.mm_done_with_write else 7
+        assert b == i.M * cd(i.K, P) + b_reads + stream + i.M * cd(i.N, P) + control == iset.busy(i)
         assert b <= book.busy(i)
 
 
@@ -228,3 +229,47 @@ def test_stream_while_staging_values_and_busy(config):
     before = isa.instruction_set(config.replace(stream_while_staging=False))
     for i, b in zip(ins, busy):
         assert b == before.busy(i) - (0 if i.tb else i.K - 1)
+
+
+# ==================================================================== done with the last write
+# ``Config.mm_done_with_write``: done in the cycle of the last write, not the cycle after.  Every write
+# (its cycle after the start, address, lanes and data) is the one the unit makes without the field, and
+# the busy time one cycle less (the unit contract checked every cycle, on the book's array and on fast).
+
+DONE_CONFIGS = (isa.BOOK.replace(name="book_mmdw", mm_done_with_write=True), FAST)   # fast has it
+
+
+def _writes(config, ins):
+    from amaranth.hdl import Value
+    from sim_tests.spad_harness import _lanes
+    unit = MatrixUnit(config=config)
+    trace: dict[int, list] = {}
+
+    def monitor(ctx, i, cycle):
+        spad = unit.spad
+        if ctx.get(spad.wr_en):
+            lanes = sorted(_lanes(ctx, spad, spad.wr_en, spad.wr_addr, getattr(spad, "wr_mask", None)))
+            trace.setdefault(id(i), []).append((cycle, lanes, ctx.get(Value.cast(spad.wr_data))))
+
+    rng = random.Random(5)
+    busy = UnitBench(unit, spad_init=[rng.getrandbits(32) for _ in range(isa.SPAD_WORDS)]).run(
+        [(i, None, None) for i in ins], monitor=monitor)
+    return busy, [trace.get(id(i)) for i in ins]
+
+
+@pytest.mark.parametrize("config", DONE_CONFIGS, ids=lambda c: c.name)
+def test_done_with_the_last_write_keeps_every_write_and_saves_a_cycle(config):
+    assert config.mm_done_with_write
+    size = config.array
+    rng = random.Random(41)
+    ins = [isa.make("MM", dst=3001, A=3, B=517, M=size, K=9, N=size),
+           isa.make("MM", dst=3001, A=3, B=517, M=size, K=9, N=size, tb=1),
+           isa.make("MM", dst=0, A=1, B=2, M=1, K=1, N=1),
+           isa.make("MM", dst=11, A=20, B=30, M=1, K=16, N=size, ldb=size + 3)]
+    ins += [random_mm(rng, K=rng.randint(1, 12)) for _ in range(4)]
+    busy, writes = _writes(config, ins)
+    busy_before, writes_before = _writes(config.replace(mm_done_with_write=False), ins)
+    assert [b + 1 for b in busy] == busy_before
+    for i, w, wb in zip(ins, writes, writes_before):
+        assert w and w == wb, f"{i}: the writes differ"
+    assert run_jobs(ins, seed=43, config=config) == busy
