@@ -98,16 +98,20 @@ class _Emitter:
         if node.op in EXTERNAL_OPS and nid not in self.loaded:
             run = self._load_run(nid) if self.config.coalesce_loads else [nid]
             dst = self._place_run(run)
-            words = sum(self.graph.nodes[m].size for m in run)
+            last = self.graph.nodes[run[-1]]     # the run's external words: the leaves and their gaps
+            words = self.external[last.name]["addr"] + last.size - self.external[node.name]["addr"]
             self.emit("LD", dst=dst, src=self.external[node.name]["addr"], len=words)
             self.loaded.update(run)
         return self.place(nid)
 
     def _load_run(self, nid: int) -> list[int]:
         """``config.coalesce_loads``: the leaf ``nid`` and the leaves not yet loaded that follow it in
-        external memory without a gap, as far as one LD can bring them into one block of the scratchpad:
-        each at offset 0 of a buffer not yet given an address, every buffer but the last holding nothing
-        after its leaf (so each leaf's words follow the previous leaf's in the scratchpad too)."""
+        external memory, as far as one LD can bring them into one block of the scratchpad: each at
+        offset 0 of a buffer not yet given an address, the next leaf's external address being this one's
+        plus its buffer's size (the buffer's words after the leaf are the layout's gap,
+        :func:`~compiler.planner.leaf_gap`), so each leaf's words keep in the scratchpad their
+        distance in external memory; a buffer not yet placed has nothing written in it, so the gap's
+        words land where nothing is yet."""
         at = {self.external[n.name]["addr"]: n for n in self.graph.nodes if n.op in EXTERNAL_OPS}
         run, node = [], self.graph.nodes[nid]
         while True:
@@ -115,9 +119,7 @@ class _Emitter:
             if node.id in self.loaded or p.offset != 0 or p.buffer in self.addr:
                 break
             run.append(node.id)
-            if self.plan.buffers[p.buffer].size != node.size:
-                break                            # words of its buffer follow the leaf: the run ends here
-            node = at.get(self.external[node.name]["addr"] + node.size)
+            node = at.get(self.external[node.name]["addr"] + self.plan.buffers[p.buffer].size)
             if node is None:
                 break
         return run or [nid]

@@ -174,8 +174,23 @@ class Allocator:
         self.free = merged
 
 
-def plan_external(graph: Graph, ext_words: int) -> tuple[dict[str, dict], int]:
-    """External memory: ``{name: {"addr", "shape", "node", "kind", "words"}}`` and the words used."""
+def leaf_gap(graph: Graph, buffers: BufferPlan, nid: int) -> int:
+    """Words of the leaf ``nid``'s buffer after the leaf, when the leaf is at its start and every other
+    member of the buffer is computed (a concatenation's later parts: the new key after the cached
+    ones); else 0.  With coalesced loads the external layout leaves that many words free after the
+    leaf, so that one LD can bring the leaves on both sides of such a buffer (the gap's words land in
+    the computed parts' places before anything is written there)."""
+    p = buffers.placement[nid]
+    buffer = buffers.buffers[p.buffer]
+    others = [m for m in buffer.members if m != nid]
+    if p.offset != 0 or any(graph.nodes[m].op in EXTERNAL_OPS for m in others):
+        return 0
+    return buffer.size - graph.nodes[nid].size
+
+
+def plan_external(graph: Graph, ext_words: int, gaps: BufferPlan | None = None) -> tuple[dict[str, dict], int]:
+    """External memory: ``{name: {"addr", "shape", "node", "kind", "words"}}`` and the words used.
+    ``gaps`` (the buffer plan, with coalesced loads): after each leaf the words of :func:`leaf_gap`."""
     layout: dict[str, dict] = {}
     top = 0
     leaves = [n for n in graph.nodes if n.op in EXTERNAL_OPS]
@@ -184,6 +199,8 @@ def plan_external(graph: Graph, ext_words: int) -> tuple[dict[str, dict], int]:
         kind = "output" if n.op == "output" else n.op
         layout[n.name] = {"addr": top, "shape": n.shape, "node": n.id, "kind": kind, "words": n.size}
         top += n.size
+        if gaps is not None and n.op in EXTERNAL_OPS:
+            top += leaf_gap(graph, gaps, n.id)
     if top > ext_words:
         biggest = max(leaves + outputs, key=lambda n: n.size)
         raise CompileError(f"external memory is full: the inputs, weights and outputs need {top} words, the "

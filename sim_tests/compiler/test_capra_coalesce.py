@@ -98,3 +98,33 @@ def test_the_field_builds_no_hardware():
     on = export.export("chip", config=fast)
     off = export.export("chip", config=fast.replace(coalesce_loads=False))
     assert on.text == off.text
+
+
+def _cache_graph():
+    """x and a weight give a new row, concatenated after a cached block (an input): the cache's buffer
+    holds the new row after it.  A second weight follows the cache in external memory."""
+    g = C.Graph()
+    x = g.input("x", (1, 8))
+    w = g.weight("w", _w(8, 8, seed=1))
+    cache = g.input("cache", (3, 8))
+    w2 = g.weight("w2", _w(8, 8, seed=2))
+    keys = g.concat_rows(cache, g.matmul(x, w))
+    g.output(g.matmul(keys, w2), "o")
+    rng = random.Random(5)
+    return g, {"x": _w(1, 8, seed=3, sd=0.5), "cache": [[rng.gauss(0, 0.5) for _ in range(8)] for _ in range(3)]}
+
+
+def test_a_gap_in_external_memory_lets_one_ld_pass_a_concatenation():
+    """The cache's buffer holds the new row after the cached ones: with coalesced loads the external
+    layout leaves the row's 8 words free after the cache, so one LD brings x, w, the cache and w2 (the
+    gap's words land where the new row is written later), and the integers are those of one LD a tensor."""
+    g, inputs = _cache_graph()
+    one = PRESETS["fast"]
+    coalesced = C.compile_graph(g, [inputs], config=one)
+    plain = C.compile_graph(g, [inputs], config=one.replace(coalesce_loads=False))
+    assert len(_loads(coalesced)) == 1 and len(_loads(plain)) == 4
+    assert coalesced.ext["w2"]["addr"] == coalesced.ext["cache"]["addr"] + 24 + 8      # the gap
+    assert plain.ext["w2"]["addr"] == plain.ext["cache"]["addr"] + 24                  # none without it
+    (ld,) = _loads(coalesced)
+    assert ld.len == sum(v["words"] for v in coalesced.ext.values() if v["kind"] != "output") + 8
+    assert C.execute(coalesced, inputs)[0]["o"][0] == C.execute(plain, inputs)[0]["o"][0]
