@@ -22,6 +22,11 @@ What each step emits (A, B are operand addresses; every tensor is row-major):
 
 After each computing step (not after views and leaves) the buffers whose last
 use it was are released, unless reuse is off.  The program ends with HALT.
+
+With ``config.coalesce_transfers`` a load brings the leaves that follow the one
+needed in external memory with it (:meth:`_Emitter._load_run`), and the STs that
+end the program are merged where their sources are neighbours
+(:func:`coalesce_stores`).
 """
 from __future__ import annotations
 
@@ -96,7 +101,7 @@ class _Emitter:
         """The address of an operand, loading it from external memory first if it is a leaf not yet loaded."""
         node = self.graph.nodes[nid]
         if node.op in EXTERNAL_OPS and nid not in self.loaded:
-            run = self._load_run(nid) if self.config.coalesce_loads else [nid]
+            run = self._load_run(nid) if self.config.coalesce_transfers else [nid]
             dst = self._place_run(run)
             last = self.graph.nodes[run[-1]]     # the run's external words: the leaves and their gaps
             words = self.external[last.name]["addr"] + last.size - self.external[node.name]["addr"]
@@ -105,7 +110,7 @@ class _Emitter:
         return self.place(nid)
 
     def _load_run(self, nid: int) -> list[int]:
-        """``config.coalesce_loads``: the leaf ``nid`` and the leaves not yet loaded that follow it in
+        """``config.coalesce_transfers``: the leaf ``nid`` and the leaves not yet loaded that follow it in
         external memory, as far as one LD can bring them into one block of the scratchpad: each at
         offset 0 of a buffer not yet given an address, the next leaf's external address being this one's
         plus its buffer's size (the buffer's words after the leaf are the layout's gap,
@@ -252,5 +257,48 @@ def lower(graph: Graph, scales: ScalePlan, buffers: BufferPlan, external: dict[s
     for node in graph.nodes:
         steps.append((node.id, len(e.code)))
         e.lower(node)
-    e.code.append(isa.HALT)
-    return Lowered(e.code, dict(e.given), e.released, e.alloc.high, steps)
+    code = e.code
+    if config.coalesce_transfers:
+        code, steps = coalesce_stores(code, steps, external)
+    code.append(isa.HALT)
+    return Lowered(code, dict(e.given), e.released, e.alloc.high, steps)
+
+
+def coalesce_stores(code: list[isa.Instruction], steps: list[tuple[int, int]], external: dict[str, dict]):
+    """``config.coalesce_transfers``: the STs that end the program (the outputs), merged where their
+    scratchpad sources lie one after another and their external places fill one span: one ST of the
+    whole run, the outputs' external addresses laid out again inside that span in the scratchpad's
+    order (``external`` is updated; nothing else reads an output's external words).  Returns the
+    code and the steps' first instruction indices, renumbered."""
+    names = {(v["addr"], v["words"]): name for name, v in external.items() if v["kind"] == "output"}
+    first = len(code)
+    while first > 0 and code[first - 1].mnemonic == "ST" and (code[first - 1].dst, code[first - 1].len) in names:
+        first -= 1
+    stores = list(range(first, len(code)))
+    by_src = sorted(stores, key=lambda k: code[k].src)
+    chains: list[list[int]] = []
+    for k in by_src:
+        if chains and code[chains[-1][-1]].src + code[chains[-1][-1]].len == code[k].src:
+            chains[-1].append(k)
+        else:
+            chains.append([k])
+    groups: list[list[int]] = []
+    for chain in chains:
+        spans = sorted((code[k].dst, code[k].dst + code[k].len) for k in chain)
+        if all(a[1] == b[0] for a, b in zip(spans, spans[1:])):
+            groups.append(chain)                 # one external span: one ST
+        else:
+            groups.extend([k] for k in chain)    # left as they are
+    groups.sort(key=min)
+    out, where = code[:first], {}
+    for group in groups:
+        head = code[group[0]]
+        base = min(code[k].dst for k in group)
+        words = sum(code[k].len for k in group)
+        for k in group:
+            where[k] = len(out)
+            if len(group) > 1:
+                external[names[code[k].dst, code[k].len]]["addr"] = base + code[k].src - head.src
+        out.append(head if len(group) == 1 else isa.make("ST", src=head.src, dst=base, len=words))
+    renumbered = [(nid, where.get(at, at if at < first else len(out))) for nid, at in steps]
+    return out, renumbered

@@ -136,7 +136,7 @@ def compile_graph(graph: Graph, calib: Sequence[Mapping[str, Any]], ranges: Mapp
         raise CompileError("compile_graph: the graph has no output, so its program would compute nothing")
     scales = plan_scales(graph, calib, ranges)
     buffers = plan_buffers(graph)
-    external, used = plan_external(graph, ext_words, buffers if config.coalesce_loads else None)
+    external, used = plan_external(graph, ext_words, buffers if config.coalesce_transfers else None)
     low = lower(graph, scales, buffers, external, reuse, config=config)
     prog = Program(graph, low.code, external, scales, buffers, low.buffer_addr, low.released, low.spad_high,
                    used, ext_words, reuse, low.steps, config=config)

@@ -97,13 +97,16 @@ class Config:
         from the state its first 17 steps would reach, 23 steps from the end: SM's division phase
         takes 25 cycles instead of 41 (its busy formula says so).  False on the book chip: its
         cycles are the book's.
-    coalesce_loads : bool
-        Capra (the compiler) loads a run of tensors that lie one after another in external
-        memory (inputs and weights, laid out in node order) with one LD into one block of the
-        scratchpad, the first time a step needs the first of them, instead of one LD per
-        tensor when each is first needed: each LD saved saves ``lat + 1`` cycles and a fetch
-        and issue.  A compiler policy: the chip's hardware (its Verilog) is the same either
-        way.  False on the book chip: its programs are the book's.
+    coalesce_transfers : bool
+        Capra (the compiler) merges DMA transfers.  Loads: a run of tensors that lie one after
+        another in external memory (inputs and weights, laid out in node order, a gap after a
+        leaf whose buffer goes on with computed parts) comes with one LD into one block of the
+        scratchpad, the first time a step needs the first of them, instead of one LD per tensor
+        when each is first needed.  Stores: the outputs' STs that end the program become one ST
+        where their scratchpad sources lie one after another, the outputs laid out in external
+        memory in that order.  Each LD or ST saved saves its fixed cycles and a fetch and issue.
+        A compiler policy: the chip's hardware (its Verilog) is the same either way.  False on the
+        book chip: its programs are the book's.
     extensions : tuple of str
         Importable modules whose instructions this chip has, beyond the book's eight
         (docs/extending.md).  A configuration file may name one by the path of its ``.py``
@@ -123,7 +126,7 @@ class Config:
     stream_while_staging: bool = False
     mm_done_with_write: bool = False
     short_division: bool = False
-    coalesce_loads: bool = False
+    coalesce_transfers: bool = False
     extensions: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -212,7 +215,7 @@ class Config:
         return d
 
     #: fields that only the compiler reads: the hardware (its Verilog) is the same whatever their values
-    COMPILER_FIELDS = ("coalesce_loads",)
+    COMPILER_FIELDS = ("coalesce_transfers",)
 
     def hardware(self) -> "Config":
         """This configuration with every compiler-only field (:attr:`COMPILER_FIELDS`) at the book's
@@ -288,7 +291,7 @@ PRESETS: dict[str, Config] = {
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
     "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8,   # the fastest without overlap
                    stream_while_staging=True, mm_done_with_write=True, short_division=True,
-                   coalesce_loads=True),
+                   coalesce_transfers=True),
     "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True,
                                    spad_partitions=4),  # wide8, units at once
     "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True,

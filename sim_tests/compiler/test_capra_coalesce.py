@@ -1,4 +1,4 @@
-"""``Config.coalesce_loads``: Capra loads tensors that follow one another in external memory with one LD.
+"""``Config.coalesce_transfers``: Capra loads tensors that follow one another in external memory with one LD.
 
 A compiler policy (``Config.COMPILER_FIELDS``): the programs differ, the hardware does not.  What is
 checked: the outputs are the same integers as with one LD per tensor, every leaf is loaded exactly once
@@ -56,8 +56,8 @@ def _check_loaded_once(prog):
 def test_one_ld_brings_the_weights_and_the_integers_are_the_same():
     g, inputs = _chain()
     one = PRESETS["fast"]
-    assert one.coalesce_loads
-    each = one.replace(coalesce_loads=False)
+    assert one.coalesce_transfers
+    each = one.replace(coalesce_transfers=False)
     coalesced, plain = C.compile_graph(g, [inputs], config=one), C.compile_graph(g, [inputs], config=each)
     assert len(_loads(plain)) == 4 and len(_loads(coalesced)) == 1
     for prog in (coalesced, plain):
@@ -75,7 +75,7 @@ def test_one_ld_brings_the_weights_and_the_integers_are_the_same():
 
 def test_a_run_too_long_for_the_free_scratchpad_is_shortened():
     g, inputs = _chain(layers=3, width=16)        # x and three 256-word weights: 784 words in one run
-    small = Config(name="small", spad_words=512, coalesce_loads=True)
+    small = Config(name="small", spad_words=512, coalesce_transfers=True)
     prog = C.compile_graph(g, [inputs], config=small)
     assert 1 < len(_loads(prog)) < 4
     _check_loaded_once(prog)
@@ -86,17 +86,17 @@ def test_a_run_too_long_for_the_free_scratchpad_is_shortened():
 
 def test_the_book_chip_loads_one_tensor_at_a_time():
     g, inputs = _chain()
-    assert not isa.BOOK.coalesce_loads
+    assert not isa.BOOK.coalesce_transfers
     assert len(_loads(C.compile_graph(g, [inputs], config=isa.BOOK))) == 4
 
 
 def test_the_field_builds_no_hardware():
     fast = PRESETS["fast"]
-    assert "coalesce_loads" in Config.COMPILER_FIELDS
-    assert fast.hardware() == fast.replace(coalesce_loads=False) and fast.hardware().name == "fast"
+    assert "coalesce_transfers" in Config.COMPILER_FIELDS
+    assert fast.hardware() == fast.replace(coalesce_transfers=False) and fast.hardware().name == "fast"
     assert Config.book().hardware() == Config.book()
     on = export.export("chip", config=fast)
-    off = export.export("chip", config=fast.replace(coalesce_loads=False))
+    off = export.export("chip", config=fast.replace(coalesce_transfers=False))
     assert on.text == off.text
 
 
@@ -121,10 +121,40 @@ def test_a_gap_in_external_memory_lets_one_ld_pass_a_concatenation():
     g, inputs = _cache_graph()
     one = PRESETS["fast"]
     coalesced = C.compile_graph(g, [inputs], config=one)
-    plain = C.compile_graph(g, [inputs], config=one.replace(coalesce_loads=False))
+    plain = C.compile_graph(g, [inputs], config=one.replace(coalesce_transfers=False))
     assert len(_loads(coalesced)) == 1 and len(_loads(plain)) == 4
     assert coalesced.ext["w2"]["addr"] == coalesced.ext["cache"]["addr"] + 24 + 8      # the gap
     assert plain.ext["w2"]["addr"] == plain.ext["cache"]["addr"] + 24                  # none without it
     (ld,) = _loads(coalesced)
     assert ld.len == sum(v["words"] for v in coalesced.ext.values() if v["kind"] != "output") + 8
     assert C.execute(coalesced, inputs)[0]["o"][0] == C.execute(plain, inputs)[0]["o"][0]
+
+
+def _head_graph():
+    """logits = rescale(x @ w), tok = argmax(logits); both are outputs, tok first (as a decoding
+    step's): the rescale lands where x was, the argmax right after it."""
+    g = C.Graph()
+    x = g.input("x", (1, 16))
+    logits = g.rescale(g.matmul(x, g.weight("w", _w(16, 16, seed=7))))
+    g.output(g.argmax(logits), "tok")
+    g.output(logits, "logits")
+    return g, {"x": _w(1, 16, seed=8, sd=0.5)}
+
+
+def test_outputs_next_to_each_other_in_the_scratchpad_leave_with_one_st():
+    """The trailing STs whose sources follow one another in the scratchpad become one ST, the outputs
+    laid out again in that order inside their external span; the host reads the same values."""
+    g, inputs = _head_graph()
+    one = PRESETS["fast"]
+    coalesced = C.compile_graph(g, [inputs], config=one)
+    plain = C.compile_graph(g, [inputs], config=one.replace(coalesce_transfers=False))
+    stores = [i for i in coalesced.code if i.mnemonic == "ST"]
+    assert len([i for i in plain.code if i.mnemonic == "ST"]) == 2 and len(stores) == 1
+    (st,) = stores
+    outs = {n: v for n, v in coalesced.ext.items() if v["kind"] == "output"}
+    span = sorted((v["addr"], v["addr"] + v["words"]) for v in outs.values())
+    assert (st.dst, st.dst + st.len) == (span[0][0], span[-1][1]) and span[0][1] == span[1][0]
+    assert {v["addr"] for v in outs.values()} != {v["addr"] for n, v in plain.ext.items() if v["kind"] == "output"}
+    got, want = C.execute(coalesced, inputs)[0], C.execute(plain, inputs)[0]
+    assert got["tok"] == want["tok"] and got["logits"] == want["logits"]
+    assert coalesced.ext_used == plain.ext_used
