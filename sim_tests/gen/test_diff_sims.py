@@ -172,3 +172,16 @@ def test_the_help_lists_only_the_simulators_it_accepts(capsys):
     assert "of amaranth, icarus, verilator, cxxrtl" in text and "golden, " not in text
     assert main(["replay", __file__, "--sims", "icarus,icarus"]) != 0       # refused while parsing
     assert "icarus named more than once" in capsys.readouterr().err
+
+
+def test_a_comment_line_longer_than_any_buffer_is_skipped_by_every_verilog_testbench():
+    """A bundle's comment lines can be long (a chip's ``// config: {JSON}`` line passed 255 characters
+    when fields were added, and the CXXRTL driver read lines through a 256-byte buffer, taking the line's
+    tail for a word): a program named with 700 characters replays on Icarus and CXXRTL as on the golden
+    model."""
+    name = "long " + "x" * 700
+    bundle = Bundle.from_programs([(name, PROGRAM, EXT)], ext_words=8192, config=isa.BOOK)
+    assert max(len(line) for line in bundle.to_text().splitlines()) > 700
+    for sim in ("icarus", "cxxrtl"):
+        report = get_simulator(sim, config=isa.BOOK).run_bundle(bundle)
+        assert report.passed and len(report.results) == 1, (sim, report.mismatch, report.messages)

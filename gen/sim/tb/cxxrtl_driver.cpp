@@ -175,16 +175,24 @@ private:
             std::printf("ERROR: cannot read %s\n", path.c_str());
             return false;
         }
-        char line[256];
-        while (std::fgets(line, sizeof line, f) && (long long)words_.size() < n_words_) {
-            char *s = line;
+        // one whole line at a time, however long (a configuration's comment line can be hundreds of
+        // characters: read in pieces of a fixed buffer, its tail would be taken for a word)
+        std::string line;
+        while ((long long)words_.size() < n_words_) {
+            line.clear();
+            int c;
+            while ((c = std::fgetc(f)) != EOF && c != '\n')
+                line.push_back((char)c);
+            if (c == EOF && line.empty())
+                break;
+            const char *s = line.c_str();
             while (*s == ' ' || *s == '\t') ++s;
-            if (*s == '\n' || *s == '\r' || *s == 0 || (s[0] == '/' && s[1] == '/')) continue;
+            if (*s == '\r' || *s == 0 || (s[0] == '/' && s[1] == '/')) continue;
             char *end = nullptr;
             unsigned long w = std::strtoul(s, &end, 16);
             if (end == s) {
                 std::fclose(f);
-                std::printf("ERROR: %s: not a hex word: %s", path.c_str(), line);
+                std::printf("ERROR: %s: not a hex word: %s\n", path.c_str(), line.c_str());
                 return false;
             }
             words_.push_back((uint32_t)w);
