@@ -568,7 +568,7 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
     model = coverage_model(spec.ext_words, spec.max_cycles, config=spec.config)
     counts = cov.merge(r.get("coverage", {}) for r in finished)
     per_sim = {}
-    first = None
+    first, first_incomplete = None, False
     for name in spec.sims:
         entries = [r["sims"][name] for r in present if name in r["sims"]]
         mism = [m for r in finished for m in r["sims"][name]["mismatches"]]
@@ -600,8 +600,10 @@ def report(spec: CampaignSpec, results: Sequence[dict | None]) -> dict:
                          "line": line,
                          "mismatch": f"program {mism[0]['program']}: {mism[0]['mismatch']}" if mism else None,
                          "mismatch_program": _name_of(finished, name, mism[0]["program"]) if mism else None}
-        if not passed and first is None:
-            first = f"{name}: {per_sim[name]['mismatch'] or line}"
+        # the first mismatch or error names the problem; a simulator that is only incomplete because
+        # another one's pieces failed (the golden model's pieces end when a simulator's do) comes last
+        if not passed and (first is None or (first_incomplete and (mism or errs))):
+            first, first_incomplete = f"{name}: {per_sim[name]['mismatch'] or line}", not (mism or errs)
     kept = [k for r in finished for k in r["kept"]]
     random_programs = sum(r["programs"] for r in finished if r["piece"] != DIRECTED)
     return {

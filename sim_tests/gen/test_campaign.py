@@ -263,3 +263,21 @@ def test_dask_cluster_gives_the_local_verdicts_and_coverage(tmp_path):
     assert remote["coverage"] == local["coverage"] and remote["cycles"] == local["cycles"]
     workers = {json.loads(p.read_text())["worker"] for p in (tmp_path / "dask" / "pieces").iterdir()}
     assert workers and all(not w.endswith(f":{__import__('os').getpid()}") for w in workers)
+
+def test_the_report_names_the_simulator_whose_piece_failed_not_the_golden_models_incomplete_count():
+    """A piece whose CXXRTL run raised is unfinished for every simulator; the report's first problem is
+    CXXRTL's error, not the golden model's "INCOMPLETE" (which said nothing of the cause)."""
+    from gen.fuzz import campaign
+    spec = campaign.CampaignSpec(programs=10, sims=("golden", "cxxrtl"), piece_size=10, config=isa.BOOK)
+
+    def sim(error=None, programs=10):
+        return {"programs_run": programs, "cycles": 100, "mismatches": [], "error": error, "run_seconds": 0.1,
+                "setup_seconds": 0.0, "seconds": 0.1, "cpu_seconds": 0.1}
+
+    piece = {"piece": 0, "start": 0, "stop": 10, "programs": 10, "cycles": 100, "generate_seconds": 0.0,
+             "sims": {"golden": sim(), "cxxrtl": sim("cxxrtl: SimulatorError: a bundle it could not read", 0)},
+             "kept": [], "halt_only": 0, "coverage": {}}
+    rep = campaign.report(spec, [piece])
+    assert not rep["complete"]
+    assert rep["first_mismatch"] == "cxxrtl: ERROR: cxxrtl: SimulatorError: a bundle it could not read"
+    assert rep["results"]["golden"]["line"].startswith("INCOMPLETE")
