@@ -555,11 +555,17 @@ def test_contract_in_simulation_rejects_the_planted_mutant(unit):
 STREAMING_PLANTED = ("ga2_hdl/rtl/matrix_unit.py", "2 -> 3", "first_read = 2 if")
 
 
+def _book_with(tmp_path, name: str, *fields: str) -> str:
+    """A configuration file: the book's chip named ``name`` with each bool field of ``fields`` set (the
+    mutant's child process reads a file, not a Config)."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'name = "{name}"\n' + "".join(f"{f} = true\n" for f in fields))
+    return str(path)
+
+
 @pytest.fixture
 def streaming_book(tmp_path):
-    path = tmp_path / "book_sws.toml"
-    path.write_text('name = "book_sws"\nstream_while_staging = true\n')
-    return str(path)
+    return _book_with(tmp_path, "book_sws", "stream_while_staging")
 
 
 @needs_tools
@@ -586,9 +592,7 @@ def test_matrix_pieces_hold_streaming_while_staging(key, streaming_book, tmp_pat
 @pytest.fixture
 def timing_book(tmp_path):
     """The book's chip with fast's two timing fields: MM's done with its last write, SM's short division."""
-    path = tmp_path / "book_timing.toml"
-    path.write_text('name = "book_timing"\nmm_done_with_write = true\nshort_division = true\n')
-    return str(path)
+    return _book_with(tmp_path, "book_timing", "mm_done_with_write", "short_division")
 
 
 @needs_tools
