@@ -64,16 +64,23 @@ class _Emitter:
         self.due = buffers.release_after()
         self.loads_in: dict[int, int] = {}      # partition -> when it was last given a loaded buffer
         self.step: Node | None = None
+        #: external address -> the leaf there (the runs of coalesced loads walk it)
+        self.leaf_at = {external[n.name]["addr"]: n for n in graph.nodes if n.op in EXTERNAL_OPS}
 
     # -- memory
-    def _take(self, words: int, what: str, loaded: bool = False) -> int:
-        try:
-            start = self.alloc.alloc(words, self._partitions(loaded))
-        except AllocationError as e:
-            raise CompileError(f"{self.step.label()}: cannot place {what}: {e}") from None
+    def _alloc(self, words: int, loaded: bool) -> int:
+        """``words`` from the allocator where :meth:`_partitions` prefers them, the partition of a
+        loaded buffer noted; :class:`AllocationError` when no free run is long enough."""
+        start = self.alloc.alloc(words, self._partitions(loaded))
         if loaded:
             self.loads_in[start // self.config.spad_partition_words] = len(self.given)
         return start
+
+    def _take(self, words: int, what: str, loaded: bool = False) -> int:
+        try:
+            return self._alloc(words, loaded)
+        except AllocationError as e:
+            raise CompileError(f"{self.step.label()}: cannot place {what}: {e}") from None
 
     def _partitions(self, loaded: bool) -> list[tuple[int, int]]:
         """Where a buffer should go first (planner.py, "Allocation"): none without partitions; a
@@ -117,14 +124,13 @@ class _Emitter:
         :func:`~compiler.planner.leaf_gap`), so each leaf's words keep in the scratchpad their
         distance in external memory; a buffer not yet placed has nothing written in it, so the gap's
         words land where nothing is yet."""
-        at = {self.external[n.name]["addr"]: n for n in self.graph.nodes if n.op in EXTERNAL_OPS}
         run, node = [], self.graph.nodes[nid]
         while True:
             p = self.plan.placement[node.id]
             if node.id in self.loaded or p.offset != 0 or p.buffer in self.addr:
                 break
             run.append(node.id)
-            node = at.get(self.external[node.name]["addr"] + self.plan.buffers[p.buffer].size)
+            node = self.leaf_at.get(self.external[node.name]["addr"] + self.plan.buffers[p.buffer].size)
             if node is None:
                 break
         return run or [nid]
@@ -135,17 +141,15 @@ class _Emitter:
         (``run`` is cut in place), down to the first leaf alone, placed as any tensor."""
         while len(run) > 1:
             buffers = [self.plan.placement[m].buffer for m in run]
-            words = sum(self.plan.buffers[b].size for b in buffers)
             try:
-                start = self.alloc.alloc(words, self._partitions(True))
+                start = self._alloc(sum(self.plan.buffers[b].size for b in buffers), loaded=True)
             except AllocationError:
                 del run[-1]
                 continue
-            self.loads_in[start // self.config.spad_partition_words] = len(self.given)
             for b in buffers:
                 self.addr[b] = self.given[b] = start
                 start += self.plan.buffers[b].size
-            return self.place(run[0])
+            break
         return self.place(run[0])
 
     def temporary(self, words: int, what: str) -> int:
