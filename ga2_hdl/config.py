@@ -97,6 +97,14 @@ class Config:
         from the state its first 17 steps would reach, 23 steps from the end: SM's division phase
         takes 25 cycles instead of 41 (its busy formula says so).  False on the book chip: its
         cycles are the book's.
+    fetch_on_done : bool
+        Without overlap: the cycle of a unit's ``done`` is also the next instruction's FETCH, so the
+        next issues in the cycle after it (t+W+1) instead of two cycles after (t+W+2): every
+        instruction on the DMA or the matrix unit costs one cycle less.  The vector unit's keep
+        the FETCH cycle of their own, in which RQ writes its last result (the trailing write of its
+        two-stage multiply).  The next word is read and checked while the unit runs, as on the book
+        chip; its check then has one cycle fewer, so every busy time must be at least 3.  False on
+        the book chip: its cycles are the book's.
     coalesce_transfers : bool
         Capra (the compiler) merges DMA transfers.  Loads: a run of tensors that lie one after
         another in external memory (inputs and weights, laid out in node order, a gap after a
@@ -126,6 +134,7 @@ class Config:
     stream_while_staging: bool = False
     mm_done_with_write: bool = False
     short_division: bool = False
+    fetch_on_done: bool = False
     coalesce_transfers: bool = False
     extensions: tuple[str, ...] = ()
 
@@ -154,6 +163,9 @@ class Config:
             if isinstance(v, int) and v >= 1 and not _power_of_two(v):
                 out.append(f"{name}={v} must be a power of two")
         out.extend(self._partition_problems())
+        if self.fetch_on_done is True and self.overlap is True:
+            out.append("fetch_on_done=true needs overlap=false: with overlap the next instruction is "
+                       "fetched the cycle after an issue already")
         return out
 
     def _partition_problems(self) -> list[str]:
@@ -291,7 +303,7 @@ PRESETS: dict[str, Config] = {
     "wide8": Config(name="wide8", spad_ports=8, ext_port_words=8),   # plain decoding <= 2,800 cycles/token
     "fast": Config(name="fast", array=8, spad_ports=8, ext_port_words=8,   # the fastest without overlap
                    stream_while_staging=True, mm_done_with_write=True, short_division=True,
-                   coalesce_transfers=True),
+                   fetch_on_done=True, coalesce_transfers=True),
     "wide8_overlap": Config(name="wide8_overlap", spad_ports=8, ext_port_words=8, overlap=True,
                                    spad_partitions=4),  # wide8, units at once
     "fast_overlap": Config(name="fast_overlap", array=8, spad_ports=8, ext_port_words=8, overlap=True,

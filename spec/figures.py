@@ -37,7 +37,7 @@ def _unit_label(what: str, unit: isa.Unit) -> str:
 
 UNIT_LABELS = {"matrix": _unit_label("matrix unit", isa.Unit.MATRIX), "dma": _unit_label("DMA", isa.Unit.DMA),
                "vector": _unit_label("vector unit", isa.Unit.VECTOR),
-               "fetch and issue": f"fetch and issue ({isa.FETCH_ISSUE_CYCLES} per instruction)"}
+               "fetch and issue": f"fetch and issue (at most {isa.FETCH_ISSUE_CYCLES} per instruction)"}
 
 
 def _save(fig, path: str) -> str:

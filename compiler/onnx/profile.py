@@ -97,7 +97,7 @@ def profile_program(prog, owner: dict[int, str] | None = None, batch: int = 1) -
             name = "HALT"
         layer = layers.setdefault(name, Layer(name))
         busy = iset.busy(ins) if ins.mnemonic != "HALT" else 0
-        layer.cycles += isa.FETCH_ISSUE_CYCLES + busy
+        layer.cycles += iset.cycles(ins) if ins.mnemonic != "HALT" else isa.FETCH_ISSUE_CYCLES
         unit = UNITS.get(iset.by_name[ins.mnemonic].unit) if ins.mnemonic in iset.by_name else None
         if unit:
             layer.units[unit] += busy

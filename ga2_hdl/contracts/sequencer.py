@@ -24,8 +24,9 @@ counters (:class:`ga2_hdl.isa.Counters`) and of the issue rule (:class:`ga2_hdl.
 * at most one unit's ``start`` in a cycle; a unit is started only while it is not busy and the chip
   runs; without overlap (the book's sequencer) only while no unit is busy, at most one unit busy at
   a time, and a unit starts only in its issue cycle: cycle s+2 (the first FETCH in s+1), or two cycles
-  after a unit's ``done`` (fetched in t+W+1, issued in t+W+2); and in such a cycle the sequencer
-  either starts a unit or halts (``halted`` the cycle after);
+  after a unit's ``done`` (fetched in t+W+1, issued in t+W+2; with ``config.fetch_on_done`` one
+  cycle after the ``done`` of a unit whose FETCH is that cycle, :func:`ga2_hdl.isa.fetch_after`); and
+  in such a cycle the sequencer either starts a unit or halts (``halted`` the cycle after);
 * ``running`` is high exactly from the cycle after a start until ``halted`` rises; after HALT or an
   error nothing starts, no unit is busy or done, and the counters, ``status`` and ``status_pc`` hold
   until the next start;
@@ -250,17 +251,23 @@ class SequencerContract(Spec):
 
     def issue_timing(self, m: Module, started, any_start, any_done) -> None:
         """Without overlap (the ISA's issue rule, :class:`ga2_hdl.isa.IssueTimer`): an instruction
-        issues two cycles after the start or after the ``done`` of the one before, never else, and
-        in such a cycle the chip starts a unit or halts."""
+        issues two cycles after the start or after the ``done`` of the one before (one cycle after the
+        ``done`` of a unit whose next FETCH is that cycle: :func:`ga2_hdl.isa.fetch_after`), never
+        else, and in such a cycle the chip starts a unit or halts."""
         if self.config.overlap:
             return
         chip = self.chip
-        ago1, ago2 = Signal(), Signal()                    # a start or a done 1 and 2 cycles ago
-        m.d.sync += [ago1.eq(started | any_done), ago2.eq(ago1)]
+        # the dones followed by a FETCH of its own, and those that are the FETCH
+        later = _any(u.done for k, u in chip.units.items() if isa.fetch_after(self.config, k))
+        sooner = _any(u.done for k, u in chip.units.items() if not isa.fetch_after(self.config, k))
+        ago1, ago2 = Signal(), Signal()                    # a start or a later done 1 and 2 cycles ago
+        sooner1 = Signal()                                 # a sooner done 1 cycle ago
+        m.d.sync += [ago1.eq(started | later), ago2.eq(ago1), sooner1.eq(sooner)]
+        due = ago2 | sooner1                               # an issue cycle
         with m.If(any_start):
-            m.d.comb += Assert(ago2)
+            m.d.comb += Assert(due)
         halting = Signal()                                 # last cycle was an issue that did not start
-        m.d.sync += halting.eq(ago2 & ~any_start)
+        m.d.sync += halting.eq(due & ~any_start)
         with m.If(halting):
             m.d.comb += Assert(chip.halted)
         was = Signal()                                     # halted last cycle

@@ -158,7 +158,7 @@ class UnitContract(Spec):
         self.elapsed = Signal(16)               # cycles since the start (1 in t+1)
         self.held = Signal(INSTRUCTION)         # the instruction, from the start until done
         #: the cycles after done in which the unit may still write (the next instruction's FETCH)
-        self.trailing = isa.trailing_write_cycles(config)
+        self.trailing = isa.trailing_write_cycles(config, self.specs[0].unit)
         self.trailing_now = Signal()            # one of those cycles (no start then)
 
     # ------------------------------------------------------------------ the environment

@@ -196,6 +196,13 @@ def _timing(w, iset, config: Config) -> None:
         w(f"Instructions run one at a time, in order. Each costs fetch + issue ({isa.FETCH_ISSUE_CYCLES} cycles) "
           "plus its unit's busy time; HALT costs fetch + issue and is not counted as executed. Every operand is "
           "read before any result is written, so identical source and destination regions are safe.")
+        if config.fetch_on_done:
+            units = [u for u in (isa.Unit.DMA, isa.Unit.MATRIX, isa.Unit.VECTOR) if isa.fetch_after(config, u) == 0]
+            ops = ", ".join(iset.by_code[code].mnemonic for u in units for code in iset.unit_ops(u))
+            w("")
+            w(f"Fetch on done: after an instruction of {ops}, the last cycle of its busy time is also the next "
+              "instruction's fetch, so the next one (HALT and a faulting one included) costs one cycle less: "
+              "issue, plus its busy time. After the others the fetch has its own cycle (`isa.fetch_after`).")
     w("")
     w("Counters reported at halt, in this order:")
     w("")

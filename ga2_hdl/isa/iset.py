@@ -82,8 +82,23 @@ class InstructionSet:
         return self.spec(ins.op).busy(ins)
 
     def cycles(self, ins: "Instruction") -> int:
-        """Fetch + issue + busy time of ``ins`` on this chip."""
-        return FETCH_ISSUE_CYCLES + self.busy(ins)
+        """Fetch + issue + busy time of ``ins`` on this chip, without overlap: the cycles from its
+        issue to the next one's (with ``config.fetch_on_done`` the fetch may be the cycle of its
+        ``done``: :func:`fetch_after`).  With overlap, an upper bound."""
+        if self.config.overlap:
+            return FETCH_ISSUE_CYCLES + self.busy(ins)
+        return self.busy(ins) + fetch_after(self.config, self.spec(ins.op).unit) + 1
+
+    def fetch_issue(self, program: Sequence["Instruction"]) -> int:
+        """The cycles ``program`` spends in fetch and issue up to its first HALT (included): its
+        instructions' :meth:`cycles` less their busy times, and the HALT's fetch and issue.  Without
+        overlap, ``total`` less the three units' busy counters."""
+        out = 0
+        for ins in program:
+            if ins.op == 0:
+                break
+            out += self.cycles(ins) - self.busy(ins)
+        return out + FETCH_ISSUE_CYCLES
 
     def make(self, mnemonic: str, **operands: int) -> "Instruction":
         """:func:`make` with this chip's operations (an extension's included)."""
@@ -185,8 +200,8 @@ def _counters(iset: InstructionSet, program: Sequence[Instruction]) -> Counters:
     raise IsaError("program has no HALT")
 
 
-def trailing_write_cycles(config: Config) -> int:
-    """Cycles after a unit's ``done`` in which it may still write the scratchpad: its last write
+def trailing_write_cycles(config: Config, unit: Unit) -> int:
+    """Cycles after ``unit``'s ``done`` in which it may still write the scratchpad: its last write
     may *trail* its busy time.
 
     Without overlap the next instruction is fetched in cycle t+W+1 and issued in t+W+2
@@ -195,9 +210,20 @@ def trailing_write_cycles(config: Config) -> int:
     FETCH).  A write there is complete before any later instruction can read, and before the
     halting issue, so the memory, the counters and every cycle are those of a write in t+W.
     The book's RQ engine uses that cycle for a deeper pipeline (docs/fpga.md).  With overlap the
-    next instruction may issue in t+W+1 itself: no trailing write (0).
+    next instruction may issue in t+W+1 itself: no trailing write (0).  With
+    ``config.fetch_on_done`` the FETCH is the cycle of ``done`` after the DMA and the matrix unit
+    (0), and its own cycle after the vector unit, whose RQ writes there (1).
     """
-    return 0 if config.overlap else FETCH_ISSUE_CYCLES - 1
+    if config.overlap or (config.fetch_on_done and unit != Unit.VECTOR):
+        return 0
+    return FETCH_ISSUE_CYCLES - 1
+
+
+def fetch_after(config: Config, unit: Unit) -> int:
+    """The cycles from an instruction's ``done`` (cycle t+W) to the next instruction's FETCH on a
+    chip without overlap: 1, or with ``config.fetch_on_done`` 0 when ``unit`` has no trailing write
+    (:func:`trailing_write_cycles`).  The next issue is the cycle after that FETCH."""
+    return trailing_write_cycles(config, unit) if config.fetch_on_done else FETCH_ISSUE_CYCLES - 1
 
 
 def partition_span(start, end, config: Config):
@@ -245,7 +271,10 @@ class IssueTimer:
     the end of cycle t+W.
 
     Without overlap (the book's chip) the sequencer waits for the unit: the next
-    instruction is fetched in cycle t+W+1 and issued in t+W+2.
+    instruction is fetched in cycle t+W+1 and issued in t+W+2.  With
+    ``config.fetch_on_done`` the fetch is the cycle t+W itself after an instruction
+    of a unit with no trailing write (:func:`fetch_after`), and the next instruction
+    issues in t+W+1.
 
     With overlap (``config.overlap``), the next instruction is fetched in cycle
     t+1, the cycle after the issue, and its issue waits, one cycle at a time, until
@@ -286,7 +315,8 @@ class IssueTimer:
         self.iset = iset
         self.overlap = iset.config.overlap
         self.counters = [0] * len(Counter)
-        self.last_issue = -1                 # cycle of the last issue (-1: the first fetch is cycle 0)
+        self.last_issue = -1                 # with overlap: cycle of the last issue (-1: the first fetch is cycle 0)
+        self.next_fetch = 0                  # without overlap: cycle of the next FETCH
         self.free = {}                       # unit -> first cycle it may be started again
         self.in_flight: list[tuple[int, tuple[Region, ...]]] = []   # (first free cycle, spad accesses)
 
@@ -308,7 +338,7 @@ class IssueTimer:
         its :meth:`spad_accesses`, if the caller has them."""
         spec = self.iset.spec(ins.op)
         if not self.overlap:
-            return self.last_issue + FETCH_ISSUE_CYCLES
+            return self.next_fetch + FETCH_ISSUE_CYCLES - 1
         return self._earliest(spec, self.spad_accesses(spec, ins) if spad is None else spad)
 
     def issue(self, ins: Instruction, spad: tuple[Region, ...] | None = None) -> int:
@@ -323,9 +353,9 @@ class IssueTimer:
             self.in_flight.append((t + busy + 1, spad))
             self.free[spec.unit] = t + busy + 1
         else:
-            t = self.last_issue + FETCH_ISSUE_CYCLES
-            self.free = {spec.unit: t + busy + 1}
-        self.last_issue = t if self.overlap else t + busy
+            t = self.next_fetch + FETCH_ISSUE_CYCLES - 1
+            self.next_fetch = t + busy + fetch_after(self.iset.config, spec.unit)
+        self.last_issue = t
         self.counters[UNIT_COUNTER[spec.unit]] += busy
         self.counters[Counter.INSTRUCTIONS] += 1
         return t
@@ -333,7 +363,10 @@ class IssueTimer:
     def halt(self) -> Counters:
         """Halt (HALT, a faulting instruction or a fetch past the end) after the instructions
         issued so far: the final counters."""
-        t = max([self.last_issue + FETCH_ISSUE_CYCLES, *self.free.values()])
+        if self.overlap:
+            t = max([self.last_issue + FETCH_ISSUE_CYCLES, *self.free.values()])
+        else:
+            t = self.next_fetch + FETCH_ISSUE_CYCLES - 1
         self.counters[Counter.TOTAL] = t + 1
         return Counters(*self.counters)
 

@@ -72,7 +72,7 @@ from .matrix_unit import MatrixUnit
 from .sram import Scratchpad
 from .vector_unit import VectorUnit
 
-__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH", "MIN_BUSY", "short_busy_times"]
+__all__ = ["GA2Chip", "COUNTER_PORTS", "SPAD_MEMORY_PATH", "MIN_BUSY", "short_busy_times", "check_cycles"]
 
 #: the counter output ports, in the ISA's counter order
 COUNTER_PORTS = tuple(f"cnt_{name}" for name in isa.COUNTER_NAMES)
@@ -115,6 +115,13 @@ def short_busy_times(config: Config, minimum: int = MIN_BUSY) -> list[tuple[str,
         if iset.check(ins)[0] == isa.ErrorCode.OK and iset.busy(ins) < minimum:
             short.append((spec.mnemonic, iset.busy(ins)))
     return short
+
+
+def check_cycles(config: Config) -> int:
+    """The WAIT cycles over which the book sequencer computes the first half of the next word's check:
+    3 (the products' factors registered too) when every busy time is at least :data:`DEEP_CHECK_BUSY`,
+    one more with ``config.fetch_on_done`` (whose last WAIT cycle is the FETCH), else 2."""
+    return 3 if not short_busy_times(config, DEEP_CHECK_BUSY + config.fetch_on_done) else 2
 
 
 class GA2Chip(wiring.Component):
@@ -177,10 +184,13 @@ class GA2Chip(wiring.Component):
         if not 1 <= config.imem_words < 1 << STATUS_PC_BITS:
             raise ValueError(f"configuration {config.name!r}: imem_words={config.imem_words}: "
                              f"1 .. {(1 << STATUS_PC_BITS) - 1} words")
-        short = [] if config.overlap else short_busy_times(config)
+        minimum = MIN_BUSY + config.fetch_on_done
+        short = [] if config.overlap else short_busy_times(config, minimum)
         if short:
             raise ValueError(f"configuration {config.name!r}: the sequencer checks the next instruction "
-                             f"over {MIN_BUSY} cycles of the one before, but "
+                             f"over {MIN_BUSY} cycles of the one before"
+                             + (", the last of them the FETCH of fetch_on_done" if config.fetch_on_done else "")
+                             + ", but "
                              + ", ".join(f"{name} can be busy {busy}" for name, busy in short))
         VectorUnit.check(config)
 
@@ -277,6 +287,11 @@ class GA2Chip(wiring.Component):
         cycle, so a word 0 written in the start cycle is the one that runs.  The memory cannot
         change while running (writes are ignored), so the word read ahead is the word FETCH
         would have read.  Every cycle is the same as with the check all in FETCH.
+
+        With ``config.fetch_on_done`` the cycle of the DMA's or the matrix unit's ``done`` is also the
+        next FETCH (:func:`ga2_hdl.isa.fetch_after`): WAIT does FETCH's work and goes to ISSUE, every
+        WAIT cycle reading word pc + 2 ahead; the check's first half ends a WAIT cycle earlier
+        (:func:`check_cycles`).  After the vector unit (RQ's trailing write) FETCH keeps its cycle.
         """
         stages = CheckStages(self.ext_words, config=self.config)
         counters, unit_counter, instructions, total = self._counters()
@@ -290,7 +305,8 @@ class GA2Chip(wiring.Component):
         products = []                                    # the first half's operands and products, registered
         # three WAIT cycles for the first half when every busy time allows it, else two (the
         # products' factors then combinational)
-        deep = not short_busy_times(self.config, DEEP_CHECK_BUSY)
+        fetch_on_done = self.config.fetch_on_done
+        deep = check_cycles(self.config) == 3
 
         stage = _check_stage(products, factors=deep)
 
@@ -319,18 +335,21 @@ class GA2Chip(wiring.Component):
         error_next = stages.error(m, terms_next, name="error_next")
         iset = isa.instruction_set(self.config)
 
+        def fetch(pc, word, op, error):
+            """FETCH's registers: the word at ``pc`` (its op and check's error) into cur and the verdict."""
+            m.d.sync += [fetched_past_end.eq(pc >= self.imem_words), cur.eq(word),
+                         verdict.halt.eq(op == isa.HALT.op), verdict.error.eq(error)]
+            m.d.sync += [verdict[UNIT_NAMES[kind]].eq(op.matches(*iset.unit_ops(kind))) for kind in self.units]
+
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
                 self._start(m, first, counters)
 
             with m.State("FETCH"):
-                op = Mux(first, terms_word0.op, terms_next.op)
                 m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1), imem_rd.en.eq(1)]
-                m.d.sync += [total.eq(total + 1), fetched_past_end.eq(self.pc >= self.imem_words),
-                             first.eq(0), cur.eq(Mux(first, word0, nxt)),
-                             verdict.halt.eq(op == isa.HALT.op),
-                             verdict.error.eq(Mux(first, error_word0, error_next))]
-                m.d.sync += [verdict[UNIT_NAMES[kind]].eq(op.matches(*iset.unit_ops(kind))) for kind in self.units]
+                m.d.sync += [total.eq(total + 1), first.eq(0)]
+                fetch(self.pc, Mux(first, word0, nxt), Mux(first, terms_word0.op, terms_next.op),
+                      Mux(first, error_word0, error_next))
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):
@@ -353,12 +372,19 @@ class GA2Chip(wiring.Component):
                 m.d.comb += self.running.eq(1)
                 m.d.sync += [total.eq(total + 1), *stages.assign(terms_next, data.View(INSTRUCTION, nxt), stage)]
                 m.d.sync += [r.eq(e) for r, e in products]
+                if fetch_on_done:
+                    m.d.comb += [imem_rd.addr.eq(self.pc + 2), imem_rd.en.eq(1)]
                 for kind, unit in self.units.items():
                     with m.If(current[kind]):
                         m.d.sync += unit_counter[kind].eq(unit_counter[kind] + 1)
                         with m.If(unit.done):
                             m.d.sync += [self.pc.eq(self.pc + 1), instructions.eq(instructions + 1)]
-                            m.next = "FETCH"
+                            if isa.fetch_after(self.config, kind) == 0:
+                                # the merged FETCH, of the next word: nxt (first is 0 here)
+                                fetch(self.pc + 1, nxt, terms_next.op, error_next)
+                                m.next = "ISSUE"
+                            else:
+                                m.next = "FETCH"
         return m
 
     # ------------------------------------------------------------------ shared by both sequencers

@@ -234,7 +234,7 @@ class RequantizeEngine(_Engine):
 
     def elaborate(self, platform):
         m = Module()
-        trailing = isa.trailing_write_cycles(self.config)
+        trailing = isa.trailing_write_cycles(self.config, isa.Unit.VECTOR)
         dst, src, length = (operand(self.ins, "RQ", n) for n in ("dst", "src", "len"))
         # the write of element (chunk) i: 1 (the read) + the requantizer's latency cycles after its
         # read; done with the last write or, trailing, the cycle before it

@@ -113,11 +113,12 @@ def expected_cycles(program: Sequence[Instruction], *, config: Config) -> int:
     iset = isa.instruction_set(config)
     total = 0
     for ins in program:
-        total += FETCH_ISSUE_CYCLES
-        if ins.op == HALT.op:
-            break
-        if ins.op in iset.by_code:
-            total += iset.busy(ins)
+        if ins.op == HALT.op or ins.op not in iset.by_code:
+            total += FETCH_ISSUE_CYCLES
+            if ins.op == HALT.op:
+                break
+        else:
+            total += iset.cycles(ins)
     return total
 
 

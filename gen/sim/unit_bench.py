@@ -227,10 +227,9 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
     wide = spad.signature.wide
     busy_port = getattr(harness.unit, "busy", None) if "busy" in harness.unit.signature.members else None
     busy_times: list[int] = []
-    trailing = isa.trailing_write_cycles(harness.config)
+    trailing = max(isa.trailing_write_cycles(harness.config, unit) for unit in isa.Unit)
     if gap < trailing:
         raise ValueError(f"gap={gap}: at least the {trailing} cycle(s) after done in which a unit may still write")
-
     allowed: dict = {}                   # instruction -> the words its regions let it read, write
 
     async def bench(ctx):
@@ -292,6 +291,7 @@ def run_jobs(harness: SpadHarness, jobs: Sequence[Job], *, gap: int = 2,
                 await ctx.tick()
                 cycle += 1
             busy_times.append(cycle)
+            trailing = isa.trailing_write_cycles(harness.config, iset.spec(ins.op).unit)
             for k in range(1, IDLE_CYCLES_AFTER + gap + 1):
                 await ctx.tick()
                 # once done (and the cycles of a trailing write), the instruction word may change

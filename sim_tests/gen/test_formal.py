@@ -617,3 +617,36 @@ def test_mm_done_with_write_a_cycle_early_fails_the_unit_contract(timing_book):
                     name="MM's done registered a cycle after its last write, with the field set")
     rec = mutants.check_mutant(mutant, "matrix.contract", timing_book)
     assert rec["status"] == "failed", (mutant.label, rec)
+
+
+@pytest.fixture
+def fetch_on_done_book(tmp_path):
+    return _book_with(tmp_path, "book_fod", "fetch_on_done")
+
+
+@needs_tools
+@pytest.mark.parametrize("change", [
+    # never merged: the book's FETCH after every unit (the next issue a cycle late after LD, ST, MM)
+    "isa.fetch_after(self.config, kind) == 0 -> isa.fetch_after(self.config, kind) == -1",
+    # merged after the vector unit instead of after the DMA and the matrix unit
+    "isa.fetch_after(self.config, kind) == 0 -> isa.fetch_after(self.config, kind) != 0",
+])
+def test_fetch_on_done_at_the_wrong_units_fails_the_sequencer(fetch_on_done_book, change):
+    """``chip.sequencer`` on a chip with ``fetch_on_done`` asserts the ISA's issue cycles (one after
+    the done of LD, ST and MM, two after the vector unit's): a sequencer that merges FETCH into the
+    done cycle after no unit, or after the wrong ones, fails it (about 15 s each)."""
+    mutant = mutants.find("ga2_hdl/rtl/chip.py", change)
+    rec = mutants.check_mutant(mutant, "chip.sequencer", fetch_on_done_book)
+    assert rec["status"] == "failed", (mutant.label, rec)
+
+
+@pytest.mark.slow
+@needs_tools
+def test_sequencer_holds_with_fetch_on_done(fetch_on_done_book, tmp_path):
+    """The sequencer's contract on the book's chip with ``fetch_on_done``, at its depth (15 cycles,
+    about 6 minutes), covers reached; and the DMA's and the matrix unit's unit contracts, which with
+    the field allow no write after done (``isa.trailing_write_cycles`` 0)."""
+    config = load_config(fetch_on_done_book)
+    for key in ("chip.sequencer", "dma.contract", "matrix.contract"):
+        rec = prove.check_property(PROPS[key], config, keep=str(tmp_path))
+        assert (rec["status"], rec["covers"]) == ("bounded", "reached"), rec

@@ -1,5 +1,6 @@
 """The clock of the book's chip (docs/fpga.md, "The critical path, and a faster clock at the same
-cycles"): the Fmax it reached must not be lost quietly (slow: the real tools), and the parts of
+cycles") and `fast`'s tokens per second: what they reached must not be lost quietly (slow: the real
+tools), and the parts of
 `ga2 synth` that measure it: several seeds and their median, a failed run's log kept with a
 one-line reason (fast: stand-in tools).
 """
@@ -41,6 +42,37 @@ def test_book_chip_keeps_its_clock():
     mid, spread = median_run(runs)
     assert mid.fmax_mhz >= BOOK_FMAX_MHZ, \
         f"the book's chip fell to a median of {mid.fmax_mhz} MHz (floor {BOOK_FMAX_MHZ}; seeds {spread}): {mid.path_line()}"
+
+
+#: issue 25's targets for the best preset on the LFE5U-85F-6: tokens per second, plain decoding and
+#: k=3 with the perfect draft, at the median Fmax of FAST_SEEDS (docs/fpga.md, fourteenth session)
+FAST_TARGETS = {"plain_cycles_per_token": 50_000, "k3_perfect_cycles_per_token": 90_000}
+FAST_SEEDS = (1, 2, 3)
+
+
+@pytest.mark.slow
+def test_fast_keeps_the_issues_token_targets():
+    """``fast`` (LFE5U-85F-6, out of context): at the median Fmax of FAST_SEEDS, the golden model's
+    cycles per token over the chapter's runs give at least FAST_TARGETS tokens per second.  A change
+    of cycles or of clock that loses a target fails here.  From the synthesis cache when the Verilog
+    is unchanged; else Yosys once and nextpnr once per seed (about 10 minutes a seed)."""
+    from ga2_hdl.config import PRESETS
+    from gen.fpga.report import median_run
+    from spec.explore import explore_config
+    try:
+        tools = synth.tool_versions()
+    except synth.ToolsMissing as e:
+        pytest.fail(f"the slow suite needs the FPGA tools: {e}")
+    config = PRESETS["fast"]
+    entry = explore_config(config)
+    assert entry["tokens_equal"] and not entry["problems"], entry["problems"]
+    runs = [synth.synthesize("chip", "ecp5-85k", seed=seed, config=config) for seed in FAST_SEEDS]
+    assert all(r.fmax_mhz is not None for r in runs), [r.path_line() for r in runs]
+    mid, spread = median_run(runs)
+    for key, target in FAST_TARGETS.items():
+        tokens = mid.fmax_mhz * 1e6 / entry[key]
+        assert tokens >= target, (f"fast: {tokens:,.0f} tokens per second ({key} {entry[key]:,.1f} at the median "
+                                  f"{mid.fmax_mhz} MHz of seeds {spread}, tools {tools}), target {target:,}")
 
 
 def _run(seed, fmax):

@@ -291,3 +291,6 @@ def test_a_busy_time_the_read_ahead_cannot_hide_is_refused(tmp_path, monkeypatch
     with pytest.raises(ValueError, match=r"SHORT can be busy 1") as e:
         GA2Chip(config=config)
     assert "\n" not in str(e.value)
+    # with fetch_on_done the last WAIT cycle is the next FETCH: RELU's busy time of 2 is refused too
+    with pytest.raises(ValueError, match=r"FETCH of fetch_on_done, but RELU can be busy 2"):
+        GA2Chip(config=RELU.replace(fetch_on_done=True))

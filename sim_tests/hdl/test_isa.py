@@ -358,3 +358,45 @@ def test_scratchpad_partitions_are_checked():
     assert (book.spad_partitions, book.spad_memories, book.spad_memory_words) == (1, 1, 4096)
     for name, preset in PRESETS.items():                 # every overlapped preset is partitioned
         assert (preset.spad_partitions > 1) == preset.overlap, name
+
+
+# ==================================================================== fetch on done
+def _fod_program(iset):
+    return [iset.make("LD", dst=0, src=0, len=20), iset.make("MM", dst=100, A=0, B=8, M=1, K=8, N=4),
+            iset.make("RQ", dst=200, src=100, len=4, m=1 << 23, s=23), iset.make("VADD", dst=300, src1=200, src2=200, len=8),
+            iset.make("ST", src=300, dst=40, len=8), isa.HALT]
+
+
+def test_fetch_on_done_saves_a_cycle_after_the_dma_and_the_matrix_unit_only():
+    """``Config.fetch_on_done``: the next instruction issues in t+W+1 after LD, ST and MM (their done
+    cycle is its FETCH), in t+W+2 after the vector unit's (RQ's trailing write keeps the FETCH's cycle),
+    HALT included; busy counters and instructions as without the field.  The golden model's counters
+    are the timer's."""
+    from ga2_hdl import golden
+    for base in (Config(name="one"), PRESETS["fast"].replace(fetch_on_done=False)):
+        on = base.replace(fetch_on_done=True)
+        plain, fod = isa.instruction_set(base), isa.instruction_set(on)
+        assert [o.busy_formula for o in plain.ops] == [o.busy_formula for o in fod.ops]
+        program = _fod_program(fod)
+        a, b = plain.counters(program), fod.counters(program)
+        saved = sum(1 for ins in program[:-1] if fod.spec(ins.op).unit != isa.Unit.VECTOR)
+        assert saved == 3 and b.total == a.total - saved
+        assert (b.matrix, b.dma, b.vector, b.instructions) == (a.matrix, a.dma, a.vector, a.instructions)
+        # issue cycles one by one: after LD, MM, ST the next is one cycle sooner
+        timer, gaps = fod.timer(), []
+        issues = [timer.issue(ins) for ins in program[:-1]]
+        gaps = [t1 - t0 - fod.busy(i) for t0, t1, i in zip(issues, issues[1:], program)]
+        assert issues[0] == 1 and gaps == [1, 1, 2, 2]
+        assert timer.halt().total == issues[-1] + fod.busy(program[-2]) + 1 + 1
+        assert golden.run(program, config=on).counters == b
+        assert fod.fetch_issue(program) == b.total - b.matrix - b.dma - b.vector
+        assert [fod.cycles(i) for i in program[:-1]] == [fod.busy(i) + g for i, g in zip(program, gaps + [1])]
+
+
+def test_fetch_on_done_is_refused_with_overlap():
+    from ga2_hdl.config import ConfigError
+    with pytest.raises(ConfigError, match="fetch_on_done=true needs overlap=false"):
+        Config(name="x", overlap=True, fetch_on_done=True)
+    assert isa.trailing_write_cycles(Config(name="f", fetch_on_done=True), isa.Unit.MATRIX) == 0
+    assert isa.trailing_write_cycles(Config(name="f", fetch_on_done=True), isa.Unit.VECTOR) == 1
+    assert isa.trailing_write_cycles(isa.BOOK, isa.Unit.DMA) == 1

@@ -287,11 +287,15 @@ def test_a_start_in_the_first_idle_cycle_runs_the_program_from_word_0(config):
 def test_every_busy_time_leaves_the_read_ahead_its_three_cycles(name):
     """The book sequencer checks the next word over three WAIT cycles (GA2Chip._sequencer): every
     operation's smallest legal instruction (lengths 1, shapes at their lower bound) keeps its unit
-    busy at least DEEP_CHECK_BUSY cycles, on every preset."""
-    from ga2_hdl.rtl.chip import DEEP_CHECK_BUSY, short_busy_times
-    assert short_busy_times(PRESETS[name], DEEP_CHECK_BUSY) == []
+    busy at least DEEP_CHECK_BUSY cycles, on every preset.  With fetch_on_done (``fast``) the last
+    WAIT cycle is the FETCH, so the busy times of 3 leave the check two cycles (and the chip takes
+    the two-cycle check)."""
+    from ga2_hdl.rtl.chip import DEEP_CHECK_BUSY, check_cycles, short_busy_times
+    config = PRESETS[name]
+    assert short_busy_times(config, DEEP_CHECK_BUSY) == []
     # the rule sees the preset's operations at their shortest: some are busy exactly 3 cycles
-    assert any(busy == DEEP_CHECK_BUSY for _, busy in short_busy_times(PRESETS[name], DEEP_CHECK_BUSY + 1))
+    assert any(busy == DEEP_CHECK_BUSY for _, busy in short_busy_times(config, DEEP_CHECK_BUSY + 1))
+    assert check_cycles(config) == (2 if config.fetch_on_done else 3)
 
 
 def test_bad_parameters_are_refused(refused):
@@ -390,6 +394,52 @@ def test_the_word_rq_writes_after_its_done_is_read_by_the_next_instruction():
     their start cycle."""
     bundle = Bundle.from_programs(_reads_after_a_trailing_write(), config=isa.BOOK)
     report = get_simulator("amaranth", config=isa.BOOK).run_bundle(bundle)
+    assert report.passed, report.line()
+
+
+def _reads_in_the_cycle_after_done():
+    """Programs in which an instruction's first read, in its start cycle, is the last word an LD or
+    an MM wrote: with ``Config.fetch_on_done`` that start is the cycle after the writer's done, in
+    which the owned scratchpad's write stage still holds the word.  One reader of each kind after
+    each writer."""
+    accs = [3_000_000 + 777_777 * i for i in range(16)]
+    OUT = 4000
+    readers = [
+        lambda a, d: make("RQ", dst=d, src=a, len=2, m=(1 << 23) + 9, s=20),
+        lambda a, d: make("VADD", dst=d, src1=a, src2=a - 1, len=1),
+        lambda a, d: make("VADD", dst=d, src1=a - 1, src2=a, len=1),
+        lambda a, d: make("SM", dst=d, src=a, len=2),
+        lambda a, d: make("AMAX", dst=d, src=a, len=2),
+        lambda a, d: make("MM", dst=d, A=a, B=a - 1, M=1, K=1, N=1),
+        lambda a, d: make("ST", src=a, dst=OUT + 2 * d, len=1),
+    ]
+    items = []
+    for k, reader in enumerate(readers):
+        dst = 100 + 16 * k
+        writers = {"ld": make("LD", dst=dst, src=0, len=9),
+                   "mm": make("MM", dst=dst + 7, A=0, B=4, M=1, K=3, N=2)}
+        for name, writer in writers.items():
+            code = [make("LD", dst=0, src=0, len=16), writer, reader(dst + 8, 300),
+                    make("ST", src=300, dst=OUT, len=2), make("ST", src=dst, dst=OUT + 8, len=9), HALT]
+            items.append((f"{name}_then_{code[2].spec.mnemonic.lower()}_{k}", code, accs))
+    return items
+
+
+@pytest.mark.parametrize("config", [isa.BOOK.replace(name="book_fod", fetch_on_done=True),
+                                    pytest.param(PRESETS["fast"], marks=pytest.mark.slow)], ids=lambda c: c.name)
+def test_the_word_written_with_done_is_read_by_an_instruction_started_the_cycle_after(config):
+    """With ``Config.fetch_on_done`` the next instruction starts in the cycle after an LD's or MM's
+    done; every reader reading the writer's last word in that start cycle gets the new word, and
+    every counter is the golden model's (one cycle sooner than without the field)."""
+    items = _reads_in_the_cycle_after_done()
+    without = config.replace(fetch_on_done=False)
+    iset = isa.instruction_set(config)
+    for title, code, ext in items:
+        saved = sum(iset.spec(ins.op).unit != isa.Unit.VECTOR for ins in code[:-1])    # a cycle after each
+        assert golden.run(code, ext, config=config).counters.total == \
+            golden.run(code, ext, config=without).counters.total - saved, title
+    bundle = Bundle.from_programs(items, config=config)
+    report = get_simulator("amaranth", config=config).run_bundle(bundle)
     assert report.passed, report.line()
 
 

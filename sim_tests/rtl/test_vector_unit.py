@@ -355,7 +355,8 @@ def test_rq_with_overlap_multiplies_in_one_stage_and_writes_no_trailing_chunk(po
     2-word one."""
     from ga2_hdl.config import Config
     config = Config(name=f"p{ports}_overlap", spad_ports=ports, overlap=True)
-    assert isa.trailing_write_cycles(config) == 0 and isa.trailing_write_cycles(CONFIGS[0]) == 1
+    vector = isa.Unit.VECTOR
+    assert isa.trailing_write_cycles(config, vector) == 0 and isa.trailing_write_cycles(CONFIGS[0], vector) == 1
     rng = random.Random(7)
     accs = [0, -1, INT32_MIN, INT32_MAX] + [rng.randrange(INT32_MIN, INT32_MAX + 1) for _ in range(9)]
     program = [isa.make("RQ", dst=100, src=0, len=1, m=(1 << 23) + 5, s=20),
