@@ -308,7 +308,9 @@ class IssueTimer:
     halting issue; MATRIX, DMA, VECTOR, the busy cycles of each unit (the sum of
     its instructions' busy times, as without overlap); INSTRUCTIONS, the
     instructions issued (not HALT, not a faulting one).  Without overlap the rule
-    reduces to the book's: each instruction costs fetch + issue + its busy time.
+    reduces to the book's: each instruction costs fetch + issue + its busy time
+    (:meth:`InstructionSet.cycles`: a cycle less after one whose done is the next
+    FETCH, with ``config.fetch_on_done``).
     """
 
     def __init__(self, iset: InstructionSet):
