@@ -107,6 +107,16 @@ def qdq_accuracy(model_path: str, calib: np.ndarray, test_x: np.ndarray, test_y:
     return float(np.mean(label == test_y))
 
 
+class _Notes:
+    """A reporter (``ga2_hdl.support.reporter.Reporter``) that prints the notes, not the steps."""
+
+    def step(self, done: int, total: int, what: str = "") -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        print(message, flush=True)
+
+
 def table(out: str, configs: list[str], sims: list[str]) -> dict:
     """The docs' table: every configuration's figures, and the confusion matrix on the first."""
     from ga2_hdl.config import load as load_config
@@ -120,8 +130,7 @@ def table(out: str, configs: list[str], sims: list[str]) -> dict:
     for name in configs:
         config = load_config(name)
         res = run_onnx(paths["model"], paths["test_x"], labels_path=paths["test_y"],
-                       calibrate_path=paths["train_x"], config=config, sims=sims, fmax=False,
-                       say=lambda s: print(s, flush=True))
+                       calibrate_path=paths["train_x"], config=config, sims=sims, reporter=_Notes())
         run = res.run
         per = run.chip.per_inference()
         rows.append({"config": config.name, "describe": config.describe(), "float_accuracy": run.reference_accuracy,

@@ -110,6 +110,19 @@ def test_digits_small_run_golden_equals_icarus(digits):
     assert sims["icarus"]["cycles"] == sum(c.total for c in run.chip.counters)
 
 
+def test_the_examples_table_runs_and_writes_its_files(tmp_path, capsys):
+    """``examples/onnx_digits.py --table``, the command docs/onnx.md's table comes from: one row per
+    configuration in table.json and table.md, the confusion matrix drawn, the stages printed (the
+    reporter the run gets; a call with the run's old keyword failed here)."""
+    pytest.importorskip("sklearn", reason="the digits example needs pip install -e '.[onnx]' (scikit-learn)")
+    pytest.importorskip("skl2onnx", reason="the digits example needs pip install -e '.[onnx]' (skl2onnx)")
+    out = _examples().table(str(tmp_path), ["book"], [])
+    assert [r["config"] for r in out["rows"]] == ["book"] and out["rows"][0]["interpreter"] == "PASS"
+    assert json.loads((tmp_path / "table.json").read_text()) == json.loads(json.dumps(out))
+    assert (tmp_path / "table.md").read_text().count("\n| book |") == 1 and (tmp_path / "confusion.png").exists()
+    assert "compiling for book" in capsys.readouterr().out
+
+
 def test_digits_cli_json(digits, tmp_path, capsys):
     js = tmp_path / "r.json"
     rc = main(["onnx", "run", digits["model"], "--inputs", digits["test_x"], "--labels", digits["test_y"],
