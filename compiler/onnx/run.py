@@ -200,14 +200,14 @@ class ChipRun:
     def per_inference(self) -> dict[str, float]:
         """Cycles per inference split by unit (the golden model's counters over all programs, divided
         by the real rows: padded rows cost without counting): total, matrix, dma, vector, and
-        fetch/issue (the sequencer's cycles: two per instruction, one after an instruction whose next
-        fetch is the cycle of its done; without overlap the total less the units' busy cycles)."""
+        fetch/issue (the sequencer's cycles of the instructions, the HALTs' aside: two per instruction,
+        one after an instruction whose next fetch is the cycle of its done,
+        :meth:`ga2_hdl.isa.InstructionSet.fetch_issue`)."""
         t = self.totals()
         out = {k: t[k] / self.rows for k in ("total", "matrix", "dma", "vector")}
-        if self.compiled.program.config.overlap:
-            out["fetch_issue"] = t["instructions"] * isa.FETCH_ISSUE_CYCLES / self.rows
-        else:
-            out["fetch_issue"] = (t["total"] - t["matrix"] - t["dma"] - t["vector"]) / self.rows
+        iset = isa.instruction_set(self.compiled.program.config)
+        out["fetch_issue"] = sum(iset.fetch_issue(code) - isa.FETCH_ISSUE_CYCLES
+                                 for _, code, _ in self.programs) / self.rows
         out["instructions"] = t["instructions"] / self.rows
         return out
 

@@ -305,7 +305,6 @@ class GA2Chip(wiring.Component):
         products = []                                    # the first half's operands and products, registered
         # three WAIT cycles for the first half when every busy time allows it, else two (the
         # products' factors then combinational)
-        fetch_on_done = self.config.fetch_on_done
         deep = check_cycles(self.config) == 3
 
         stage = _check_stage(products, factors=deep)
@@ -372,7 +371,7 @@ class GA2Chip(wiring.Component):
                 m.d.comb += self.running.eq(1)
                 m.d.sync += [total.eq(total + 1), *stages.assign(terms_next, data.View(INSTRUCTION, nxt), stage)]
                 m.d.sync += [r.eq(e) for r, e in products]
-                if fetch_on_done:
+                if self.config.fetch_on_done:
                     m.d.comb += [imem_rd.addr.eq(self.pc + 2), imem_rd.en.eq(1)]
                 for kind, unit in self.units.items():
                     with m.If(current[kind]):

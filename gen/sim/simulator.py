@@ -113,12 +113,9 @@ def expected_cycles(program: Sequence[Instruction], *, config: Config) -> int:
     iset = isa.instruction_set(config)
     total = 0
     for ins in program:
-        if ins.op == HALT.op or ins.op not in iset.by_code:
-            total += FETCH_ISSUE_CYCLES
-            if ins.op == HALT.op:
-                break
-        else:
-            total += iset.cycles(ins)
+        if ins.op == HALT.op:
+            return total + FETCH_ISSUE_CYCLES
+        total += iset.cycles(ins) if ins.op in iset.by_code else FETCH_ISSUE_CYCLES
     return total
 
 

@@ -118,6 +118,8 @@ def test_the_examples_table_runs_and_writes_its_files(tmp_path, capsys):
     pytest.importorskip("skl2onnx", reason="the digits example needs pip install -e '.[onnx]' (skl2onnx)")
     out = _examples().table(str(tmp_path), ["book"], [])
     assert [r["config"] for r in out["rows"]] == ["book"] and out["rows"][0]["interpreter"] == "PASS"
+    per = out["rows"][0]["cycles_per_inference"]       # the book's fetch and issue: two cycles an instruction
+    assert per["fetch_issue"] == isa.FETCH_ISSUE_CYCLES * per["instructions"]
     assert json.loads((tmp_path / "table.json").read_text()) == json.loads(json.dumps(out))
     assert (tmp_path / "table.md").read_text().count("\n| book |") == 1 and (tmp_path / "confusion.png").exists()
     assert "compiling for book" in capsys.readouterr().out

@@ -359,24 +359,28 @@ def test_golden_counters_follow_the_configurations_formulas(name):
             assert wide.counters.instructions == book.counters.instructions, title
 
 
+#: where the reader programs below store their results in external memory
+OUT = 4000
+#: one reader of each kind whose first read, in its start cycle, is word ``a`` (its result to ``d``)
+READERS = [
+    lambda a, d: make("RQ", dst=d, src=a, len=2, m=(1 << 23) + 9, s=20),
+    lambda a, d: make("VADD", dst=d, src1=a, src2=a - 1, len=1),
+    lambda a, d: make("VADD", dst=d, src1=a - 1, src2=a, len=1),
+    lambda a, d: make("SM", dst=d, src=a, len=2),
+    lambda a, d: make("AMAX", dst=d, src=a, len=2),
+    lambda a, d: make("MM", dst=d, A=a, B=a - 1, M=1, K=1, N=1),
+    lambda a, d: make("ST", src=a, dst=OUT + 2 * d, len=1),
+]
+
+
 def _reads_after_a_trailing_write():
     """Programs in which an instruction's first read (in its start cycle) is the word RQ wrote in
     the cycle after its done (RQ's trailing write, in the next instruction's FETCH): the word
     reaches the block RAM a cycle late behind the owned scratchpad's write stage, so only the
     forward gives the reader the new word.  One reader of each kind, each after an RQ of its own."""
     accs = [3_000_000 + 777_777 * i for i in range(8)] + [10]       # word 8: the word after RQ's
-    OUT = 4000
-    readers = [
-        lambda a, d: make("RQ", dst=d, src=a, len=2, m=(1 << 23) + 9, s=20),
-        lambda a, d: make("VADD", dst=d, src1=a, src2=a - 1, len=1),
-        lambda a, d: make("VADD", dst=d, src1=a - 1, src2=a, len=1),
-        lambda a, d: make("SM", dst=d, src=a, len=2),
-        lambda a, d: make("AMAX", dst=d, src=a, len=2),
-        lambda a, d: make("MM", dst=d, A=a, B=a - 1, M=1, K=1, N=1),
-        lambda a, d: make("ST", src=a, dst=OUT + 2 * d, len=1),
-    ]
     items = []
-    for k, reader in enumerate(readers):
+    for k, reader in enumerate(READERS):
         dst = 100 + 16 * k
         code = [make("LD", dst=0, src=0, len=8), make("LD", dst=dst + 8, src=8, len=1),
                 make("RQ", dst=dst, src=0, len=8, m=(1 << 23) + 123457 * k, s=40),
@@ -403,18 +407,8 @@ def _reads_in_the_cycle_after_done():
     which the owned scratchpad's write stage still holds the word.  One reader of each kind after
     each writer."""
     accs = [3_000_000 + 777_777 * i for i in range(16)]
-    OUT = 4000
-    readers = [
-        lambda a, d: make("RQ", dst=d, src=a, len=2, m=(1 << 23) + 9, s=20),
-        lambda a, d: make("VADD", dst=d, src1=a, src2=a - 1, len=1),
-        lambda a, d: make("VADD", dst=d, src1=a - 1, src2=a, len=1),
-        lambda a, d: make("SM", dst=d, src=a, len=2),
-        lambda a, d: make("AMAX", dst=d, src=a, len=2),
-        lambda a, d: make("MM", dst=d, A=a, B=a - 1, M=1, K=1, N=1),
-        lambda a, d: make("ST", src=a, dst=OUT + 2 * d, len=1),
-    ]
     items = []
-    for k, reader in enumerate(readers):
+    for k, reader in enumerate(READERS):
         dst = 100 + 16 * k
         writers = {"ld": make("LD", dst=dst, src=0, len=9),
                    "mm": make("MM", dst=dst + 7, A=0, B=4, M=1, K=3, N=2)}
