@@ -96,13 +96,40 @@ tee -q -o {stat} stat -json
 
 #: the widest operands of a multiplier built in logic when the DSPs run short
 SMALL_MUL_BITS = 9
-#: the same script with the small multipliers (both operands at most SMALL_MUL_BITS bits: the
-#: systolic array's int8 products) built in logic by Yosys's ``booth`` pass before ``synth_ecp5``;
-#: used only when the design needs more MULT18X18D than the part has (:func:`_run_flow`), so the
-#: wide multipliers (the requantizer's, the softmax's, the issue check's) keep the DSP blocks
+#: the small multipliers (both operands at most SMALL_MUL_BITS bits: the systolic array's int8
+#: products), listed one a line into ``{listing}`` after the same front end as the flow's
 #: (``wreduce`` first: Yosys's Verilog reader extends a product's operands to the result's width)
+SMALL_MULS_QUERY = """\
+read_verilog -sv {verilog}
+hierarchy -top {top}
+proc
+splitnets
+wreduce t:$mul
+select -write {listing} t:$mul r:A_WIDTH<=%d %%i r:B_WIDTH<=%d %%i
+""" % (SMALL_MUL_BITS, SMALL_MUL_BITS)
+#: the file of the small multipliers the fallback script builds in logic
+IN_LOGIC_FILE = "muls_in_logic.txt"
+#: the synthesis script with the multipliers named in IN_LOGIC_FILE built in logic by Yosys's
+#: ``booth`` pass before ``synth_ecp5``; used only when the design needs more MULT18X18D than the
+#: part has (:func:`_run_flow`), which names the fewest small multipliers that make it fit, so
+#: the others and the wide ones (the requantizer's, the softmax's, the issue check's) keep the
+#: DSP blocks
 SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC = SYNTH_SCRIPT.replace(
-    "splitnets\n", f"splitnets\nwreduce t:$mul\nbooth t:$mul r:A_WIDTH<={SMALL_MUL_BITS} %i r:B_WIDTH<={SMALL_MUL_BITS} %i\n")
+    "splitnets\n", f"splitnets\nwreduce t:$mul\nselect -read {IN_LOGIC_FILE}\nbooth\nselect -clear\n")
+
+
+def _natural(name: str) -> list:
+    """``name``'s sort key with its numbers compared as numbers (``v:99`` before ``v:100``)."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def muls_to_logic(small: list[str], needed: int, available: int) -> list[str]:
+    """The small multipliers to build in logic so that ``needed`` MULT18X18D fit in ``available``:
+    the first ``needed - available`` of ``small`` in natural order of their names (each small
+    multiplier takes one MULT18X18D), every one of them if that is not enough (the part is then
+    too small, nextpnr's verdict says so)."""
+    return sorted(small, key=_natural)[:max(0, needed - available)]
+
 
 #: Yosys cell types -> the figure they count in
 CELL_FIGURES = {"LUT4": "lut4", "TRELLIS_FF": "ff", "DP16KD": "ebr", "PDPW16KD": "ebr",
@@ -472,15 +499,19 @@ def _keep(src: Path, dst: str | Path) -> None:
 
 
 def _yosys(exported, script: str, work: Path, src: Path, yosys: str, tools: dict,
-           reporter: Reporter | None) -> tuple[float, dict[str, int]]:
+           reporter: Reporter | None, files: dict[str, str] | None = None) -> tuple[float, dict[str, int]]:
     """Yosys's netlist of ``exported`` by ``script`` in ``work`` (from the netlist cache when it is
-    there): (its seconds, its cells)."""
+    there): (its seconds, its cells).  ``files``: name -> text of the files the script reads
+    besides the Verilog (written into ``work``; part of the cache key)."""
     top = exported.unit
     say = or_quiet(reporter).note
     netlist, stat = f"{top}.json", "stat.json"
     (work / "synth.ys").write_text(script.format(verilog=src.name, top=top, netlist=netlist, stat=stat))
+    for name, text in (files or {}).items():
+        (work / name).write_text(text)
     # Yosys's netlist does not depend on nextpnr's seed: kept (the last few) for the other seeds
-    nkey = toolchain.digest(exported.digest, json.dumps(tools, sort_keys=True), script, "netlist-v1")
+    nkey = toolchain.digest(exported.digest, json.dumps(tools, sort_keys=True), script,
+                            *(f"{name}\n{text}" for name, text in sorted((files or {}).items())), "netlist-v1")
     nfinal, nlock = toolchain.cached_dir("synth-netlist", nkey)
     with toolchain.locked(nlock):
         if (nfinal / "done").exists():
@@ -501,6 +532,16 @@ def _yosys(exported, script: str, work: Path, src: Path, yosys: str, tools: dict
     return synth_s, read_cells(work / stat, top)
 
 
+def _small_multipliers(exported, work: Path, src: Path, yosys: str, reporter: Reporter | None) -> list[str]:
+    """The multipliers of ``exported`` whose operands are at most SMALL_MUL_BITS wide, as Yosys
+    names them (``module/cell``), by :data:`SMALL_MULS_QUERY` in ``work``."""
+    top = exported.unit
+    (work / "small_muls.ys").write_text(SMALL_MULS_QUERY.format(verilog=src.name, top=top, listing="small_muls.txt"))
+    run_tool([yosys, "-q", "-l", "small_muls.log", "small_muls.ys"], cwd=work, log=work / "small_muls.out",
+             what=f"{top}: yosys (the small multipliers)", reporter=reporter, watch=work / "small_muls.log")
+    return [line.strip() for line in (work / "small_muls.txt").read_text().splitlines() if line.strip()]
+
+
 def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
               reporter: Reporter | None, seed: int = SEED) -> SynthResult:
     top = exported.unit
@@ -510,10 +551,14 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     synth_s, cells = _yosys(exported, SYNTH_SCRIPT, work, src, yosys, tools, reporter)
     in_logic = None
     if cells.get("MULT18X18D", 0) > tgt.multipliers:
-        in_logic = (f"{cells['MULT18X18D']} MULT18X18D needed, {tgt.multipliers} on the {tgt.part}: the "
-                    f"multipliers of at most {SMALL_MUL_BITS}-bit operands built in logic (Yosys booth)")
+        small = _small_multipliers(exported, work, src, yosys, reporter)
+        chosen = muls_to_logic(small, cells["MULT18X18D"], tgt.multipliers)
+        in_logic = (f"{cells['MULT18X18D']} MULT18X18D needed, {tgt.multipliers} on the {tgt.part}: "
+                    f"{len(chosen)} of the {len(small)} multipliers of at most {SMALL_MUL_BITS}-bit operands "
+                    f"built in logic (Yosys booth)")
         say(f"{top}: {in_logic}")
-        synth_s, cells = _yosys(exported, SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC, work, src, yosys, tools, reporter)
+        synth_s, cells = _yosys(exported, SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC, work, src, yosys, tools, reporter,
+                                files={IN_LOGIC_FILE: "".join(f"{name}\n" for name in chosen)})
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
     say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz")

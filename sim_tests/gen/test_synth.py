@@ -122,32 +122,54 @@ def test_board_build_reads_the_final_timing_verdict():
     assert timing_verdicts("nothing") == []
 
 
-#: an int8 product as Amaranth writes it (its operands extended to the 16-bit result by Yosys's
-#: reader) and an 18 x 18 one
-SMALL_AND_WIDE = """module top(input clk, input [15:0] cells, input [17:0] c, input [17:0] d,
-           output reg [15:0] p, output reg [35:0] q);
-  wire [15:0] x;
-  assign x = $signed(cells[15:8]) * $signed(cells[7:0]);
+#: three int8 products as Amaranth writes them (their operands extended to the 16-bit result by
+#: Yosys's reader) and an 18 x 18 one
+SMALL_AND_WIDE = """module top(input clk, input [47:0] cells, input [17:0] c, input [17:0] d,
+           output reg [15:0] p0, output reg [15:0] p1, output reg [15:0] p2, output reg [35:0] q);
+  wire [15:0] x0, x1, x2;
+  assign x0 = $signed(cells[15:8]) * $signed(cells[7:0]);
+  assign x1 = $signed(cells[31:24]) * $signed(cells[23:16]);
+  assign x2 = $signed(cells[47:40]) * $signed(cells[39:32]);
   always @(posedge clk) begin
-    p <= x;
+    p0 <= x0;
+    p1 <= x1;
+    p2 <= x2;
     q <= c * d;
   end
 endmodule
 """
 
 
-@pytest.mark.parametrize("script,dsp", [("SYNTH_SCRIPT", 2), ("SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC", 1)])
-def test_the_small_multipliers_go_to_logic_only_in_the_fallback_script(tmp_path, script, dsp):
-    """The script used when a design needs more MULT18X18D than the part has (array16 on the 85F)
-    builds an 8 x 8 product in logic and keeps an 18 x 18 one in the DSP block; the normal script
-    puts both in DSP blocks."""
+def test_the_fewest_small_multipliers_go_to_logic():
+    """The excess over the part's DSP blocks, no more, in the names' natural order (v:9 before
+    v:10); none when the design fits; every one when even that is not enough."""
+    small = ["top/$mul$t.v:10$2", "top/$mul$t.v:9$1", "top/$mul$t.v:100$3"]
+    assert synth.muls_to_logic(small, needed=5, available=3) == ["top/$mul$t.v:9$1", "top/$mul$t.v:10$2"]
+    assert synth.muls_to_logic(small, needed=3, available=3) == []
+    assert synth.muls_to_logic(small, needed=9, available=3) == sorted(small, key=synth._natural)
+
+
+@pytest.mark.parametrize("in_logic,dsp", [(None, 4), (0, 4), (2, 2), (3, 1)])
+def test_the_fallback_script_builds_the_named_small_multipliers_in_logic(tmp_path, in_logic, dsp):
+    """The query lists the three int8 products and not the 18 x 18 one; the script used when a
+    design needs more MULT18X18D than the part has builds exactly the products named in its file
+    in logic and keeps the others and the wide one in DSP blocks; the normal script (None) puts
+    all four in DSP blocks."""
     try:
         yosys = synth.tool_path("yosys")
     except synth.ToolsMissing as e:
         pytest.skip(str(e))
     (tmp_path / "top.v").write_text(SMALL_AND_WIDE)
-    (tmp_path / "s.ys").write_text(getattr(synth, script).format(verilog="top.v", top="top", netlist="n.json",
-                                                                 stat="stat.json"))
+    (tmp_path / "q.ys").write_text(synth.SMALL_MULS_QUERY.format(verilog="top.v", top="top", listing="small.txt"))
+    subprocess.run([yosys, "-q", "q.ys"], cwd=tmp_path, check=True, capture_output=True)
+    small = [n for n in (tmp_path / "small.txt").read_text().split() if n]
+    assert len(small) == 3 and all(n.startswith("top/$mul$") for n in small), small
+    script = synth.SYNTH_SCRIPT
+    if in_logic is not None:
+        script = synth.SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC
+        chosen = synth.muls_to_logic(small, needed=4, available=4 - in_logic)
+        (tmp_path / synth.IN_LOGIC_FILE).write_text("".join(f"{n}\n" for n in chosen))
+    (tmp_path / "s.ys").write_text(script.format(verilog="top.v", top="top", netlist="n.json", stat="stat.json"))
     subprocess.run([yosys, "-q", "s.ys"], cwd=tmp_path, check=True, capture_output=True)
     cells = synth.read_cells(tmp_path / "stat.json", "top")
     assert cells.get("MULT18X18D", 0) == dsp, cells
