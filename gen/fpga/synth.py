@@ -532,14 +532,15 @@ def _yosys(exported, script: str, work: Path, src: Path, yosys: str, tools: dict
     return synth_s, read_cells(work / stat, top)
 
 
-def _small_multipliers(exported, work: Path, src: Path, yosys: str, reporter: Reporter | None) -> list[str]:
+def _small_multipliers(exported, work: Path, src: Path, yosys: str,
+                       reporter: Reporter | None) -> tuple[list[str], float]:
     """The multipliers of ``exported`` whose operands are at most SMALL_MUL_BITS wide, as Yosys
-    names them (``module/cell``), by :data:`SMALL_MULS_QUERY` in ``work``."""
+    names them (``module/cell``), by :data:`SMALL_MULS_QUERY` in ``work``; and the query's seconds."""
     top = exported.unit
     (work / "small_muls.ys").write_text(SMALL_MULS_QUERY.format(verilog=src.name, top=top, listing="small_muls.txt"))
-    run_tool([yosys, "-q", "-l", "small_muls.log", "small_muls.ys"], cwd=work, log=work / "small_muls.out",
+    seconds = run_tool([yosys, "-q", "-l", "small_muls.log", "small_muls.ys"], cwd=work, log=work / "small_muls.out",
              what=f"{top}: yosys (the small multipliers)", reporter=reporter, watch=work / "small_muls.log")
-    return [line.strip() for line in (work / "small_muls.txt").read_text().splitlines() if line.strip()]
+    return [line.strip() for line in (work / "small_muls.txt").read_text().splitlines() if line.strip()], seconds
 
 
 def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
@@ -551,14 +552,16 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     synth_s, cells = _yosys(exported, SYNTH_SCRIPT, work, src, yosys, tools, reporter)
     in_logic = None
     if cells.get("MULT18X18D", 0) > tgt.multipliers:
-        small = _small_multipliers(exported, work, src, yosys, reporter)
+        small, query_s = _small_multipliers(exported, work, src, yosys, reporter)
         chosen = muls_to_logic(small, cells["MULT18X18D"], tgt.multipliers)
         in_logic = (f"{cells['MULT18X18D']} MULT18X18D needed, {tgt.multipliers} on the {tgt.part}: "
                     f"{len(chosen)} of the {len(small)} multipliers of at most {SMALL_MUL_BITS}-bit operands "
                     f"built in logic (Yosys booth)")
         say(f"{top}: {in_logic}")
+        first_s = synth_s
         synth_s, cells = _yosys(exported, SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC, work, src, yosys, tools, reporter,
                                 files={IN_LOGIC_FILE: "".join(f"{name}\n" for name in chosen)})
+        synth_s += first_s + query_s         # Yosys's seconds in all: the three runs
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
     say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz")
