@@ -97,16 +97,11 @@ tee -q -o {stat} stat -json
 #: the widest operands of a multiplier built in logic when the DSPs run short
 SMALL_MUL_BITS = 9
 #: the small multipliers (both operands at most SMALL_MUL_BITS bits: the systolic array's int8
-#: products), listed one a line into ``{listing}`` after the same front end as the flow's
-#: (``wreduce`` first: Yosys's Verilog reader extends a product's operands to the result's width)
-SMALL_MULS_QUERY = """\
-read_verilog -sv {verilog}
-hierarchy -top {top}
-proc
-splitnets
-wreduce t:$mul
-select -write {listing} t:$mul r:A_WIDTH<=%d %%i r:B_WIDTH<=%d %%i
-""" % (SMALL_MUL_BITS, SMALL_MUL_BITS)
+#: products), listed one a line into ``{listing}`` after SYNTH_SCRIPT's own front end (everything
+#: before ``synth_ecp5``), then ``wreduce`` (Yosys's Verilog reader extends a product's operands to
+#: the result's width)
+SMALL_MULS_QUERY = (SYNTH_SCRIPT[:SYNTH_SCRIPT.index("synth_ecp5")] + "wreduce t:$mul\n"
+                    f"select -write {{listing}} t:$mul r:A_WIDTH<={SMALL_MUL_BITS} %i r:B_WIDTH<={SMALL_MUL_BITS} %i\n")
 #: the file of the small multipliers the fallback script builds in logic
 IN_LOGIC_FILE = "muls_in_logic.txt"
 #: the synthesis script with the multipliers named in IN_LOGIC_FILE built in logic by Yosys's
@@ -558,10 +553,9 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
                     f"{len(chosen)} of the {len(small)} multipliers of at most {SMALL_MUL_BITS}-bit operands "
                     f"built in logic (Yosys booth)")
         say(f"{top}: {in_logic}")
-        first_s = synth_s
-        synth_s, cells = _yosys(exported, SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC, work, src, yosys, tools, reporter,
+        again_s, cells = _yosys(exported, SYNTH_SCRIPT_SMALL_MULS_IN_LOGIC, work, src, yosys, tools, reporter,
                                 files={IN_LOGIC_FILE: "".join(f"{name}\n" for name in chosen)})
-        synth_s += first_s + query_s         # Yosys's seconds in all: the three runs
+        synth_s += query_s + again_s         # Yosys's seconds in all: the three runs
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
     say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz")
