@@ -63,6 +63,8 @@ def register(subparsers) -> None:
                         "not yet in the cache on an idle machine")
     p.add_argument("--synth-target", default=None, metavar="NAME",
                    help="the ECP5 part for --synth: ecp5-85k (default, the largest) or ecp5-25k")
+    p.add_argument("--synth-placer", default=None, metavar="NAME",
+                   help="nextpnr's placer for --synth: heap (default, the flow's) or static (`ga2 synth --placer`)")
     p.add_argument("--synth-plot", metavar="FILE.png", type=png_file,
                    help="with --synth: draw area against tokens per second of every synthesised chip (plain and "
                         "k=3 with the perfect draft), the Pareto front and the book's chip marked, to FILE.png")
@@ -81,14 +83,17 @@ def _synth_target(args):
     if args.synth:
         from gen.fpga import explore as explore_synth, synth
         target = args.synth_target or explore_synth.DEFAULT_TARGET
+        if args.synth_placer is not None and args.synth_placer not in synth.PLACERS:
+            raise CommandError(f"--synth-placer {args.synth_placer}: choose from {', '.join(synth.PLACERS)}")
         try:
             explore_synth.check_tools(target)
         except synth.SynthError as e:
             raise CommandError(str(e)) from None
         return target
-    if args.synth_target or args.no_synth_cache or args.synth_cached_only or args.synth_plot:
-        raise CommandError("--synth-target, --synth-plot, --no-synth-cache and --synth-cached-only belong to --synth: "
-                           "add --synth")
+    if (args.synth_target or args.no_synth_cache or args.synth_cached_only or args.synth_plot
+            or args.synth_placer is not None):
+        raise CommandError("--synth-target, --synth-placer, --synth-plot, --no-synth-cache and --synth-cached-only "
+                           "belong to --synth: add --synth")
     return None
 
 
@@ -186,7 +191,7 @@ def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
         try:
             report["problems"] += explore_synth.synthesize_configs(
                 report, synth_target, use_cache=not args.no_synth_cache, cached_only=args.synth_cached_only,
-                reporter=Lines(notes=sys.stderr), runner=runner)
+                reporter=Lines(notes=sys.stderr), runner=runner, placer=args.synth_placer)
         except synth.SynthError as e:
             raise CommandError(str(e)) from None
         finally:

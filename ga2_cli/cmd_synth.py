@@ -120,6 +120,9 @@ def cmd_synth(args) -> int:
     for t in targets:
         if t not in synth.TARGETS:
             raise CommandError(f"--target {t}: choose from {', '.join(synth.TARGETS)}")
+    placer = args.placer or synth.PLACER
+    if placer not in synth.PLACERS:
+        raise CommandError(f"--placer {placer}: choose from {', '.join(synth.PLACERS)}")
     json_path = _output_path(args.json, "--json")
     png = _output_path(args.png, "--png")
     if png is not None and not args.report:
@@ -156,7 +159,7 @@ def cmd_synth(args) -> int:
                     if len(seeds) > 1:
                         keep = keep / f"seed{seed}"
                 jobs.append(batch.Job(unit, target, seed, exports[unit], use_cache=not args.no_cache,
-                                      keep_dir=str(keep) if keep else None))
+                                      keep_dir=str(keep) if keep else None, placer=placer))
     runner = _runner(args)
     _say(f"{len(jobs)} run(s) of Yosys and nextpnr ({len(units)} unit(s) x {len(targets)} target(s) x "
          f"{len(seeds)} seed(s)) on {runner.describe()}")
@@ -169,7 +172,8 @@ def cmd_synth(args) -> int:
                     "no Fmax" if o.kind == "result" else o.message)
             how = "" if o.kind != "result" else (" (cached)" if o.result.cached else
                                                   f" (yosys {o.result.synth_seconds:.0f} s, nextpnr {o.result.pnr_seconds:.0f} s)")
-            _say(f"[{n}/{len(jobs)}] {j.unit} of {config.name} on {j.target}, seed {j.seed}: {what}{how}")
+            placer = "" if j.placer == synth.PLACER else f", {j.placer} placer"
+            _say(f"[{n}/{len(jobs)}] {j.unit} of {config.name} on {j.target}, seed {j.seed}{placer}: {what}{how}")
             outcomes.setdefault((j.target, j.unit), []).append(o)
     except synth.ToolsMissing as e:
         raise CommandError(str(e)) from None
@@ -388,6 +392,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", action="append", type=options.count(0, "seed"), metavar="N",
                    help="nextpnr's placement seed (default 1; part of the cache key); repeat it to run several "
                         "seeds and report the median run and the spread")
+    p.add_argument("--placer", default=None, metavar="NAME",
+                   help="nextpnr's placer: heap (default, the flow's) or static, the electrostatic placer "
+                        "(part of the cache key; docs/fpga.md, sixteenth session)")
     p.add_argument("--jobs", type=options.positive, default=1, metavar="N",
                    help="runs at once on this machine (default 1: place and route one at a time, so that no run "
                         "slows another)")

@@ -35,6 +35,7 @@ class Job:
     cached_only: bool = False
     keep_dir: str | None = None
     tag: str = ""                       #: the caller's name for the job (a configuration, say)
+    placer: str = synth.PLACER          #: nextpnr's placer (:data:`gen.fpga.synth.PLACERS`)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def run_job(job: Job, reporter: Reporter | None = None) -> Outcome:
     """Run one job (in this process: a worker calls this); never raises for a tool's failure."""
     try:
         r = synth.synthesize(job.unit, job.target, exported=job.exported, use_cache=job.use_cache,
-                             cached_only=job.cached_only, seed=job.seed, reporter=reporter,
+                             cached_only=job.cached_only, seed=job.seed, placer=job.placer, reporter=reporter,
                              keep_dir=Path(job.keep_dir) if job.keep_dir else None)
     except synth.NotCached as e:
         return Outcome(job, "not_cached", message=str(e))

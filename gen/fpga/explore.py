@@ -39,15 +39,19 @@ def check_tools(target: str) -> dict:
 
 
 def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cached_only: bool = False,
-                       reporter: Reporter | None = None, runner=None) -> list[str]:
+                       reporter: Reporter | None = None, runner=None, placer: str | None = None) -> list[str]:
     """Add ``"synth"`` to every entry of ``report["configs"]``; return the problems (tool failures).
 
     ``cached_only``: take only cached results and verdicts; a chip without one gets
     ``{"fits": None, "not_synthesised": why}`` (a row that says so) and no tool runs.
     ``runner``: where the chips' syntheses run (:mod:`gen.support.runner`; default one at a time
     in this process).  ``reporter`` gets a note as the work starts, each chip's
-    ``step(chips done, chips, its verdict)`` and (one at a time in this process) the tools' notes."""
+    ``step(chips done, chips, its verdict)`` and (one at a time in this process) the tools' notes.
+    ``placer``: nextpnr's placer (:data:`gen.fpga.synth.PLACERS`; default the flow's, ``heap``)."""
     from gen.fpga import synth
+    placer = placer or synth.PLACER
+    if placer not in synth.PLACERS:
+        raise SynthError(f"--synth-placer {placer}: choose from {', '.join(synth.PLACERS)}")
     reporter = or_quiet(reporter)
     from gen.verilog import export as verilog
     from ga2_hdl.config import Config
@@ -66,7 +70,7 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
         except verilog.ExportError as err:
             raise SynthError(f"{e['name']}: {err}") from None
         jobs.append(Job("chip", target, synth.SEED, exported, use_cache=use_cache, cached_only=cached_only,
-                        tag=str(len(jobs))))
+                        tag=str(len(jobs)), placer=placer))
     problems = []
     t0 = time.perf_counter()
     for i, o in enumerate(run_jobs(jobs, runner, reporter=Prefixed(reporter, "  ")), 1):
@@ -90,7 +94,7 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
                "mult": r.mult, "fmax_mhz": r.fmax_mhz, "utilization": r.utilization,
                "critical_path": r.critical_path, "verilog_digest": r.verilog_digest, "tools": r.tools,
                "synth_seconds": r.synth_seconds, "pnr_seconds": r.pnr_seconds, "cached": r.cached,
-               "memories": r.memories}
+               "memories": r.memories, "placer": r.placer}
         if r.fmax_mhz:
             rec["plain"] = per_second(r.fmax_mhz, e["plain_cycles_per_token"])
             rec["k3_perfect"] = per_second(r.fmax_mhz, e["k3_perfect_cycles_per_token"])
@@ -99,6 +103,8 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
         e["synth"] = rec
         how = "cached" if r.cached else f"yosys {r.synth_seconds:.0f} s, nextpnr {r.pnr_seconds:.0f} s"
         reporter.step(i, len(entries), f"{e['name']}: {r.summary()} ({how}; {time.perf_counter() - t0:.0f} s so far)")
-    report["synth"] = {"target": target, "part": part, "flow": "gen/fpga/synth.py: Yosys synth_ecp5, nextpnr-ecp5 "
-                       f"out of context, --freq 100 --seed {synth.SEED}; Fmax is nextpnr's achieved clk frequency"}
+    report["synth"] = {"target": target, "part": part, "placer": placer,
+                       "flow": "gen/fpga/synth.py: Yosys synth_ecp5, nextpnr-ecp5 out of context, --freq 100 "
+                       f"--seed {synth.SEED}" + ("" if placer == synth.PLACER else f" --placer {placer}")
+                       + "; Fmax is nextpnr's achieved clk frequency"}
     return problems

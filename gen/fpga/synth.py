@@ -83,6 +83,13 @@ TOOLS = {
 AIM_MHZ = 100.0
 #: nextpnr's placement seed by default (``synthesize(seed=N)``, ``ga2 synth --seed N``)
 SEED = 1
+#: nextpnr-ecp5's placers that ``synthesize(placer=...)`` (``ga2 synth --placer``) offers: ``heap``, the
+#: analytic placer (nextpnr's default, the flow's), and ``static``, the electrostatic one; the
+#: simulated-annealing placer (``sa``) is left out: on the book's chip it was still placing after
+#: 40 minutes (docs/fpga.md, eleventh session)
+PLACERS = ("heap", "static")
+#: the flow's placer
+PLACER = "heap"
 
 #: the synthesis script: ``hierarchy; proc; splitnets`` first (Yosys 0.70 synth_ecp5 assertion)
 SYNTH_SCRIPT = """\
@@ -278,6 +285,7 @@ class SynthResult:
     cached: bool = False
     log_dir: str | None = None
     seed: int = SEED            # nextpnr's placement seed
+    placer: str = PLACER        # nextpnr's placer (a result cached before the choice existed: the default)
     #: every memory of the design and what Yosys mapped it to (:func:`read_memories`); None: not
     #: known (a result cached before this was recorded, its Yosys log gone)
     memories: dict[str, str] | None = None
@@ -371,18 +379,26 @@ def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
 
 # ---------------------------------------------------------------- the flow
 
-def _flow_fingerprint(target: Target, seed: int = SEED) -> str:
+def _flow_fingerprint(target: Target, seed: int = SEED, placer: str = PLACER) -> str:
+    # the default placer adds nothing, so the results cached before the choice existed stay valid
     return toolchain.digest(SYNTH_SCRIPT, json.dumps(target.nextpnr_args()), str(AIM_MHZ), str(seed),
-                            CLOCK_NET, "flow-v1")
+                            CLOCK_NET, "flow-v1", *(() if placer == PLACER else (f"placer={placer}",)))
+
+
+def _placer_args(placer: str) -> list[str]:
+    """nextpnr's options for ``placer`` (none for the default: the command is the flow's as before)."""
+    return [] if placer == PLACER else ["--placer", placer]
 
 
 def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
                config: Config | None = None, reporter: Reporter | None = None, use_cache: bool = True,
                keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
-               cached_only: bool = False, seed: int = SEED) -> SynthResult:
+               cached_only: bool = False, seed: int = SEED, placer: str = PLACER) -> SynthResult:
     """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
 
-    ``seed``: nextpnr's placement seed (part of the cache key and of the result).  ``reporter``
+    ``seed``: nextpnr's placement seed (part of the cache key and of the result).  ``placer``: one
+    of :data:`PLACERS` (part of the cache key and of the result; the default, :data:`PLACER`, adds
+    no option to nextpnr's command).  ``reporter``
     gets a note as each tool starts and ends, and the tool's heartbeat.
 
     ``config``: the chip (:class:`ga2_hdl.config.Config`) the unit is built for; the export's text
@@ -401,6 +417,8 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
         raise TypeError("synthesize() needs the chip: config=, or the unit's export as exported=")
     if target not in TARGETS:
         raise SynthError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
+    if placer not in PLACERS:
+        raise SynthError(f"unknown placer {placer!r}; choose from {', '.join(PLACERS)}")
     tgt = TARGETS[target]
     yosys, nextpnr = tool_path("yosys"), tool_path("nextpnr-ecp5")
     tools = tool_versions()
@@ -411,7 +429,7 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             raise SynthError(str(e)) from None
     top = exported.unit
     key = toolchain.digest(exported.digest, tgt.name, json.dumps(tools, sort_keys=True),
-                           _flow_fingerprint(tgt, seed))
+                           _flow_fingerprint(tgt, seed, placer))
     final, lock = toolchain.cached_dir("synth", key)
     with toolchain.locked(lock):
         # a verdict is reached with the small multipliers in logic when the DSPs run short: it names
@@ -432,12 +450,13 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             return result
         if cached_only:
             raise NotCached(f"{top}: no cached result on the {tgt.name} for this Verilog "
-                            f"(digest {exported.digest[:12]}, seed {seed})")
+                            f"(digest {exported.digest[:12]}, seed {seed}"
+                            + ("" if placer == PLACER else f", placer {placer}") + ")")
         tmp = toolchain.new_build_dir(final)
         misfit = None
         try:
             try:
-                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, reporter, seed)
+                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, reporter, seed, placer)
                 (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
             except DoesNotFit as e:                      # a verdict about the design: kept like a result
                 misfit = e
@@ -539,7 +558,7 @@ def _small_multipliers(exported, work: Path, src: Path, yosys: str,
 
 
 def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
-              reporter: Reporter | None, seed: int = SEED) -> SynthResult:
+              reporter: Reporter | None, seed: int = SEED, placer: str = PLACER) -> SynthResult:
     top = exported.unit
     say = or_quiet(reporter).note
     src = exported.write(work)
@@ -558,10 +577,11 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         synth_s += query_s + again_s         # Yosys's seconds in all: the three runs
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
-    say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz")
+    say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz"
+        + ("" if placer == PLACER else f", {placer} placer"))
     cmd = [nextpnr, *tgt.nextpnr_args(), "--json", netlist, "--out-of-context", "--report", "report.json",
            "--detailed-timing-report", "--timing-allow-fail", "--freq", str(AIM_MHZ), "--seed", str(seed),
-           "-l", "nextpnr.log", "-q"]
+           *_placer_args(placer), "-l", "nextpnr.log", "-q"]
     try:
         pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", reporter=reporter,
                          watch=work / "nextpnr.log")
@@ -582,6 +602,6 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         ebr=cells.get("DP16KD", 0) + cells.get("PDPW16KD", 0), mult=cells.get("MULT18X18D", 0),
         fmax_mhz=fmax_of(report), cells=cells, utilization=util,
         critical_path=critical_path(report, names), tools=tools, verilog_digest=exported.digest,
-        synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed,
+        synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed, placer=placer,
         memories=read_memories((work / "yosys.log").read_text(errors="replace"), top),
         multipliers_in_logic=in_logic)

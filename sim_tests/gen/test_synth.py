@@ -114,6 +114,25 @@ def test_small_unit_synthesises_with_block_ram(tmp_path):
     assert again.cached and (again.lut, again.ff, again.ebr, again.fmax_mhz) == (r.lut, r.ff, r.ebr, r.fmax_mhz)
 
 
+@pytest.mark.slow
+def test_the_static_placer_places_a_small_unit(tmp_path):
+    """``placer="static"`` (``ga2 synth --placer static``) on the operand row memory: nextpnr runs its
+    electrostatic placer (its log says so; the default run's does not), and the result says which."""
+    try:
+        synth.tool_versions()
+    except synth.ToolsMissing as e:
+        pytest.fail(f"the slow suite needs the FPGA tools: {e}")
+    heap = synth.synthesize("operand_row_memory", "ecp5-25k", use_cache=False, keep_dir=tmp_path / "heap",
+                            config=isa.BOOK)
+    static = synth.synthesize("operand_row_memory", "ecp5-25k", use_cache=False, keep_dir=tmp_path / "static",
+                              config=isa.BOOK, placer="static")
+    assert (heap.placer, static.placer) == ("heap", "static")
+    assert "Running Static placer" in (tmp_path / "static" / "nextpnr.log").read_text()
+    assert "Running Static placer" not in (tmp_path / "heap" / "nextpnr.log").read_text()
+    assert static.fmax_mhz is not None and static.ebr == heap.ebr >= 1
+    assert json.loads((tmp_path / "static" / "result.json").read_text())["placer"] == "static"
+
+
 def test_board_build_reads_the_final_timing_verdict():
     from gen.fpga.report import timing_verdicts
     log = ("Info: Max frequency for clock '$glbnet$clk': 21.10 MHz (FAIL at 25.00 MHz)\n"

@@ -118,7 +118,10 @@ def test_explore_synth_joins_area_clock_and_cycles(fake_tools, monkeypatch, tmp_
     monkeypatch.setattr(verilog, "export", lambda unit, *, config=None, **kw: exported.append(config.name) or
                         verilog.Export("ga2_chip", f"// {config.name}\n", {}, 0.0, 0.0, False))
 
+    placers = []
+
     def fake_synthesize(unit, target, *, exported, **kw):
+        placers.append(kw["placer"])
         if "array8" in exported.text:
             raise synth.DoesNotFit("ga2_chip", target, {"MULT18X18D": (83, 28)}, {})
         return synth.SynthResult(unit="ga2_chip", target=target, lut=5000, ff=2000, ebr=19, mult=25, fmax_mhz=40.0,
@@ -128,8 +131,10 @@ def test_explore_synth_joins_area_clock_and_cycles(fake_tools, monkeypatch, tmp_
     monkeypatch.setattr(synth, "synthesize", fake_synthesize)
     report = _report()
     said = Recorder()
-    problems = explore_synth.synthesize_configs(report, "ecp5-25k", reporter=said)
+    problems = explore_synth.synthesize_configs(report, "ecp5-25k", reporter=said, placer="static")
     assert problems == [] and exported == ["book", "array8"]        # every chip exported before any run
+    assert placers == ["static", "static"] and report["synth"]["placer"] == "static"
+    assert "--placer static" in report["synth"]["flow"]
     assert [(d, t) for d, t, _ in said.steps] == [(1, 2), (2, 2)]          # one step per chip
     book, array8 = report["configs"]
     assert book["synth"]["fits"] and book["synth"]["lut"] == 5000
@@ -156,7 +161,9 @@ def test_explore_synth_without_tools_is_one_line_before_any_work(monkeypatch, ca
 
 @pytest.mark.parametrize("argv", [["explore", "--configs", "book", "--synth-target", "ecp5-25k"],
                                   ["explore", "--configs", "book", "--synth", "--synth-target", "ice40"],
-                                  ["explore", "--configs", "book", "--synth-plot", "p.png"]])
+                                  ["explore", "--configs", "book", "--synth-plot", "p.png"],
+                                  ["explore", "--configs", "book", "--synth-placer", "static"],
+                                  ["explore", "--configs", "book", "--synth", "--synth-placer", "sa"]])
 def test_explore_synth_options_are_checked_before_any_work(monkeypatch, capsys, argv):
     monkeypatch.setattr(synth, "tool_versions", lambda: {})
     monkeypatch.setattr(explore, "run_explore", lambda *a, **k: pytest.fail("work started"))
@@ -235,7 +242,7 @@ def test_synth_runs_each_seed_as_a_task_of_a_dask_cluster(fake_tools, monkeypatc
     from dask import distributed      # the cluster extra: make setup installs it, so this test always runs
     ran = []
 
-    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1):
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER):
         ran.append((seed, threading.current_thread().name))
         return synth.SynthResult(unit=exported.unit, target=tgt.name, lut=100, ff=50, ebr=0, mult=0,
                                  fmax_mhz={1: 90.0, 2: 110.0, 3: 100.0}[seed], cells={}, utilization={},
@@ -314,3 +321,38 @@ def test_the_partitioned_scratchpad_maps_to_block_ram(name, tmp_path):
     memories = synth.read_memories((tmp_path / "yosys.log").read_text(errors="replace"), "spad")
     assert sorted(memories) == sorted(spad.bank_names()) and len(memories) == config.spad_memories
     assert all(kind.startswith("block RAM") for kind in memories.values()), memories
+
+
+def test_synth_placer_is_passed_to_nextpnr_and_keyed_apart(fake_tools, monkeypatch, tmp_path, capsys):
+    """`ga2 synth --placer static`: the job's placer reaches the flow and the result (and its JSON); a
+    result of one placer is never taken from the cache for the other; the default placer adds nothing
+    to nextpnr's command or to the cache key (the results cached before the option stay valid); an
+    unknown placer is refused before any work."""
+    ran = []
+
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER):
+        ran.append(placer)
+        return synth.SynthResult(unit=exported.unit, target=tgt.name, lut=100, ff=50, ebr=0, mult=0,
+                                 fmax_mhz={"heap": 90.0, "static": 95.0}[placer], cells={}, utilization={},
+                                 critical_path=None, tools=tools, verilog_digest=exported.digest,
+                                 synth_seconds=0.0, pnr_seconds=0.0, seed=seed, placer=placer)
+
+    monkeypatch.setattr(synth, "_run_flow", flow)
+    out = tmp_path / "s.json"
+    assert main(["synth", "--unit", "dma", "--placer", "static", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())["units"]["dma"]
+    assert ran == ["static"] and (got["placer"], got["fmax_mhz"]) == ("static", 95.0)
+    assert main(["synth", "--unit", "dma", "--json", str(out)]) == 0            # heap: not the static result
+    assert ran == ["static", "heap"] and json.loads(out.read_text())["units"]["dma"]["placer"] == "heap"
+    assert main(["synth", "--unit", "dma", "--placer", "static"]) == 0 and len(ran) == 2     # cached
+    capsys.readouterr()
+    tgt = synth.TARGETS["ecp5-25k"]
+    assert synth._flow_fingerprint(tgt, 1) == synth._flow_fingerprint(tgt, 1, "heap") != \
+        synth._flow_fingerprint(tgt, 1, "static")
+    assert synth._placer_args("heap") == [] and synth._placer_args("static") == ["--placer", "static"]
+    with pytest.raises(synth.SynthError, match="unknown placer 'sa'; choose from heap, static"):
+        synth.synthesize("dma", "ecp5-25k", config=isa.BOOK, placer="sa")
+    assert main(["synth", "--unit", "dma", "--placer", "sa"]) != 0
+    said = capsys.readouterr()
+    assert "--placer sa: choose from heap, static" in said.out + said.err and "exporting" not in said.out
+    assert len(ran) == 2
