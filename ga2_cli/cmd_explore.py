@@ -83,9 +83,8 @@ def _synth_target(args):
     if args.synth:
         from gen.fpga import explore as explore_synth, synth
         target = args.synth_target or explore_synth.DEFAULT_TARGET
-        if args.synth_placer is not None and args.synth_placer not in synth.PLACERS:
-            raise CommandError(f"--synth-placer {args.synth_placer}: choose from {', '.join(synth.PLACERS)}")
         try:
+            synth.check_placer(args.synth_placer, "--synth-placer")
             explore_synth.check_tools(target)
         except synth.SynthError as e:
             raise CommandError(str(e)) from None

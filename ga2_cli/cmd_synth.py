@@ -120,9 +120,10 @@ def cmd_synth(args) -> int:
     for t in targets:
         if t not in synth.TARGETS:
             raise CommandError(f"--target {t}: choose from {', '.join(synth.TARGETS)}")
-    placer = args.placer or synth.PLACER
-    if placer not in synth.PLACERS:
-        raise CommandError(f"--placer {placer}: choose from {', '.join(synth.PLACERS)}")
+    try:
+        placer = synth.check_placer(args.placer, "--placer")
+    except synth.SynthError as e:
+        raise CommandError(str(e)) from None
     json_path = _output_path(args.json, "--json")
     png = _output_path(args.png, "--png")
     if png is not None and not args.report:

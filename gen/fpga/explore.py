@@ -49,9 +49,7 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
     ``step(chips done, chips, its verdict)`` and (one at a time in this process) the tools' notes.
     ``placer``: nextpnr's placer (:data:`gen.fpga.synth.PLACERS`; default the flow's, ``heap``)."""
     from gen.fpga import synth
-    placer = placer or synth.PLACER
-    if placer not in synth.PLACERS:
-        raise SynthError(f"--synth-placer {placer}: choose from {', '.join(synth.PLACERS)}")
+    placer = synth.check_placer(placer, "--synth-placer")
     reporter = or_quiet(reporter)
     from gen.verilog import export as verilog
     from ga2_hdl.config import Config

@@ -44,7 +44,7 @@ from .tool_reports import (CLOCK_NET, FLIP_FLOPS, MEMORY_CELLS, NetlistNames, Pa
 from ..verilog import export as verilog
 
 __all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolFailed", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
-           "tool_path", "tool_versions", "overused", "FPGA_INSTALL_HINT"]
+           "tool_path", "tool_versions", "overused", "check_placer", "FPGA_INSTALL_HINT"]
 
 #: what to run when the tools are missing
 FPGA_INSTALL_HINT = ("pip install -e '.[fpga]' in the GA2 checkout (that is: pip install "
@@ -383,6 +383,15 @@ def _flow_fingerprint(target: Target, seed: int = SEED, placer: str = PLACER) ->
     # the default placer adds nothing, so the results cached before the choice existed stay valid
     return toolchain.digest(SYNTH_SCRIPT, json.dumps(target.nextpnr_args()), str(AIM_MHZ), str(seed),
                             CLOCK_NET, "flow-v1", *(() if placer == PLACER else (f"placer={placer}",)))
+
+
+def check_placer(placer: str | None, option: str) -> str:
+    """``placer`` (None: the flow's, :data:`PLACER`) if it is one of :data:`PLACERS`; else
+    :class:`SynthError` naming the command's ``option``, for the commands to say before any work."""
+    placer = placer or PLACER
+    if placer not in PLACERS:
+        raise SynthError(f"{option} {placer}: choose from {', '.join(PLACERS)}")
+    return placer
 
 
 def _placer_args(placer: str) -> list[str]:
