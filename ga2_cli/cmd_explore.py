@@ -63,8 +63,13 @@ def register(subparsers) -> None:
                         "not yet in the cache on an idle machine")
     p.add_argument("--synth-target", default=None, metavar="NAME",
                    help="the ECP5 part for --synth: ecp5-85k (default, the largest) or ecp5-25k")
-    p.add_argument("--synth-placer", default=None, metavar="NAME",
-                   help="nextpnr's placer for --synth: heap (default, the flow's) or static (`ga2 synth --placer`)")
+    p.add_argument("--synth-placer", default=None, metavar="NAME[,NAME]",
+                   help="nextpnr's placer for --synth: heap (default, the flow's) or static (`ga2 synth --placer`); "
+                        "a list (heap,static) tries each chip with the next placer when the one before gave no "
+                        "result (not cached with --synth-cached-only, or stopped by --synth-pnr-limit)")
+    p.add_argument("--synth-pnr-limit", type=float, default=None, metavar="SECONDS",
+                   help="with --synth: stop a chip's nextpnr after SECONDS (the next placer of --synth-placer is "
+                        "tried, if any; nothing is cached for a stopped run)")
     p.add_argument("--synth-plot", metavar="FILE.png", type=png_file,
                    help="with --synth: draw area against tokens per second of every synthesised chip (plain and "
                         "k=3 with the perfect draft), the Pareto front and the book's chip marked, to FILE.png")
@@ -84,15 +89,16 @@ def _synth_target(args):
         from gen.fpga import explore as explore_synth, synth
         target = args.synth_target or explore_synth.DEFAULT_TARGET
         try:
-            synth.check_placer(args.synth_placer, "--synth-placer")
+            synth.check_placers(args.synth_placer, "--synth-placer")
+            synth.check_limit(args.synth_pnr_limit, "--synth-pnr-limit")
             explore_synth.check_tools(target)
         except synth.SynthError as e:
             raise CommandError(str(e)) from None
         return target
     if (args.synth_target or args.no_synth_cache or args.synth_cached_only or args.synth_plot
-            or args.synth_placer is not None):
-        raise CommandError("--synth-target, --synth-placer, --synth-plot, --no-synth-cache and --synth-cached-only "
-                           "belong to --synth: add --synth")
+            or args.synth_placer is not None or args.synth_pnr_limit is not None):
+        raise CommandError("--synth-target, --synth-placer, --synth-pnr-limit, --synth-plot, --no-synth-cache and "
+                           "--synth-cached-only belong to --synth: add --synth")
     return None
 
 
@@ -190,7 +196,8 @@ def _finish(args, report: dict, synth_target: str | None, t0: float) -> int:
         try:
             report["problems"] += explore_synth.synthesize_configs(
                 report, synth_target, use_cache=not args.no_synth_cache, cached_only=args.synth_cached_only,
-                reporter=Lines(notes=sys.stderr), runner=runner, placer=args.synth_placer)
+                reporter=Lines(notes=sys.stderr), runner=runner, placer=args.synth_placer,
+                pnr_limit=args.synth_pnr_limit)
         except synth.SynthError as e:
             raise CommandError(str(e)) from None
         finally:

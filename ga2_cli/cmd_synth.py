@@ -112,18 +112,24 @@ def _report(results: dict, tokens: int, png: Path | None, label: str, also: list
     return {"tokens": tokens, "config": config.to_dict(), "cycles": cycles, "rows": rows}
 
 
-def cmd_synth(args) -> int:
-    from ga2_hdl import isa
-    from gen.fpga import batch, report, synth
-    config = args.config
+def _flow_options(args) -> tuple[list[str], str, float | None]:
+    """The targets, the placer and nextpnr's time limit of ``ga2 synth``, checked before any work."""
+    from gen.fpga import synth
     targets = args.target or [synth.DEFAULT_TARGET]
     for t in targets:
         if t not in synth.TARGETS:
             raise CommandError(f"--target {t}: choose from {', '.join(synth.TARGETS)}")
     try:
-        placer = synth.check_placer(args.placer, "--placer")
+        return targets, synth.check_placer(args.placer, "--placer"), synth.check_limit(args.pnr_limit, "--pnr-limit")
     except synth.SynthError as e:
         raise CommandError(str(e)) from None
+
+
+def cmd_synth(args) -> int:
+    from ga2_hdl import isa
+    from gen.fpga import batch, report, synth
+    config = args.config
+    targets, placer, pnr_limit = _flow_options(args)
     json_path = _output_path(args.json, "--json")
     png = _output_path(args.png, "--png")
     if png is not None and not args.report:
@@ -160,7 +166,8 @@ def cmd_synth(args) -> int:
                     if len(seeds) > 1:
                         keep = keep / f"seed{seed}"
                 jobs.append(batch.Job(unit, target, seed, exports[unit], use_cache=not args.no_cache,
-                                      keep_dir=str(keep) if keep else None, placer=placer))
+                                      keep_dir=str(keep) if keep else None, placer=placer,
+                                      pnr_limit=pnr_limit))
     runner = _runner(args)
     _say(f"{len(jobs)} run(s) of Yosys and nextpnr ({len(units)} unit(s) x {len(targets)} target(s) x "
          f"{len(seeds)} seed(s)) on {runner.describe()}")
@@ -184,7 +191,7 @@ def cmd_synth(args) -> int:
         per: dict = {"units": {}}
         for unit in units:
             got = outcomes[(target, unit)]
-            failed = [o for o in got if o.kind == "error"]
+            failed = [o for o in got if o.kind in ("error", "over_time")]
             if failed:
                 raise CommandError(f"{unit} on {target}, seed {failed[0].job.seed}: {failed[0].message}")
             misfit = next((o for o in got if o.kind == "misfit"), None)
@@ -396,6 +403,9 @@ def register(subparsers) -> None:
     p.add_argument("--placer", default=None, metavar="NAME",
                    help="nextpnr's placer: heap (default, the flow's) or static, the electrostatic placer "
                         "(part of the cache key; docs/fpga.md, sixteenth session)")
+    p.add_argument("--pnr-limit", type=float, default=None, metavar="SECONDS",
+                   help="stop nextpnr after SECONDS and fail the run (nothing cached); a cached result is taken "
+                        "whatever its run took")
     p.add_argument("--jobs", type=options.positive, default=1, metavar="N",
                    help="runs at once on this machine (default 1: place and route one at a time, so that no run "
                         "slows another)")

@@ -214,9 +214,12 @@ def format_area_table(report: dict) -> list[str]:
             fmax = f"{r['fmax_mhz']:8.1f}" if r.get("fmax_mhz") else f"{'-':>8s}"
             rates = (f"{r['plain']['tokens_per_s']:>7,.0f}", f"{r['k3_perfect']['tokens_per_s']:>7,.0f}") \
                 if "plain" in r else (f"{'-':>7s}", f"{'-':>7s}")
+            # with several placers (--synth-placer heap,static) a chip placed by another than the first
+            # says so on its row
+            other = isinstance(synth.get("placer"), list) and r.get("placer") != synth["placer"][0]
             lines.append(f"{name} {r['lut']:>7,} {r['ff']:>6,} {r['ebr']:>4} {r['mult']:>4} {fmax}  "
                          f"{e['plain_cycles_per_token']:>9,.1f} {rates[0]}  {e['k3_perfect_cycles_per_token']:>8,.1f} "
-                         f"{rates[1]}")
+                         f"{rates[1]}" + (f"  ({r.get('placer')} placer)" if other else ""))
     if synth.get("flow"):
         lines.append(f"  flow: {synth['flow']}")
     return lines

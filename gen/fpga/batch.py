@@ -6,7 +6,7 @@ export included (exported once, by the caller, before the first long run), so a 
 another machine needs nothing but the tools; each worker keeps its own synthesis cache.
 :func:`run_job` turns the run into an :class:`Outcome` that crosses a process or a network as
 plain data: a result, a misfit (the part is too small: a verdict, not a failure), a cache miss
-(``cached_only``) or a failure in one line. :func:`run_jobs` runs a list of jobs on a runner
+(``cached_only``), a run stopped at its time limit, or a failure in one line. :func:`run_jobs` runs a list of jobs on a runner
 (:mod:`gen.support.runner`) and yields the outcomes as they finish. Place and route on one
 machine is best run one at a time (two runs on two cores slow each other and every run-time
 figure), so the local default is one job at a time.
@@ -36,11 +36,13 @@ class Job:
     keep_dir: str | None = None
     tag: str = ""                       #: the caller's name for the job (a configuration, say)
     placer: str = synth.PLACER          #: nextpnr's placer (:data:`gen.fpga.synth.PLACERS`)
+    pnr_limit: float | None = None      #: stop nextpnr after this many seconds (None: no limit)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one job gave: ``kind`` is ``result``, ``misfit``, ``not_cached`` or ``error``."""
+    """What one job gave: ``kind`` is ``result``, ``misfit``, ``not_cached``, ``over_time`` (nextpnr
+    stopped at the job's limit) or ``error``."""
     job: Job
     kind: str
     result: synth.SynthResult | None = None     #: for ``result``
@@ -52,10 +54,13 @@ def run_job(job: Job, reporter: Reporter | None = None) -> Outcome:
     """Run one job (in this process: a worker calls this); never raises for a tool's failure."""
     try:
         r = synth.synthesize(job.unit, job.target, exported=job.exported, use_cache=job.use_cache,
-                             cached_only=job.cached_only, seed=job.seed, placer=job.placer, reporter=reporter,
+                             cached_only=job.cached_only, seed=job.seed, placer=job.placer,
+                             pnr_limit=job.pnr_limit, reporter=reporter,
                              keep_dir=Path(job.keep_dir) if job.keep_dir else None)
     except synth.NotCached as e:
         return Outcome(job, "not_cached", message=str(e))
+    except synth.OverTime as e:
+        return Outcome(job, "over_time", message=str(e))
     except synth.DoesNotFit as e:
         return Outcome(job, "misfit", misfit={**e.to_json(), "cached": e.cached}, message=str(e))
     except synth.ToolsMissing:

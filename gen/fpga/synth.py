@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -197,6 +198,11 @@ class NotCached(SynthError):
     """``cached_only``: the design has no cached result or verdict on the target (nothing was run)."""
 
 
+class OverTime(SynthError):
+    """nextpnr did not finish within the run's limit (``pnr_limit``) and was stopped: no result, and
+    nothing cached (how long a run takes depends on the machine, its Fmax does not)."""
+
+
 class DoesNotFit(SynthError):
     """The design needs more of some resource than the target has (a verdict, cached like a result).
 
@@ -341,10 +347,11 @@ def _last_line(log: Path) -> str:
 
 def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
              reporter: Reporter | None, heartbeat: float = 20.0,
-             watch: Path | None = None) -> float:
+             watch: Path | None = None, limit: float | None = None) -> float:
     """Run ``cmd`` with its output in ``log``; a note to ``reporter`` every ``heartbeat`` s; return seconds.
 
-    The note shows the last line of ``watch`` (the tool's own log), else of ``log``.
+    The note shows the last line of ``watch`` (the tool's own log), else of ``log``.  ``limit``:
+    stop the tool after that many seconds and raise :class:`OverTime` (its last line in the message).
     """
     t0 = time.perf_counter()
     with open(log, "wb") as out:
@@ -358,11 +365,14 @@ def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
                     break
                 except subprocess.TimeoutExpired:
                     now = time.perf_counter()
+                    if limit is not None and now - t0 > limit:
+                        raise OverTime(f"{what}: stopped after {limit:.0f} s (the limit), unfinished: "
+                                       f"{_last_line(watch or log)}")
                     if reporter and now >= next_beat:
                         reporter.note(f"  {what}: {now - t0:.0f} s, {_last_line(watch or log)}")
                         next_beat = now + heartbeat
         finally:
-            if proc.poll() is None:       # interrupted: the tool ends with us
+            if proc.poll() is None:       # interrupted or over time: the tool ends with us
                 proc.terminate()
                 try:
                     proc.wait(timeout=5)
@@ -394,6 +404,27 @@ def check_placer(placer: str | None, option: str) -> str:
     return placer
 
 
+def check_placers(placers: str | Sequence[str] | None, option: str) -> tuple[str, ...]:
+    """One placer or several in the order to try them (a comma-separated list, or a sequence): each
+    one of :data:`PLACERS`, none twice; None is the flow's alone.  :class:`SynthError` naming
+    ``option`` otherwise."""
+    if placers is None:
+        return (PLACER,)
+    names = [p.strip() for p in placers.split(",")] if isinstance(placers, str) else list(placers)
+    for name in names:
+        check_placer(name, option)
+    if len(set(names)) != len(names):
+        raise SynthError(f"{option} {','.join(names)}: a placer named twice")
+    return tuple(names)
+
+
+def check_limit(seconds: float | None, option: str) -> float | None:
+    """A time limit in seconds (None: none); :class:`SynthError` naming ``option`` unless positive."""
+    if seconds is not None and not seconds > 0:
+        raise SynthError(f"{option} {seconds:g}: the limit must be a positive number of seconds")
+    return seconds
+
+
 def _placer_args(placer: str) -> list[str]:
     """nextpnr's options for ``placer`` (none for the default: the command is the flow's as before)."""
     return [] if placer == PLACER else ["--placer", placer]
@@ -402,12 +433,15 @@ def _placer_args(placer: str) -> list[str]:
 def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict | None = None,
                config: Config | None = None, reporter: Reporter | None = None, use_cache: bool = True,
                keep_dir: str | Path | None = None, exported: "verilog.Export | None" = None,
-               cached_only: bool = False, seed: int = SEED, placer: str = PLACER) -> SynthResult:
+               cached_only: bool = False, seed: int = SEED, placer: str = PLACER,
+               pnr_limit: float | None = None) -> SynthResult:
     """Synthesise and place and route ``unit`` on ``target``; from the cache when possible.
 
     ``seed``: nextpnr's placement seed (part of the cache key and of the result).  ``placer``: one
     of :data:`PLACERS` (part of the cache key and of the result; the default, :data:`PLACER`, adds
-    no option to nextpnr's command).  ``reporter``
+    no option to nextpnr's command).  ``pnr_limit``: stop nextpnr after that many seconds and raise
+    :class:`OverTime` (a cached result is taken whatever its run took; nothing is cached for a run
+    stopped).  ``reporter``
     gets a note as each tool starts and ends, and the tool's heartbeat.
 
     ``config``: the chip (:class:`ga2_hdl.config.Config`) the unit is built for; the export's text
@@ -465,7 +499,8 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
         misfit = None
         try:
             try:
-                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, reporter, seed, placer)
+                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, reporter, seed, placer,
+                                   **({} if pnr_limit is None else {"pnr_limit": pnr_limit}))
                 (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
             except DoesNotFit as e:                      # a verdict about the design: kept like a result
                 misfit = e
@@ -567,7 +602,8 @@ def _small_multipliers(exported, work: Path, src: Path, yosys: str,
 
 
 def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools: dict,
-              reporter: Reporter | None, seed: int = SEED, placer: str = PLACER) -> SynthResult:
+              reporter: Reporter | None, seed: int = SEED, placer: str = PLACER,
+              pnr_limit: float | None = None) -> SynthResult:
     top = exported.unit
     say = or_quiet(reporter).note
     src = exported.write(work)
@@ -593,7 +629,9 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
            *_placer_args(placer), "-l", "nextpnr.log", "-q"]
     try:
         pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", reporter=reporter,
-                         watch=work / "nextpnr.log")
+                         watch=work / "nextpnr.log", limit=pnr_limit)
+    except OverTime:
+        raise
     except SynthError:
         log = work / "nextpnr.log"
         over = overused(log.read_text(errors="replace")) if log.exists() else {}

@@ -8,6 +8,7 @@ package, when the ``fpga`` extra is missing, like tests/test_synth.py's).
 from __future__ import annotations
 
 import json
+import time
 import sys
 
 import pytest
@@ -150,6 +151,77 @@ def test_explore_synth_joins_area_clock_and_cycles(fake_tools, monkeypatch, tmp_
     json.dumps(report)                                               # JSON-ready
 
 
+def test_explore_tries_the_next_placer_for_a_chip_without_a_result(fake_tools, monkeypatch):
+    """`ga2 explore --synth --synth-placer heap,static`: a chip with no result from the first placer
+    (here: array8 stopped at the limit, which reaches every job) is tried again with the next, and only
+    that chip; its record names the placer of its result and what the first gave; the table's row says
+    which placer; a chip with a result from the first is not run again.  With the last placer giving
+    nothing, the chip is a row saying why and a problem of the run."""
+    monkeypatch.setattr(verilog, "export", lambda unit, *, config=None, **kw:
+                        verilog.Export("ga2_chip", f"// {config.name}\n", {}, 0.0, 0.0, False))
+    runs = []
+
+    def fake_synthesize(unit, target, *, exported, placer, pnr_limit, **kw):
+        name = exported.text.split()[1]
+        runs.append((name, placer, pnr_limit))
+        if name == "array8" and placer in stuck:
+            raise synth.OverTime(f"ga2_chip: nextpnr: stopped after {pnr_limit:g} s (the limit), unfinished: routing")
+        return synth.SynthResult(unit="ga2_chip", target=target, lut=5000, ff=2000, ebr=19, mult=25,
+                                 fmax_mhz={"heap": 40.0, "static": 30.0}[placer], cells={}, utilization={},
+                                 critical_path=None, tools={}, verilog_digest="d", synth_seconds=1.0,
+                                 pnr_seconds=2.0, placer=placer)
+
+    monkeypatch.setattr(synth, "synthesize", fake_synthesize)
+    stuck = {"heap"}
+    report = _report()
+    said = Recorder()
+    problems = explore_synth.synthesize_configs(report, "ecp5-25k", reporter=said, placer="heap,static",
+                                                pnr_limit=900)
+    assert problems == []
+    assert runs == [("book", "heap", 900), ("array8", "heap", 900), ("array8", "static", 900)]
+    book, array8 = (e["synth"] for e in report["configs"])
+    assert (book["placer"], book["fmax_mhz"], "tried" in book) == ("heap", 40.0, False)
+    assert (array8["placer"], array8["fmax_mhz"]) == ("static", 30.0)
+    assert [(t["placer"], t["outcome"]) for t in array8["tried"]] == [("heap", "over_time")]
+    assert "stopped after 900 s" in array8["tried"][0]["message"]
+    assert report["synth"]["placer"] == ["heap", "static"] and report["synth"]["pnr_limit_s"] == 900
+    assert "each chip placed by the first of heap, static with a result" in report["synth"]["flow"]
+    assert [(d, t) for d, t, _ in said.steps] == [(1, 2), (2, 2)]           # one step per chip, not per try
+    rows = {ln.split()[0]: ln for ln in explore.format_table(report).splitlines() if ln.startswith(("book ", "array8 "))}
+    assert rows["array8"].endswith("(static placer)") and "placer" not in rows["book"]
+    json.dumps(report)
+
+    stuck = {"heap", "static"}                                              # nothing from either
+    runs.clear()
+    report = _report()
+    problems = explore_synth.synthesize_configs(report, "ecp5-25k", placer=["heap", "static"], pnr_limit=60)
+    array8 = report["configs"][1]["synth"]
+    assert runs[-1] == ("array8", "static", 60) and array8["fits"] is None
+    assert "stopped after 60 s" in array8["not_synthesised"] and array8["tried"][0]["placer"] == "heap"
+    assert problems == ["array8: ga2_chip: nextpnr: stopped after 60 s (the limit), unfinished: routing"]
+    assert "array8                   not synthesised: ga2_chip: nextpnr: stopped" in explore.format_table(report)
+
+
+def test_run_tool_stops_a_tool_at_its_limit(tmp_path):
+    """``run_tool(limit=)``: a tool still running at the limit is stopped (the process is gone) and
+    :class:`OverTime` names the limit and the tool's last line; a tool that ends in time is not."""
+    import sys as _sys
+    script = "import time; print('placing', flush=True); time.sleep(30)"
+    t0 = time.perf_counter()
+    with pytest.raises(synth.OverTime, match=r"sleeper: stopped after 1 s \(the limit\), unfinished: placing"):
+        synth.run_tool([_sys.executable, "-c", script], cwd=tmp_path, log=tmp_path / "out.log", what="sleeper",
+                       reporter=None, limit=1.0)
+    assert time.perf_counter() - t0 < 20                 # stopped, not waited for
+    assert synth.run_tool([_sys.executable, "-c", "print('done')"], cwd=tmp_path, log=tmp_path / "ok.log",
+                          what="quick", reporter=None, limit=60.0) >= 0
+    assert synth.check_placers("heap, static", "--x") == ("heap", "static")
+    assert synth.check_placers(None, "--x") == ("heap",)
+    with pytest.raises(synth.SynthError, match="--x heap,heap: a placer named twice"):
+        synth.check_placers("heap,heap", "--x")
+    with pytest.raises(synth.SynthError, match="--y -5: the limit must be a positive number of seconds"):
+        synth.check_limit(-5, "--y")
+
+
 def test_explore_synth_without_tools_is_one_line_before_any_work(monkeypatch, capsys):
     monkeypatch.setattr(synth, "tool_versions", lambda: (_ for _ in ()).throw(synth.ToolsMissing("yosys missing: "
                                                                                                  "pip install -e '.[fpga]'")))
@@ -163,7 +235,11 @@ def test_explore_synth_without_tools_is_one_line_before_any_work(monkeypatch, ca
                                   ["explore", "--configs", "book", "--synth", "--synth-target", "ice40"],
                                   ["explore", "--configs", "book", "--synth-plot", "p.png"],
                                   ["explore", "--configs", "book", "--synth-placer", "static"],
-                                  ["explore", "--configs", "book", "--synth", "--synth-placer", "sa"]])
+                                  ["explore", "--configs", "book", "--synth", "--synth-placer", "sa"],
+                                  ["explore", "--configs", "book", "--synth", "--synth-placer", "heap,sa"],
+                                  ["explore", "--configs", "book", "--synth", "--synth-placer", "heap,heap"],
+                                  ["explore", "--configs", "book", "--synth-pnr-limit", "900"],
+                                  ["explore", "--configs", "book", "--synth", "--synth-pnr-limit", "0"]])
 def test_explore_synth_options_are_checked_before_any_work(monkeypatch, capsys, argv):
     monkeypatch.setattr(synth, "tool_versions", lambda: {})
     monkeypatch.setattr(explore, "run_explore", lambda *a, **k: pytest.fail("work started"))
@@ -356,3 +432,22 @@ def test_synth_placer_is_passed_to_nextpnr_and_keyed_apart(fake_tools, monkeypat
     said = capsys.readouterr()
     assert "--placer sa: choose from heap, static" in said.out + said.err and "exporting" not in said.out
     assert len(ran) == 2
+
+
+def test_synth_pnr_limit_reaches_nextpnr_and_a_stopped_run_fails_the_command(fake_tools, monkeypatch, capsys):
+    """`ga2 synth --pnr-limit S`: the limit reaches the flow; a run stopped there fails the command in
+    one line naming the limit, and nothing is cached (the next run runs the tools again); a limit
+    that is not a positive number of seconds is refused before any work."""
+    limits = []
+
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER, pnr_limit=None):
+        limits.append(pnr_limit)
+        raise synth.OverTime(f"{exported.unit}: nextpnr: stopped after {pnr_limit:g} s (the limit), unfinished: routing")
+
+    monkeypatch.setattr(synth, "_run_flow", flow)
+    assert main(["synth", "--unit", "dma", "--pnr-limit", "5"]) != 0
+    err = capsys.readouterr().err
+    assert "stopped after 5 s (the limit)" in err and "Traceback" not in err
+    assert main(["synth", "--unit", "dma", "--pnr-limit", "5"]) != 0 and limits == [5.0, 5.0]     # not cached
+    assert main(["synth", "--unit", "dma", "--pnr-limit", "0"]) != 0 and len(limits) == 2
+    assert "--pnr-limit 0: the limit must be a positive number of seconds" in capsys.readouterr().err
