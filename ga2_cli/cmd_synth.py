@@ -180,8 +180,8 @@ def cmd_synth(args) -> int:
                     "no Fmax" if o.kind == "result" else o.message)
             how = "" if o.kind != "result" else (" (cached)" if o.result.cached else
                                                   f" (yosys {o.result.synth_seconds:.0f} s, nextpnr {o.result.pnr_seconds:.0f} s)")
-            placer = "" if j.placer == synth.PLACER else f", {j.placer} placer"
-            _say(f"[{n}/{len(jobs)}] {j.unit} of {config.name} on {j.target}, seed {j.seed}{placer}: {what}{how}")
+            by = "" if j.placer == synth.PLACER else f", {j.placer} placer"
+            _say(f"[{n}/{len(jobs)}] {j.unit} of {config.name} on {j.target}, seed {j.seed}{by}: {what}{how}")
             outcomes.setdefault((j.target, j.unit), []).append(o)
     except synth.ToolsMissing as e:
         raise CommandError(str(e)) from None

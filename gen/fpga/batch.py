@@ -6,10 +6,10 @@ export included (exported once, by the caller, before the first long run), so a 
 another machine needs nothing but the tools; each worker keeps its own synthesis cache.
 :func:`run_job` turns the run into an :class:`Outcome` that crosses a process or a network as
 plain data: a result, a misfit (the part is too small: a verdict, not a failure), a cache miss
-(``cached_only``), a run stopped at its time limit, or a failure in one line. :func:`run_jobs` runs a list of jobs on a runner
-(:mod:`gen.support.runner`) and yields the outcomes as they finish. Place and route on one
-machine is best run one at a time (two runs on two cores slow each other and every run-time
-figure), so the local default is one job at a time.
+(``cached_only``), a run stopped at its time limit, or a failure in one line. :func:`run_jobs`
+runs a list of jobs on a runner (:mod:`gen.support.runner`) and yields the outcomes as they
+finish. Place and route on one machine is best run one at a time (two runs on two cores slow each
+other and every run-time figure), so the local default is one job at a time.
 """
 from __future__ import annotations
 

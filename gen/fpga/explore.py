@@ -30,7 +30,6 @@ DEFAULT_TARGET = "ecp5-85k"
 def check_tools(target: str) -> dict:
     """The tool versions (before any work); :class:`~gen.fpga.synth.ToolsMissing` naming what to
     install, or :class:`~gen.fpga.synth.SynthError` naming the bad target."""
-    from gen.fpga import synth
     if target not in synth.TARGETS:
         raise SynthError(f"--synth-target {target}: choose from {', '.join(synth.TARGETS)}")
     try:
@@ -55,7 +54,6 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
     seconds) is tried with the next; its record names the placer of its result (``"placer"``) and
     every placer tried before it (``"tried"``, each with why it gave nothing).  A misfit or a
     failure is the chip's answer, not a reason to try another placer."""
-    from gen.fpga import synth
     placers = synth.check_placers(placer, "--synth-placer")
     pnr_limit = synth.check_limit(pnr_limit, "--synth-pnr-limit")
     reporter = or_quiet(reporter)
@@ -81,11 +79,12 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
     done = 0
     t0 = time.perf_counter()
     for n, this_placer in enumerate(placers):
-        last = n == len(placers) - 1
         if not pending:
             break
+        last = n == len(placers) - 1
         if n:
-            reporter.note(f"synthesis: {len(pending)} chip(s) without a result, tried again with the {this_placer} placer")
+            reporter.note(f"synthesis: {len(pending)} chip(s) without a result, tried again with the "
+                          f"{this_placer} placer")
         jobs = [Job("chip", target, synth.SEED, exports[i], use_cache=use_cache, cached_only=cached_only,
                     tag=str(i), placer=this_placer, pnr_limit=pnr_limit) for i in pending]
         pending = []
@@ -100,8 +99,8 @@ def synthesize_configs(report: dict, target: str, *, use_cache: bool = True, cac
                 continue
             done += 1
             e["synth"] = _record(o, target, part, e, problems, tried[i])
-            reporter.step(done, len(entries), f"{e['name']}: {_verdict(o)}"
-                          + ("" if o.kind != "result" or o.result.cached else f" ({time.perf_counter() - t0:.0f} s so far)"))
+            so_far = "" if o.kind != "result" or o.result.cached else f" ({time.perf_counter() - t0:.0f} s so far)"
+            reporter.step(done, len(entries), f"{e['name']}: {_verdict(o)}{so_far}")
     flow = ("gen/fpga/synth.py: Yosys synth_ecp5, nextpnr-ecp5 out of context, --freq 100 "
             f"--seed {synth.SEED}" + ("" if placers == (synth.PLACER,) else
                                       f" --placer {placers[0]}" if len(placers) == 1 else

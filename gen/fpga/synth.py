@@ -45,7 +45,8 @@ from .tool_reports import (CLOCK_NET, FLIP_FLOPS, MEMORY_CELLS, NetlistNames, Pa
 from ..verilog import export as verilog
 
 __all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolFailed", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
-           "tool_path", "tool_versions", "overused", "check_placer", "FPGA_INSTALL_HINT"]
+           "tool_path", "tool_versions", "overused", "check_placer", "check_placers", "check_limit", "OverTime",
+           "FPGA_INSTALL_HINT"]
 
 #: what to run when the tools are missing
 FPGA_INSTALL_HINT = ("pip install -e '.[fpga]' in the GA2 checkout (that is: pip install "
@@ -499,8 +500,7 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
         misfit = None
         try:
             try:
-                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, reporter, seed, placer,
-                                   **({} if pnr_limit is None else {"pnr_limit": pnr_limit}))
+                result = _run_flow(exported, tgt, tmp, yosys, nextpnr, tools, reporter, seed, placer, pnr_limit)
                 (tmp / "result.json").write_text(json.dumps(result.to_json(), indent=1))
             except DoesNotFit as e:                      # a verdict about the design: kept like a result
                 misfit = e
@@ -630,7 +630,7 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     try:
         pnr_s = run_tool(cmd, cwd=work, log=work / "nextpnr.out", what=f"{top}: nextpnr", reporter=reporter,
                          watch=work / "nextpnr.log", limit=pnr_limit)
-    except OverTime:
+    except OverTime:           # stopped by us: its log is not a verdict on the design's size
         raise
     except SynthError:
         log = work / "nextpnr.log"

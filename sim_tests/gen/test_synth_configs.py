@@ -318,7 +318,7 @@ def test_synth_runs_each_seed_as_a_task_of_a_dask_cluster(fake_tools, monkeypatc
     from dask import distributed      # the cluster extra: make setup installs it, so this test always runs
     ran = []
 
-    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER):
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER, pnr_limit=None):
         ran.append((seed, threading.current_thread().name))
         return synth.SynthResult(unit=exported.unit, target=tgt.name, lut=100, ff=50, ebr=0, mult=0,
                                  fmax_mhz={1: 90.0, 2: 110.0, 3: 100.0}[seed], cells={}, utilization={},
@@ -406,7 +406,7 @@ def test_synth_placer_is_passed_to_nextpnr_and_keyed_apart(fake_tools, monkeypat
     unknown placer is refused before any work."""
     ran = []
 
-    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER):
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER, pnr_limit=None):
         ran.append(placer)
         return synth.SynthResult(unit=exported.unit, target=tgt.name, lut=100, ff=50, ebr=0, mult=0,
                                  fmax_mhz={"heap": 90.0, "static": 95.0}[placer], cells={}, utilization={},

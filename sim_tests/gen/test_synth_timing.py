@@ -117,7 +117,8 @@ def test_failed_tool_run_keeps_its_log_and_says_why_in_one_line(tmp_path, monkey
     fake.write_text("import sys\nopen('nextpnr.log', 'w').write('Info: placing\\nthrown Wasm exception\\n')\n"
                     "sys.exit(134)\n")
 
-    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=synth.SEED, placer=synth.PLACER):
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=synth.SEED, placer=synth.PLACER,
+             pnr_limit=None):
         synth.run_tool([sys.executable, str(fake)], cwd=work, log=work / "nextpnr.out",
                        what=f"{exported.unit}: nextpnr", reporter=None, watch=work / "nextpnr.log")
 
