@@ -207,6 +207,7 @@ def cmd_synth(args) -> int:
                     _say(f"  Fmax over seeds {', '.join(str(s) for s in seeds)}: median {spread['median_mhz']:.1f} "
                          f"MHz, {spread['min_mhz']:.1f} .. {spread['max_mhz']:.1f}")
                 _say(f"  {r.memory_line()}")
+                _say(f"  {r.read_write_line()}")
                 line = r.path_line()
                 if line:
                     _say(f"  {line}")

@@ -130,7 +130,8 @@ def _record(o, target: str, part: str, e: dict, problems: list[str], tried: list
            "mult": r.mult, "fmax_mhz": r.fmax_mhz, "utilization": r.utilization,
            "critical_path": r.critical_path, "verilog_digest": r.verilog_digest, "tools": r.tools,
            "synth_seconds": r.synth_seconds, "pnr_seconds": r.pnr_seconds, "cached": r.cached,
-           "memories": r.memories, "placer": r.placer}
+           "memories": r.memories,
+           "read_during_write": r.read_during_write, "placer": r.placer}
     if r.fmax_mhz:
         rec["plain"] = per_second(r.fmax_mhz, e["plain_cycles_per_token"])
         rec["k3_perfect"] = per_second(r.fmax_mhz, e["k3_perfect_cycles_per_token"])

@@ -40,8 +40,8 @@ from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..support import toolchain
 # the readers of the tools' output, here too under their old names (``synth.read_cells`` ...)
-from .tool_reports import (CLOCK_NET, FLIP_FLOPS, MEMORY_CELLS, NetlistNames, PathEnd,  # noqa: F401
-                           critical_path, design_base, fmax_of, read_cells, read_memories)
+from .tool_reports import (CLOCK_NET, FLIP_FLOPS, MEMORY_CELLS, READ_DURING_WRITE, NetlistNames, PathEnd,  # noqa: F401
+                           critical_path, design_base, fmax_of, read_cells, read_during_write, read_memories)
 from ..verilog import export as verilog
 
 __all__ = ["TARGETS", "Target", "SynthResult", "SynthError", "ToolFailed", "ToolsMissing", "DoesNotFit", "NotCached", "synthesize",
@@ -296,6 +296,9 @@ class SynthResult:
     #: every memory of the design and what Yosys mapped it to (:func:`read_memories`); None: not
     #: known (a result cached before this was recorded, its Yosys log gone)
     memories: dict[str, str] | None = None
+    #: what each memory's reads return when they meet a write of the same word in the same cycle, as
+    #: Yosys read the RTL (:func:`read_during_write`); None: not known (no Yosys log with the result)
+    read_during_write: dict[str, str] | None = None
     #: None, or why the small multipliers were built in logic (the DSPs the design needed, the part's)
     multipliers_in_logic: str | None = None
 
@@ -318,6 +321,16 @@ class SynthResult:
         if not self.memories:
             return "memories: none"
         return "memories: " + ", ".join(f"{n} {k}" for n, k in self.memories.items())
+
+    def read_write_line(self) -> str:
+        """One line: what each memory's reads return on meeting a write of their word (``unknown``
+        when the log was not kept).  On the ECP5's block RAM anything but "don't care" costs an
+        address compare and a multiplexer after the RAM's data (docs/fpga.md, eighteenth session)."""
+        if self.read_during_write is None:
+            return "read during write: unknown (no Yosys log with this result)"
+        if not self.read_during_write:
+            return "read during write: no memory with a read and a write port"
+        return "read during write: " + ", ".join(f"{n} {k}" for n, k in self.read_during_write.items())
 
     def path_line(self) -> str | None:
         cp = self.critical_path
@@ -487,8 +500,11 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
             toolchain.touch(final)
             result = SynthResult.from_json(json.loads(result_file.read_text()))
             result.cached, result.log_dir = True, str(final)
-            if result.memories is None and (final / "yosys.log").exists():
-                result.memories = read_memories((final / "yosys.log").read_text(errors="replace"), top)
+            if (result.memories is None or result.read_during_write is None) and (final / "yosys.log").exists():
+                log = (final / "yosys.log").read_text(errors="replace")
+                if result.memories is None:
+                    result.memories = read_memories(log, top)
+                result.read_during_write = read_during_write(log)
             if keep_dir:
                 _keep(final, keep_dir)
             return result
@@ -642,6 +658,7 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     util = {k: {"used": int(v.get("used", 0)), "available": int(v.get("available", 0))}
             for k, v in report.get("utilization", {}).items() if int(v.get("used", 0))}
     names = NetlistNames(work / netlist, top)
+    yosys_log = (work / "yosys.log").read_text(errors="replace")
     comb = util.get("TRELLIS_COMB", {}).get("used")
     lut = comb if comb is not None else cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 4 * cells.get("TRELLIS_DPR16X4", 0)
     return SynthResult(
@@ -650,5 +667,5 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         fmax_mhz=fmax_of(report), cells=cells, utilization=util,
         critical_path=critical_path(report, names), tools=tools, verilog_digest=exported.digest,
         synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed, placer=placer,
-        memories=read_memories((work / "yosys.log").read_text(errors="replace"), top),
+        memories=read_memories(yosys_log, top), read_during_write=read_during_write(yosys_log),
         multipliers_in_logic=in_logic)

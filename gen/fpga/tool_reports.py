@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PathEnd", "NetlistNames", "read_cells", "read_memories", "design_base", "critical_path", "fmax_of",
-           "MEMORY_CELLS", "FLIP_FLOPS", "CLOCK_NET"]
+__all__ = ["PathEnd", "NetlistNames", "read_cells", "read_memories", "read_during_write", "design_base",
+           "critical_path", "fmax_of", "MEMORY_CELLS", "FLIP_FLOPS", "CLOCK_NET", "READ_DURING_WRITE"]
 
 #: the clock nextpnr's timing analysis should name: Amaranth's ``sync`` domain is ``clk``
 CLOCK_NET = "clk"
@@ -62,6 +62,49 @@ def read_memories(yosys_log: str, top: str) -> dict[str, str]:
         found[mo.start(), mo.group(1)] = FLIP_FLOPS
     prefix = f"{top}."
     return {(n[len(prefix):] if n.startswith(prefix) else n): kind for (_, n), kind in sorted(found.items())}
+
+
+#: Yosys's ``memory_dff`` pass: a read port checked (``address``: its address register merged, the
+#: form of a transparent port), then one line per write port it may collide with
+_READ_PORT = re.compile(r"^Checking read port (address )?`\\?(\S+?)'\[(\d+)\] in module", re.M)
+_WRITE_PORT = re.compile(r"^\s+Write port (\d+): (transparent|non-transparent|don't care on collision)\.$")
+#: what a read returns when it meets a write of its word in the same cycle, by Yosys's verdict
+READ_DURING_WRITE = {
+    "transparent": "transparent (the word written)",
+    "non-transparent": "non-transparent (the old word)",
+    "don't care on collision": "don't care",
+    "address": "transparent (the word written; its address registered)",
+}
+
+
+def read_during_write(yosys_log: str) -> dict[str, str]:
+    """What each memory's reads return when they meet a write of the same word in the same cycle,
+    as Yosys's ``memory_dff`` pass decided it from the RTL (one of :data:`READ_DURING_WRITE`'s
+    values, several joined by ``"; "`` when the memory's read and write ports differ).
+
+    On an ECP5 block RAM whose read and write use the DP16KD's two ports, only "don't care" needs
+    no logic: for the other two Yosys's ``memory_libmap`` adds a compare of the addresses and a
+    multiplexer after the block RAM's data (docs/fpga.md, eighteenth session).  A memory whose read
+    ports meet no write port (a ROM) is left out."""
+    found: dict[str, list[str]] = {}
+    lines = yosys_log.splitlines()
+    for i, line in enumerate(lines):
+        mo = _READ_PORT.match(line)
+        if not mo:
+            continue
+        name = mo.group(2)
+        verdicts = found.setdefault(name, [])
+        if mo.group(1):                         # the address register merged: a transparent read
+            if i + 1 < len(lines) and "merged address FF" in lines[i + 1]:
+                verdicts.append(READ_DURING_WRITE["address"])
+            continue
+        for follow in lines[i + 1:]:
+            wp = _WRITE_PORT.match(follow)
+            if wp:
+                verdicts.append(READ_DURING_WRITE[wp.group(2)])
+            elif not follow.startswith(" "):
+                break
+    return {name: "; ".join(dict.fromkeys(v)) for name, v in found.items() if v}
 
 
 def _clean(name: str) -> str:

@@ -91,6 +91,48 @@ def test_memories_read_from_yosys_libmap_lines():
     assert unknown.memories is None and "unknown" in unknown.memory_line()
 
 
+#: memory_dff's lines as Yosys 0.70 writes them (the pass's heading, then one block per read port)
+MEMORY_DFF_LOG = """5.26.5. Executing MEMORY_DFF pass (merging $dff cells to $memrd).
+Checking read port `\\vector.sm.exp_table.rom'[0] in module `\\ga2_chip':
+    merging output FF to cell.
+Checking read port `\\spad.memory'[0] in module `\\ga2_chip':
+    no output FF found.
+Checking read port `\\matrix.a_mem.storage'[0] in module `\\ga2_chip':
+    merging output FF to cell.
+    Write port 0: non-transparent.
+    Write port 1: non-transparent.
+Checking read port `\\spad.bank1'[0] in module `\\ga2_chip':
+    merging output FF to cell.
+    Write port 0: transparent.
+    Write port 1: don't care on collision.
+Checking read port `\\imem'[0] in module `\\ga2_chip':
+    merging output FF to cell.
+    Write port 0: don't care on collision.
+Checking read port address `\\spad.memory'[0] in module `\\ga2_chip':
+    merged address FF to cell.
+
+5.26.6. Executing OPT_CLEAN pass (remove unused cells and wires).
+"""
+
+
+def test_read_during_write_read_from_yosys_memory_dff_lines():
+    """Each memory's verdict for a read meeting a write of its word: a ROM is left out, a read port
+    whose address register Yosys merged is transparent, several verdicts of one memory are joined."""
+    rw = synth.read_during_write(MEMORY_DFF_LOG)
+    assert list(rw) == ["spad.memory", "matrix.a_mem.storage", "spad.bank1", "imem"]
+    assert rw["spad.memory"] == synth.READ_DURING_WRITE["address"]
+    assert rw["matrix.a_mem.storage"] == "non-transparent (the old word)"
+    assert rw["spad.bank1"] == "transparent (the word written); don't care"
+    assert rw["imem"] == "don't care"
+    assert synth.read_during_write("no memories here") == {}
+    r = synth.SynthResult.from_json({k: None for k in synth.SynthResult.__dataclass_fields__})
+    assert r.read_during_write is None and "unknown" in r.read_write_line()
+    r.read_during_write = rw
+    assert r.read_write_line().startswith("read during write: spad.memory transparent")
+    r.read_during_write = {}
+    assert "no memory" in r.read_write_line()
+
+
 @pytest.mark.slow
 def test_small_unit_synthesises_with_block_ram(tmp_path):
     """The operand row memory (one 64 x 32 memory, byte-lane writes) through Yosys and nextpnr."""

@@ -397,6 +397,9 @@ def test_the_partitioned_scratchpad_maps_to_block_ram(name, tmp_path):
     memories = synth.read_memories((tmp_path / "yosys.log").read_text(errors="replace"), "spad")
     assert sorted(memories) == sorted(spad.bank_names()) and len(memories) == config.spad_memories
     assert all(kind.startswith("block RAM") for kind in memories.values()), memories
+    # each memory's read port is transparent to its write stage (Yosys emulates it on the DP16KD)
+    rw = synth.read_during_write((tmp_path / "yosys.log").read_text(errors="replace"))
+    assert sorted(rw) == sorted(memories) and all(v.startswith("transparent") for v in rw.values()), rw
 
 
 def test_synth_placer_is_passed_to_nextpnr_and_keyed_apart(fake_tools, monkeypatch, tmp_path, capsys):
@@ -451,3 +454,24 @@ def test_synth_pnr_limit_reaches_nextpnr_and_a_stopped_run_fails_the_command(fak
     assert main(["synth", "--unit", "dma", "--pnr-limit", "5"]) != 0 and limits == [5.0, 5.0]     # not cached
     assert main(["synth", "--unit", "dma", "--pnr-limit", "0"]) != 0 and len(limits) == 2
     assert "--pnr-limit 0: the limit must be a positive number of seconds" in capsys.readouterr().err
+
+
+def test_a_cached_result_reads_its_memories_read_during_write_from_the_kept_yosys_log(fake_tools, monkeypatch,
+                                                                                      capsys):
+    """A result cached before the read-during-write verdicts were recorded gets them from the Yosys
+    log kept beside it; `ga2 synth` prints them under the memories and its JSON carries them."""
+    from sim_tests.gen.test_synth import MEMORY_DFF_LOG
+
+    def flow(exported, tgt, work, yosys, nextpnr, tools, progress, seed=1, placer=synth.PLACER, pnr_limit=None):
+        (work / "yosys.log").write_text(MEMORY_DFF_LOG)
+        return synth.SynthResult(unit=exported.unit, target=tgt.name, lut=100, ff=50, ebr=1, mult=0,
+                                 fmax_mhz=90.0, cells={}, utilization={}, critical_path=None, tools=tools,
+                                 verilog_digest=exported.digest, synth_seconds=0.0, pnr_seconds=0.0, seed=seed)
+
+    monkeypatch.setattr(synth, "_run_flow", flow)
+    first = synth.synthesize("dma", "ecp5-25k", config=isa.BOOK)
+    assert not first.cached and first.read_during_write is None      # the stand-in flow recorded none
+    again = synth.synthesize("dma", "ecp5-25k", config=isa.BOOK)
+    assert again.cached and again.read_during_write == synth.read_during_write(MEMORY_DFF_LOG)
+    assert main(["synth", "--unit", "dma"]) == 0
+    assert "read during write: spad.memory transparent" in capsys.readouterr().out
