@@ -272,6 +272,16 @@ def tool_versions() -> dict[str, str]:
     return out
 
 
+def _by_memory_line(label: str, by_memory: dict[str, str] | None, empty: str) -> str:
+    """``label: name what, ...`` for a per-memory record read from the Yosys log (``unknown`` when
+    the result has no log, ``empty`` when the design has no such memory)."""
+    if by_memory is None:
+        return f"{label}: unknown (no Yosys log with this result)"
+    if not by_memory:
+        return f"{label}: {empty}"
+    return f"{label}: " + ", ".join(f"{n} {k}" for n, k in by_memory.items())
+
+
 @dataclass
 class SynthResult:
     """Area and clock of one unit (or of the chip) on one target."""
@@ -316,21 +326,14 @@ class SynthResult:
 
     def memory_line(self) -> str:
         """One line: each memory and where it went (``unknown`` when the log was not kept)."""
-        if self.memories is None:
-            return "memories: unknown (no Yosys log with this result)"
-        if not self.memories:
-            return "memories: none"
-        return "memories: " + ", ".join(f"{n} {k}" for n, k in self.memories.items())
+        return _by_memory_line("memories", self.memories, "none")
 
     def read_write_line(self) -> str:
         """One line: what each memory's reads return on meeting a write of their word (``unknown``
         when the log was not kept).  On the ECP5's block RAM anything but "don't care" costs an
         address compare and a multiplexer after the RAM's data (docs/fpga.md, eighteenth session)."""
-        if self.read_during_write is None:
-            return "read during write: unknown (no Yosys log with this result)"
-        if not self.read_during_write:
-            return "read during write: no memory with a read and a write port"
-        return "read during write: " + ", ".join(f"{n} {k}" for n, k in self.read_during_write.items())
+        return _by_memory_line("read during write", self.read_during_write,
+                               "no memory with a read and a write port")
 
     def path_line(self) -> str | None:
         cp = self.critical_path
@@ -504,7 +507,8 @@ def synthesize(unit: str = "chip", target: str = DEFAULT_TARGET, *, params: dict
                 log = (final / "yosys.log").read_text(errors="replace")
                 if result.memories is None:
                     result.memories = read_memories(log, top)
-                result.read_during_write = read_during_write(log)
+                if result.read_during_write is None:
+                    result.read_during_write = read_during_write(log)
             if keep_dir:
                 _keep(final, keep_dir)
             return result

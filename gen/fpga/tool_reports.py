@@ -87,23 +87,23 @@ def read_during_write(yosys_log: str) -> dict[str, str]:
     multiplexer after the block RAM's data (docs/fpga.md, eighteenth session).  A memory whose read
     ports meet no write port (a ROM) is left out."""
     found: dict[str, list[str]] = {}
-    lines = yosys_log.splitlines()
-    for i, line in enumerate(lines):
+    verdicts = None               # the list of the read port whose block the log is in, if any
+    address_port = False          # that block is a read port's address register
+    for line in yosys_log.splitlines():
         mo = _READ_PORT.match(line)
-        if not mo:
+        if mo:
+            verdicts = found.setdefault(mo.group(2), [])
+            address_port = bool(mo.group(1))
             continue
-        name = mo.group(2)
-        verdicts = found.setdefault(name, [])
-        if mo.group(1):                         # the address register merged: a transparent read
-            if i + 1 < len(lines) and "merged address FF" in lines[i + 1]:
-                verdicts.append(READ_DURING_WRITE["address"])
+        if verdicts is None:
             continue
-        for follow in lines[i + 1:]:
-            wp = _WRITE_PORT.match(follow)
-            if wp:
-                verdicts.append(READ_DURING_WRITE[wp.group(2)])
-            elif not follow.startswith(" "):
-                break
+        wp = _WRITE_PORT.match(line)
+        if wp and not address_port:
+            verdicts.append(READ_DURING_WRITE[wp.group(2)])
+        elif address_port and "merged address FF" in line:      # a transparent read
+            verdicts.append(READ_DURING_WRITE["address"])
+        elif not line.startswith(" "):
+            verdicts = None
     return {name: "; ".join(dict.fromkeys(v)) for name, v in found.items() if v}
 
 
