@@ -208,6 +208,8 @@ def cmd_synth(args) -> int:
                          f"MHz, {spread['min_mhz']:.1f} .. {spread['max_mhz']:.1f}")
                 _say(f"  {r.memory_line()}")
                 _say(f"  {r.read_write_line()}")
+                if r.dsp_line():
+                    _say(f"  {r.dsp_line()}")
                 line = r.path_line()
                 if line:
                     _say(f"  {line}")

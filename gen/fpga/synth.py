@@ -39,6 +39,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..support import toolchain
+from .dsp_registers import Packing, pack_output_registers
 # the readers of the tools' output, here too under their old names (``synth.read_cells`` ...)
 from .tool_reports import (CLOCK_NET, FLIP_FLOPS, MEMORY_CELLS, READ_DURING_WRITE, NetlistNames, PathEnd,  # noqa: F401
                            critical_path, design_base, fmax_of, read_cells, read_during_write, read_memories)
@@ -102,6 +103,10 @@ splitnets
 synth_ecp5 -top {top} -json {netlist}
 tee -q -o {stat} stat -json
 """
+
+#: the flow's step between Yosys and nextpnr (part of the cache key): each multiplier whose product
+#: goes straight into flip-flops gets them as its own output register (:mod:`gen.fpga.dsp_registers`)
+DSP_REGISTERS_STEP = "dsp-output-registers-v1"
 
 #: the widest operands of a multiplier built in logic when the DSPs run short
 SMALL_MUL_BITS = 9
@@ -288,7 +293,7 @@ class SynthResult:
     unit: str
     target: str
     lut: int                    # LUT4 positions used after packing (logic, carry and distributed RAM)
-    ff: int                     # flip-flops
+    ff: int                     # flip-flops in slices (Yosys's less those moved into the multipliers)
     ebr: int                    # block RAMs (DP16KD)
     mult: int                   # 18x18 multipliers (MULT18X18D)
     fmax_mhz: float | None      # nextpnr's achieved Fmax of clk (None: no clocked path)
@@ -311,6 +316,10 @@ class SynthResult:
     read_during_write: dict[str, str] | None = None
     #: None, or why the small multipliers were built in logic (the DSPs the design needed, the part's)
     multipliers_in_logic: str | None = None
+    #: what :func:`gen.fpga.dsp_registers.pack_output_registers` did before nextpnr (the
+    #: multipliers that hold their product's register, the flip-flops moved in, why the others
+    #: did not); None: a result of a flow without the step
+    dsp_output_registers: dict | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -334,6 +343,13 @@ class SynthResult:
         address compare and a multiplexer after the RAM's data (docs/fpga.md, eighteenth session)."""
         return _by_memory_line("read during write", self.read_during_write,
                                "no memory with a read and a write port")
+
+    def dsp_line(self) -> str | None:
+        """One line: the multipliers that hold their product's register (None: not recorded)."""
+        d = self.dsp_output_registers
+        if d is None:
+            return None
+        return Packing(packed=[""] * d["packed"], flip_flops=d["flip_flops"], refused=d["refused"]).line()
 
     def path_line(self) -> str | None:
         cp = self.critical_path
@@ -409,7 +425,7 @@ def run_tool(cmd: list[str], *, cwd: Path, log: Path, what: str,
 def _flow_fingerprint(target: Target, seed: int = SEED, placer: str = PLACER) -> str:
     # the default placer adds nothing, so the results cached before the choice existed stay valid
     return toolchain.digest(SYNTH_SCRIPT, json.dumps(target.nextpnr_args()), str(AIM_MHZ), str(seed),
-                            CLOCK_NET, "flow-v1", *(() if placer == PLACER else (f"placer={placer}",)))
+                            CLOCK_NET, "flow-v1", DSP_REGISTERS_STEP, *(() if placer == PLACER else (f"placer={placer}",)))
 
 
 def check_placer(placer: str | None, option: str) -> str:
@@ -642,6 +658,8 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         synth_s += query_s + again_s         # Yosys's seconds in all: the three runs
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
+    packing = _pack_dsp_registers(work / netlist, top)
+    say(f"{top}: {packing.line()}")
     say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz"
         + ("" if placer == PLACER else f", {placer} placer"))
     cmd = [nextpnr, *tgt.nextpnr_args(), "--json", netlist, "--out-of-context", "--report", "report.json",
@@ -666,10 +684,21 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
     comb = util.get("TRELLIS_COMB", {}).get("used")
     lut = comb if comb is not None else cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 4 * cells.get("TRELLIS_DPR16X4", 0)
     return SynthResult(
-        unit=top, target=tgt.name, lut=int(lut), ff=cells.get("TRELLIS_FF", 0),
+        unit=top, target=tgt.name, lut=int(lut), ff=cells.get("TRELLIS_FF", 0) - packing.flip_flops,
         ebr=cells.get("DP16KD", 0) + cells.get("PDPW16KD", 0), mult=cells.get("MULT18X18D", 0),
         fmax_mhz=fmax_of(report), cells=cells, utilization=util,
         critical_path=critical_path(report, names), tools=tools, verilog_digest=exported.digest,
         synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed, placer=placer,
         memories=read_memories(yosys_log, top), read_during_write=read_during_write(yosys_log),
-        multipliers_in_logic=in_logic)
+        multipliers_in_logic=in_logic, dsp_output_registers=packing.to_json())
+
+
+def _pack_dsp_registers(netlist: Path, top: str) -> Packing:
+    """:func:`pack_output_registers` on the netlist file (rewritten through a temporary file, so a
+    stopped run never leaves half a netlist)."""
+    data = json.loads(netlist.read_text())
+    packing = pack_output_registers(data, top)
+    tmp = netlist.with_suffix(".packing.json")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(netlist)
+    return packing
