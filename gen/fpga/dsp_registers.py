@@ -23,10 +23,12 @@ Every other multiplier is left as it was, with the reason recorded (:class:`Pack
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
-__all__ = ["Packing", "pack_output_registers", "DSP", "FF"]
+__all__ = ["Packing", "pack_output_registers", "pack_netlist_file", "DSP", "FF"]
 
 #: the ECP5 multiplier and the slice flip-flop, as Yosys's ECP5 library names them
 DSP, FF = "MULT18X18D", "TRELLIS_FF"
@@ -163,3 +165,14 @@ def pack_output_registers(netlist: dict, top: str) -> Packing:
             else:
                 module["netnames"][net_name]["bits"] = ["x" if b in dead else b for b in bits]
     return done
+
+
+def pack_netlist_file(netlist: Path, top: str) -> Packing:
+    """:func:`pack_output_registers` on Yosys's JSON netlist file ``netlist``, rewritten through a
+    temporary file beside it (a stopped run never leaves half a netlist)."""
+    data = json.loads(netlist.read_text())
+    packing = pack_output_registers(data, top)
+    tmp = netlist.with_suffix(".packing.json")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(netlist)
+    return packing

@@ -39,7 +39,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..support import toolchain
-from .dsp_registers import Packing, pack_output_registers
+from .dsp_registers import Packing, pack_netlist_file
 # the readers of the tools' output, here too under their old names (``synth.read_cells`` ...)
 from .tool_reports import (CLOCK_NET, FLIP_FLOPS, MEMORY_CELLS, READ_DURING_WRITE, NetlistNames, PathEnd,  # noqa: F401
                            critical_path, design_base, fmax_of, read_cells, read_during_write, read_memories)
@@ -658,7 +658,7 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         synth_s += query_s + again_s         # Yosys's seconds in all: the three runs
     say(f"{top}: synthesised in {synth_s:.0f} s: " + ", ".join(f"{n} {t}" for t, n in cells.items()
                                                                if t in CELL_FIGURES))
-    packing = _pack_dsp_registers(work / netlist, top)
+    packing = pack_netlist_file(work / netlist, top)
     say(f"{top}: {packing.line()}")
     say(f"{top}: nextpnr-ecp5 {tgt.part}, out of context, aiming at {AIM_MHZ:.0f} MHz"
         + ("" if placer == PLACER else f", {placer} placer"))
@@ -691,14 +691,3 @@ def _run_flow(exported, tgt: Target, work: Path, yosys: str, nextpnr: str, tools
         synth_seconds=round(synth_s, 1), pnr_seconds=round(pnr_s, 1), seed=seed, placer=placer,
         memories=read_memories(yosys_log, top), read_during_write=read_during_write(yosys_log),
         multipliers_in_logic=in_logic, dsp_output_registers=packing.to_json())
-
-
-def _pack_dsp_registers(netlist: Path, top: str) -> Packing:
-    """:func:`pack_output_registers` on the netlist file (rewritten through a temporary file, so a
-    stopped run never leaves half a netlist)."""
-    data = json.loads(netlist.read_text())
-    packing = pack_output_registers(data, top)
-    tmp = netlist.with_suffix(".packing.json")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(netlist)
-    return packing

@@ -220,3 +220,16 @@ def test_the_step_is_part_of_the_cache_key():
     old = synth.toolchain.digest(synth.SYNTH_SCRIPT, json.dumps(synth.TARGETS["ecp5-25k"].nextpnr_args()),
                                  str(synth.AIM_MHZ), str(synth.SEED), synth.CLOCK_NET, "flow-v1")
     assert fingerprint != old
+
+
+def test_the_netlist_file_is_rewritten_whole(netlist, tmp_path):
+    """The flow's call: the file on disk becomes the packed netlist (no temporary file left)."""
+    from gen.fpga.dsp_registers import pack_netlist_file
+    _, before = netlist
+    path = tmp_path / "top.json"
+    path.write_text(json.dumps(before))
+    done = pack_netlist_file(path, "top")
+    expected = json.loads(json.dumps(before))
+    pack_output_registers(expected, "top")
+    assert done.flip_flops == 16 and json.loads(path.read_text()) == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["top.json"]
