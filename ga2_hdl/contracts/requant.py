@@ -6,12 +6,14 @@ as an Amaranth expression: ``round_half_away`` on the magnitude ``|acc| * m`` (=
 ``m`` being unsigned) as ``(mag + 2**(s-1)) >> s`` for ``s >= 1`` (its definition in the
 ISA), the sign put back, the clamp.  A test checks :func:`reference` against
 :func:`ga2_hdl.isa.requantize` itself on the corners and random operands, so the proof's
-reference is the ISA's.  The spec computes the product of the *same* inputs the unit
+reference is the ISA's.  For the one-multiply form the spec computes the product of the *same* inputs the unit
 multiplies, the ones' complement ``acc ^ sign`` by ``m`` (Yosys merges the two multipliers), and
 asserts ``|acc| = (acc ^ sign) + sign`` for every ``acc`` (so ``|acc| * m`` is that product plus
-``sign * m``), so the solver proves everything after the multiplier for every value, without the
-multiplier's equivalence as a problem of its own; the magnitude, the rounding, the saturation,
-the sign and relu are all the spec's.
+``sign * m``); for the split form (the book's RQ engine) it forms the same four signed partial
+products of ``acc`` and ``m`` as the unit and takes the magnitude of their sum itself.  Either way
+the solver proves everything after the multipliers for every value, without the multipliers'
+equivalence as a problem of its own; the magnitude, the rounding, the saturation, the sign and relu
+are all the spec's.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from amaranth.hdl import Assert, Const, Cover, Module, Mux, Signal, Value, signe
 from amaranth.hdl._ast import AnySeq
 
 from .. import isa
-from ..rtl.requant import ACC_BITS, MANTISSA_BITS, MULTIPLY_SPLIT, PRODUCT_BITS, SHIFT_BITS, Requantizer
+from ..rtl.requant import (ACC_BITS, MANTISSA_BITS, MANTISSA_SPLIT, MULTIPLY_SPLIT, PRODUCT_BITS, SHIFT_BITS,
+                           Requantizer)
 from .base import Spec
 
 __all__ = ["reference", "RequantizerSpec"]
@@ -63,34 +66,35 @@ class RequantizerSpec(Spec):
         m.d.comb += [acc.eq(AnySeq(ACC_BITS)), mant.eq(AnySeq(MANTISSA_BITS)),
                      shift.eq(AnySeq(SHIFT_BITS)), relu.eq(AnySeq(1)),
                      dut.acc.eq(acc), dut.mantissa.eq(mant), dut.shift.eq(shift), dut.relu.eq(relu)]
-        # the unit multiplies the ones' complement acc ^ sign and adds sign * m (it never negates
-        # acc): the spec asserts |acc| = ones + sign for every acc (no multiplier in it), so
-        # |acc| * m = ones * m + sign * m, and multiplies the same ones, so the two multipliers merge
-        magnitude, ones = Signal(ACC_BITS), Signal(ACC_BITS - 1)
-        m.d.comb += [magnitude.eq(Mux(acc < 0, -acc, acc)),
-                     ones.eq(acc[:ACC_BITS - 1] ^ (acc < 0).replicate(ACC_BITS - 1)),
-                     Assert(ones + (acc < 0) == magnitude)]
         negative = acc < 0
         if self.pipelined:
-            # the same registers and multipliers as the unit's first two stages (they merge with
-            # the unit's): with ones = a_lo + a_hi * 2**MULTIPLY_SPLIT and m = b_lo + b_hi *
-            # 2**MULTIPLY_SPLIT, ones * m is the sum of the four partial products below (the
-            # distributive law; sim_tests/rtl/test_requant.py runs the unit itself on random and
-            # corner operands against the ISA's function)
-            ones_0, mant_0, stage0 = Signal.like(ones), Signal.like(mant), _delayed(m, (negative, shift, relu), 1)
-            m.d.sync += [ones_0.eq(ones), mant_0.eq(mant)]
-            halves = lambda v: [(v[:MULTIPLY_SPLIT], 0), (v[MULTIPLY_SPLIT:], MULTIPLY_SPLIT)]
+            # the unit's signed product: the same registers and multipliers as its first two
+            # stages (they merge with the unit's): with acc = a_lo + a_hi * 2**MULTIPLY_SPLIT (a_hi
+            # signed) and m = b_lo + b_hi * 2**MANTISSA_SPLIT, acc * m is the sum of the four
+            # partial products below (the distributive law; sim_tests/rtl/test_requant.py runs the
+            # unit itself on random and corner operands against the ISA's function); its magnitude
+            # |acc * m| = |acc| * m is the spec's own negation
+            acc_0, mant_0, stage0 = Signal.like(acc), Signal.like(mant), _delayed(m, (negative, shift, relu), 1)
+            m.d.sync += [acc_0.eq(acc), mant_0.eq(mant)]
             partials = []
-            for a, a_at in halves(ones_0):
-                for b, b_at in halves(mant_0):
-                    partial = Signal(len(a) + len(b))
+            for a, a_at in ((acc_0[:MULTIPLY_SPLIT], 0), (acc_0[MULTIPLY_SPLIT:].as_signed(), MULTIPLY_SPLIT)):
+                for b, b_at in ((mant_0[:MANTISSA_SPLIT], 0), (mant_0[MANTISSA_SPLIT:], MANTISSA_SPLIT)):
+                    partial = Signal((a * b).shape())
                     m.d.sync += partial.eq(a * b)
                     partials.append(partial << (a_at + b_at))
-            corr = Signal(MANTISSA_BITS)
-            m.d.sync += corr.eq(Mux(stage0[0], mant_0, 0))
-            magnitude_times_m = sum(partials) + corr
+            signed_product = Signal(signed(PRODUCT_BITS + 1))
+            m.d.comb += signed_product.eq(sum(partials))
+            magnitude_times_m = Mux(signed_product < 0, -signed_product, signed_product)
             negative, shift, relu = _delayed(m, stage0, 1)
         else:
+            # the one-multiply form multiplies the ones' complement acc ^ sign and adds sign * m (it
+            # never negates acc): the spec asserts |acc| = ones + sign for every acc (no multiplier
+            # in it), so |acc| * m = ones * m + sign * m, and multiplies the same ones, so the two
+            # multipliers merge
+            magnitude, ones = Signal(ACC_BITS), Signal(ACC_BITS - 1)
+            m.d.comb += [magnitude.eq(Mux(acc < 0, -acc, acc)),
+                         ones.eq(acc[:ACC_BITS - 1] ^ (acc < 0).replicate(ACC_BITS - 1)),
+                         Assert(ones + (acc < 0) == magnitude)]
             magnitude_times_m = ones * mant + Mux(negative, mant, 0)
         product = Signal(PRODUCT_BITS)
         negative_r, shift_r, relu_r = _delayed(m, (negative, shift, relu), 1)

@@ -40,7 +40,7 @@ from amaranth.lib import wiring
 from .. import isa
 from ..config import Config
 from .decoder import operand
-from .layout import ExtPort, SpadPort, UnitSignature, spad_addr_bits
+from .layout import ExtPort, SpadPort, UnitSignature, spad_addr_bits, spad_read_word
 
 __all__ = ["DMA"]
 
@@ -131,20 +131,17 @@ class DMA(wiring.Component):
 
         if wide:
             request_mask, completed_mask = mask(requested), mask(completed)
-            # the scratchpad addresses from registers (no adder after the instruction register):
-            # the base while idle (the start cycle's is the instruction's, held from then on), one
-            # chunk further with each read (ST) or write (LD)
-            rd_ptr, wr_ptr = Signal(addr_bits, name="spad_rd_ptr"), Signal(addr_bits, name="spad_wr_ptr")
-            with m.If(~self.busy):
-                m.d.sync += [rd_ptr.eq(spad_base), wr_ptr.eq(spad_base)]
-            with m.If(more_to_request):
-                m.d.sync += rd_ptr.eq(rd_ptr + w)
-            with m.If(word_done):
-                m.d.sync += wr_ptr.eq(wr_ptr + w)
-            spad_wr_addr, spad_rd_addr = wr_ptr, rd_ptr
-        else:
-            spad_wr_addr = (spad_base + first_word(completed))[:addr_bits]
-            spad_rd_addr = (spad_base + first_word(requested))[:addr_bits]
+        # the scratchpad addresses from registers (no adder after the instruction register, on any
+        # port width): the base while idle (the start cycle's is the instruction's, held from then
+        # on), one chunk further with each read (ST) or write (LD)
+        rd_ptr, wr_ptr = Signal(addr_bits, name="spad_rd_ptr"), Signal(addr_bits, name="spad_wr_ptr")
+        with m.If(~self.busy):
+            m.d.sync += [rd_ptr.eq(spad_base), wr_ptr.eq(spad_base)]
+        with m.If(more_to_request):
+            m.d.sync += rd_ptr.eq(rd_ptr + w)
+        with m.If(word_done):
+            m.d.sync += wr_ptr.eq(wr_ptr + w)
+        spad_wr_addr, spad_rd_addr = wr_ptr, rd_ptr
 
         with m.If(is_load):
             # requests to external memory; answers written to the scratchpad as they arrive
@@ -175,5 +172,5 @@ class DMA(wiring.Component):
         # ST: the word read is the word written.  A submodule of its own, so that in Amaranth's
         # simulator another unit's scratchpad reads wake only this assignment, not the DMA's logic.
         m.submodules.st_data = st_data = Module()
-        st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))
+        st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(spad_read_word(self.spad))))
         return m

@@ -19,15 +19,15 @@ signature requires it as the keyword ``config`` (no silent book default), so the
 address widths of a port are derived from the configuration's ``spad_words``
 and from nowhere else.
 """
-from amaranth.hdl import unsigned
+from amaranth.hdl import Mux, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
 
-__all__ = ["INSTRUCTION", "SPAD_ADDR_BITS", "spad_addr_bits",
-           "SpadPort", "ExtPort", "UnitSignature"]
+__all__ = ["INSTRUCTION", "SPAD_ADDR_BITS", "spad_addr_bits", "spad_forwards", "spad_read_word",
+           "SpadPort", "ExtPort", "UnitSignature", "contract_ports", "off_contract"]
 
 # StructLayout places members from the least significant bit up, in order.
 assert [f.lsb for f in sorted(isa.FIELDS, key=lambda f: f.lsb)] == \
@@ -45,6 +45,23 @@ def spad_addr_bits(config: Config) -> int:
 
 #: the book chip's scratchpad address width (12)
 SPAD_ADDR_BITS = spad_addr_bits(isa.BOOK)
+
+
+def spad_forwards(config: Config) -> bool:
+    """Whether the scratchpad ports of ``config`` carry the forward (``rd_hit``, ``rd_forward``):
+    the chips whose scratchpad is one memory read every cycle by its owner (no overlap, one bank:
+    the book's).  Its block RAM returns the old word when a read meets a write of the same word
+    (Yosys then adds no compare of its own, docs/fpga.md, eighteenth session); the scratchpad says
+    so on ``rd_hit`` and gives the word written on ``rd_forward``."""
+    return not config.overlap and config.spad_banks == 1
+
+
+def spad_read_word(port):
+    """The word a read on the scratchpad port ``port`` returned: ``rd_data``, or ``rd_forward``
+    when the port carries the forward and ``rd_hit`` is high (:func:`spad_forwards`)."""
+    if "rd_hit" in port.signature.members:
+        return Mux(port.rd_hit, port.rd_forward, port.rd_data)
+    return port.rd_data
 
 class _MemoryPort(wiring.Signature):
     """A memory port's signature, described by its address width, word width and words per access:
@@ -64,7 +81,7 @@ class _MemoryPort(wiring.Signature):
         return self.words > 1
 
     def _key(self):
-        return type(self), self.addr_bits, self.data_bits, self.words
+        return type(self), self.addr_bits, self.data_bits, self.words, getattr(self, "forward", False)
 
     def __eq__(self, other):
         return isinstance(other, _MemoryPort) and self._key() == other._key()
@@ -73,7 +90,8 @@ class _MemoryPort(wiring.Signature):
         return hash(self._key())
 
     def __repr__(self):
-        return f"{type(self).__name__}(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words})"
+        return (f"{type(self).__name__}(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words}"
+                + (", forward" if getattr(self, "forward", False) else "") + ")")
 
 
 class SpadPort(_MemoryPort):
@@ -83,6 +101,13 @@ class SpadPort(_MemoryPort):
     Write: ``wr_en``, ``wr_addr`` and ``wr_data`` in cycle t update the word at
     the end of cycle t.  Directions are from the master's (the unit's) side;
     the scratchpad takes its masters as ``In(SpadPort()).array(n)``.
+
+    On the chips of :func:`spad_forwards` (the book's) the port also carries the forward:
+    ``rd_data`` is then the block RAM's word, which is the old one when the read met a write of
+    the same word in its cycle, and ``rd_hit`` says so, with the word written on ``rd_forward``.
+    The word read is :func:`spad_read_word` (a master builds that multiplexer itself, near its
+    own logic: the port's one multiplexer shared by every master was a critical path).  A
+    testbench that drives only ``rd_data`` drives the word read (``rd_hit`` stays 0).
 
     A port ``words`` wide (a power of two, ``Config.spad_ports`` or
     ``Config.ext_port_words``) moves that many *consecutive* words per cycle from
@@ -114,12 +139,14 @@ class SpadPort(_MemoryPort):
     wr_addr : Out(addr_bits)
     wr_data : Out(data_bits), or Out(ArrayLayout(data_bits, words))
     rd_mask, wr_mask : Out(words) (wide ports only)
+    rd_hit : In(1), rd_forward : In(data_bits) (:func:`spad_forwards` chips only)
     """
 
     def __init__(self, addr_bits: int | None = None, data_bits: int = isa.WORD_BITS, words: int = 1, *,
                  config: Config):
         if addr_bits is None:
             addr_bits = spad_addr_bits(config)
+        self.forward = words == 1 and spad_forwards(config)
         super().__init__("a scratchpad port", addr_bits, data_bits, words, lambda word: {
             "rd_en": Out(1),
             "rd_addr": Out(addr_bits),
@@ -128,6 +155,7 @@ class SpadPort(_MemoryPort):
             "wr_addr": Out(addr_bits),
             "wr_data": Out(word),
             **({"rd_mask": Out(words), "wr_mask": Out(words)} if words > 1 else {}),
+            **({"rd_hit": In(1), "rd_forward": In(word)} if self.forward else {}),
         })
 
 
@@ -241,3 +269,15 @@ class UnitSignature(wiring.Signature):
     def __repr__(self):
         extra = "".join(f", {name}={member!r}" for name, member in self.extra.items())
         return f"UnitSignature({self.spad!r}{extra})"
+
+
+def contract_ports(signature: wiring.Signature) -> dict:
+    """Every port of a signature: path -> (flow, shape) (a user's engine may declare the contract's
+    ports in a plain Signature of its own, which compares equal to no UnitSignature)."""
+    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
+
+
+def off_contract(name: str, engine_cls) -> str:
+    """Why the engine ``engine_cls`` of operation ``name`` is refused: it is not on the contract."""
+    return (f"the engine of {name} ({getattr(engine_cls, '__name__', engine_cls)}) is not a "
+            f"wiring.Component on the unit contract (ga2_hdl.rtl.layout.UnitSignature)")

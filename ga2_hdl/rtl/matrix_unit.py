@@ -93,7 +93,7 @@ from amaranth.lib import data, wiring
 from .. import isa
 from ..config import Config
 from .decoder import operand
-from .layout import SpadPort, UnitSignature, spad_addr_bits
+from .layout import SpadPort, UnitSignature, spad_addr_bits, spad_read_word
 from .rowmem import BankedOperandRowMemory, OperandRowMemory
 from .systolic import SystolicArray
 
@@ -379,7 +379,7 @@ class MatrixUnit(wiring.Component):
                 w.d.comb += [
                     mem.wr_lane.eq(land.lane),
                     mem.wr_addr.eq(land.k),
-                    mem.wr_data.eq(self.spad.rd_data[:8]),
+                    mem.wr_data.eq(spad_read_word(self.spad)[:8]),
                 ]
             else:
                 w.d.comb += [

@@ -53,7 +53,7 @@ r = 2**38 // S < 2**23; the multiplier is 16 x 23 bits.
 """
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 
 from .. import isa
@@ -118,6 +118,21 @@ class SoftmaxUnit(wiring.Component):
         self.config = config
         super().__init__(UnitSignature(config=config))
 
+    def _read_address(self, m, src, reading):
+        """The read address from registers: ``rd_ptr``, the pass's base + rd_index (one further
+        with each read), or the instruction's ``src`` while ``from_field`` (IDLE: the start cycle
+        reads element 0; MAX's last cycle: EXP's element 0), which the passes set a cycle ahead.
+        Returns (rd_ptr, from_field)."""
+        addr_bits = spad_addr_bits(self.config)
+        rd_ptr = Signal(addr_bits, name="rd_ptr")
+        rd_addr = Signal(addr_bits, name="rd_addr_now")
+        from_field = Signal(init=1, name="rd_from_field")
+        m.d.sync += from_field.eq(0)
+        m.d.comb += [rd_addr.eq(Mux(from_field, src, rd_ptr)), self.spad.rd_addr.eq(rd_addr)]
+        with m.If(reading):
+            m.d.sync += rd_ptr.eq(rd_addr + 1)
+        return rd_ptr, from_field
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.exp_table = exp_table = ExpTable()
@@ -126,9 +141,7 @@ class SoftmaxUnit(wiring.Component):
         m.submodules.divider = divider = Divider(quotient_bits=short)
         assert 1 + divider.CYCLES == isa.sm_division_cycles(self.config)
 
-        dst = operand(self.ins, "SM", "dst")
-        src = operand(self.ins, "SM", "src")
-        length = operand(self.ins, "SM", "len")
+        dst, src, length = (operand(self.ins, "SM", name) for name in ("dst", "src", "len"))
 
         # ---- the streaming machinery shared by the three passes
         spad_words, addr_bits = self.config.spad_words, spad_addr_bits(self.config)
@@ -141,12 +154,9 @@ class SoftmaxUnit(wiring.Component):
         last1, last2, last3, last4 = Signal(), Signal(), Signal(), Signal()
         rd_now = Signal(range(spad_words + 1))         # the element read this cycle
         m.d.comb += [rd_now.eq(rd_index), read_is_last.eq(rd_now == length - 1)]
-        m.d.sync += [
-            v1.eq(reading), last1.eq(reading & read_is_last),
-            v2.eq(v1), last2.eq(last1),
-            v3.eq(v2), last3.eq(last2),
-            v4.eq(v3), last4.eq(last3),
-        ]
+        rd_ptr, from_field = self._read_address(m, src, reading)
+        m.d.sync += [v1.eq(reading), last1.eq(reading & read_is_last), v2.eq(v1), last2.eq(last1),
+                     v3.eq(v2), last3.eq(last2), v4.eq(v3), last4.eq(last3)]
         with m.If(reading):
             m.d.sync += rd_index.eq(rd_now + 1)
 
@@ -184,12 +194,14 @@ class SoftmaxUnit(wiring.Component):
                     m.next = "MAX"
                 # MAX reads element 0 in the start cycle (the port is free, a read changes nothing),
                 # so each pass has a register after the scratchpad's output at the same cycles
-                m.d.comb += [reading.eq(self.start), self.spad.rd_addr.eq((src + rd_now)[:addr_bits])]
+                m.d.comb += reading.eq(self.start)
+                m.d.sync += from_field.eq(~self.start)
 
             with m.State("MAX"):
                 # element i: read in cycle i-1 of MAX (element 0 in the start cycle), registered
                 # (stage 1), compared with the running max (stage 2): the pass ends in cycle len
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_now)[:addr_bits])]
+                m.d.comb += reading.eq(rd_index < length)
+                m.d.sync += from_field.eq(v1 & last1)      # the next cycle is the pass's last
                 with m.If(v2 & (score_r > running_max)):
                     m.d.sync += running_max.eq(score_r)
                 with m.If(v2 & last2):
@@ -200,7 +212,7 @@ class SoftmaxUnit(wiring.Component):
                     m.next = "EXP"
 
             with m.State("EXP"):
-                m.d.comb += [reading.eq(rd_index < length), self.spad.rd_addr.eq((src + rd_now)[:addr_bits])]
+                m.d.comb += reading.eq(rd_index < length)
                 # stage 1: the score registered; stage 2: the ROM address is driven above; stage 3: its
                 # data, registered (e_reg), written to dst and added to S from the register a cycle
                 # later (the ROM's output feeds only that register; the last word is written and
@@ -213,6 +225,7 @@ class SoftmaxUnit(wiring.Component):
                     m.d.sync += e_reg.eq(exp_table.data)
                     with m.If(last3):
                         next_pass()
+                        m.d.sync += rd_ptr.eq(dst)          # SCALE reads dst + i
                         m.next = "DIV_START"
 
             with m.State("DIV_START"):
@@ -224,7 +237,6 @@ class SoftmaxUnit(wiring.Component):
                 m.next = "DIV_WAIT"
 
             with m.State("DIV_WAIT"):
-                m.d.comb += self.spad.rd_addr.eq((dst + rd_index)[:addr_bits])
                 with m.If(divider.done):
                     # SCALE's first read, a cycle before SCALE: the port is free and the word
                     # needs no r, which buys the register after the scratchpad's output
@@ -235,7 +247,7 @@ class SoftmaxUnit(wiring.Component):
             with m.State("SCALE"):
                 self._scale(m, SimpleNamespace(
                     reading=reading, rd_index=rd_index, wr_index=wr_index, length=length, dst=dst,
-                    addr_bits=addr_bits, v=(v1, v2, v3, v4), last4=last4, e_read=e_read, product=product,
+                    addr_bits=addr_bits, from_field=from_field, v=(v1, v2, v3, v4), last4=last4, e_read=e_read, product=product,
                     prob=prob, r=r, next_pass=next_pass))
         return m
 
@@ -244,7 +256,7 @@ class SoftmaxUnit(wiring.Component):
         rounded (v3), written (v4) in cycle i+3: the same cycles as a pipeline of depth 3 whose
         reads start with SCALE; done with the last write."""
         v1, v2, v3, v4 = s.v
-        m.d.comb += [s.reading.eq(s.rd_index < s.length), self.spad.rd_addr.eq((s.dst + s.rd_index)[:s.addr_bits])]
+        m.d.comb += s.reading.eq(s.rd_index < s.length)
         # registered without an enable (only v2, the cycle after v1, takes it), so the block RAM's
         # output reaches the flip-flop through no multiplexer
         m.d.sync += s.e_read.eq(self.spad.rd_data[:E_BITS])
@@ -259,4 +271,5 @@ class SoftmaxUnit(wiring.Component):
                 m.d.comb += self.done.eq(1)
                 m.d.sync += self.busy.eq(0)
                 s.next_pass()
+                m.d.sync += s.from_field.eq(1)
                 m.next = "IDLE"

@@ -11,7 +11,10 @@ hold, and no "which unit is busy" signal is needed.  The book's chip instead nam
 owner, the unit of the instruction it runs, from a register (``owned``): address and data
 are the owner's, the memory reads every cycle, so a unit's start (decided late in its
 cycle) reaches only the write enable; its writes are registered before the memory (a write
-stage, the read port transparent to the write port).  The wide chips without overlap do the same
+stage), and a read of the word being written gets it from the forward: the memory's read port
+returns the old word, and the scratchpad tells the masters so (``rd_hit``, with the word on
+``rd_forward``, :func:`ga2_hdl.rtl.layout.spad_forwards`), each master choosing between the two
+itself.  The wide chips without overlap do the same
 for their banked storage (below): every bank reads the owner's address every cycle, and each
 master's write is registered before the master multiplexer and the write rotator.
 
@@ -63,7 +66,7 @@ from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
-from .layout import SpadPort, spad_addr_bits
+from .layout import SpadPort, spad_addr_bits, spad_forwards
 
 __all__ = ["Scratchpad"]
 
@@ -177,7 +180,13 @@ class Scratchpad(wiring.Component):
         # memory p * B + b: bank b's rows of partition p (bank b: every B-th word from b)
         rows = -(-depth // self.n_banks)
         part_rows = rows // self.n_partitions
-        self.banks = [memory.Memory(shape=unsigned(isa.WORD_BITS),
+        # the owned one-memory scratchpad's collisions are the forward's (the masters' rd_hit), not
+        # Yosys's to emulate: without the attribute Yosys builds an address compare and a
+        # multiplexer after the block RAM for any read-during-write behaviour (docs/fpga.md,
+        # eighteenth session)
+        self.forwards = owned and words == 1 and spad_forwards(config)
+        attrs = {"no_rw_check": 1} if self.forwards else None
+        self.banks = [memory.Memory(shape=unsigned(isa.WORD_BITS), attrs=attrs,
                                     depth=part_rows if self.n_banks > 1 or self.n_partitions > 1 else depth,
                                     init=init[b::self.n_banks][p * part_rows:(p + 1) * part_rows])
                       for p in range(self.n_partitions) for b in range(self.n_banks)]
@@ -231,9 +240,9 @@ class Scratchpad(wiring.Component):
         m = Module()
         m.submodules[self.MEMORY_NAME] = self.memory
         wr = self.memory.write_port()
-        # synchronous; not transparent, except behind the owned scratchpad's write stage (see
-        # _write_stage)
-        rd = self.memory.read_port(transparent_for=(wr,) if self.owned else ())
+        # synchronous and not transparent: owned, the forward (_forward) gives a read the word
+        # written in its cycle
+        rd = self.memory.read_port()
 
         ports = list(self.masters)
         rd_addr = 0
@@ -266,9 +275,32 @@ class Scratchpad(wiring.Component):
         # The read data goes back to every master from a submodule of its own: in Amaranth's
         # simulator that is a separate process, which runs only when the memory's output changes.
         m.submodules.read_fanout = fanout = Module()
+        hit, written = self._forward(m, rd, wr) if self.forwards else (None, None)
         for p in ports:
             fanout.d.comb += p.rd_data.eq(rd.data)
+            if hit is not None:
+                fanout.d.comb += [p.rd_hit.eq(hit), p.rd_forward.eq(written)]
         return m
+
+    @staticmethod
+    def _forward(m, rd, wr):
+        """The forward of a port ``rd`` that reads every cycle, not transparent to ``wr``: (hit,
+        word), hit high in the cycle after a read of the word ``wr`` wrote in the read's cycle (the
+        block RAM's data is then the old word), and the word written.  The read's address and the
+        write (enable, address, data) are registered in that cycle and compared in the next, while
+        the block RAM's data comes out, so the compare starts from registers and not from the
+        units' address logic (a transparent port's compare, as Yosys builds it, takes the address
+        before it is registered).  Each master chooses between the two words itself
+        (:func:`~ga2_hdl.rtl.layout.spad_read_word`)."""
+        read_addr = Signal.like(rd.addr, name="read_addr_r")
+        written_en = Signal(name="written_en_r")
+        written_addr = Signal.like(wr.addr, name="written_addr_r")
+        written_data = Signal.like(wr.data, name="written_data_r")
+        m.d.sync += [read_addr.eq(rd.addr), written_en.eq(wr.en), written_addr.eq(wr.addr),
+                     written_data.eq(wr.data)]
+        hit = Signal(name="forward_hit")
+        m.d.comb += hit.eq(written_en & (read_addr == written_addr))
+        return hit, written_data
 
     @staticmethod
     def _registered_write(m, prefix, en, addr, mask, data):
@@ -287,7 +319,8 @@ class Scratchpad(wiring.Component):
         inputs come from registers and not from the units' multiplexers.  A read in cycle t+1 of the word
         being written then must see the new word, as it would without the stage: the memory's
         read port is transparent to its write port (a read and a write of one memory word in one
-        cycle give the word written), so a master sees exactly what it sees without the stage (a
+        cycle give the word written; the one-memory scratchpad: the forward, :meth:`_forward`,
+        instead), so a master sees exactly what it sees without the stage (a
         master's read and write of one address in one cycle still return the old word: the
         memory takes that write a cycle later)."""
         pending_en = Signal(name=f"{prefix}write_en_r")

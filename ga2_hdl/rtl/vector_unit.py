@@ -72,7 +72,7 @@ from amaranth.lib import data, wiring
 from .. import isa
 from ..config import Config
 from .decoder import operand
-from .layout import SpadPort, UnitSignature, spad_addr_bits
+from .layout import SpadPort, UnitSignature, contract_ports, off_contract, spad_addr_bits
 from .requant import Requantizer
 from .softmax import SoftmaxUnit
 
@@ -134,6 +134,16 @@ class _Engine(wiring.Component):
     def _addr(self, base, index):
         """A scratchpad address: base + index, within the scratchpad's address space."""
         return (base + index)[:spad_addr_bits(self.config)]
+
+    def _pointer(self, m, name, first, step):
+        """A read address in a register (no adder between a field and the block RAM's address):
+        ``first`` in the start cycle, then one word further in each cycle of ``step``."""
+        pointer = Signal(spad_addr_bits(self.config), name=name)
+        with m.If(self.start):
+            m.d.sync += pointer.eq(first)
+        with m.Elif(step):
+            m.d.sync += pointer.eq(pointer + 1)
+        return pointer
 
     def _write(self, m, valid, last, addr, counter, lanes, mask=None):
         """Write ``lanes`` (one value per lane, sign-extended to the word) to ``addr`` when ``valid``,
@@ -257,6 +267,7 @@ class RequantizeEngine(_Engine):
         valid = [reading] + [Signal(name=f"v{k}") for k in range(1, depth + 1)]
         last = [Signal(name="last0")] + [Signal(name=f"last{k}") for k in range(1, depth + 1)]
 
+        rd_ptr = self._pointer(m, "rd_ptr", self._addr(src, 1), reading)     # src + rd_index
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), rd_index.eq(1), wr_index.eq(0)]
         index = Mux(self.start, 0, rd_index)
@@ -266,7 +277,7 @@ class RequantizeEngine(_Engine):
             self.spad.rd_en.eq(reading),
             # the address from registers only: idle (the start cycle), the first element's; start
             # (late in its cycle) reaches only the read enable
-            self.spad.rd_addr.eq(Mux(self.busy, self._addr(src, rd_index), self._addr(src, 0))),
+            self.spad.rd_addr.eq(Mux(self.busy, rd_ptr, self._addr(src, 0))),
             rq.acc.eq(self.spad.rd_data.as_signed()),
         ]
         # m, s and relu from registers of the engine's own, loaded from the instruction every cycle:
@@ -360,6 +371,10 @@ class AddEngine(_Engine):
         total = Signal(signed(9))
         clamped = Signal(signed(8))
 
+        # each source's next address (src1 + i, src2 + i) in a register: only their choice before
+        # the block RAM's address
+        p1 = self._pointer(m, "rd_ptr1", self._addr(src1, 1), reading & ~slot[0])
+        p2 = self._pointer(m, "rd_ptr2", self._addr(src2, 0), reading & slot[0])
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), slot.eq(1), wr_index.eq(0)]
         now = Mux(self.start, 0, slot)                      # the slot read this cycle
@@ -368,7 +383,7 @@ class AddEngine(_Engine):
             self.spad.rd_en.eq(reading),
             # the address from registers only: idle (the start cycle), src1[0]'s; start (late in its
             # cycle) reaches only the read enable
-            self.spad.rd_addr.eq(Mux(self.busy, self._addr(Mux(slot[0], src2, src1), slot[1:]), self._addr(src1, 0))),
+            self.spad.rd_addr.eq(Mux(self.busy, Mux(slot[0], p2, p1), self._addr(src1, 0))),
         ]
         m.d.sync += [v1.eq(reading), second1.eq(now[0]), last1.eq(reading & (now == 2 * length - 1))]
         with m.If(reading & ~self.start):
@@ -473,12 +488,13 @@ class ArgmaxEngine(_Engine):
         v2, last2, idx2 = Signal(), Signal(), Signal(spad_addr_bits(self.config))    # data registered
         value2 = Signal(signed(isa.WORD_BITS))
 
+        rd_ptr = self._pointer(m, "rd_ptr", src, reading)                    # src + rd_index
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), rd_index.eq(0), best.eq(smallest), best_index.eq(0)]
         m.d.comb += [
             reading.eq(self.busy & (rd_index < length)),
             self.spad.rd_en.eq(reading),
-            self.spad.rd_addr.eq(self._addr(src, rd_index)),
+            self.spad.rd_addr.eq(rd_ptr),
         ]
         m.d.sync += [
             v1.eq(reading), last1.eq(reading & (rd_index == length - 1)), idx1.eq(rd_index),
@@ -521,11 +537,6 @@ class ArgmaxEngine(_Engine):
         m.d.sync += finish.eq(v & last)
 
 
-def _off_contract(name: str, engine_cls) -> str:
-    return (f"the engine of {name} ({getattr(engine_cls, '__name__', engine_cls)}) is not a "
-            f"wiring.Component on the unit contract (ga2_hdl.rtl.layout.UnitSignature)")
-
-
 def _drop_refused(engines: dict) -> None:
     """Drop the engines built for a vector unit that is refused (one of them is off the unit
     contract, which only its instance shows): they are discarded on purpose, so Amaranth's
@@ -535,12 +546,6 @@ def _drop_refused(engines: dict) -> None:
         warnings.simplefilter("ignore", UnusedElaboratable)
         engines.clear()
         gc.collect()
-
-
-def _ports(signature: wiring.Signature) -> dict:
-    """Every port of a signature: path -> (flow, shape) (a user's engine may declare the contract's ports in a
-    plain Signature of its own, which compares equal to no UnitSignature)."""
-    return {path: (m.flow, m.shape) for path, m in signature.members.flatten() if m.is_port}
 
 
 
@@ -592,7 +597,7 @@ class VectorUnit(wiring.Component):
         class is not a ``wiring.Component``: what can be checked before anything is built."""
         for name, engine_cls in cls.engines_of(config).items():
             if isinstance(engine_cls, type) and not issubclass(engine_cls, wiring.Component):
-                raise ValueError(_off_contract(name, engine_cls))
+                raise ValueError(off_contract(name, engine_cls))
 
     @classmethod
     def _built_engines(cls, config: Config) -> dict[str, wiring.Component]:
@@ -601,13 +606,13 @@ class VectorUnit(wiring.Component):
         or an engine refuses the configuration: the engines built so far are dropped then."""
         cls.check(config)
         # an engine's port is one word (it runs on lane 0 of a wide port) or the unit's width
-        contracts = (_ports(UnitSignature(config=config)), _ports(cls._signature(config)))
+        contracts = (contract_ports(UnitSignature(config=config)), contract_ports(cls._signature(config)))
         engines: dict[str, wiring.Component] = {}
         try:
             for name, engine_cls in cls.engines_of(config).items():
                 engines[name] = engine_cls(config=config)
-                if not isinstance(engines[name], wiring.Component) or _ports(engines[name].signature) not in contracts:
-                    raise ValueError(_off_contract(name, engine_cls))
+                if not isinstance(engines[name], wiring.Component) or contract_ports(engines[name].signature) not in contracts:
+                    raise ValueError(off_contract(name, engine_cls))
         except Exception:
             _drop_refused(engines)
             raise
@@ -643,7 +648,9 @@ class VectorUnit(wiring.Component):
         # cycle): event-driven simulators (Icarus, Amaranth's) skip that work.  The gating has a
         # submodule of its own, so that in Amaranth's simulator a read by another unit runs only
         # that small process, not the whole unit's.  On a wide port (spad_ports > 1) a wide engine
-        # takes every lane, a one-word engine (SM, an extension's) lane 0.
+        # takes every lane, a one-word engine (SM, an extension's) lane 0.  With the forward
+        # (layout.spad_forwards, the book's chip) the engine that sees the data is the one named in
+        # the cycle of the read, the cycle before the data.
         m.submodules.read_gate = read_gate = Module()
         engines = self.engines
         for name, engine in engines.items():
@@ -656,7 +663,15 @@ class VectorUnit(wiring.Component):
             read_data = self.spad.rd_data
             if wide_port:
                 read_data = read_data.as_value() if engine.spad.signature.wide else read_data[0]
-            read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
+            if "rd_hit" in self.spad.signature.members:
+                # the forward: each engine its own multiplexer, gated by the engine that read in the
+                # cycle before, one LUT per bit beside each engine and not one shared by all
+                read_by = Signal(name=f"{name.lower()}_read_by")
+                m.d.sync += read_by.eq(selected)
+                read_gate.d.comb += engine.spad.rd_data.eq(
+                    Mux(read_by, Mux(self.spad.rd_hit, self.spad.rd_forward, read_data), 0))
+            else:
+                read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
             with m.If(engine.done):
                 m.d.comb += self.done.eq(1)
             with m.If(engine.busy):

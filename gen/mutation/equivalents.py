@@ -106,7 +106,7 @@ EQUIVALENT: tuple[Equivalence, ...] = (
                 "whose result is stored (after done it is computed from the final remainder, but rem and "
                 "num_quot do not load then).  The comparison with the divisor, the difference and the "
                 "quotient bit are the same, so are the quotient and remainder for every 40-bit input"),
-    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words", "mem.wr_data.eq(self.spad.rd_data[:8]),",
+    Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._land_staged_words", "mem.wr_data.eq(spad_read_word(self.spad)[:8]),",
                 ":8 -> :9",
                 "the operand memory's wr_data port is signed(8): assigning the low 9 bits of the word keeps "
                 "only its low 8, the same int8 as before", netlist="matrix unit"),
@@ -183,12 +183,12 @@ EQUIVALENT: tuple[Equivalence, ...] = (
     # one line for the book's one-word port and the wide one (ext_port_words > 1): the W-word ext_wdata
     # is driven the same way, under the same ext_we
     Equivalence("ga2_hdl/rtl/dma.py", "DMA.elaborate",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
-                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, 1, Value.cast(self.spad.rd_data))",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(spad_read_word(self.spad))))",
+                "Mux(is_load, 0, Value.cast(spad_read_word(self.spad))) -> Mux(is_load, 1, Value.cast(spad_read_word(self.spad)))",
                 DMA_WDATA),
     Equivalence("ga2_hdl/rtl/dma.py", "DMA.elaborate",
-                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(self.spad.rd_data)))",
-                "Mux(is_load, 0, Value.cast(self.spad.rd_data)) -> Mux(is_load, -1, Value.cast(self.spad.rd_data))",
+                "st_data.d.comb += self.ext_wdata.eq(Mux(is_load, 0, Value.cast(spad_read_word(self.spad))))",
+                "Mux(is_load, 0, Value.cast(spad_read_word(self.spad))) -> Mux(is_load, -1, Value.cast(spad_read_word(self.spad)))",
                 DMA_WDATA),
     Equivalence("ga2_hdl/rtl/matrix_unit.py", "MatrixUnit._registers", "P, wide = self.ports, self.ports > 1",
                 "self.ports > 1 -> self.ports > 0", MM_WIDE_FIELDS),

@@ -346,8 +346,8 @@ class VerilatorSimulator(_VerilogSimulator):
     name = "verilator"
     min_bundle_cap = 1 << 20     # 4 MB in the model; one build serves bundles up to a million words
 
-    #: the seeds of the two runs of an x check (any two different ones)
-    X_CHECK_SEEDS = (1, 2)
+    #: the seeds of the runs of an x check (any different ones; see run_program)
+    X_CHECK_SEEDS = (1, 2, 3)
 
     def __init__(self, *args, jobs: int | None = None, x_check: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -362,9 +362,12 @@ class VerilatorSimulator(_VerilogSimulator):
 
         Verilator is two-state: an x (a read outside an array, an unset variable) becomes a
         constant by its own rule.  Built with ``--x-assign unique --x-initial unique`` those constants
-        are drawn at start-up from ``+verilator+seed``; the program runs twice with two seeds, and a
-        final word or counter that differs between the runs came from an x: it is reported as
-        unknown, as Icarus reports its x (the first run's values stay in ``ext`` as placeholders).
+        are drawn at start-up from ``+verilator+seed``; the program runs once with each of
+        :attr:`X_CHECK_SEEDS`, and a final word or counter that differs between the runs came from
+        an x: it is reported as unknown, as Icarus reports its x (the first run's values stay in
+        ``ext`` as placeholders).  An x that reaches a word through logic that maps many values to
+        one (a clamp, a compare) can give every run the same word: through a clamp of the negative
+        words, one x in 2**(runs) goes unseen, so three seeds, not two.
         """
         if not self.x_check or vcd is not None:
             return super().run_program(program, ext, ext_words=ext_words, vcd=vcd)
@@ -378,11 +381,12 @@ class VerilatorSimulator(_VerilogSimulator):
                 raise SimulatorError(f"{self.name}: the program did not finish: {report.line()}; "
                                      + "; ".join(report.messages))
             runs.append(report.results[0])
-        first, second = runs
-        first.unknown = {a: f"varies with the seed: {x:08x}, {y:08x}"
-                         for a, (x, y) in enumerate(zip(first.ext, second.ext)) if x != y}
-        first.unknown_counters = {n: f"varies with the seed: {x}, {y}" for n, x, y in
-                                  zip(isa.COUNTER_NAMES, first.counters, second.counters) if x != y}
+        first = runs[0]
+        first.unknown = {a: "varies with the seed: " + ", ".join(f"{x:08x}" for x in xs)
+                         for a, xs in enumerate(zip(*(r.ext for r in runs))) if len(set(xs)) > 1}
+        first.unknown_counters = {n: "varies with the seed: " + ", ".join(str(x) for x in xs)
+                                  for n, *xs in zip(isa.COUNTER_NAMES, *(r.counters for r in runs))
+                                  if len(set(xs)) > 1}
         if first.unknown:
             first.message = (f"{len(first.unknown)} words of the final memory vary with Verilator's seed for x, "
                              f"the first at ext[{min(first.unknown)}]")

@@ -47,7 +47,7 @@ PLANTED = {
     "amax.contract": ("ga2_hdl/rtl/vector_unit.py", "rd_index == length - 1 -> rd_index != length - 1",
                       "ArgmaxEngine._words"),
     # the value properties: data bugs the unit contract passes (an operand read twice, ties kept last)
-    "vadd.values": ("ga2_hdl/rtl/vector_unit.py", "src2, src1 -> src1, src2", "AddEngine._words"),
+    "vadd.values": ("ga2_hdl/rtl/vector_unit.py", "p2, p1 -> p1, p2", "AddEngine._words"),
     "amax.values": ("ga2_hdl/rtl/vector_unit.py", "value2 > best -> value2 >= best", "ArgmaxEngine._words"),
     # RQ's data path: m, s and relu never loaded into the engine's registers (the requantizer gets 0s)
     "rq.values": ("ga2_hdl/rtl/vector_unit.py", "m.d.sync += local.eq(value) -> pass", "RequantizeEngine._words"),

@@ -280,14 +280,15 @@ def test_two_masters_at_once_is_a_conflict(words):
 def test_owned_write_stage_forwards_the_word_written_the_cycle_before():
     """The owned scratchpad (the book chip's) registers every write before the memory, so a write
     reaches the block RAM a cycle late; a read then sees exactly what it sees without the stage:
-    every write of an earlier cycle (the one just before forwarded), never one of its own cycle.
-    Back-to-back random reads and writes of a few addresses by the owner, against a model."""
+    every write of an earlier cycle (the one just before forwarded: the port's rd_hit and
+    rd_forward, the block RAM's word being the old one), never one of its own cycle.  Back-to-back
+    random reads and writes of a few addresses by the owner, against a model."""
     rng = random.Random(7)
     words = 16                                   # few addresses: reads hit recent writes often
     init = [rng.getrandbits(32) for _ in range(words)]
     dut = _scratchpad(config=isa.BOOK, depth=words, init=init, owned=True)
     model = list(init)
-    hits = {"forwarded": 0, "same cycle": 0}
+    hits = {"forwarded": 0, "same cycle": 0, "rd_hit": 0}
 
     async def bench(ctx):
         last_write = None
@@ -312,7 +313,9 @@ def test_owned_write_stage_forwards_the_word_written_the_cycle_before():
                 hits["same cycle"] += 1
             await ctx.tick()
             if read:
-                got = ctx.get(port.rd_data)
+                hit = ctx.get(port.rd_hit)
+                hits["rd_hit"] += hit
+                got = ctx.get(port.rd_forward) if hit else ctx.get(port.rd_data)
                 assert got == expected, f"step {step}: read of {ra}: expected {expected:#x}, got {got:#x}"
             if write:
                 model[wa] = wd
@@ -324,7 +327,7 @@ def test_owned_write_stage_forwards_the_word_written_the_cycle_before():
             assert ctx.get(dut.memory.data[a]) == model[a], f"word {a}"
 
     simulate(dut, bench, period=1e-6)
-    assert hits["forwarded"] > 20 and hits["same cycle"] > 5, hits
+    assert hits["forwarded"] > 20 and hits["same cycle"] > 5 and hits["rd_hit"] == hits["forwarded"], hits
 
 
 @pytest.mark.parametrize("words", [2, 4, 8])
