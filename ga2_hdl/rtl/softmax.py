@@ -246,9 +246,9 @@ class SoftmaxUnit(wiring.Component):
 
             with m.State("SCALE"):
                 self._scale(m, SimpleNamespace(
-                    reading=reading, rd_index=rd_index, wr_index=wr_index, length=length, dst=dst,
-                    addr_bits=addr_bits, from_field=from_field, v=(v1, v2, v3, v4), last4=last4, e_read=e_read, product=product,
-                    prob=prob, r=r, next_pass=next_pass))
+                    reading=reading, rd_index=rd_index, wr_index=wr_index, length=length, from_field=from_field,
+                    v=(v1, v2, v3, v4), last4=last4, e_read=e_read, product=product, prob=prob, r=r,
+                    next_pass=next_pass))
         return m
 
     def _scale(self, m, s):

@@ -72,7 +72,7 @@ from amaranth.lib import data, wiring
 from .. import isa
 from ..config import Config
 from .decoder import operand
-from .layout import SpadPort, UnitSignature, contract_ports, off_contract, spad_addr_bits
+from .layout import SpadPort, UnitSignature, contract_ports, off_contract, spad_addr_bits, spad_read_word
 from .requant import Requantizer
 from .softmax import SoftmaxUnit
 
@@ -668,8 +668,7 @@ class VectorUnit(wiring.Component):
                 # cycle before, one LUT per bit beside each engine and not one shared by all
                 read_by = Signal(name=f"{name.lower()}_read_by")
                 m.d.sync += read_by.eq(selected)
-                read_gate.d.comb += engine.spad.rd_data.eq(
-                    Mux(read_by, Mux(self.spad.rd_hit, self.spad.rd_forward, read_data), 0))
+                read_gate.d.comb += engine.spad.rd_data.eq(Mux(read_by, spad_read_word(self.spad), 0))
             else:
                 read_gate.d.comb += engine.spad.rd_data.eq(Mux(selected, read_data, 0))
             with m.If(engine.done):
