@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Packing", "pack_output_registers", "pack_netlist_file", "DSP", "FF"]
+__all__ = ["Packing", "packing_line", "pack_output_registers", "pack_netlist_file", "DSP", "FF"]
 
 #: the ECP5 multiplier and the slice flip-flop, as Yosys's ECP5 library names them
 DSP, FF = "MULT18X18D", "TRELLIS_FF"
@@ -48,23 +48,28 @@ class Packing:
     refused: dict[str, str] = field(default_factory=dict)
 
     def line(self) -> str:
-        """One line for people: how many multipliers took their product's register, and why the
-        others did not (counted by reason)."""
-        total = len(self.packed) + len(self.refused)
-        if not total:
-            return "DSP output registers: no MULT18X18D"
-        text = (f"DSP output registers: {len(self.packed)} of {total} MULT18X18D hold their product "
-                f"({self.flip_flops} flip-flops moved in)")
-        reasons = defaultdict(int)
-        for why in self.refused.values():
-            reasons[why] += 1
-        if reasons:
-            text += "; not: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
-        return text
+        """:func:`packing_line` of this packing."""
+        return packing_line(**self.to_json())
 
     def to_json(self) -> dict:
         return {"packed": len(self.packed), "flip_flops": self.flip_flops,
                 "refused": dict(self.refused)}
+
+
+def packing_line(packed: int, flip_flops: int, refused: dict[str, str]) -> str:
+    """One line for people from a packing's record (:meth:`Packing.to_json`): how many multipliers
+    took their product's register, and why the others did not (counted by reason)."""
+    total = packed + len(refused)
+    if not total:
+        return "DSP output registers: no MULT18X18D"
+    text = (f"DSP output registers: {packed} of {total} MULT18X18D hold their product "
+            f"({flip_flops} flip-flops moved in)")
+    reasons = defaultdict(int)
+    for why in refused.values():
+        reasons[why] += 1
+    if reasons:
+        text += "; not: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+    return text
 
 
 def _param(cell: dict, name: str) -> str:
@@ -79,6 +84,13 @@ def _net(cell: dict, port: str):
     return bits[0] if bits else None
 
 
+def _controls(ff: dict) -> tuple:
+    """A flip-flop's clock, clock enable, reset and GSR setting, as the multiplier's output register
+    takes them (``"1"``: no clock enable, ``"0"``: no reset)."""
+    ce = _net(ff, "CE") if _param(ff, "CEMUX") == "CE" else "1"
+    return _net(ff, "CLK"), ce, _net(ff, "LSR") or "0", _param(ff, "GSR")
+
+
 def _why_not_alike(ffs: list[dict]) -> str | None:
     """None when the flip-flops ``ffs`` can become one output register; else why not."""
     for ff in ffs:
@@ -89,11 +101,7 @@ def _why_not_alike(ffs: list[dict]) -> str | None:
             return f"a flip-flop with CEMUX={_param(ff, 'CEMUX') or '?'}"
         if _param(ff, "LSRMODE") not in ("", "LSR"):
             return f"a flip-flop with LSRMODE={_param(ff, 'LSRMODE')}"
-
-    def control(ff):
-        ce = _net(ff, "CE") if _param(ff, "CEMUX") == "CE" else "1"
-        return (_net(ff, "CLK"), ce, _net(ff, "LSR") or "0", _param(ff, "GSR"))
-    if len({str(control(ff)) for ff in ffs}) != 1:
+    if len({str(_controls(ff)) for ff in ffs}) != 1:
         return "flip-flops with different clocks, enables, resets or GSR"
     return None
 
@@ -140,20 +148,18 @@ def pack_output_registers(netlist: dict, top: str) -> Packing:
             done.refused[name] = why
             continue
         ffs = [readers[bit][0][0] for _, bit in used]
-        first = cells[ffs[0]]
+        clk, ce, rst, gsr = _controls(cells[ffs[0]])
         connections, directions = dsp.setdefault("connections", {}), dsp.setdefault("port_directions", {})
         for (i, bit), ff in zip(used, ffs):
             connections[f"P{i}"] = [_net(cells[ff], "Q")]
             dead.add(bit)
             del cells[ff]
-        connections["CLK0"] = [_net(first, "CLK")]
-        connections["CE0"] = [_net(first, "CE") if _param(first, "CEMUX") == "CE" else "1"]
-        connections["RST0"] = [_net(first, "LSR") or "0"]
+        connections["CLK0"], connections["CE0"], connections["RST0"] = [clk], [ce], [rst]
         for port in ("CLK0", "CE0", "RST0"):
             directions[port] = "input"
         dsp.setdefault("parameters", {}).update({
             "REG_OUTPUT_CLK": "CLK0", "REG_OUTPUT_CE": "CE0", "REG_OUTPUT_RST": "RST0",
-            "RESETMODE": "SYNC", "GSR": _param(first, "GSR") or "DISABLED"})
+            "RESETMODE": "SYNC", "GSR": gsr or "DISABLED"})
         done.packed.append(name)
         done.flip_flops += len(ffs)
     # the names Yosys gave the nets between a multiplier and its flip-flops: those nets are gone

@@ -39,7 +39,7 @@ from ga2_hdl.config import Config
 from ga2_hdl.support.reporter import Reporter, or_quiet
 
 from ..support import toolchain
-from .dsp_registers import Packing, pack_netlist_file
+from .dsp_registers import pack_netlist_file, packing_line
 # the readers of the tools' output, here too under their old names (``synth.read_cells`` ...)
 from .tool_reports import (CLOCK_NET, FLIP_FLOPS, MEMORY_CELLS, READ_DURING_WRITE, NetlistNames, PathEnd,  # noqa: F401
                            critical_path, design_base, fmax_of, read_cells, read_during_write, read_memories)
@@ -347,9 +347,7 @@ class SynthResult:
     def dsp_line(self) -> str | None:
         """One line: the multipliers that hold their product's register (None: not recorded)."""
         d = self.dsp_output_registers
-        if d is None:
-            return None
-        return Packing(packed=[""] * d["packed"], flip_flops=d["flip_flops"], refused=d["refused"]).line()
+        return None if d is None else packing_line(**d)
 
     def path_line(self) -> str | None:
         cp = self.critical_path
