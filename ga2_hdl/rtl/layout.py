@@ -59,13 +59,16 @@ def spad_forwards(config: Config) -> bool:
 def spad_read_word(port):
     """The word a read on the scratchpad port ``port`` returned: ``rd_data``, or ``rd_forward``
     when the port carries the forward and ``rd_hit`` is high (:func:`spad_forwards`)."""
-    if "rd_hit" in port.signature.members:
+    if port.signature.forward:
         return Mux(port.rd_hit, port.rd_forward, port.rd_data)
     return port.rd_data
 
 class _MemoryPort(wiring.Signature):
     """A memory port's signature, described by its address width, word width and words per access:
     two ports with the same three compare equal (and print them), as Amaranth's own signatures do."""
+
+    #: whether the port carries the scratchpad's forward (``rd_hit``, ``rd_forward``; :class:`SpadPort`)
+    forward = False
 
     def __init__(self, what: str, addr_bits: int, data_bits: int, words: int, members):
         if words < 1 or words & (words - 1):
@@ -81,7 +84,7 @@ class _MemoryPort(wiring.Signature):
         return self.words > 1
 
     def _key(self):
-        return type(self), self.addr_bits, self.data_bits, self.words, getattr(self, "forward", False)
+        return type(self), self.addr_bits, self.data_bits, self.words, self.forward
 
     def __eq__(self, other):
         return isinstance(other, _MemoryPort) and self._key() == other._key()
@@ -91,7 +94,7 @@ class _MemoryPort(wiring.Signature):
 
     def __repr__(self):
         return (f"{type(self).__name__}(addr_bits={self.addr_bits}, data_bits={self.data_bits}, words={self.words}"
-                + (", forward" if getattr(self, "forward", False) else "") + ")")
+                + (", forward" if self.forward else "") + ")")
 
 
 class SpadPort(_MemoryPort):

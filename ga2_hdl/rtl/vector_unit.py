@@ -663,7 +663,7 @@ class VectorUnit(wiring.Component):
             read_data = self.spad.rd_data
             if wide_port:
                 read_data = read_data.as_value() if engine.spad.signature.wide else read_data[0]
-            if "rd_hit" in self.spad.signature.members:
+            if self.spad.signature.forward:
                 # the forward: each engine its own multiplexer, gated by the engine that read in the
                 # cycle before, one LUT per bit beside each engine and not one shared by all
                 read_by = Signal(name=f"{name.lower()}_read_by")
