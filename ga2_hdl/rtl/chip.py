@@ -283,9 +283,11 @@ class GA2Chip(wiring.Component):
         a busy time of 1 is refused (``MIN_BUSY``, :func:`short_busy_times`).  FETCH then only
         does the second half (the compares and the priority of the rules) and registers the
         verdict; ISSUE acts on it.  Word 0 has no instruction before it: a write to word 0
-        loads a copy of it (``word0``) and its first half (``terms_word0``), in the write's own
-        cycle, so a word 0 written in the start cycle is the one that runs.  The memory cannot
-        change while running (writes are ignored), so the word read ahead is the word FETCH
+        loads a copy of it (``word0``) and its first half (``terms_word0``), and every IDLE cycle
+        loads ``terms_next`` with that first half (with the written one in a write's own cycle),
+        so a word 0 written in the start cycle is the one that runs, and FETCH always checks
+        ``terms_next``: one second half, on registers alone (``first`` chooses the word, ``word0``
+        or ``nxt``).  The memory cannot change while running (writes are ignored), so the word read ahead is the word FETCH
         would have read.  Every cycle is the same as with the check all in FETCH.
 
         With ``config.fetch_on_done`` the cycle of the DMA's or the matrix unit's ``done`` is also the
@@ -312,9 +314,11 @@ class GA2Chip(wiring.Component):
         for unit in self.units.values():
             fanout.d.comb += unit.ins.eq(cur)
 
-        with m.If(imem_wr.en & (imem_wr.addr == 0)):
-            m.d.sync += [word0.eq(imem_wr.data),
-                         *stages.assign(terms_word0, data.View(INSTRUCTION, imem_wr.data))]
+        written0 = imem_wr.en & (imem_wr.addr == 0)
+        terms_written = Signal(stages.layout, name="terms_written")    # word 0's, as it is written
+        m.d.comb += stages.assign(terms_written, data.View(INSTRUCTION, imem_wr.data))
+        with m.If(written0):
+            m.d.sync += [word0.eq(imem_wr.data), terms_word0.eq(terms_written)]
 
         # sequencer flags, one register: which unit the WAIT state waits for (one-hot), and
         # whether the last FETCH was beyond the instruction memory
@@ -330,7 +334,6 @@ class GA2Chip(wiring.Component):
             # that finished (its trailing write)
             m.d.comb += self.spad.owner.eq(Cat(*(verdict[UNIT_NAMES[kind]] for kind in self.units)))
         halt = functools.partial(self._halt, m)
-        error_word0 = stages.error(m, terms_word0, name="error_word0")
         error_next = stages.error(m, terms_next, name="error_next")
         iset = isa.instruction_set(self.config)
 
@@ -341,14 +344,14 @@ class GA2Chip(wiring.Component):
             m.d.sync += [verdict[UNIT_NAMES[kind]].eq(op.matches(*iset.unit_ops(kind))) for kind in self.units]
 
         with m.FSM(name="sequencer"):
-            with m.State("IDLE"):
+            with m.State("IDLE"):       # the next FETCH, if any, is of word 0: its first half
+                m.d.sync += terms_next.eq(Mux(written0, terms_written, terms_word0))
                 self._start(m, first, counters)
 
             with m.State("FETCH"):
                 m.d.comb += [self.running.eq(1), imem_rd.addr.eq(self.pc + 1), imem_rd.en.eq(1)]
                 m.d.sync += [total.eq(total + 1), first.eq(0)]
-                fetch(self.pc, Mux(first, word0, nxt), Mux(first, terms_word0.op, terms_next.op),
-                      Mux(first, error_word0, error_next))
+                fetch(self.pc, Mux(first, word0, nxt), terms_next.op, error_next)
                 m.next = "ISSUE"
 
             with m.State("ISSUE"):

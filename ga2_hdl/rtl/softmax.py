@@ -183,6 +183,9 @@ class SoftmaxUnit(wiring.Component):
         self.datapath = SimpleNamespace(divider=divider, exp_table=exp_table, e_read=e_read, r=r)
 
         m.d.comb += exp_table.addr.eq((running_max - score_r)[:8])   # 0 .. 255 since max >= x
+        # SCALE's operand, registered in every cycle and state (only v2, the cycle after v1, takes
+        # it): the block RAM's word reaches it through the read's gate alone, no state's enable
+        m.d.sync += e_read.eq(self.spad.rd_data[:E_BITS])
 
         with m.FSM():
             with m.State("IDLE"):
@@ -257,9 +260,6 @@ class SoftmaxUnit(wiring.Component):
         reads start with SCALE; done with the last write."""
         v1, v2, v3, v4 = s.v
         m.d.comb += s.reading.eq(s.rd_index < s.length)
-        # registered without an enable (only v2, the cycle after v1, takes it), so the block RAM's
-        # output reaches the flip-flop through no multiplexer
-        m.d.sync += s.e_read.eq(self.spad.rd_data[:E_BITS])
         with m.If(v2):
             m.d.sync += s.product.eq(s.e_read * s.r)
         with m.If(v3):
