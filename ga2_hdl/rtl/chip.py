@@ -286,9 +286,9 @@ class GA2Chip(wiring.Component):
         loads a copy of it (``word0``) and its first half (``terms_word0``), and every IDLE cycle
         loads ``terms_next`` with that first half (with the written one in a write's own cycle),
         so a word 0 written in the start cycle is the one that runs, and FETCH always checks
-        ``terms_next``: one second half, on registers alone (``first`` chooses the word, ``word0``
-        or ``nxt``).  The memory cannot change while running (writes are ignored), so the word read ahead is the word FETCH
-        would have read.  Every cycle is the same as with the check all in FETCH.
+        ``terms_next``: one second half, from registers (``first`` picks ``word0`` or ``nxt``).
+        The memory cannot change while running (writes are ignored), so the word read ahead is
+        the word FETCH would have read.  Every cycle is the same as with the check all in FETCH.
 
         With ``config.fetch_on_done`` the cycle of the DMA's or the matrix unit's ``done`` is also the
         next FETCH (:func:`ga2_hdl.isa.fetch_after`): WAIT does FETCH's work and goes to ISSUE, every
